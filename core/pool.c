@@ -1,0 +1,139 @@
+/* pool.c: power-of-two size classes, one free list and one mutex per class.
+ * Each block starts with a 64-byte header (its class and the free-list link)
+ * so the caller's memory stays 64-byte aligned. */
+#include "core/pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+
+#define POOL_HEADER 64
+#define POOL_MIN_SHIFT 6   /* smallest class: 64 bytes */
+#define POOL_CLASSES 40    /* up to 2^45 bytes */
+/* Keep at most this many idle blocks per class; more go back to the heap. */
+#define POOL_MAX_IDLE 4096
+
+typedef struct pool_block {
+    struct pool_block *next;
+    int cls;
+} pool_block;
+
+typedef struct pool_class {
+    pthread_mutex_t lock;
+    pool_block *free;
+    size_t idle;
+} pool_class;
+
+struct sl_pool {
+    atomic_int refs;
+    atomic_size_t bytes;
+    pool_class cls[POOL_CLASSES];
+};
+
+sl_pool *sl__pool_new(void)
+{
+    sl_pool *pool = calloc(1, sizeof *pool);
+    if (!pool)
+        return NULL;
+    atomic_init(&pool->refs, 1);
+    atomic_init(&pool->bytes, 0);
+    for (int i = 0; i < POOL_CLASSES; i++)
+        pthread_mutex_init(&pool->cls[i].lock, NULL);
+    return pool;
+}
+
+void sl__pool_retain(sl_pool *pool)
+{
+    atomic_fetch_add_explicit(&pool->refs, 1, memory_order_relaxed);
+}
+
+void sl__pool_release(sl_pool *pool)
+{
+    if (!pool || atomic_fetch_sub_explicit(&pool->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (int i = 0; i < POOL_CLASSES; i++) {
+        pool_block *b = pool->cls[i].free;
+        while (b) {
+            pool_block *next = b->next;
+            free(b);
+            b = next;
+        }
+        pthread_mutex_destroy(&pool->cls[i].lock);
+    }
+    free(pool);
+}
+
+static int class_of(size_t size)
+{
+    int cls = 0;
+    size_t cap = (size_t)1 << POOL_MIN_SHIFT;
+    while (cap < size) {
+        cap <<= 1;
+        cls++;
+        if (cls >= POOL_CLASSES)
+            return -1;
+    }
+    return cls;
+}
+
+static size_t class_size(int cls)
+{
+    return (size_t)1 << (cls + POOL_MIN_SHIFT);
+}
+
+void *sl__pool_alloc(sl_pool *pool, size_t size)
+{
+    int cls = class_of(size ? size : 1);
+    pool_block *b;
+    if (cls < 0)
+        return NULL;
+    pool_class *pc = &pool->cls[cls];
+    pthread_mutex_lock(&pc->lock);
+    b = pc->free;
+    if (b) {
+        pc->free = b->next;
+        pc->idle--;
+    }
+    pthread_mutex_unlock(&pc->lock);
+    if (!b) {
+        b = aligned_alloc(64, POOL_HEADER + class_size(cls));
+        if (!b)
+            return NULL;
+        b->cls = cls;
+        atomic_fetch_add_explicit(&pool->bytes, class_size(cls), memory_order_relaxed);
+    }
+    sl__pool_retain(pool);
+    return (char *)b + POOL_HEADER;
+}
+
+void sl__pool_free(sl_pool *pool, void *block)
+{
+    pool_block *b;
+    pool_class *pc;
+    int keep;
+    if (!block)
+        return;
+    b = (pool_block *)((char *)block - POOL_HEADER);
+    pc = &pool->cls[b->cls];
+    pthread_mutex_lock(&pc->lock);
+    keep = pc->idle < POOL_MAX_IDLE;
+    if (keep) {
+        b->next = pc->free;
+        pc->free = b;
+        pc->idle++;
+    }
+    pthread_mutex_unlock(&pc->lock);
+    if (!keep) {
+        atomic_fetch_sub_explicit(&pool->bytes, class_size(b->cls), memory_order_relaxed);
+        free(b);
+    }
+    sl__pool_release(pool);
+}
+
+size_t sl__pool_bytes(const sl_pool *pool)
+{
+    return atomic_load_explicit(&pool->bytes, memory_order_relaxed);
+}

@@ -1,0 +1,26 @@
+/* pool.h: a buffer pool that recycles fixed-size-class blocks so hot paths do
+ * not call malloc per sample. Blocks fall into power-of-two size classes with
+ * one free list (and one mutex) each. The pool is reference counted: every
+ * block handed out holds a reference, so the pool lives until the last tensor
+ * made from it is released, even after its pipeline is gone. */
+#ifndef SLUICE_CORE_POOL_H
+#define SLUICE_CORE_POOL_H
+
+#include <stddef.h>
+
+typedef struct sl_pool sl_pool;
+
+/* A new pool with one reference (NULL on allocation failure). */
+sl_pool *sl__pool_new(void);
+void sl__pool_retain(sl_pool *pool);
+void sl__pool_release(sl_pool *pool);
+
+/* A block of at least size bytes, 64-byte aligned, or NULL. The block keeps
+ * the pool alive until freed with sl__pool_free. */
+void *sl__pool_alloc(sl_pool *pool, size_t size);
+void sl__pool_free(sl_pool *pool, void *block);
+
+/* Bytes currently held by the pool: in use plus cached on free lists. */
+size_t sl__pool_bytes(const sl_pool *pool);
+
+#endif

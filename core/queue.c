@@ -1,0 +1,152 @@
+/* queue.c: one mutex, two condition variables, waits inside while loops; no
+ * work is done while holding the lock. */
+#include "core/queue.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/error.h"
+
+int sl__queue_init(sl_queue *q, size_t capacity)
+{
+    pthread_condattr_t attr;
+    if (capacity == 0)
+        return SL_EINVAL;
+    q->slots = calloc(capacity, sizeof *q->slots);
+    if (!q->slots)
+        return SL_ENOMEM;
+    q->capacity = capacity;
+    q->head = 0;
+    q->next_seq = 0;
+    q->closed = 0;
+    q->push_waits = 0;
+    q->pop_waits = 0;
+    pthread_mutex_init(&q->lock, NULL);
+    /* Timed pops measure against the monotonic clock, immune to clock jumps. */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->not_empty, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_cond_init(&q->not_full, NULL);
+    return SL_OK;
+}
+
+void sl__queue_destroy(sl_queue *q)
+{
+    if (!q->slots)
+        return;
+    pthread_mutex_destroy(&q->lock);
+    pthread_cond_destroy(&q->not_empty);
+    pthread_cond_destroy(&q->not_full);
+    free(q->slots);
+    q->slots = NULL;
+}
+
+static int push_locked(sl_queue *q, uint64_t seq, void *item)
+{
+    SL_ASSERT(item != NULL);
+    while (!q->closed && seq >= q->head + q->capacity) {
+        q->push_waits++;
+        pthread_cond_wait(&q->not_full, &q->lock);
+    }
+    if (q->closed)
+        return SL_ECLOSED;
+    SL_ASSERT(seq >= q->head && q->slots[seq % q->capacity] == NULL);
+    q->slots[seq % q->capacity] = item;
+    if (seq == q->head)
+        pthread_cond_broadcast(&q->not_empty);
+    return SL_OK;
+}
+
+int sl__queue_push(sl_queue *q, uint64_t seq, void *item)
+{
+    int rc;
+    pthread_mutex_lock(&q->lock);
+    rc = push_locked(q, seq, item);
+    pthread_mutex_unlock(&q->lock);
+    return rc;
+}
+
+int sl__queue_push_next(sl_queue *q, void *item)
+{
+    int rc;
+    pthread_mutex_lock(&q->lock);
+    rc = push_locked(q, q->next_seq, item);
+    if (rc == SL_OK)
+        q->next_seq++;
+    pthread_mutex_unlock(&q->lock);
+    return rc;
+}
+
+int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
+{
+    struct timespec deadline;
+    void **slot;
+    int rc = SL_OK;
+    if (timeout_ms >= 0) {
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += timeout_ms / 1000;
+        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+    }
+    pthread_mutex_lock(&q->lock);
+    /* Re-read head after every wait: another consumer may have advanced it. */
+    while (*(slot = &q->slots[q->head % q->capacity]) == NULL && !q->closed) {
+        q->pop_waits++;
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&q->not_empty, &q->lock);
+        } else if (pthread_cond_timedwait(&q->not_empty, &q->lock, &deadline) == ETIMEDOUT) {
+            slot = &q->slots[q->head % q->capacity];
+            if (*slot == NULL && !q->closed)
+                rc = SL_ETIMEDOUT;
+            break;
+        }
+    }
+    if (rc == SL_OK) {
+        if (*slot == NULL) {
+            rc = SL_ECLOSED;
+        } else {
+            *item = *slot;
+            *slot = NULL;
+            if (seq)
+                *seq = q->head;
+            q->head++;
+            pthread_cond_broadcast(&q->not_full);
+        }
+    }
+    pthread_mutex_unlock(&q->lock);
+    return rc;
+}
+
+void sl__queue_close(sl_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->closed = 1;
+    pthread_cond_broadcast(&q->not_empty);
+    pthread_cond_broadcast(&q->not_full);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void sl__queue_drain(sl_queue *q, void (*free_item)(void *))
+{
+    for (size_t i = 0; i < q->capacity; i++) {
+        if (q->slots[i]) {
+            free_item(q->slots[i]);
+            q->slots[i] = NULL;
+        }
+    }
+}
+
+size_t sl__queue_size(sl_queue *q)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&q->lock);
+    for (size_t i = 0; i < q->capacity; i++)
+        n += q->slots[i] != NULL;
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}

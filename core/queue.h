@@ -1,0 +1,50 @@
+/* queue.h: the bounded queue that joins pipeline stages. Items carry a
+ * sequence number and leave in sequence order, whatever order they arrive
+ * in, so several workers can fill one queue and the consumer still sees the
+ * producer's order. A ring of `capacity` slots: push blocks while its
+ * sequence is `capacity` or more ahead of the next one to leave
+ * (backpressure); pop blocks until the next one has arrived.
+ * close() wakes everyone: push then fails with SL_ECLOSED, pop returns what
+ * is still in order and then SL_ECLOSED. The queue never frees items; the
+ * owner drains them (sl__queue_drain) after joining its threads. */
+#ifndef SLUICE_CORE_QUEUE_H
+#define SLUICE_CORE_QUEUE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sl_queue {
+    pthread_mutex_t lock;
+    pthread_cond_t not_empty; /* the slot at `head` was filled, or closed */
+    pthread_cond_t not_full;  /* `head` moved, or closed */
+    void **slots;             /* capacity entries, NULL when empty */
+    size_t capacity;
+    uint64_t head;            /* sequence number of the next item to pop */
+    uint64_t next_seq;        /* for sl__queue_push_next: the next number to stamp */
+    int closed;
+    /* Counters for reports: how often each side had to wait. */
+    uint64_t push_waits;
+    uint64_t pop_waits;
+} sl_queue;
+
+int sl__queue_init(sl_queue *q, size_t capacity);
+void sl__queue_destroy(sl_queue *q);
+
+/* Places item with sequence number seq; blocks while seq >= head + capacity.
+ * Returns SL_OK or SL_ECLOSED (the item was not taken). */
+int sl__queue_push(sl_queue *q, uint64_t seq, void *item);
+/* For a single producer: pushes with the next sequence number in turn. */
+int sl__queue_push_next(sl_queue *q, void *item);
+/* Takes the next item in sequence order; timeout_ms < 0 waits forever.
+ * Returns SL_OK, SL_ECLOSED (closed and nothing left in order) or
+ * SL_ETIMEDOUT. seq may be NULL. */
+int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms);
+void sl__queue_close(sl_queue *q);
+/* Removes every item still held, calling free_item on each (after close and
+ * join; no thread may use the queue meanwhile). */
+void sl__queue_drain(sl_queue *q, void (*free_item)(void *));
+/* Items currently held (for reports). */
+size_t sl__queue_size(sl_queue *q);
+
+#endif

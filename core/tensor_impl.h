@@ -1,0 +1,38 @@
+/* tensor_impl.h: the tensor's layout and pooled allocation, for the library's
+ * own layers. A tensor is one block: this header, then its data aligned to
+ * 64 bytes. A view shares another tensor's data and keeps it alive. */
+#ifndef SLUICE_CORE_TENSOR_IMPL_H
+#define SLUICE_CORE_TENSOR_IMPL_H
+
+#include <stdatomic.h>
+
+#include "sluice/tensor.h"
+#include "core/pool.h"
+
+struct sl_tensor {
+    sl_dtype dtype;
+    int ndim;
+    int64_t shape[SL_MAX_DIMS];
+    size_t numel;
+    size_t nbytes;
+    void *data;           /* 64-byte aligned, contiguous */
+    atomic_int refcount;
+    sl_pool *pool;        /* where the block goes back; NULL: heap */
+    sl_tensor *base;      /* for a view: the tensor that owns the data */
+};
+
+/* Allocates an uninitialised tensor from pool (NULL pool: heap). */
+int sl__tensor_alloc(sl_tensor **out, sl_pool *pool, sl_dtype dtype, int ndim,
+                     const int64_t *shape);
+/* A tensor whose data is base's data at byte offset; base is retained. */
+int sl__tensor_view(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offset,
+                    sl_dtype dtype, int ndim, const int64_t *shape);
+/* True if the caller may overwrite t's data in place: one reference and
+ * owned data (not a view). */
+int sl__tensor_writable(const sl_tensor *t);
+/* Checks dims and computes numel/nbytes with overflow checks. */
+int sl__shape_numel(int ndim, const int64_t *shape, sl_dtype dtype, size_t *numel,
+                    size_t *nbytes);
+int sl__shape_equal(int ndim_a, const int64_t *a, int ndim_b, const int64_t *b);
+
+#endif

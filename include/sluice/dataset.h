@@ -1,0 +1,131 @@
+/* dataset.h: a dataset is a description of a pipeline: one source
+ * (MnistDataset or ImageFolderDataset) followed by nodes (map, shuffle,
+ * batch, repeat, take, skip) appended in order, as MindSpore's
+ * `ds = ds.map(...)` chains do. Nothing runs until an iterator is made from
+ * it (iterator.h); many iterators may be made from one dataset, and the
+ * dataset may be freed while they run.
+ *
+ * Every call that can fail returns a status; the message naming the file,
+ * column or argument is then in sl_dataset_last_error(). A dataset whose
+ * source could not be set stays unusable until a source is set. */
+#ifndef SLUICE_DATASET_H
+#define SLUICE_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/export.h"
+#include "sluice/op.h"
+#include "sluice/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SL_MAX_COLUMNS 8
+#define SL_COLUMN_NAME_LEN 32
+
+typedef struct sl_dataset sl_dataset;
+
+/* Which samples a source yields and in what order; shared by all sources. */
+typedef struct sl_sampler_options {
+    int64_t num_samples; /* at most this many per shard per epoch; 0: all */
+    int shuffle;         /* 1: a new random order each epoch (default 1) */
+    uint64_t seed;       /* seed of that order (default 0) */
+    int64_t num_shards;  /* split the samples into this many parts (default 1) */
+    int64_t shard_id;    /* which part this dataset reads, 0 <= shard_id < num_shards */
+} sl_sampler_options;
+
+typedef enum sl_mnist_usage {
+    SL_MNIST_ALL = 0, /* train then test */
+    SL_MNIST_TRAIN,
+    SL_MNIST_TEST
+} sl_mnist_usage;
+
+typedef struct sl_mnist_options {
+    const char *dataset_dir; /* holds train-images-idx3-ubyte[.gz], ... */
+    sl_mnist_usage usage;    /* default SL_MNIST_ALL, as MindSpore */
+    sl_sampler_options sampler;
+} sl_mnist_options;
+
+typedef struct sl_image_folder_options {
+    const char *dataset_dir;       /* one sub-folder per class */
+    const char *const *extensions; /* NULL-terminated, e.g. {".jpg", NULL}; NULL: every file */
+    /* Optional: only these class folders, with these labels. */
+    const char *const *class_names;
+    const int32_t *class_indices;
+    size_t num_classes;
+    int decode;                    /* 1: yield decoded RGB images, 0: the file's bytes */
+    int num_parallel_workers;      /* decode workers when decode is 1 (default 2) */
+    sl_sampler_options sampler;
+} sl_image_folder_options;
+
+/* Defaults: shuffle 1, seed 0, one shard, all samples; MNIST usage all;
+ * ImageFolder every file, no decode, 2 workers. */
+SL_API void sl_sampler_options_init(sl_sampler_options *o);
+SL_API void sl_mnist_options_init(sl_mnist_options *o);
+SL_API void sl_image_folder_options_init(sl_image_folder_options *o);
+
+/* An empty dataset (NULL when out of memory); free with sl_dataset_free. */
+SL_API sl_dataset *sl_dataset_new(void);
+SL_API void sl_dataset_free(sl_dataset *ds);
+/* The message of the last failed call on ds ("" if none). */
+SL_API const char *sl_dataset_last_error(const sl_dataset *ds);
+
+/* Sources. They read the files' headers now (so counts and shapes are known
+ * and bad files are refused early) and the pixels when an iterator runs.
+ * MNIST yields `image` uint8 (28, 28, 1) and `label` uint32 (); ImageFolder
+ * yields `image` (the file's bytes, uint8 (n,), or a decoded (H, W, 3)) and
+ * `label` int32 (). Setting a source drops any nodes appended before. */
+SL_API int sl_dataset_mnist(sl_dataset *ds, const sl_mnist_options *o);
+SL_API int sl_dataset_image_folder(sl_dataset *ds, const sl_image_folder_options *o);
+
+/* Applies ops in order to input_column of every row; the result replaces
+ * the column, renamed output_column when that is not NULL. The map takes its
+ * own references to the ops. Workers run in parallel; rows keep their order.
+ * Consecutive maps run in one stage (with the larger worker count). */
+SL_API int sl_dataset_map(sl_dataset *ds, sl_op *const *ops, size_t nops,
+                          const char *input_column, const char *output_column,
+                          int num_parallel_workers);
+/* Buffered shuffle: keeps buffer_size rows and emits a random one as each
+ * new row arrives; a new order every epoch, fixed by the dataset's seed. */
+SL_API int sl_dataset_shuffle(sl_dataset *ds, int64_t buffer_size);
+/* Stacks batch_size rows into contiguous (batch_size, ...) tensors. The last
+ * short batch of an epoch is dropped when drop_remainder is 1. Rows of one
+ * batch must agree in shape and dtype. */
+SL_API int sl_dataset_batch(sl_dataset *ds, int64_t batch_size, int drop_remainder,
+                            int num_parallel_workers);
+/* Repeats what came before count times as one epoch; -1: without end. */
+SL_API int sl_dataset_repeat(sl_dataset *ds, int64_t count);
+/* The first n rows of each epoch (n = -1: all). */
+SL_API int sl_dataset_take(sl_dataset *ds, int64_t n);
+/* Every row of each epoch but the first n. */
+SL_API int sl_dataset_skip(sl_dataset *ds, int64_t n);
+/* The seed of shuffle nodes and random ops (default 0). */
+SL_API void sl_dataset_set_seed(sl_dataset *ds, uint64_t seed);
+
+/* Rows (or batches) per epoch, from the headers alone; -1 when endless,
+ * SL_ESTATE when no source is set. */
+SL_API int64_t sl_dataset_get_dataset_size(const sl_dataset *ds);
+SL_API size_t sl_dataset_num_columns(const sl_dataset *ds);
+SL_API const char *sl_dataset_column_name(const sl_dataset *ds, size_t i);
+/* Index of the named column, or -1. */
+SL_API int sl_dataset_column_index(const sl_dataset *ds, const char *name);
+/* Dtype and shape of column i as far as known without data (-1: unknown). */
+SL_API int sl_dataset_column_spec(const sl_dataset *ds, size_t i, sl_tensor_spec *out);
+/* One line per node, source first ("mnist(train, 60000 rows)", "map(...)"). */
+SL_API int sl_dataset_describe(const sl_dataset *ds, char *buf, size_t len);
+
+/* For inspect: the source's kind ("mnist", "image_folder"), the number of
+ * samples before sharding, and (ImageFolder) the classes with their counts.
+ * Returns SL_ESTATE without a source; i >= count gives SL_EINVAL. */
+SL_API const char *sl_dataset_source_kind(const sl_dataset *ds);
+SL_API int64_t sl_dataset_source_rows(const sl_dataset *ds);
+SL_API size_t sl_dataset_num_classes(const sl_dataset *ds);
+SL_API int sl_dataset_class_info(const sl_dataset *ds, size_t i, const char **name,
+                                 int32_t *label, int64_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,65 @@
+/* iterator.h: runs a dataset. Making an iterator starts the pipeline's
+ * threads; sl_iterator_next() hands out one row at a time, then the end of
+ * each epoch and finally the end of data. Freeing the iterator at any point
+ * wakes and joins every thread and frees what they held. One thread at a
+ * time may call an iterator's functions. */
+#ifndef SLUICE_ITERATOR_H
+#define SLUICE_ITERATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/dataset.h"
+#include "sluice/export.h"
+#include "sluice/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sl_iterator sl_iterator;
+
+typedef struct sl_iterator_options {
+    int64_t num_epochs;   /* epochs to deliver (default 1; -1: without end) */
+    size_t queue_chunks;  /* chunks each connector holds (default 8) */
+    size_t chunk_rows;    /* rows per chunk between stages (default 64) */
+    int timeout_ms;       /* sl_iterator_next waits at most this long (-1: forever, default) */
+} sl_iterator_options;
+
+/* One row: column i is columns[i], in the dataset's column order. The row
+ * owns one reference to each tensor: give them back with sl_row_clear(). */
+typedef struct sl_row {
+    size_t ncolumns;
+    sl_tensor *columns[SL_MAX_COLUMNS];
+} sl_row;
+
+/* Where time went, for benchmarks and reports. */
+typedef struct sl_iterator_stats {
+    double source_load_ms;  /* one-time reading of the source (MNIST pixels) */
+    uint64_t rows_out;      /* rows handed out by sl_iterator_next */
+    size_t pool_bytes;      /* bytes held by the iterator's buffer pool */
+    int threads;            /* threads the pipeline runs */
+} sl_iterator_stats;
+
+SL_API void sl_iterator_options_init(sl_iterator_options *o);
+
+/* Starts ds's pipeline (o may be NULL for defaults). On failure the message
+ * is in sl_dataset_last_error(ds). */
+SL_API int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options *o);
+/* Returns SL_OK with a row, SL_END_OF_EPOCH (row empty) when an epoch
+ * ended, SL_END_OF_DATA once every epoch has been delivered (and from then
+ * on), or a negative status whose message is in sl_iterator_last_error()
+ * (and is returned again by later calls). */
+SL_API int sl_iterator_next(sl_iterator *it, sl_row *row);
+SL_API const char *sl_iterator_last_error(const sl_iterator *it);
+SL_API void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out);
+/* Stops the pipeline: wakes and joins every thread, frees everything (rows
+ * already handed out stay valid until cleared). NULL is ignored. */
+SL_API void sl_iterator_free(sl_iterator *it);
+
+SL_API void sl_row_clear(sl_row *row);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,72 @@
+/* op.h: the operators a map node applies to one column of every row
+ * (vision transforms and type casts). An op is immutable once made, so one
+ * op may serve many maps and threads at once; it is reference counted:
+ * sl_op_*_new gives you one reference, a map that uses the op takes its
+ * own, and you drop yours with sl_op_release(). Every op takes one tensor
+ * and makes one tensor. Images are HWC (height, width, channels); a 2-D
+ * (H, W) image counts as one channel where an op says so. */
+#ifndef SLUICE_OP_H
+#define SLUICE_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/export.h"
+#include "sluice/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sl_op sl_op;
+
+typedef enum sl_interp {
+    SL_INTER_LINEAR = 0, /* bilinear, half-pixel centres (OpenCV INTER_LINEAR) */
+    SL_INTER_NEAREST     /* nearest neighbour (OpenCV INTER_NEAREST) */
+} sl_interp;
+
+/* JPEG bytes (1-D uint8) -> (H, W, 3) uint8 RGB, or (H, W, 1) when rgb is 0. */
+SL_API int sl_op_decode_new(sl_op **out, int rgb);
+/* (H, W, C) or (H, W), uint8 or float32 -> (height, width, C) or
+ * (height, width), same dtype; uint8 results are rounded to nearest. */
+SL_API int sl_op_resize_new(sl_op **out, int64_t height, int64_t width, sl_interp interp);
+/* Any numeric tensor -> float32 x * rescale + shift. */
+SL_API int sl_op_rescale_new(sl_op **out, double rescale, double shift);
+/* (H, W, C) -> float32 (x - mean[c]) / std[c]; channels must equal C (or 1
+ * channel for a 2-D image). std values must be > 0. */
+SL_API int sl_op_normalize_new(sl_op **out, const double *mean, const double *std,
+                               int channels);
+/* (H, W, C) -> (C, H, W), same dtype. */
+SL_API int sl_op_hwc2chw_new(sl_op **out);
+/* Any tensor -> the same values in dtype (C conversion; float to integer
+ * truncates toward zero). */
+SL_API int sl_op_type_cast_new(sl_op **out, sl_dtype dtype);
+/* (H, W, C) or (H, W): pads every side with `padding` zeros, then crops a
+ * (height, width) window at a random place. */
+SL_API int sl_op_random_crop_new(sl_op **out, int64_t height, int64_t width,
+                                 int64_t padding);
+/* (H, W, C) or (H, W): mirrors left-right with probability p. */
+SL_API int sl_op_random_horizontal_flip_new(sl_op **out, double p);
+/* Integer labels, scalar or (N,) -> (num_classes) or (N, num_classes), same
+ * dtype; a label outside [0, num_classes) is an error. */
+SL_API int sl_op_one_hot_new(sl_op **out, int64_t num_classes);
+
+SL_API sl_op *sl_op_retain(sl_op *op);
+SL_API void sl_op_release(sl_op *op);
+/* "resize", "rescale", ... */
+SL_API const char *sl_op_name(const sl_op *op);
+
+/* Applies op to in (left untouched) and returns a new tensor in *out.
+ * Random ops draw from a generator seeded by seed. On failure the message
+ * goes to errbuf (may be NULL). */
+SL_API int sl_op_apply(const sl_op *op, const sl_tensor *in, sl_tensor **out,
+                       uint64_t seed, char *errbuf, size_t errlen);
+/* The spec of the result for an input of spec in, without data; fails with
+ * SL_ESHAPE (message in errbuf) when the op cannot take such input. */
+SL_API int sl_op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                       char *errbuf, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,21 @@
+/* sluice.h: the whole public API of libsluice. */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#include "sluice/status.h"
+#include "sluice/tensor.h"
+#include "sluice/op.h"
+#include "sluice/dataset.h"
+#include "sluice/iterator.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "0.1.0" */
+SL_API const char *sl_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

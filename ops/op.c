@@ -1,0 +1,127 @@
+/* op.c: reference counting and the generic entry points of operators. */
+#include "ops/op_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sl__op_alloc(sl_op **out, size_t size, const sl_op_iface *iface, int random)
+{
+    sl_op *op;
+    SL_ASSERT(size >= sizeof(sl_op));
+    *out = NULL;
+    op = calloc(1, size);
+    if (!op)
+        return SL_ENOMEM;
+    op->iface = iface;
+    atomic_init(&op->refs, 1);
+    op->random = random;
+    *out = op;
+    return SL_OK;
+}
+
+sl_op *sl_op_retain(sl_op *op)
+{
+    if (op)
+        atomic_fetch_add_explicit(&op->refs, 1, memory_order_relaxed);
+    return op;
+}
+
+void sl_op_release(sl_op *op)
+{
+    if (!op || atomic_fetch_sub_explicit(&op->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (op->iface->destroy)
+        op->iface->destroy(op);
+    free(op);
+}
+
+const char *sl_op_name(const sl_op *op)
+{
+    return op->iface->name;
+}
+
+int sl__op_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
+{
+    int rc = op->iface->run(op, in, out, ctx);
+    if (rc != SL_OK)
+        *out = NULL;
+    return rc;
+}
+
+int sl__op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                 sl__error *err)
+{
+    return op->iface->infer(op, in, out, err);
+}
+
+static void copy_message(char *errbuf, size_t errlen, const sl__error *err)
+{
+    if (errbuf && errlen > 0)
+        snprintf(errbuf, errlen, "%s", err->msg);
+}
+
+int sl_op_apply(const sl_op *op, const sl_tensor *in, sl_tensor **out, uint64_t seed,
+                char *errbuf, size_t errlen)
+{
+    sl__error err;
+    sl__op_ctx ctx;
+    int rc;
+    sl__err_clear(&err);
+    ctx.pool = NULL;
+    ctx.err = &err;
+    sl__rng_seed(&ctx.rng, seed, 0, 0, 0);
+    /* The extra reference keeps the caller's tensor untouched: ops only
+     * write in place into tensors nobody else holds. */
+    rc = sl__op_run(op, sl_tensor_retain((sl_tensor *)in), out, &ctx);
+    if (rc != SL_OK)
+        copy_message(errbuf, errlen, &err);
+    return rc;
+}
+
+int sl_op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                char *errbuf, size_t errlen)
+{
+    sl__error err;
+    int rc;
+    sl__err_clear(&err);
+    rc = sl__op_infer(op, in, out, &err);
+    if (rc != SL_OK)
+        copy_message(errbuf, errlen, &err);
+    return rc;
+}
+
+int sl__image_dims(const char *op_name, int ndim, const int64_t *shape, sl_dtype dtype,
+                   int64_t *h, int64_t *w, int64_t *c, sl__error *err)
+{
+    char buf[96];
+    if (ndim == 3) {
+        *h = shape[0];
+        *w = shape[1];
+        *c = shape[2];
+        return SL_OK;
+    }
+    if (ndim == 2) {
+        *h = shape[0];
+        *w = shape[1];
+        *c = 1;
+        return SL_OK;
+    }
+    return sl__errf(err, SL_ESHAPE, "%s: expected an image of shape (H, W, C) or (H, W), got %s %s",
+                    op_name, sl_dtype_name(dtype), sl_shape_str(buf, sizeof buf, ndim, shape));
+}
+
+double sl__load_as_double(const void *data, sl_dtype dtype, size_t i)
+{
+    switch (dtype) {
+    case SL_UINT8: return ((const uint8_t *)data)[i];
+    case SL_INT32: return ((const int32_t *)data)[i];
+    case SL_UINT32: return ((const uint32_t *)data)[i];
+    case SL_INT64: return (double)((const int64_t *)data)[i];
+    case SL_FLOAT32: return ((const float *)data)[i];
+    case SL_FLOAT64: return ((const double *)data)[i];
+    default: break;
+    }
+    SL_ASSERT(!"unknown dtype");
+    return 0;
+}

@@ -1,0 +1,58 @@
+/* op_impl.h: how an operator is built. Each op is a struct whose first
+ * member is sl_op, pointing at a table of its functions; ops/vision/<op>.c
+ * holds one op, its kernel and its table. */
+#ifndef SLUICE_OPS_OP_IMPL_H
+#define SLUICE_OPS_OP_IMPL_H
+
+#include <stdatomic.h>
+
+#include "sluice/op.h"
+#include "core/error.h"
+#include "core/pool.h"
+#include "core/rng.h"
+#include "core/tensor_impl.h"
+
+/* What a running op may use besides its input. */
+typedef struct sl__op_ctx {
+    sl_pool *pool;   /* where output tensors come from (NULL: heap) */
+    sl_rng rng;      /* seeded for this sample and this op */
+    sl__error *err;  /* where a failing op writes its message */
+} sl__op_ctx;
+
+typedef struct sl_op_iface {
+    const char *name;
+    /* Output spec for an input spec; SL_ESHAPE with a message if refused.
+     * Dims of -1 are unknown and must be accepted unless ruled out. */
+    int (*infer)(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                 sl__error *err);
+    /* Consumes the caller's reference to in and returns *out (which may be
+     * `in` itself, modified in place when sl__tensor_writable(in)). On
+     * failure *out is NULL and in has still been released. */
+    int (*run)(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx);
+    /* Frees the op's own fields (may be NULL); the struct is freed after. */
+    void (*destroy)(sl_op *op);
+} sl_op_iface;
+
+struct sl_op {
+    const sl_op_iface *iface;
+    atomic_int refs;
+    int random; /* draws from ctx->rng */
+};
+
+/* Allocates an op struct of `size` bytes (>= sizeof(sl_op)), zeroed, with
+ * one reference; returns SL_ENOMEM or SL_OK. */
+int sl__op_alloc(sl_op **out, size_t size, const sl_op_iface *iface, int random);
+/* Runs op: ctx->rng must already be seeded. Consumes in. */
+int sl__op_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx);
+int sl__op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                 sl__error *err);
+
+/* Shared helpers for image ops. Reads an image spec or tensor as H, W, C:
+ * rank 3 is (H, W, C), rank 2 is (H, W) with C = 1. Returns SL_ESHAPE with a
+ * message naming op_name otherwise. */
+int sl__image_dims(const char *op_name, int ndim, const int64_t *shape, sl_dtype dtype,
+                   int64_t *h, int64_t *w, int64_t *c, sl__error *err);
+/* Reads element i of t's data as double, whatever its dtype. */
+double sl__load_as_double(const void *data, sl_dtype dtype, size_t i);
+
+#endif

@@ -1,0 +1,194 @@
+/* decode.c: the Decode op, JPEG bytes (1-D uint8) -> (H, W, 3) RGB or
+ * (H, W, 1) grayscale uint8, through libjpeg-turbo with its default (islow)
+ * DCT and fancy upsampling, as MindSpore and OpenCV decode.
+ *
+ * libjpeg reports fatal errors through error_exit, which by default calls
+ * exit(); ours longjmps back to decode_jpeg. Corrupt data it can skip over
+ * (a file cut mid-scan, a bad Huffman code) is only a warning to libjpeg,
+ * which would hand back an image with grey or garbage rows: like TurboJPEG's
+ * TJFLAG_STOPONWARNING we treat every warning as an error. Nothing is ever
+ * printed. Rows are decoded straight into the output tensor. */
+#include "ops/op_impl.h"
+
+#include <setjmp.h>
+#include <stdio.h> /* jpeglib.h needs FILE */
+#include <string.h>
+
+#include <jpeglib.h>
+
+/* Refused before allocating: larger sides or pixel counts are surely bogus
+ * headers, not images we mean to train on. */
+#define DECODE_MAX_SIDE 32768
+#define DECODE_MAX_PIXELS ((uint64_t)1 << 28)
+
+typedef struct decode_op {
+    sl_op base;
+    int rgb;
+} decode_op;
+
+typedef struct decode_err {
+    struct jpeg_error_mgr pub; /* first, so libjpeg's pointer is ours */
+    jmp_buf jump;
+    char msg[JMSG_LENGTH_MAX];
+} decode_err;
+
+/* What must outlive a longjmp lives here, not in decode_jpeg's locals. */
+typedef struct decode_job {
+    struct jpeg_decompress_struct cinfo;
+    decode_err jerr;
+    sl_tensor *out;
+} decode_job;
+
+static void decode_error_exit(j_common_ptr cinfo)
+{
+    decode_err *e = (decode_err *)cinfo->err;
+    e->pub.format_message(cinfo, e->msg);
+    longjmp(e->jump, 1);
+}
+
+/* msg_level -1 is a warning about corrupt data; higher levels are traces. */
+static void decode_emit_message(j_common_ptr cinfo, int msg_level)
+{
+    if (msg_level < 0)
+        decode_error_exit(cinfo);
+}
+
+static void decode_output_message(j_common_ptr cinfo)
+{
+    (void)cinfo; /* never print */
+}
+
+static int decode_check(int ndim, const int64_t *shape, sl_dtype dtype, sl__error *err)
+{
+    char buf[96];
+    if (ndim != 1 || dtype != SL_UINT8)
+        return sl__errf(err, SL_ESHAPE, "decode: expected encoded bytes (1-D uint8), got %s %s",
+                        sl_dtype_name(dtype), sl_shape_str(buf, sizeof buf, ndim, shape));
+    return SL_OK;
+}
+
+static int decode_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                        sl__error *err)
+{
+    int rc = decode_check(in->ndim, in->shape, in->dtype, err);
+    if (rc != SL_OK)
+        return rc;
+    out->dtype = SL_UINT8;
+    out->ndim = 3;
+    memset(out->shape, 0, sizeof out->shape);
+    out->shape[0] = -1;
+    out->shape[1] = -1;
+    out->shape[2] = ((const decode_op *)op)->rgb ? 3 : 1;
+    return SL_OK;
+}
+
+/* Decodes data[0..len) into job->out. On failure job->out may hold a
+ * half-written tensor, which the caller releases. */
+static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len, int rgb,
+                       sl_pool *pool, sl__error *err)
+{
+    struct jpeg_decompress_struct *cinfo = &job->cinfo;
+    int64_t shape[3];
+    size_t stride;
+    int rc;
+
+    cinfo->err = jpeg_std_error(&job->jerr.pub);
+    job->jerr.pub.error_exit = decode_error_exit;
+    job->jerr.pub.emit_message = decode_emit_message;
+    job->jerr.pub.output_message = decode_output_message;
+    if (setjmp(job->jerr.jump))
+        return sl__errf(err, SL_EFORMAT, "decode: corrupt JPEG (%s)", job->jerr.msg);
+
+    jpeg_create_decompress(cinfo);
+    jpeg_mem_src(cinfo, data, (unsigned long)len);
+    jpeg_read_header(cinfo, TRUE);
+    if (cinfo->image_width > DECODE_MAX_SIDE || cinfo->image_height > DECODE_MAX_SIDE ||
+        (uint64_t)cinfo->image_width * cinfo->image_height > DECODE_MAX_PIXELS)
+        return sl__errf(err, SL_EFORMAT,
+                        "decode: a %ux%u JPEG is too large (limits: %d per side, %llu pixels)",
+                        (unsigned)cinfo->image_width, (unsigned)cinfo->image_height,
+                        DECODE_MAX_SIDE, (unsigned long long)DECODE_MAX_PIXELS);
+    cinfo->out_color_space = rgb ? JCS_RGB : JCS_GRAYSCALE;
+    jpeg_start_decompress(cinfo);
+
+    shape[0] = cinfo->output_height;
+    shape[1] = cinfo->output_width;
+    shape[2] = cinfo->output_components;
+    rc = sl__tensor_alloc(&job->out, pool, SL_UINT8, 3, shape);
+    if (rc != SL_OK)
+        return sl__errf(err, rc, "decode: cannot allocate a %ux%u image",
+                        (unsigned)cinfo->output_width, (unsigned)cinfo->output_height);
+    stride = (size_t)cinfo->output_width * (size_t)cinfo->output_components;
+    while (cinfo->output_scanline < cinfo->output_height) {
+        JSAMPROW rows[8];
+        JDIMENSION want = cinfo->output_height - cinfo->output_scanline;
+        if (want > 8)
+            want = 8;
+        for (JDIMENSION i = 0; i < want; i++)
+            rows[i] = (JSAMPROW)job->out->data + (size_t)(cinfo->output_scanline + i) * stride;
+        /* A memory source never suspends, so 0 rows means a broken stream. */
+        if (jpeg_read_scanlines(cinfo, rows, want) == 0)
+            return sl__errf(err, SL_EFORMAT, "decode: corrupt JPEG (no rows after row %u)",
+                            (unsigned)cinfo->output_scanline);
+    }
+    /* The trailing markers are not read: every pixel is already here, and a
+     * missing EOI after complete image data does not make the image wrong. */
+    return SL_OK;
+}
+
+static int decode_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
+{
+    const decode_op *d = (const decode_op *)op;
+    const unsigned char *data = in->data;
+    decode_job job;
+    int rc;
+
+    *out = NULL;
+    rc = decode_check(in->ndim, in->shape, in->dtype, ctx->err);
+    if (rc != SL_OK) {
+        sl_tensor_release(in);
+        return rc;
+    }
+    /* Every JPEG starts with SOI (FF D8) and another marker. */
+    if (in->numel < 4 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF) {
+        if (in->numel >= 4)
+            rc = sl__errf(ctx->err, SL_EFORMAT,
+                          "decode: not a JPEG (%zu bytes starting %02X %02X %02X %02X)",
+                          in->numel, data[0], data[1], data[2], data[3]);
+        else
+            rc = sl__errf(ctx->err, SL_EFORMAT, "decode: not a JPEG (only %zu bytes)",
+                          in->numel);
+        sl_tensor_release(in);
+        return rc;
+    }
+    memset(&job, 0, sizeof job);
+    rc = decode_jpeg(&job, data, in->numel, d->rgb, ctx->pool, ctx->err);
+    jpeg_destroy_decompress(&job.cinfo);
+    sl_tensor_release(in);
+    if (rc != SL_OK) {
+        sl_tensor_release(job.out);
+        return rc;
+    }
+    *out = job.out;
+    return SL_OK;
+}
+
+static const sl_op_iface decode_iface = {
+    .name = "decode",
+    .infer = decode_infer,
+    .run = decode_run,
+    .destroy = NULL,
+};
+
+int sl_op_decode_new(sl_op **out, int rgb)
+{
+    int rc;
+    *out = NULL;
+    if (rgb != 0 && rgb != 1)
+        return SL_EINVAL;
+    rc = sl__op_alloc(out, sizeof(decode_op), &decode_iface, 0);
+    if (rc != SL_OK)
+        return rc;
+    ((decode_op *)*out)->rgb = rgb;
+    return SL_OK;
+}

@@ -1,0 +1,156 @@
+/* normalize.c: the Normalize op, (H, W, C) or (H, W) numeric images ->
+ * float32 (x - mean[c]) / std[c]. The op keeps mean and 1/std as float per
+ * channel, so the inner loop is a subtract and a multiply; a writable float32
+ * input is normalized in place. */
+#include "ops/op_impl.h"
+
+#include <float.h>
+#include <math.h>
+
+typedef struct normalize_op {
+    sl_op base;
+    int channels;
+    float coef[]; /* (2, channels): mean, then 1 / std */
+} normalize_op;
+
+static int normalize_check(const normalize_op *n, int ndim, const int64_t *shape,
+                           sl_dtype dtype, sl__error *err)
+{
+    char buf[96];
+    int64_t h, w, c;
+    int rc = sl__image_dims("normalize", ndim, shape, dtype, &h, &w, &c, err);
+    if (rc != SL_OK)
+        return rc;
+    if (sl_dtype_size(dtype) == 0)
+        return sl__errf(err, SL_ESHAPE, "normalize: unknown input dtype %d", (int)dtype);
+    if (c != -1 && c != n->channels)
+        return sl__errf(err, SL_ESHAPE,
+                        "normalize: mean/std have %d channel%s but the image %s %s has %lld",
+                        n->channels, n->channels == 1 ? "" : "s", sl_dtype_name(dtype),
+                        sl_shape_str(buf, sizeof buf, ndim, shape), (long long)c);
+    return SL_OK;
+}
+
+static int normalize_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                           sl__error *err)
+{
+    int rc = normalize_check((const normalize_op *)op, in->ndim, in->shape, in->dtype, err);
+    if (rc != SL_OK)
+        return rc;
+    *out = *in;
+    out->dtype = SL_FLOAT32;
+    return SL_OK;
+}
+
+/* dst (npix, c) = (src - mean) * inv_std, src uint8. */
+static void normalize_u8(float *dst, const uint8_t *src, size_t npix, size_t c,
+                         const float *mean, const float *inv_std)
+{
+    if (c == 1) {
+        float m = mean[0], s = inv_std[0];
+        for (size_t i = 0; i < npix; i++)
+            dst[i] = ((float)src[i] - m) * s;
+        return;
+    }
+    for (size_t p = 0; p < npix; p++)
+        for (size_t k = 0; k < c; k++)
+            dst[p * c + k] = ((float)src[p * c + k] - mean[k]) * inv_std[k];
+}
+
+/* dst (npix, c) = (src - mean) * inv_std, src float32; dst may equal src. */
+static void normalize_f32(float *dst, const float *src, size_t npix, size_t c,
+                          const float *mean, const float *inv_std)
+{
+    if (c == 1) {
+        float m = mean[0], s = inv_std[0];
+        for (size_t i = 0; i < npix; i++)
+            dst[i] = (src[i] - m) * s;
+        return;
+    }
+    for (size_t p = 0; p < npix; p++)
+        for (size_t k = 0; k < c; k++)
+            dst[p * c + k] = (src[p * c + k] - mean[k]) * inv_std[k];
+}
+
+/* Any other dtype: convert each element to float32 first. */
+static void normalize_any(float *dst, const void *src, sl_dtype dtype, size_t npix, size_t c,
+                          const float *mean, const float *inv_std)
+{
+    for (size_t p = 0; p < npix; p++)
+        for (size_t k = 0; k < c; k++) {
+            float x = (float)sl__load_as_double(src, dtype, p * c + k);
+            dst[p * c + k] = (x - mean[k]) * inv_std[k];
+        }
+}
+
+static int normalize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
+{
+    const normalize_op *n = (const normalize_op *)op;
+    const float *mean = n->coef, *inv_std = n->coef + n->channels;
+    size_t c = (size_t)n->channels, npix;
+    sl_tensor *res;
+    int rc;
+
+    *out = NULL;
+    rc = normalize_check(n, in->ndim, in->shape, in->dtype, ctx->err);
+    if (rc != SL_OK) {
+        sl_tensor_release(in);
+        return rc;
+    }
+    npix = in->numel / c;
+    if (in->dtype == SL_FLOAT32 && sl__tensor_writable(in)) {
+        normalize_f32(in->data, in->data, npix, c, mean, inv_std);
+        *out = in;
+        return SL_OK;
+    }
+    rc = sl__tensor_alloc(&res, ctx->pool, SL_FLOAT32, in->ndim, in->shape);
+    if (rc != SL_OK) {
+        char buf[96];
+        sl__errf(ctx->err, rc, "normalize: cannot allocate a float32 tensor %s",
+                 sl_shape_str(buf, sizeof buf, in->ndim, in->shape));
+        sl_tensor_release(in);
+        return rc;
+    }
+    if (in->dtype == SL_UINT8)
+        normalize_u8(res->data, in->data, npix, c, mean, inv_std);
+    else if (in->dtype == SL_FLOAT32)
+        normalize_f32(res->data, in->data, npix, c, mean, inv_std);
+    else
+        normalize_any(res->data, in->data, in->dtype, npix, c, mean, inv_std);
+    sl_tensor_release(in);
+    *out = res;
+    return SL_OK;
+}
+
+static const sl_op_iface normalize_iface = {
+    .name = "normalize",
+    .infer = normalize_infer,
+    .run = normalize_run,
+    .destroy = NULL,
+};
+
+int sl_op_normalize_new(sl_op **out, const double *mean, const double *std, int channels)
+{
+    normalize_op *n;
+    int rc;
+    *out = NULL;
+    if (!mean || !std || channels <= 0 || channels > (1 << 20))
+        return SL_EINVAL;
+    for (int k = 0; k < channels; k++) {
+        /* std must be a positive float32 whose reciprocal is finite too. */
+        if (!(fabs(mean[k]) <= FLT_MAX) || !(std[k] > 0) || !((float)std[k] >= FLT_MIN) ||
+            !(std[k] <= FLT_MAX))
+            return SL_EINVAL;
+    }
+    rc = sl__op_alloc(out, sizeof *n + 2 * (size_t)channels * sizeof(float), &normalize_iface,
+                      0);
+    if (rc != SL_OK)
+        return rc;
+    n = (normalize_op *)*out;
+    n->channels = channels;
+    for (int k = 0; k < channels; k++) {
+        n->coef[k] = (float)mean[k];
+        n->coef[channels + k] = 1.0f / (float)std[k];
+    }
+    return SL_OK;
+}

@@ -1,0 +1,126 @@
+/* rescale.c: the Rescale op, any numeric tensor -> float32 x * rescale + shift.
+ * As in MindSpore the value is first converted to float32 and the arithmetic
+ * is done in float; a writable float32 input is rescaled in place. */
+#include "ops/op_impl.h"
+
+#include <float.h>
+#include <math.h>
+
+typedef struct rescale_op {
+    sl_op base;
+    float rescale;
+    float shift;
+} rescale_op;
+
+static int rescale_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                         sl__error *err)
+{
+    (void)op;
+    if (sl_dtype_size(in->dtype) == 0)
+        return sl__errf(err, SL_ESHAPE, "rescale: unknown input dtype %d", (int)in->dtype);
+    *out = *in;
+    out->dtype = SL_FLOAT32;
+    return SL_OK;
+}
+
+/* dst[i] = (float)src[i] * s + b for n elements; dst may equal src only for
+ * float32 input. */
+static void rescale_kernel(float *dst, const void *src, sl_dtype dtype, size_t n, float s,
+                           float b)
+{
+    switch (dtype) {
+    case SL_UINT8: {
+        const uint8_t *p = src;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)p[i] * s + b;
+        break;
+    }
+    case SL_INT32: {
+        const int32_t *p = src;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)p[i] * s + b;
+        break;
+    }
+    case SL_UINT32: {
+        const uint32_t *p = src;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)p[i] * s + b;
+        break;
+    }
+    case SL_INT64: {
+        const int64_t *p = src;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)p[i] * s + b;
+        break;
+    }
+    case SL_FLOAT32: {
+        const float *p = src;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = p[i] * s + b;
+        break;
+    }
+    case SL_FLOAT64: {
+        const double *p = src;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)p[i] * s + b;
+        break;
+    }
+    default:
+        SL_ASSERT(!"rescale: unknown dtype");
+    }
+}
+
+static int rescale_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
+{
+    const rescale_op *r = (const rescale_op *)op;
+    sl_tensor *res;
+    int rc;
+
+    *out = NULL;
+    if (sl_dtype_size(in->dtype) == 0) {
+        rc = sl__errf(ctx->err, SL_ESHAPE, "rescale: unknown input dtype %d", (int)in->dtype);
+        sl_tensor_release(in);
+        return rc;
+    }
+    if (in->dtype == SL_FLOAT32 && sl__tensor_writable(in)) {
+        rescale_kernel(in->data, in->data, SL_FLOAT32, in->numel, r->rescale, r->shift);
+        *out = in;
+        return SL_OK;
+    }
+    rc = sl__tensor_alloc(&res, ctx->pool, SL_FLOAT32, in->ndim, in->shape);
+    if (rc != SL_OK) {
+        char buf[96];
+        sl__errf(ctx->err, rc, "rescale: cannot allocate a float32 tensor %s",
+                 sl_shape_str(buf, sizeof buf, in->ndim, in->shape));
+        sl_tensor_release(in);
+        return rc;
+    }
+    rescale_kernel(res->data, in->data, in->dtype, in->numel, r->rescale, r->shift);
+    sl_tensor_release(in);
+    *out = res;
+    return SL_OK;
+}
+
+static const sl_op_iface rescale_iface = {
+    .name = "rescale",
+    .infer = rescale_infer,
+    .run = rescale_run,
+    .destroy = NULL,
+};
+
+int sl_op_rescale_new(sl_op **out, double rescale, double shift)
+{
+    rescale_op *r;
+    int rc;
+    *out = NULL;
+    /* Both must be finite as float32 too. */
+    if (!(fabs(rescale) <= FLT_MAX) || !(fabs(shift) <= FLT_MAX))
+        return SL_EINVAL;
+    rc = sl__op_alloc(out, sizeof *r, &rescale_iface, 0);
+    if (rc != SL_OK)
+        return rc;
+    r = (rescale_op *)*out;
+    r->rescale = (float)rescale;
+    r->shift = (float)shift;
+    return SL_OK;
+}

@@ -1,0 +1,365 @@
+/* resize.c: the Resize op, (H, W, C) or (H, W) uint8/float32 images to a fixed
+ * (height, width), bilinear or nearest, with OpenCV's pixel conventions.
+ *
+ * Bilinear follows cv::resize INTER_LINEAR: a destination pixel d maps to the
+ * source coordinate s = (d + 0.5) * in/out - 0.5; below 0 it is clamped to
+ * pixel 0 with weight 0, at or past the last pixel to the last pixel, and the
+ * right/lower neighbour index never exceeds in - 1. Weights are float (OpenCV
+ * uses 11-bit fixed point for uint8, so a uint8 result may differ from
+ * OpenCV's by one where the exact value lies near a rounding tie); uint8
+ * results are rounded to nearest. Nearest follows INTER_NEAREST: s =
+ * floor(d * in/out), clamped to in - 1.
+ *
+ * The work is separable: each needed source row is resampled horizontally
+ * once into a float row buffer (two are kept, so a row shared by consecutive
+ * output rows is not recomputed), then pairs of rows are blended vertically.
+ * Index and weight tables are built once per call in a stack buffer, or in a
+ * pool block for very wide outputs. */
+#include "ops/op_impl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Outputs up to this wide (and rows up to this many elements) keep their
+ * tables and row buffers on the stack (14 KiB); wider ones use a pool block. */
+#define RESIZE_STACK_W 256
+#define RESIZE_STACK_ROW 1024
+#define RESIZE_MAX_SIDE INT32_MAX
+
+typedef struct resize_op {
+    sl_op base;
+    int64_t height;
+    int64_t width;
+    sl_interp interp;
+} resize_op;
+
+/* Horizontal resampling tables for bilinear: output column x blends source
+ * elements at offsets ofs0[x] and ofs1[x] (already multiplied by C) with
+ * weights w0[x] and w1[x]. */
+typedef struct resize_xtab {
+    size_t *ofs0; /* (out_w,) */
+    size_t *ofs1; /* (out_w,) */
+    float *w0;    /* (out_w,) */
+    float *w1;    /* (out_w,) */
+} resize_xtab;
+
+static int resize_check(const char *name, int ndim, const int64_t *shape, sl_dtype dtype,
+                        int64_t *h, int64_t *w, int64_t *c, sl__error *err)
+{
+    char buf[96];
+    int rc = sl__image_dims(name, ndim, shape, dtype, h, w, c, err);
+    if (rc != SL_OK)
+        return rc;
+    if (dtype != SL_UINT8 && dtype != SL_FLOAT32)
+        return sl__errf(err, SL_ESHAPE, "%s: expected a uint8 or float32 image, got %s %s", name,
+                        sl_dtype_name(dtype), sl_shape_str(buf, sizeof buf, ndim, shape));
+    if (*h == 0 || *w == 0 || *c == 0)
+        return sl__errf(err, SL_ESHAPE, "%s: cannot resize an empty image %s %s", name,
+                        sl_dtype_name(dtype), sl_shape_str(buf, sizeof buf, ndim, shape));
+    return SL_OK;
+}
+
+static int resize_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                        sl__error *err)
+{
+    const resize_op *r = (const resize_op *)op;
+    int64_t h, w, c;
+    int rc = resize_check("resize", in->ndim, in->shape, in->dtype, &h, &w, &c, err);
+    if (rc != SL_OK)
+        return rc;
+    *out = *in;
+    out->shape[0] = r->height;
+    out->shape[1] = r->width;
+    return SL_OK;
+}
+
+/* Source index and weight of the right/lower neighbour for destination
+ * index d, exactly as OpenCV computes them for INTER_LINEAR. */
+static void linear_coord(int64_t d, double scale, int64_t in, int64_t *s0, int64_t *s1,
+                         float *frac)
+{
+    double f = ((double)d + 0.5) * scale - 0.5;
+    double fl = floor(f);
+    int64_t s = (int64_t)fl;
+    float a = (float)(f - fl);
+    if (s < 0) {
+        s = 0;
+        a = 0.0f;
+    }
+    if (s >= in - 1) {
+        s = in - 1;
+        a = 0.0f;
+    }
+    *s0 = s;
+    *s1 = s + 1 < in ? s + 1 : in - 1;
+    *frac = a;
+}
+
+static void build_xtab(resize_xtab *t, int64_t in_w, int64_t out_w, int64_t c)
+{
+    /* OpenCV derives the scale as 1 / (out / in); keep its rounding. */
+    double scale = 1.0 / ((double)out_w / (double)in_w);
+    for (int64_t x = 0; x < out_w; x++) {
+        int64_t s0, s1;
+        float a;
+        linear_coord(x, scale, in_w, &s0, &s1, &a);
+        t->ofs0[x] = (size_t)(s0 * c);
+        t->ofs1[x] = (size_t)(s1 * c);
+        t->w0[x] = 1.0f - a;
+        t->w1[x] = a;
+    }
+}
+
+/* Per-call scratch for typical sizes, on the stack. */
+typedef struct resize_stack {
+    size_t ofs0[RESIZE_STACK_W];
+    size_t ofs1[RESIZE_STACK_W];
+    float w0[RESIZE_STACK_W];
+    float w1[RESIZE_STACK_W];
+    float rows[2 * RESIZE_STACK_ROW];
+} resize_stack;
+
+/* Resamples one source row (in_w, c) into row (out_w * c) floats. */
+static void hresize_u8(float *row, const uint8_t *src, const resize_xtab *t, size_t out_w,
+                       size_t c)
+{
+    if (c == 1) {
+        for (size_t x = 0; x < out_w; x++)
+            row[x] = (float)src[t->ofs0[x]] * t->w0[x] + (float)src[t->ofs1[x]] * t->w1[x];
+        return;
+    }
+    for (size_t x = 0; x < out_w; x++) {
+        const uint8_t *p0 = src + t->ofs0[x];
+        const uint8_t *p1 = src + t->ofs1[x];
+        float w0 = t->w0[x], w1 = t->w1[x];
+        for (size_t k = 0; k < c; k++)
+            row[x * c + k] = (float)p0[k] * w0 + (float)p1[k] * w1;
+    }
+}
+
+static void hresize_f32(float *row, const float *src, const resize_xtab *t, size_t out_w,
+                        size_t c)
+{
+    if (c == 1) {
+        for (size_t x = 0; x < out_w; x++)
+            row[x] = src[t->ofs0[x]] * t->w0[x] + src[t->ofs1[x]] * t->w1[x];
+        return;
+    }
+    for (size_t x = 0; x < out_w; x++) {
+        const float *p0 = src + t->ofs0[x];
+        const float *p1 = src + t->ofs1[x];
+        float w0 = t->w0[x], w1 = t->w1[x];
+        for (size_t k = 0; k < c; k++)
+            row[x * c + k] = p0[k] * w0 + p1[k] * w1;
+    }
+}
+
+/* Blends two resampled rows into an output row of n elements. The blend is a
+ * convex combination of values in [0, 255], so adding 0.5 and truncating is
+ * round-to-nearest without a clamp (float error stays far below 0.5). */
+static void vresize_u8(uint8_t *dst, const float *r0, const float *r1, float b0, float b1,
+                       size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (uint8_t)(int32_t)(r0[i] * b0 + r1[i] * b1 + 0.5f);
+}
+
+static void vresize_f32(float *dst, const float *r0, const float *r1, float b0, float b1,
+                        size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = r0[i] * b0 + r1[i] * b1;
+}
+
+/* in (in_h, in_w, c) -> out (out_h, out_w, c), bilinear; rows is scratch for
+ * two resampled rows of out_w * c floats each. */
+static void resize_bilinear(sl_tensor *out, const sl_tensor *in, int64_t in_h, int64_t in_w,
+                            int64_t out_h, int64_t out_w, int64_t c, const resize_xtab *t,
+                            float *rows)
+{
+    size_t row_n = (size_t)out_w * (size_t)c;
+    size_t in_row = (size_t)in_w * (size_t)c;
+    double scale = 1.0 / ((double)out_h / (double)in_h);
+    float *r0 = rows, *r1 = rows + row_n;
+    int64_t k0 = -1, k1 = -1; /* the source rows r0 and r1 hold */
+    int u8 = in->dtype == SL_UINT8;
+
+    for (int64_t y = 0; y < out_h; y++) {
+        int64_t s0, s1;
+        float b;
+        const float *lower;
+        linear_coord(y, scale, in_h, &s0, &s1, &b);
+        if (k0 != s0) {
+            if (k1 == s0) {
+                float *tmp = r0;
+                r0 = r1;
+                r1 = tmp;
+                k1 = k0;
+                k0 = s0;
+            } else {
+                if (u8)
+                    hresize_u8(r0, (const uint8_t *)in->data + (size_t)s0 * in_row, t,
+                               (size_t)out_w, (size_t)c);
+                else
+                    hresize_f32(r0, (const float *)in->data + (size_t)s0 * in_row, t,
+                                (size_t)out_w, (size_t)c);
+                k0 = s0;
+            }
+        }
+        if (s1 == s0) {
+            lower = r0; /* clamped at an edge: the weight of the lower row is 0 */
+        } else {
+            if (k1 != s1) {
+                if (u8)
+                    hresize_u8(r1, (const uint8_t *)in->data + (size_t)s1 * in_row, t,
+                               (size_t)out_w, (size_t)c);
+                else
+                    hresize_f32(r1, (const float *)in->data + (size_t)s1 * in_row, t,
+                                (size_t)out_w, (size_t)c);
+                k1 = s1;
+            }
+            lower = r1;
+        }
+        if (u8)
+            vresize_u8((uint8_t *)out->data + (size_t)y * row_n, r0, lower, 1.0f - b, b, row_n);
+        else
+            vresize_f32((float *)out->data + (size_t)y * row_n, r0, lower, 1.0f - b, b, row_n);
+    }
+}
+
+/* in (in_h, in_w, c) -> out (out_h, out_w, c), nearest; ofs is (out_w,)
+ * scratch for the source element offset of every output column. */
+static void resize_nearest(sl_tensor *out, const sl_tensor *in, int64_t in_h, int64_t in_w,
+                           int64_t out_h, int64_t out_w, int64_t c, size_t *ofs)
+{
+    double fx = 1.0 / ((double)out_w / (double)in_w);
+    double fy = 1.0 / ((double)out_h / (double)in_h);
+    size_t row_n = (size_t)out_w * (size_t)c;
+    size_t in_row = (size_t)in_w * (size_t)c;
+    size_t cn = (size_t)c;
+
+    for (int64_t x = 0; x < out_w; x++) {
+        int64_t s = (int64_t)floor((double)x * fx);
+        ofs[x] = (size_t)(s < in_w - 1 ? s : in_w - 1) * cn;
+    }
+    for (int64_t y = 0; y < out_h; y++) {
+        int64_t sy = (int64_t)floor((double)y * fy);
+        size_t src_row = (size_t)(sy < in_h - 1 ? sy : in_h - 1) * in_row;
+        if (in->dtype == SL_UINT8) {
+            const uint8_t *src = (const uint8_t *)in->data + src_row;
+            uint8_t *dst = (uint8_t *)out->data + (size_t)y * row_n;
+            for (size_t x = 0; x < (size_t)out_w; x++)
+                for (size_t k = 0; k < cn; k++)
+                    dst[x * cn + k] = src[ofs[x] + k];
+        } else {
+            const float *src = (const float *)in->data + src_row;
+            float *dst = (float *)out->data + (size_t)y * row_n;
+            for (size_t x = 0; x < (size_t)out_w; x++)
+                for (size_t k = 0; k < cn; k++)
+                    dst[x * cn + k] = src[ofs[x] + k];
+        }
+    }
+}
+
+static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
+{
+    const resize_op *r = (const resize_op *)op;
+    resize_stack stack;
+    void *block = NULL; /* scratch for wide outputs: pool block, or heap without a pool */
+    resize_xtab t;
+    float *rows;
+    int64_t h, w, c, shape[3];
+    size_t ow = (size_t)r->width, row_n;
+    sl_tensor *res = NULL;
+    int rc;
+
+    *out = NULL;
+    rc = resize_check("resize", in->ndim, in->shape, in->dtype, &h, &w, &c, ctx->err);
+    if (rc != SL_OK)
+        goto fail;
+    if (h == r->height && w == r->width) {
+        *out = in; /* both interpolations are the identity at equal sizes */
+        return SL_OK;
+    }
+    shape[0] = r->height;
+    shape[1] = r->width;
+    shape[2] = c;
+    rc = sl__tensor_alloc(&res, ctx->pool, in->dtype, in->ndim, shape);
+    if (rc != SL_OK) {
+        sl__errf(ctx->err, rc, "resize: cannot allocate a (%lld, %lld, %lld) %s image",
+                 (long long)r->height, (long long)r->width, (long long)c,
+                 sl_dtype_name(in->dtype));
+        goto fail;
+    }
+    /* The output exists, so out_w * c elements fit in memory and these
+     * products cannot overflow. */
+    row_n = ow * (size_t)c;
+    if (ow <= RESIZE_STACK_W && row_n <= RESIZE_STACK_ROW) {
+        t.ofs0 = stack.ofs0;
+        t.ofs1 = stack.ofs1;
+        t.w0 = stack.w0;
+        t.w1 = stack.w1;
+        rows = stack.rows;
+    } else {
+        size_t need = ow * (2 * sizeof(size_t) + 2 * sizeof(float)) + 2 * row_n * sizeof(float);
+        block = ctx->pool ? sl__pool_alloc(ctx->pool, need) : malloc(need);
+        if (!block) {
+            rc = sl__errf(ctx->err, SL_ENOMEM, "resize: cannot allocate %zu bytes of scratch",
+                          need);
+            goto fail;
+        }
+        t.ofs0 = block;
+        t.ofs1 = t.ofs0 + ow;
+        t.w0 = (float *)(t.ofs1 + ow);
+        t.w1 = t.w0 + ow;
+        rows = t.w1 + ow;
+    }
+    if (r->interp == SL_INTER_NEAREST) {
+        resize_nearest(res, in, h, w, r->height, r->width, c, t.ofs0);
+    } else {
+        build_xtab(&t, w, r->width, c);
+        resize_bilinear(res, in, h, w, r->height, r->width, c, &t, rows);
+    }
+    if (block) {
+        if (ctx->pool)
+            sl__pool_free(ctx->pool, block);
+        else
+            free(block);
+    }
+    sl_tensor_release(in);
+    *out = res;
+    return SL_OK;
+
+fail:
+    sl_tensor_release(res);
+    sl_tensor_release(in);
+    return rc;
+}
+
+static const sl_op_iface resize_iface = {
+    .name = "resize",
+    .infer = resize_infer,
+    .run = resize_run,
+    .destroy = NULL,
+};
+
+int sl_op_resize_new(sl_op **out, int64_t height, int64_t width, sl_interp interp)
+{
+    resize_op *r;
+    int rc;
+    *out = NULL;
+    if (height <= 0 || width <= 0 || height > RESIZE_MAX_SIDE || width > RESIZE_MAX_SIDE)
+        return SL_EINVAL;
+    if (interp != SL_INTER_LINEAR && interp != SL_INTER_NEAREST)
+        return SL_EINVAL;
+    rc = sl__op_alloc(out, sizeof *r, &resize_iface, 0);
+    if (rc != SL_OK)
+        return rc;
+    r = (resize_op *)*out;
+    r->height = height;
+    r->width = width;
+    r->interp = interp;
+    return SL_OK;
+}

@@ -1,0 +1,462 @@
+/* dataset.c: building dataset descriptions: sources, nodes, schemas and
+ * sizes. Nothing here runs a pipeline (see iterator.c). */
+#include "pipeline/dataset_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/op_impl.h"
+#include "pipeline/sampler.h"
+
+void sl__source_retain(sl__source *src)
+{
+    atomic_fetch_add_explicit(&src->refs, 1, memory_order_relaxed);
+}
+
+void sl__source_release(sl__source *src)
+{
+    if (!src || atomic_fetch_sub_explicit(&src->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    src->iface->destroy(src);
+    free(src);
+}
+
+sl_dataset *sl_dataset_new(void)
+{
+    return calloc(1, sizeof(sl_dataset));
+}
+
+void sl__nodes_free(sl__node *nodes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < nodes[i].nops; k++)
+            sl_op_release(nodes[i].ops[k]);
+        free(nodes[i].ops);
+    }
+    free(nodes);
+}
+
+int sl__nodes_copy(sl__node **out, const sl__node *nodes, size_t n)
+{
+    sl__node *copy = calloc(n ? n : 1, sizeof *copy);
+    if (!copy)
+        return SL_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        copy[i] = nodes[i];
+        copy[i].ops = NULL;
+        copy[i].nops = 0;
+        if (nodes[i].nops) {
+            copy[i].ops = malloc(nodes[i].nops * sizeof *copy[i].ops);
+            if (!copy[i].ops) {
+                sl__nodes_free(copy, i);
+                return SL_ENOMEM;
+            }
+            for (size_t k = 0; k < nodes[i].nops; k++)
+                copy[i].ops[k] = sl_op_retain(nodes[i].ops[k]);
+            copy[i].nops = nodes[i].nops;
+        }
+    }
+    *out = copy;
+    return SL_OK;
+}
+
+static void drop_nodes(sl_dataset *ds)
+{
+    sl__nodes_free(ds->nodes, ds->nnodes);
+    ds->nodes = NULL;
+    ds->nnodes = ds->cap = 0;
+}
+
+void sl_dataset_free(sl_dataset *ds)
+{
+    if (!ds)
+        return;
+    drop_nodes(ds);
+    sl__source_release(ds->source);
+    free(ds);
+}
+
+const char *sl_dataset_last_error(const sl_dataset *ds)
+{
+    return ds->error.msg;
+}
+
+void sl_dataset_set_seed(sl_dataset *ds, uint64_t seed)
+{
+    ds->seed = seed;
+}
+
+static void set_source(sl_dataset *ds, sl__source *src)
+{
+    drop_nodes(ds);
+    sl__source_release(ds->source);
+    ds->source = src;
+    ds->schema.ncols = src->ncols;
+    memcpy(ds->schema.names, src->names, sizeof ds->schema.names);
+    memcpy(ds->schema.specs, src->specs, sizeof ds->schema.specs);
+    sl__err_clear(&ds->error);
+}
+
+int sl_dataset_mnist(sl_dataset *ds, const sl_mnist_options *o)
+{
+    sl__source *src;
+    int rc = sl__mnist_source_new(&src, o, &ds->error);
+    if (rc != SL_OK) {
+        sl__err_prefix(&ds->error, "MnistDataset(%s): ", o->dataset_dir ? o->dataset_dir : "?");
+        return rc;
+    }
+    set_source(ds, src);
+    return SL_OK;
+}
+
+static int need_source(sl_dataset *ds, const char *what)
+{
+    if (!ds->source)
+        return sl__errf(&ds->error, SL_ESTATE, "%s: the dataset has no source yet", what);
+    return SL_OK;
+}
+
+static int append_node(sl_dataset *ds, const sl__node *node)
+{
+    if (ds->nnodes == ds->cap) {
+        size_t cap = ds->cap ? ds->cap * 2 : 8;
+        sl__node *nodes = realloc(ds->nodes, cap * sizeof *nodes);
+        if (!nodes)
+            return sl__errf(&ds->error, SL_ENOMEM, "dataset: out of memory");
+        ds->nodes = nodes;
+        ds->cap = cap;
+    }
+    ds->nodes[ds->nnodes++] = *node;
+    sl__err_clear(&ds->error);
+    return SL_OK;
+}
+
+static int after_batch(const sl_dataset *ds)
+{
+    for (size_t i = 0; i < ds->nnodes; i++)
+        if (ds->nodes[i].kind == SL__NODE_BATCH)
+            return 1;
+    return 0;
+}
+
+int sl_dataset_column_index(const sl_dataset *ds, const char *name)
+{
+    for (size_t i = 0; i < ds->schema.ncols; i++)
+        if (strcmp(ds->schema.names[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static void column_list(const sl_dataset *ds, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < ds->schema.ncols && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s'%s'", i ? ", " : "",
+                                 ds->schema.names[i]);
+}
+
+int sl_dataset_map(sl_dataset *ds, sl_op *const *ops, size_t nops, const char *input_column,
+                   const char *output_column, int num_parallel_workers)
+{
+    sl__node node = {.kind = SL__NODE_MAP};
+    sl_tensor_spec spec;
+    char cols[256];
+    int col, rc = need_source(ds, "map");
+    if (rc != SL_OK)
+        return rc;
+    if (!ops || nops == 0)
+        return sl__errf(&ds->error, SL_EINVAL, "map: no operations given");
+    if (!input_column)
+        return sl__errf(&ds->error, SL_EINVAL, "map: no input column given");
+    if (num_parallel_workers < 1 || num_parallel_workers > 256)
+        return sl__errf(&ds->error, SL_EINVAL, "map: num_parallel_workers must be in [1, 256], got %d",
+                        num_parallel_workers);
+    col = sl_dataset_column_index(ds, input_column);
+    if (col < 0) {
+        column_list(ds, cols, sizeof cols);
+        return sl__errf(&ds->error, SL_EINVAL, "map: no column '%s' (the columns are %s)",
+                        input_column, cols);
+    }
+    if (output_column) {
+        int other = sl_dataset_column_index(ds, output_column);
+        if (strlen(output_column) == 0 || strlen(output_column) >= SL_COLUMN_NAME_LEN)
+            return sl__errf(&ds->error, SL_EINVAL, "map: output column name must have 1 to %d characters",
+                            SL_COLUMN_NAME_LEN - 1);
+        if (other >= 0 && other != col)
+            return sl__errf(&ds->error, SL_EINVAL, "map: output column '%s' already exists",
+                            output_column);
+    }
+    /* Check the ops against the column now, so a wrong pipeline is refused
+     * before anything runs. */
+    spec = ds->schema.specs[col];
+    for (size_t k = 0; k < nops; k++) {
+        sl_tensor_spec next;
+        if (!ops[k])
+            return sl__errf(&ds->error, SL_EINVAL, "map: operation %zu is NULL", k);
+        rc = sl__op_infer(ops[k], &spec, &next, &ds->error);
+        if (rc != SL_OK) {
+            sl__err_prefix(&ds->error, "map on column '%s': ", input_column);
+            return rc;
+        }
+        spec = next;
+    }
+    node.ops = malloc(nops * sizeof *node.ops);
+    if (!node.ops)
+        return sl__errf(&ds->error, SL_ENOMEM, "map: out of memory");
+    for (size_t k = 0; k < nops; k++)
+        node.ops[k] = sl_op_retain(ops[k]);
+    node.nops = nops;
+    node.column = col;
+    snprintf(node.colname, sizeof node.colname, "%s", input_column);
+    snprintf(node.outname, sizeof node.outname, "%s", output_column ? output_column : input_column);
+    node.workers = num_parallel_workers;
+    node.after_batch = after_batch(ds);
+    rc = append_node(ds, &node);
+    if (rc != SL_OK) {
+        for (size_t k = 0; k < nops; k++)
+            sl_op_release(node.ops[k]);
+        free(node.ops);
+        return rc;
+    }
+    ds->schema.specs[col] = spec;
+    if (output_column)
+        snprintf(ds->schema.names[col], SL_COLUMN_NAME_LEN, "%s", output_column);
+    return SL_OK;
+}
+
+int sl_dataset_image_folder(sl_dataset *ds, const sl_image_folder_options *o)
+{
+    sl__source *src;
+    sl_op *decode;
+    int rc;
+    if (o->decode && (o->num_parallel_workers < 1 || o->num_parallel_workers > 256))
+        return sl__errf(&ds->error, SL_EINVAL,
+                        "ImageFolderDataset: num_parallel_workers must be in [1, 256], got %d",
+                        o->num_parallel_workers);
+    rc = sl__image_folder_source_new(&src, o, &ds->error);
+    if (rc != SL_OK) {
+        sl__err_prefix(&ds->error, "ImageFolderDataset(%s): ",
+                       o->dataset_dir ? o->dataset_dir : "?");
+        return rc;
+    }
+    set_source(ds, src);
+    if (!o->decode)
+        return SL_OK;
+    /* Decoding runs as a map right after the source, in parallel workers. */
+    rc = sl_op_decode_new(&decode, 1);
+    if (rc != SL_OK)
+        return sl__errf(&ds->error, rc, "ImageFolderDataset: cannot make the decode op");
+    rc = sl_dataset_map(ds, &decode, 1, "image", NULL, o->num_parallel_workers);
+    sl_op_release(decode);
+    return rc;
+}
+
+int sl_dataset_shuffle(sl_dataset *ds, int64_t buffer_size)
+{
+    sl__node node = {.kind = SL__NODE_SHUFFLE, .count = buffer_size};
+    int rc = need_source(ds, "shuffle");
+    if (rc != SL_OK)
+        return rc;
+    if (buffer_size < 2 || buffer_size > (int64_t)1 << 30)
+        return sl__errf(&ds->error, SL_EINVAL, "shuffle: buffer_size must be in [2, 2^30], got %lld",
+                        (long long)buffer_size);
+    return append_node(ds, &node);
+}
+
+int sl_dataset_batch(sl_dataset *ds, int64_t batch_size, int drop_remainder,
+                     int num_parallel_workers)
+{
+    sl__node node = {.kind = SL__NODE_BATCH, .count = batch_size,
+                     .drop_remainder = drop_remainder != 0, .workers = num_parallel_workers};
+    int rc = need_source(ds, "batch");
+    if (rc != SL_OK)
+        return rc;
+    if (batch_size < 1 || batch_size > (int64_t)1 << 24)
+        return sl__errf(&ds->error, SL_EINVAL, "batch: batch_size must be in [1, 2^24], got %lld",
+                        (long long)batch_size);
+    if (num_parallel_workers < 1 || num_parallel_workers > 256)
+        return sl__errf(&ds->error, SL_EINVAL, "batch: num_parallel_workers must be in [1, 256], got %d",
+                        num_parallel_workers);
+    for (size_t i = 0; i < ds->schema.ncols; i++) {
+        sl_tensor_spec *s = &ds->schema.specs[i];
+        if (s->ndim >= SL_MAX_DIMS)
+            return sl__errf(&ds->error, SL_ESHAPE, "batch: column '%s' already has %d dimensions",
+                            ds->schema.names[i], s->ndim);
+    }
+    rc = append_node(ds, &node);
+    if (rc != SL_OK)
+        return rc;
+    for (size_t i = 0; i < ds->schema.ncols; i++) {
+        sl_tensor_spec *s = &ds->schema.specs[i];
+        memmove(s->shape + 1, s->shape, (size_t)s->ndim * sizeof s->shape[0]);
+        s->shape[0] = drop_remainder ? batch_size : -1;
+        s->ndim++;
+    }
+    return SL_OK;
+}
+
+int sl_dataset_repeat(sl_dataset *ds, int64_t count)
+{
+    sl__node node = {.kind = SL__NODE_REPEAT, .count = count};
+    int rc = need_source(ds, "repeat");
+    if (rc != SL_OK)
+        return rc;
+    if (count == 0 || count < -1)
+        return sl__errf(&ds->error, SL_EINVAL, "repeat: count must be >= 1 or -1 (without end), got %lld",
+                        (long long)count);
+    return append_node(ds, &node);
+}
+
+static int append_take_skip(sl_dataset *ds, sl__node_kind kind, int64_t n)
+{
+    const char *what = kind == SL__NODE_TAKE ? "take" : "skip";
+    sl__node node = {.kind = kind, .count = n};
+    int rc = need_source(ds, what);
+    if (rc != SL_OK)
+        return rc;
+    if (n < (kind == SL__NODE_TAKE ? -1 : 0))
+        return sl__errf(&ds->error, SL_EINVAL, "%s: n must be >= %d, got %lld", what,
+                        kind == SL__NODE_TAKE ? -1 : 0, (long long)n);
+    return append_node(ds, &node);
+}
+
+int sl_dataset_take(sl_dataset *ds, int64_t n)
+{
+    return append_take_skip(ds, SL__NODE_TAKE, n);
+}
+
+int sl_dataset_skip(sl_dataset *ds, int64_t n)
+{
+    return append_take_skip(ds, SL__NODE_SKIP, n);
+}
+
+int64_t sl_dataset_get_dataset_size(const sl_dataset *ds)
+{
+    int64_t n;
+    if (!ds->source)
+        return SL_ESTATE;
+    n = sl__sampler_size(&ds->source->sampler, ds->source->num_rows);
+    for (size_t i = 0; i < ds->nnodes; i++) {
+        const sl__node *node = &ds->nodes[i];
+        switch (node->kind) {
+        case SL__NODE_BATCH:
+            if (n >= 0)
+                n = node->drop_remainder ? n / node->count : (n + node->count - 1) / node->count;
+            break;
+        case SL__NODE_REPEAT:
+            if (node->count < 0 || n < 0)
+                n = -1;
+            else if (n > INT64_MAX / node->count)
+                n = -1;
+            else
+                n *= node->count;
+            break;
+        case SL__NODE_TAKE:
+            if (node->count >= 0 && (n < 0 || node->count < n))
+                n = node->count;
+            break;
+        case SL__NODE_SKIP:
+            if (n >= 0)
+                n = n > node->count ? n - node->count : 0;
+            break;
+        default:
+            break;
+        }
+    }
+    return n;
+}
+
+size_t sl_dataset_num_columns(const sl_dataset *ds)
+{
+    return ds->schema.ncols;
+}
+
+const char *sl_dataset_column_name(const sl_dataset *ds, size_t i)
+{
+    return i < ds->schema.ncols ? ds->schema.names[i] : NULL;
+}
+
+int sl_dataset_column_spec(const sl_dataset *ds, size_t i, sl_tensor_spec *out)
+{
+    if (i >= ds->schema.ncols)
+        return SL_EINVAL;
+    *out = ds->schema.specs[i];
+    return SL_OK;
+}
+
+static size_t describe_node(const sl__node *node, char *buf, size_t len)
+{
+    size_t used = 0;
+    switch (node->kind) {
+    case SL__NODE_MAP:
+        used = (size_t)snprintf(buf, len, "map(%s: ", node->colname);
+        for (size_t k = 0; k < node->nops && used < len; k++)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", k ? ", " : "",
+                                     sl_op_name(node->ops[k]));
+        if (used < len)
+            used += (size_t)snprintf(buf + used, len - used, "; workers=%d)", node->workers);
+        return used;
+    case SL__NODE_SHUFFLE:
+        return (size_t)snprintf(buf, len, "shuffle(buffer_size=%lld)", (long long)node->count);
+    case SL__NODE_BATCH:
+        return (size_t)snprintf(buf, len, "batch(%lld, drop_remainder=%d, workers=%d)",
+                                (long long)node->count, node->drop_remainder, node->workers);
+    case SL__NODE_REPEAT:
+        return (size_t)snprintf(buf, len, "repeat(%lld)", (long long)node->count);
+    case SL__NODE_TAKE:
+        return (size_t)snprintf(buf, len, "take(%lld)", (long long)node->count);
+    case SL__NODE_SKIP:
+        return (size_t)snprintf(buf, len, "skip(%lld)", (long long)node->count);
+    }
+    return 0;
+}
+
+int sl_dataset_describe(const sl_dataset *ds, char *buf, size_t len)
+{
+    size_t used;
+    if (len == 0)
+        return SL_EINVAL;
+    if (!ds->source) {
+        snprintf(buf, len, "(no source)");
+        return SL_ESTATE;
+    }
+    used = (size_t)snprintf(buf, len, "%s", ds->source->summary);
+    for (size_t i = 0; i < ds->nnodes && used + 4 < len; i++) {
+        used += (size_t)snprintf(buf + used, len - used, "\n");
+        used += describe_node(&ds->nodes[i], buf + used, len - used);
+    }
+    return SL_OK;
+}
+
+const char *sl_dataset_source_kind(const sl_dataset *ds)
+{
+    return ds->source ? ds->source->iface->kind : NULL;
+}
+
+int64_t sl_dataset_source_rows(const sl_dataset *ds)
+{
+    return ds->source ? ds->source->num_rows : SL_ESTATE;
+}
+
+size_t sl_dataset_num_classes(const sl_dataset *ds)
+{
+    return ds->source ? ds->source->nclasses : 0;
+}
+
+int sl_dataset_class_info(const sl_dataset *ds, size_t i, const char **name, int32_t *label,
+                          int64_t *count)
+{
+    if (!ds->source)
+        return SL_ESTATE;
+    if (i >= ds->source->nclasses)
+        return SL_EINVAL;
+    if (name)
+        *name = ds->source->classes[i].name;
+    if (label)
+        *label = ds->source->classes[i].label;
+    if (count)
+        *count = ds->source->classes[i].count;
+    return SL_OK;
+}

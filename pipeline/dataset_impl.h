@@ -1,0 +1,54 @@
+/* dataset_impl.h: what a dataset description holds: its source, the nodes
+ * appended after it, the seed, and the columns at the end of the chain
+ * (names and specs, kept up to date as nodes are appended, so bad pipelines
+ * are refused when described rather than when run). */
+#ifndef SLUICE_PIPELINE_DATASET_IMPL_H
+#define SLUICE_PIPELINE_DATASET_IMPL_H
+
+#include "sluice/dataset.h"
+#include "core/error.h"
+#include "pipeline/source.h"
+
+typedef enum sl__node_kind {
+    SL__NODE_MAP = 0,
+    SL__NODE_SHUFFLE,
+    SL__NODE_BATCH,
+    SL__NODE_REPEAT,
+    SL__NODE_TAKE,
+    SL__NODE_SKIP
+} sl__node_kind;
+
+typedef struct sl__node {
+    sl__node_kind kind;
+    int workers;        /* map, batch */
+    int64_t count;      /* shuffle buffer, batch size, repeat count, take/skip n */
+    int drop_remainder; /* batch */
+    sl_op **ops;        /* map: nops references */
+    size_t nops;
+    int column;         /* map: the column it transforms */
+    char colname[SL_COLUMN_NAME_LEN]; /* map: that column's name then */
+    char outname[SL_COLUMN_NAME_LEN]; /* map: its name after the map */
+    int after_batch;    /* a batch node comes earlier in the chain */
+} sl__node;
+
+/* The columns at some point of the chain. */
+typedef struct sl__schema {
+    size_t ncols;
+    char names[SL_MAX_COLUMNS][SL_COLUMN_NAME_LEN];
+    sl_tensor_spec specs[SL_MAX_COLUMNS];
+} sl__schema;
+
+struct sl_dataset {
+    sl__source *source; /* NULL until a source is set */
+    sl__node *nodes;
+    size_t nnodes, cap;
+    uint64_t seed;
+    sl__schema schema;  /* columns after the last node */
+    sl__error error;
+};
+
+/* Copies nodes[0..n) with their own op references (for an iterator). */
+int sl__nodes_copy(sl__node **out, const sl__node *nodes, size_t n);
+void sl__nodes_free(sl__node *nodes, size_t n);
+
+#endif

@@ -1,0 +1,137 @@
+/* idx.c: IDX header checks and payload streaming through zlib. */
+#include "pipeline/idx.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#define IDX_TYPE_UBYTE 0x08
+#define IDX_READ_BLOCK (1u << 20) /* check for a stop request every MiB */
+
+/* The error text of a failed gzread: zlib's message, or errno's. */
+static const char *gz_message(gzFile gz)
+{
+    int zerr = 0;
+    const char *msg = gzerror(gz, &zerr);
+    if (zerr == Z_ERRNO)
+        return strerror(errno);
+    return msg && *msg ? msg : "unexpected end of file";
+}
+
+static int read_exact(gzFile gz, void *buf, size_t n, size_t *got)
+{
+    size_t total = 0;
+    while (total < n) {
+        unsigned want = (unsigned)(n - total > IDX_READ_BLOCK ? IDX_READ_BLOCK : n - total);
+        int r = gzread(gz, (char *)buf + total, want);
+        if (r <= 0)
+            break;
+        total += (size_t)r;
+    }
+    *got = total;
+    return total == n ? 0 : -1;
+}
+
+int sl__idx_read_header(const char *path, int expect_ndim, sl__idx_header *hdr,
+                        sl__error *err)
+{
+    unsigned char head[4 + 4 * SL__IDX_MAX_DIMS];
+    size_t got = 0;
+    struct stat st;
+    gzFile gz;
+
+    memset(hdr, 0, sizeof *hdr);
+    if (stat(path, &st) != 0)
+        return sl__errf(err, SL_EIO, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return sl__errf(err, SL_EIO, "%s: not a regular file", path);
+    gz = gzopen(path, "rb");
+    if (!gz)
+        return sl__errf(err, SL_EIO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
+    if (read_exact(gz, head, 4, &got) != 0) {
+        int rc = sl__errf(err, SL_EFORMAT, "%s: truncated header (%zu of 4 magic bytes)", path, got);
+        gzclose(gz);
+        return rc;
+    }
+    hdr->compressed = !gzdirect(gz);
+    if (head[0] != 0 || head[1] != 0 || head[2] != IDX_TYPE_UBYTE || head[3] != expect_ndim) {
+        gzclose(gz);
+        return sl__errf(err, SL_EFORMAT,
+                        "%s: wrong magic number 0x%02x%02x%02x%02x (expected 0x000008%02x: an IDX "
+                        "file of unsigned bytes with %d dimensions)",
+                        path, head[0], head[1], head[2], head[3], expect_ndim, expect_ndim);
+    }
+    hdr->type = head[2];
+    hdr->ndim = head[3];
+    if (read_exact(gz, head + 4, 4 * (size_t)hdr->ndim, &got) != 0) {
+        gzclose(gz);
+        return sl__errf(err, SL_EFORMAT, "%s: truncated header (%zu of %d dimension bytes)", path,
+                        got, 4 * hdr->ndim);
+    }
+    gzclose(gz);
+    hdr->payload = 1;
+    for (int i = 0; i < hdr->ndim; i++) {
+        const unsigned char *p = head + 4 + 4 * i;
+        hdr->dims[i] = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        if (!sl__mul_size(hdr->payload, hdr->dims[i], &hdr->payload))
+            return sl__errf(err, SL_EFORMAT, "%s: dimensions overflow (dimension %d is %u)", path,
+                            i, hdr->dims[i]);
+    }
+    if (!hdr->compressed) {
+        size_t header_bytes = 4 + 4 * (size_t)hdr->ndim;
+        if ((uint64_t)st.st_size != header_bytes + hdr->payload)
+            return sl__errf(err, SL_EFORMAT,
+                            "%s: file is %lld bytes but its header announces %zu bytes of data "
+                            "after %zu header bytes (%s)",
+                            path, (long long)st.st_size, hdr->payload, header_bytes,
+                            (uint64_t)st.st_size < header_bytes + hdr->payload ? "truncated"
+                                                                                : "trailing bytes");
+    }
+    return SL_OK;
+}
+
+int sl__idx_read_payload(const char *path, const sl__idx_header *hdr, void *buf,
+                         const atomic_int *stop, sl__error *err)
+{
+    size_t header_bytes = 4 + 4 * (size_t)hdr->ndim;
+    unsigned char skip[4 + 4 * SL__IDX_MAX_DIMS];
+    size_t total = 0, got = 0;
+    int rc = SL_OK;
+    gzFile gz = gzopen(path, "rb");
+    if (!gz)
+        return sl__errf(err, SL_EIO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
+    gzbuffer(gz, 256 * 1024);
+    if (read_exact(gz, skip, header_bytes, &got) != 0) {
+        rc = sl__errf(err, SL_EFORMAT, "%s: truncated header", path);
+        goto done;
+    }
+    while (total < hdr->payload) {
+        size_t want = hdr->payload - total;
+        int r;
+        if (stop && atomic_load_explicit(stop, memory_order_relaxed)) {
+            rc = sl__errf(err, SL_ECLOSED, "%s: reading stopped", path);
+            goto done;
+        }
+        if (want > IDX_READ_BLOCK)
+            want = IDX_READ_BLOCK;
+        r = gzread(gz, (char *)buf + total, (unsigned)want);
+        if (r < 0) {
+            rc = sl__errf(err, SL_EFORMAT, "%s: corrupt data after %zu bytes of %zu: %s", path,
+                          total, hdr->payload, gz_message(gz));
+            goto done;
+        }
+        if (r == 0) {
+            int zerr = 0;
+            gzerror(gz, &zerr);
+            rc = sl__errf(err, SL_EFORMAT, "%s: truncated data: %zu of %zu bytes (%s)", path,
+                          total, hdr->payload,
+                          zerr != Z_OK ? gz_message(gz) : "unexpected end of file");
+            goto done;
+        }
+        total += (size_t)r;
+    }
+done:
+    gzclose(gz);
+    return rc;
+}

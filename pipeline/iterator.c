@@ -1,0 +1,610 @@
+/* iterator.c: running a dataset. The node chain is cut into stages, each a
+ * small set of threads joined to the next by a bounded queue:
+ *   source (1 thread) -> map (N workers, order kept) -> sequential nodes
+ *   (1 thread: shuffle, batch, repeat, take, skip) -> ... -> the consumer.
+ * Consecutive maps share one stage; a batch with several workers becomes a
+ * sequential grouping plus a parallel collation stage. Shutdown sets `stop`,
+ * closes every queue (waking every blocked thread), joins every thread and
+ * then frees what the queues still hold. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/iterator.h"
+#include "core/queue.h"
+#include "pipeline/dataset_impl.h"
+#include "pipeline/nodes.h"
+#include "pipeline/sampler.h"
+
+#define CHUNK_BYTES (1u << 20) /* a chunk carries at most ~1 MiB of data */
+
+typedef enum stage_kind { STAGE_SOURCE, STAGE_MAP, STAGE_COLLATE, STAGE_SEQ } stage_kind;
+
+typedef struct stage {
+    stage_kind kind;
+    struct sl_iterator *it;
+    char name[64];
+    sl_queue *in;          /* the previous stage's output (NULL for the source) */
+    sl_queue out;
+    size_t chunk_rows;     /* rows per output chunk */
+    int nthreads;
+    int started;           /* threads actually running */
+    pthread_t *threads;
+    /* STAGE_MAP */
+    sl__map_step *steps;
+    sl__map_work map;
+    /* STAGE_COLLATE: the schema of the rows it stacks */
+    sl__schema schema;
+    sl__collate_work collate;
+    /* STAGE_SEQ */
+    sl__seq_node **nodes;
+    size_t nnodes;
+} stage;
+
+struct sl_iterator {
+    sl__source *source;
+    sl__node *nodes;       /* the iterator's own copy of the description */
+    size_t nnodes;
+    sl__schema schema;     /* columns it hands out */
+    uint64_t seed;
+    int64_t passes;        /* passes over the source; -1: without end */
+    sl_pool *pool;
+    atomic_int stop;
+    stage *stages;
+    size_t nstages;
+    sl_iterator_options opts;
+    /* consumer side */
+    sl__chunk *cur;
+    size_t pos;
+    int status;            /* sticky: SL_END_OF_DATA or an error */
+    sl__error error;
+    uint64_t rows_out;
+};
+
+void sl_iterator_options_init(sl_iterator_options *o)
+{
+    o->num_epochs = 1;
+    o->queue_chunks = 8;
+    o->chunk_rows = 64;
+    o->timeout_ms = -1;
+}
+
+const char *sl_iterator_last_error(const sl_iterator *it)
+{
+    return it->error.msg;
+}
+
+void sl_row_clear(sl_row *row)
+{
+    for (size_t i = 0; i < SL_MAX_COLUMNS; i++) {
+        sl_tensor_release(row->columns[i]);
+        row->columns[i] = NULL;
+    }
+    row->ncolumns = 0;
+}
+
+/* --- stage threads -------------------------------------------------------- */
+
+static int stopping(const sl_iterator *it)
+{
+    return atomic_load_explicit(&it->stop, memory_order_relaxed);
+}
+
+/* Sends an error downstream in order after what was already sent, then
+ * closes the input so upstream stages stop too. */
+static void send_error(stage *st, sl__out *out, const sl__error *err)
+{
+    sl__chunk *c;
+    if (st->in)
+        sl__queue_close(st->in);
+    if (stopping(st->it))
+        return;
+    c = sl__chunk_error(err);
+    if (c)
+        sl__out_chunk(out, c);
+}
+
+static void *source_main(void *arg)
+{
+    stage *st = arg;
+    sl_iterator *it = st->it;
+    sl__source *src = it->source;
+    sl__out out = {&st->out, NULL, st->chunk_rows, CHUNK_BYTES};
+    sl__error err;
+    int64_t n = sl__sampler_size(&src->sampler, src->num_rows);
+    int64_t *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    int rc;
+
+    sl__err_clear(&err);
+    if (!order) {
+        rc = sl__errf(&err, SL_ENOMEM, "source: out of memory for %lld indices", (long long)n);
+        goto fail;
+    }
+    rc = src->iface->prepare(src, &it->stop, &err);
+    if (rc != SL_OK)
+        goto fail;
+    for (int64_t epoch = 0; it->passes < 0 || epoch < it->passes; epoch++) {
+        rc = sl__sampler_order(&src->sampler, src->num_rows, epoch, order);
+        if (rc != SL_OK) {
+            sl__errf(&err, rc, "source: out of memory for the epoch's order");
+            goto fail;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            sl__row row;
+            memset(&row, 0, sizeof row);
+            row.index = order[i];
+            row.epoch = epoch;
+            if (stopping(it))
+                goto done;
+            rc = src->iface->read(src, order[i], &row, it->pool, &err);
+            if (rc != SL_OK) {
+                sl__row_clear(&row);
+                goto fail;
+            }
+            if (sl__out_row(&out, &row) != SL_OK)
+                goto done;
+        }
+        if (sl__out_marker(&out, SL__CHUNK_EOE) != SL_OK)
+            goto done;
+    }
+    sl__out_marker(&out, SL__CHUNK_EOF);
+    goto done;
+fail:
+    if (err.status != SL_ECLOSED) {
+        sl__err_prefix(&err, "%s: ", src->iface->kind);
+        send_error(st, &out, &err);
+    }
+done:
+    sl__out_discard(&out);
+    free(order);
+    return NULL;
+}
+
+/* A worker of a map or collate stage: takes chunks in turn, transforms
+ * them, and puts each back under its sequence number, so order is kept. */
+static int work_chunk(stage *st, sl__chunk **chunk, sl__error *err)
+{
+    sl__chunk *in = *chunk, *out;
+    sl__row row;
+    int rc;
+    if (st->kind == STAGE_MAP)
+        return sl__map_apply(&st->map, in, st->it->pool, &st->it->stop, err);
+    memset(&row, 0, sizeof row);
+    rc = sl__collate(&st->collate, in, &row, st->it->pool, err);
+    if (rc != SL_OK)
+        return rc;
+    out = sl__chunk_new(SL__CHUNK_ROWS, 1);
+    if (!out) {
+        sl__row_clear(&row);
+        return sl__errf(err, SL_ENOMEM, "batch: out of memory");
+    }
+    sl__chunk_push_row(out, &row);
+    sl__chunk_free(in);
+    *chunk = out;
+    return SL_OK;
+}
+
+static void *worker_main(void *arg)
+{
+    stage *st = arg;
+    sl__error err;
+    sl__err_clear(&err);
+    for (;;) {
+        sl__chunk *chunk;
+        uint64_t seq;
+        int last;
+        if (sl__queue_pop(st->in, (void **)&chunk, &seq, -1) != SL_OK)
+            break;
+        last = chunk->kind == SL__CHUNK_EOF || chunk->kind == SL__CHUNK_ERROR;
+        if (chunk->kind == SL__CHUNK_ROWS && work_chunk(st, &chunk, &err) != SL_OK) {
+            sl__chunk_free(chunk);
+            if (err.status == SL_ECLOSED || stopping(st->it))
+                break;
+            chunk = sl__chunk_error(&err);
+            last = 1;
+            if (!chunk)
+                break;
+        }
+        if (sl__queue_push(&st->out, seq, chunk) != SL_OK) {
+            sl__chunk_free(chunk);
+            break;
+        }
+        if (last) {
+            /* Nothing follows an end or an error: wake the other workers. */
+            sl__queue_close(st->in);
+            break;
+        }
+    }
+    return NULL;
+}
+
+static void *seq_main(void *arg)
+{
+    stage *st = arg;
+    sl__out out = {&st->out, NULL, st->chunk_rows, CHUNK_BYTES};
+    sl__error err;
+    sl__chain chain = {st->nodes, st->nnodes, &out, st->it->pool, &err};
+    sl__err_clear(&err);
+    for (;;) {
+        sl__chunk *chunk;
+        int rc = SL_OK;
+        if (sl__queue_pop(st->in, (void **)&chunk, NULL, -1) != SL_OK)
+            break;
+        switch (chunk->kind) {
+        case SL__CHUNK_ROWS:
+            for (size_t r = 0; r < chunk->nrows && rc == SL_OK; r++) {
+                /* The row's tensors move down the chain: the chunk lets go. */
+                sl__row row = chunk->rows[r];
+                memset(chunk->rows[r].col, 0, sizeof row.col);
+                rc = sl__chain_row(&chain, 0, &row);
+            }
+            sl__chunk_free(chunk);
+            break;
+        case SL__CHUNK_EOE:
+            sl__chunk_free(chunk);
+            rc = sl__chain_eoe(&chain, 0);
+            break;
+        case SL__CHUNK_EOF:
+            sl__chunk_free(chunk);
+            sl__out_marker(&out, SL__CHUNK_EOF);
+            goto done;
+        case SL__CHUNK_ERROR:
+            sl__out_chunk(&out, chunk);
+            goto done;
+        }
+        if (rc == SL_ECLOSED || stopping(st->it))
+            goto done;
+        if (rc != SL_OK) {
+            if (err.status == SL_OK)
+                sl__errf(&err, rc, "%s: %s", st->name, sl_strerror(rc));
+            send_error(st, &out, &err);
+            goto done;
+        }
+    }
+done:
+    sl__out_discard(&out);
+    return NULL;
+}
+
+/* --- building the stages ------------------------------------------------- */
+
+static void schema_after(sl__schema *schema, const sl__node *node)
+{
+    if (node->kind == SL__NODE_MAP)
+        snprintf(schema->names[node->column], SL_COLUMN_NAME_LEN, "%s", node->outname);
+}
+
+static int add_stage(sl_iterator *it, stage_kind kind, const char *name, int nthreads,
+                     size_t chunk_rows)
+{
+    stage *st = &it->stages[it->nstages];
+    size_t cap = it->opts.queue_chunks;
+    int rc;
+    memset(st, 0, sizeof *st);
+    st->kind = kind;
+    st->it = it;
+    snprintf(st->name, sizeof st->name, "%s", name);
+    st->nthreads = nthreads;
+    st->chunk_rows = chunk_rows;
+    st->in = it->nstages > 0 ? &it->stages[it->nstages - 1].out : NULL;
+    /* Parallel stages need room for every worker's chunk in the window. */
+    if (cap < 2 * (size_t)nthreads)
+        cap = 2 * (size_t)nthreads;
+    rc = sl__queue_init(&st->out, cap);
+    if (rc != SL_OK)
+        return rc;
+    st->threads = calloc((size_t)nthreads, sizeof *st->threads);
+    if (!st->threads) {
+        sl__queue_destroy(&st->out);
+        return SL_ENOMEM;
+    }
+    it->nstages++;
+    return SL_OK;
+}
+
+static int build_stages(sl_iterator *it)
+{
+    sl__schema schema;
+    int batched = 0;
+    size_t i = 0;
+    int rc;
+
+    schema.ncols = it->source->ncols;
+    memcpy(schema.names, it->source->names, sizeof schema.names);
+    memcpy(schema.specs, it->source->specs, sizeof schema.specs);
+    /* At most one stage per node, plus the source. */
+    it->stages = calloc(2 * it->nnodes + 1, sizeof *it->stages);
+    if (!it->stages)
+        return SL_ENOMEM;
+    rc = add_stage(it, STAGE_SOURCE, "source", 1, it->opts.chunk_rows);
+    while (rc == SL_OK && i < it->nnodes) {
+        size_t chunk_rows = batched ? 1 : it->opts.chunk_rows;
+        if (it->nodes[i].kind == SL__NODE_MAP) {
+            size_t first = i;
+            int workers = 1;
+            stage *st;
+            while (i < it->nnodes && it->nodes[i].kind == SL__NODE_MAP) {
+                if (it->nodes[i].workers > workers)
+                    workers = it->nodes[i].workers;
+                i++;
+            }
+            rc = add_stage(it, STAGE_MAP, "map", workers, chunk_rows);
+            if (rc != SL_OK)
+                break;
+            st = &it->stages[it->nstages - 1];
+            st->steps = calloc(i - first, sizeof *st->steps);
+            if (!st->steps)
+                return SL_ENOMEM;
+            for (size_t k = first; k < i; k++) {
+                st->steps[k - first].node = &it->nodes[k];
+                st->steps[k - first].salt = k;
+            }
+            st->map.steps = st->steps;
+            st->map.nsteps = i - first;
+            st->map.seed = it->seed;
+            st->map.source = it->source;
+            st->schema = schema;
+            st->map.schema = &st->schema;
+            for (size_t k = first; k < i; k++)
+                schema_after(&schema, &it->nodes[k]);
+            continue;
+        }
+        /* A run of sequential nodes, ended by a map or by a batch that
+         * collates in parallel. */
+        {
+            size_t first = i, count = 0;
+            int group_only = 0;
+            stage *st;
+            sl__schema node_schema = schema;
+            while (i < it->nnodes && it->nodes[i].kind != SL__NODE_MAP) {
+                const sl__node *node = &it->nodes[i++];
+                count++;
+                if (node->kind == SL__NODE_BATCH) {
+                    batched = 1;
+                    if (node->workers > 1) {
+                        group_only = 1;
+                        break;
+                    }
+                }
+            }
+            rc = add_stage(it, STAGE_SEQ, "sequential", 1, batched && !group_only ? 1 : chunk_rows);
+            if (rc != SL_OK)
+                break;
+            st = &it->stages[it->nstages - 1];
+            st->nodes = calloc(count, sizeof *st->nodes);
+            if (!st->nodes)
+                return SL_ENOMEM;
+            st->name[0] = '\0';
+            for (size_t k = 0; k < count; k++) {
+                const sl__node *node = &it->nodes[first + k];
+                int last = k + 1 == count;
+                rc = sl__seq_node_new(&st->nodes[k], node, it->seed, first + k, &node_schema,
+                                      group_only && last);
+                if (rc != SL_OK)
+                    return rc;
+                st->nnodes++;
+                snprintf(st->name + strlen(st->name), sizeof st->name - strlen(st->name), "%s%s",
+                         k ? "+" : "",
+                         node->kind == SL__NODE_SHUFFLE ? "shuffle"
+                         : node->kind == SL__NODE_BATCH ? "batch"
+                         : node->kind == SL__NODE_REPEAT ? "repeat"
+                         : node->kind == SL__NODE_TAKE ? "take" : "skip");
+            }
+            if (group_only) {
+                rc = add_stage(it, STAGE_COLLATE, "batch collation", it->nodes[i - 1].workers, 1);
+                if (rc != SL_OK)
+                    break;
+                st = &it->stages[it->nstages - 1];
+                st->schema = node_schema;
+                st->collate.schema = &st->schema;
+            }
+        }
+    }
+    return rc;
+}
+
+static void *(*stage_main(stage_kind kind))(void *)
+{
+    switch (kind) {
+    case STAGE_SOURCE: return source_main;
+    case STAGE_SEQ: return seq_main;
+    default: return worker_main;
+    }
+}
+
+static void shutdown_stages(sl_iterator *it)
+{
+    atomic_store(&it->stop, 1);
+    for (size_t s = 0; s < it->nstages; s++)
+        sl__queue_close(&it->stages[s].out);
+    for (size_t s = 0; s < it->nstages; s++)
+        for (int t = 0; t < it->stages[s].started; t++)
+            pthread_join(it->stages[s].threads[t], NULL);
+    for (size_t s = 0; s < it->nstages; s++)
+        it->stages[s].started = 0;
+}
+
+static void free_stages(sl_iterator *it)
+{
+    for (size_t s = 0; s < it->nstages; s++) {
+        stage *st = &it->stages[s];
+        sl__queue_drain(&st->out, sl__chunk_free_item);
+        sl__queue_destroy(&st->out);
+        for (size_t k = 0; k < st->nnodes; k++)
+            sl__seq_node_free(st->nodes[k]);
+        free(st->nodes);
+        free(st->steps);
+        free(st->threads);
+    }
+    free(it->stages);
+    it->stages = NULL;
+    it->nstages = 0;
+}
+
+static int64_t count_passes(const sl_iterator *it)
+{
+    int64_t passes = it->opts.num_epochs;
+    for (size_t i = 0; i < it->nnodes && passes > 0; i++) {
+        const sl__node *node = &it->nodes[i];
+        if (node->kind != SL__NODE_REPEAT)
+            continue;
+        if (node->count < 0 || passes > INT64_MAX / node->count)
+            passes = -1;
+        else
+            passes *= node->count;
+    }
+    return passes;
+}
+
+int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options *o)
+{
+    sl_iterator *it;
+    int rc;
+    *out = NULL;
+    if (!ds->source)
+        return sl__errf(&ds->error, SL_ESTATE, "iterator: the dataset has no source");
+    if (o && (o->num_epochs == 0 || o->num_epochs < -1))
+        return sl__errf(&ds->error, SL_EINVAL, "iterator: num_epochs must be >= 1 or -1, got %lld",
+                        (long long)o->num_epochs);
+    if (o && (o->queue_chunks == 0 || o->chunk_rows == 0))
+        return sl__errf(&ds->error, SL_EINVAL, "iterator: queue_chunks and chunk_rows must be >= 1");
+    it = calloc(1, sizeof *it);
+    if (!it)
+        return sl__errf(&ds->error, SL_ENOMEM, "iterator: out of memory");
+    if (o)
+        it->opts = *o;
+    else
+        sl_iterator_options_init(&it->opts);
+    atomic_init(&it->stop, 0);
+    it->source = ds->source;
+    sl__source_retain(it->source);
+    it->seed = ds->seed;
+    it->schema = ds->schema;
+    it->pool = sl__pool_new();
+    rc = it->pool ? sl__nodes_copy(&it->nodes, ds->nodes, ds->nnodes) : SL_ENOMEM;
+    if (rc == SL_OK) {
+        it->nnodes = ds->nnodes;
+        it->passes = count_passes(it);
+        rc = build_stages(it);
+    }
+    if (rc != SL_OK) {
+        sl__errf(&ds->error, rc, "iterator: cannot set up the pipeline: %s", sl_strerror(rc));
+        sl_iterator_free(it);
+        return rc;
+    }
+    for (size_t s = 0; s < it->nstages && rc == SL_OK; s++) {
+        stage *st = &it->stages[s];
+        for (int t = 0; t < st->nthreads; t++) {
+            if (pthread_create(&st->threads[t], NULL, stage_main(st->kind), st) != 0) {
+                rc = sl__errf(&ds->error, SL_ETHREAD, "iterator: cannot start a thread for stage '%s'",
+                              st->name);
+                break;
+            }
+            st->started++;
+        }
+    }
+    if (rc != SL_OK) {
+        sl_iterator_free(it);
+        return rc;
+    }
+    sl__err_clear(&ds->error);
+    *out = it;
+    return SL_OK;
+}
+
+void sl_iterator_free(sl_iterator *it)
+{
+    if (!it)
+        return;
+    shutdown_stages(it);
+    free_stages(it);
+    sl__chunk_free(it->cur);
+    sl__nodes_free(it->nodes, it->nnodes);
+    sl__source_release(it->source);
+    sl__pool_release(it->pool);
+    free(it);
+}
+
+/* --- the consumer ---------------------------------------------------------- */
+
+static void describe_stall(sl_iterator *it, int timeout_ms)
+{
+    char buf[SL_ERRMSG_LEN];
+    size_t used = 0;
+    const char *stalled = "source";
+    /* The most downstream stage whose input is waiting while its own
+     * output is empty is the one that keeps the consumer waiting. */
+    for (size_t s = 0; s < it->nstages; s++) {
+        size_t n = sl__queue_size(&it->stages[s].out);
+        if (n == 0 && (s == 0 || sl__queue_size(&it->stages[s - 1].out) > 0))
+            stalled = it->stages[s].name;
+        used += (size_t)snprintf(buf + used, used < sizeof buf ? sizeof buf - used : 0, "%s%s: %zu",
+                                 s ? ", " : "", it->stages[s].name, n);
+        if (used >= sizeof buf)
+            break;
+    }
+    sl__errf(&it->error, SL_ETIMEDOUT,
+             "iterator: no row within %d ms; stage '%s' is the slowest (chunks waiting after each "
+             "stage: %s)",
+             timeout_ms, stalled, buf);
+}
+
+int sl_iterator_next(sl_iterator *it, sl_row *row)
+{
+    stage *last = &it->stages[it->nstages - 1];
+    memset(row, 0, sizeof *row);
+    if (it->status != SL_OK)
+        return it->status;
+    for (;;) {
+        sl__chunk *chunk;
+        int rc;
+        if (it->cur && it->pos < it->cur->nrows) {
+            sl__row *r = &it->cur->rows[it->pos++];
+            row->ncolumns = it->schema.ncols;
+            memcpy(row->columns, r->col, sizeof r->col);
+            memset(r->col, 0, sizeof r->col);
+            it->rows_out++;
+            return SL_OK;
+        }
+        sl__chunk_free(it->cur);
+        it->cur = NULL;
+        rc = sl__queue_pop(&last->out, (void **)&chunk, NULL, it->opts.timeout_ms);
+        if (rc == SL_ETIMEDOUT) {
+            describe_stall(it, it->opts.timeout_ms);
+            return rc;
+        }
+        if (rc != SL_OK) {
+            it->status = sl__errf(&it->error, SL_ECLOSED, "iterator: the pipeline stopped");
+            return it->status;
+        }
+        switch (chunk->kind) {
+        case SL__CHUNK_ROWS:
+            it->cur = chunk;
+            it->pos = 0;
+            continue;
+        case SL__CHUNK_EOE:
+            sl__chunk_free(chunk);
+            return SL_END_OF_EPOCH;
+        case SL__CHUNK_EOF:
+            sl__chunk_free(chunk);
+            it->status = SL_END_OF_DATA;
+            return it->status;
+        case SL__CHUNK_ERROR:
+            sl__err_copy(&it->error, &chunk->error);
+            it->status = chunk->error.status != SL_OK ? chunk->error.status : SL_EIO;
+            sl__chunk_free(chunk);
+            return it->status;
+        }
+    }
+}
+
+void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->source_load_ms = it->source->iface->load_ms(it->source);
+    out->rows_out = it->rows_out;
+    out->pool_bytes = sl__pool_bytes(it->pool);
+    for (size_t s = 0; s < it->nstages; s++)
+        out->threads += it->stages[s].nthreads;
+}

@@ -1,0 +1,265 @@
+/* mnist.c: MnistDataset. Reads the IDX image and label files of the train
+ * and/or test split (plain or .gz), checks their headers when the dataset
+ * is described, and loads every pixel into one block the first time an
+ * iterator runs; rows are then views into that block, so reading a sample
+ * copies nothing. Yields `image` uint8 (H, W, 1) and `label` uint32 (). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/tensor_impl.h"
+#include "pipeline/idx.h"
+#include "pipeline/sampler.h"
+#include "pipeline/source.h"
+
+#define MNIST_MAX_SIDE 16384
+
+typedef struct mnist_part {
+    char *images_path;
+    char *labels_path;
+    sl__idx_header images_hdr;
+    sl__idx_header labels_hdr;
+    int64_t first; /* index of its first sample in the dataset */
+    int64_t count;
+} mnist_part;
+
+typedef struct mnist_source {
+    sl__source base;
+    mnist_part parts[2];
+    int nparts;
+    int64_t height, width;
+    pthread_mutex_t load_lock;
+    int loaded;
+    sl_tensor *images;  /* (N, H, W, 1) uint8, filled by prepare */
+    uint32_t *labels;   /* N */
+    double load_ms;
+} mnist_source;
+
+static const char *usage_name(sl_mnist_usage u)
+{
+    return u == SL_MNIST_TRAIN ? "train" : u == SL_MNIST_TEST ? "test" : "all";
+}
+
+/* dir/prefix-kind, or the same with ".gz" when only that exists. */
+static char *find_file(const char *dir, const char *prefix, const char *kind)
+{
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s-%s", dir, prefix, kind) < 0)
+        return NULL;
+    if (access(path, F_OK) == 0)
+        return path;
+    free(path);
+    if (asprintf(&path, "%s/%s-%s.gz", dir, prefix, kind) < 0)
+        return NULL;
+    return path; /* missing files are reported by the header check */
+}
+
+static int open_part(mnist_part *part, const char *dir, const char *prefix, sl__error *err)
+{
+    int rc;
+    part->images_path = find_file(dir, prefix, "images-idx3-ubyte");
+    part->labels_path = find_file(dir, prefix, "labels-idx1-ubyte");
+    if (!part->images_path || !part->labels_path)
+        return sl__errf(err, SL_ENOMEM, "mnist: out of memory");
+    rc = sl__idx_read_header(part->images_path, 3, &part->images_hdr, err);
+    if (rc != SL_OK)
+        return rc;
+    rc = sl__idx_read_header(part->labels_path, 1, &part->labels_hdr, err);
+    if (rc != SL_OK)
+        return rc;
+    if (part->images_hdr.dims[0] == 0)
+        return sl__errf(err, SL_EFORMAT, "%s: the file holds no samples", part->images_path);
+    if (part->images_hdr.dims[0] != part->labels_hdr.dims[0])
+        return sl__errf(err, SL_EFORMAT, "%s holds %u images but %s holds %u labels",
+                        part->images_path, part->images_hdr.dims[0], part->labels_path,
+                        part->labels_hdr.dims[0]);
+    if (part->images_hdr.dims[1] == 0 || part->images_hdr.dims[2] == 0 ||
+        part->images_hdr.dims[1] > MNIST_MAX_SIDE || part->images_hdr.dims[2] > MNIST_MAX_SIDE)
+        return sl__errf(err, SL_EFORMAT, "%s: image size %ux%u is out of range (1..%d per side)",
+                        part->images_path, part->images_hdr.dims[1], part->images_hdr.dims[2],
+                        MNIST_MAX_SIDE);
+    part->count = part->images_hdr.dims[0];
+    return SL_OK;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int load_labels(mnist_source *m, const mnist_part *part, const atomic_int *stop,
+                       sl__error *err)
+{
+    uint8_t *raw = malloc((size_t)part->count);
+    int rc;
+    if (!raw)
+        return sl__errf(err, SL_ENOMEM, "%s: out of memory for %lld labels", part->labels_path,
+                        (long long)part->count);
+    rc = sl__idx_read_payload(part->labels_path, &part->labels_hdr, raw, stop, err);
+    for (int64_t i = 0; rc == SL_OK && i < part->count; i++)
+        m->labels[part->first + i] = raw[i];
+    free(raw);
+    return rc;
+}
+
+static int mnist_prepare(sl__source *src, const atomic_int *stop, sl__error *err)
+{
+    mnist_source *m = (mnist_source *)src;
+    int rc = SL_OK;
+    double t0;
+    pthread_mutex_lock(&m->load_lock);
+    if (m->loaded)
+        goto done;
+    t0 = now_ms();
+    if (!m->images) {
+        int64_t shape[4] = {src->num_rows, m->height, m->width, 1};
+        rc = sl__tensor_alloc(&m->images, NULL, SL_UINT8, 4, shape);
+        m->labels = malloc((size_t)src->num_rows * sizeof *m->labels);
+        if (rc != SL_OK || !m->labels) {
+            rc = sl__errf(err, SL_ENOMEM, "mnist: out of memory for %lld images of %lldx%lld",
+                          (long long)src->num_rows, (long long)m->height, (long long)m->width);
+            goto done;
+        }
+    }
+    for (int p = 0; p < m->nparts && rc == SL_OK; p++) {
+        const mnist_part *part = &m->parts[p];
+        uint8_t *dst = (uint8_t *)m->images->data + (size_t)part->first * (size_t)(m->height * m->width);
+        rc = sl__idx_read_payload(part->images_path, &part->images_hdr, dst, stop, err);
+        if (rc == SL_OK)
+            rc = load_labels(m, part, stop, err);
+    }
+    if (rc == SL_OK) {
+        m->loaded = 1;
+        m->load_ms = now_ms() - t0;
+    }
+done:
+    pthread_mutex_unlock(&m->load_lock);
+    return rc;
+}
+
+static int mnist_read(sl__source *src, int64_t index, sl__row *row, sl_pool *pool,
+                      sl__error *err)
+{
+    mnist_source *m = (mnist_source *)src;
+    size_t pixels = (size_t)(m->height * m->width);
+    int64_t shape[3] = {m->height, m->width, 1};
+    int rc = sl__tensor_view(&row->col[0], pool, m->images, (size_t)index * pixels, SL_UINT8, 3,
+                             shape);
+    if (rc == SL_OK)
+        rc = sl__tensor_alloc(&row->col[1], pool, SL_UINT32, 0, NULL);
+    if (rc != SL_OK)
+        return sl__errf(err, rc, "mnist: out of memory reading sample %lld", (long long)index);
+    *(uint32_t *)row->col[1]->data = m->labels[index];
+    return SL_OK;
+}
+
+static void mnist_describe(const sl__source *src, int64_t index, char *buf, size_t len)
+{
+    const mnist_source *m = (const mnist_source *)src;
+    for (int p = 0; p < m->nparts; p++) {
+        const mnist_part *part = &m->parts[p];
+        if (index >= part->first && index < part->first + part->count) {
+            snprintf(buf, len, "%s sample %lld", part->images_path,
+                     (long long)(index - part->first));
+            return;
+        }
+    }
+    snprintf(buf, len, "sample %lld", (long long)index);
+}
+
+static double mnist_load_ms(const sl__source *src)
+{
+    mnist_source *m = (mnist_source *)src;
+    double ms;
+    pthread_mutex_lock(&m->load_lock);
+    ms = m->load_ms;
+    pthread_mutex_unlock(&m->load_lock);
+    return ms;
+}
+
+static void mnist_destroy(sl__source *src)
+{
+    mnist_source *m = (mnist_source *)src;
+    for (int p = 0; p < 2; p++) {
+        free(m->parts[p].images_path);
+        free(m->parts[p].labels_path);
+    }
+    sl_tensor_release(m->images);
+    free(m->labels);
+    pthread_mutex_destroy(&m->load_lock);
+}
+
+static const sl__source_iface mnist_iface = {
+    .kind = "mnist",
+    .prepare = mnist_prepare,
+    .read = mnist_read,
+    .describe = mnist_describe,
+    .load_ms = mnist_load_ms,
+    .destroy = mnist_destroy,
+};
+
+void sl_mnist_options_init(sl_mnist_options *o)
+{
+    o->dataset_dir = NULL;
+    o->usage = SL_MNIST_ALL;
+    sl_sampler_options_init(&o->sampler);
+}
+
+int sl__mnist_source_new(sl__source **out, const sl_mnist_options *o, sl__error *err)
+{
+    mnist_source *m;
+    int rc = SL_OK;
+    *out = NULL;
+    if (!o->dataset_dir)
+        return sl__errf(err, SL_EINVAL, "mnist: dataset_dir is not set");
+    if (o->usage != SL_MNIST_ALL && o->usage != SL_MNIST_TRAIN && o->usage != SL_MNIST_TEST)
+        return sl__errf(err, SL_EINVAL, "mnist: usage must be train, test or all");
+    m = calloc(1, sizeof *m);
+    if (!m)
+        return sl__errf(err, SL_ENOMEM, "mnist: out of memory");
+    m->base.iface = &mnist_iface;
+    atomic_init(&m->base.refs, 1);
+    pthread_mutex_init(&m->load_lock, NULL);
+    if (o->usage != SL_MNIST_TEST)
+        rc = open_part(&m->parts[m->nparts++], o->dataset_dir, "train", err);
+    if (rc == SL_OK && o->usage != SL_MNIST_TRAIN)
+        rc = open_part(&m->parts[m->nparts++], o->dataset_dir, "t10k", err);
+    if (rc == SL_OK) {
+        m->height = m->parts[0].images_hdr.dims[1];
+        m->width = m->parts[0].images_hdr.dims[2];
+        for (int p = 0; p < m->nparts; p++) {
+            mnist_part *part = &m->parts[p];
+            if (part->images_hdr.dims[1] != m->height || part->images_hdr.dims[2] != m->width) {
+                rc = sl__errf(err, SL_EFORMAT, "%s: images are %ux%u but %s has %lldx%lld",
+                              part->images_path, part->images_hdr.dims[1],
+                              part->images_hdr.dims[2], m->parts[0].images_path,
+                              (long long)m->height, (long long)m->width);
+                break;
+            }
+            part->first = m->base.num_rows;
+            m->base.num_rows += part->count;
+        }
+    }
+    if (rc == SL_OK)
+        rc = sl__sampler_check(&o->sampler, m->base.num_rows, err);
+    if (rc != SL_OK) {
+        m->base.iface->destroy(&m->base);
+        free(m);
+        return rc;
+    }
+    m->base.sampler = o->sampler;
+    m->base.ncols = 2;
+    strcpy(m->base.names[0], "image");
+    strcpy(m->base.names[1], "label");
+    m->base.specs[0] = (sl_tensor_spec){SL_UINT8, 3, {m->height, m->width, 1}};
+    m->base.specs[1] = (sl_tensor_spec){SL_UINT32, 0, {0}};
+    snprintf(m->base.summary, sizeof m->base.summary, "mnist(%s, usage=%s, %lld rows)",
+             o->dataset_dir, usage_name(o->usage), (long long)m->base.num_rows);
+    *out = &m->base;
+    return SL_OK;
+}

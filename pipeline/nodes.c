@@ -1,0 +1,438 @@
+/* nodes.c: output builders, the sequential nodes (shuffle, batch, repeat,
+ * take, skip) and the parallel work of map and batch collation. */
+#include "pipeline/nodes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "ops/op_impl.h"
+
+/* --- output builder ------------------------------------------------------ */
+
+int sl__out_flush(sl__out *out)
+{
+    sl__chunk *c = out->cur;
+    int rc;
+    if (!c || c->nrows == 0)
+        return SL_OK;
+    out->cur = NULL;
+    rc = sl__queue_push_next(out->queue, c);
+    if (rc != SL_OK)
+        sl__chunk_free(c);
+    return rc;
+}
+
+int sl__out_row(sl__out *out, sl__row *row)
+{
+    if (!out->cur) {
+        out->cur = sl__chunk_new(SL__CHUNK_ROWS, out->chunk_rows);
+        if (!out->cur) {
+            sl__row_clear(row);
+            return SL_ENOMEM;
+        }
+    }
+    sl__chunk_push_row(out->cur, row);
+    if (out->cur->nrows == out->cur->cap || out->cur->nbytes >= out->chunk_bytes)
+        return sl__out_flush(out);
+    return SL_OK;
+}
+
+int sl__out_chunk(sl__out *out, sl__chunk *chunk)
+{
+    int rc = sl__out_flush(out);
+    if (rc == SL_OK)
+        rc = sl__queue_push_next(out->queue, chunk);
+    if (rc != SL_OK)
+        sl__chunk_free(chunk);
+    return rc;
+}
+
+int sl__out_marker(sl__out *out, sl__chunk_kind kind)
+{
+    sl__chunk *c = sl__chunk_new(kind, 0);
+    if (!c)
+        return SL_ENOMEM;
+    return sl__out_chunk(out, c);
+}
+
+void sl__out_discard(sl__out *out)
+{
+    sl__chunk_free(out->cur);
+    out->cur = NULL;
+}
+
+/* --- sequential chain ---------------------------------------------------- */
+
+typedef struct seq_node_iface {
+    int (*row)(sl__seq_node *n, sl__chain *chain, size_t next, sl__row *row);
+    int (*eoe)(sl__seq_node *n, sl__chain *chain, size_t next);
+    void (*destroy)(sl__seq_node *n);
+} seq_node_iface;
+
+struct sl__seq_node {
+    const seq_node_iface *iface;
+};
+
+int sl__chain_row(sl__chain *chain, size_t pos, sl__row *row)
+{
+    if (pos == chain->nnodes)
+        return sl__out_row(chain->out, row);
+    return chain->nodes[pos]->iface->row(chain->nodes[pos], chain, pos + 1, row);
+}
+
+int sl__chain_eoe(sl__chain *chain, size_t pos)
+{
+    if (pos == chain->nnodes)
+        return sl__out_marker(chain->out, SL__CHUNK_EOE);
+    return chain->nodes[pos]->iface->eoe(chain->nodes[pos], chain, pos + 1);
+}
+
+void sl__seq_node_free(sl__seq_node *node)
+{
+    if (node) {
+        node->iface->destroy(node);
+        free(node);
+    }
+}
+
+/* shuffle: a buffer of rows; once full, each arriving row takes the place
+ * of a randomly chosen one, which leaves. At the end of an epoch the rest
+ * leave in random order and the generator is reseeded for the next one. */
+typedef struct shuffle_node {
+    sl__seq_node base;
+    sl__row *buf;
+    size_t n, cap;
+    sl_rng rng;
+    uint64_t seed, position;
+    int64_t epoch;
+} shuffle_node;
+
+static void shuffle_reseed(shuffle_node *s)
+{
+    sl__rng_seed(&s->rng, s->seed, s->position, (uint64_t)s->epoch, 0x5f1e);
+}
+
+static int shuffle_row(sl__seq_node *n, sl__chain *chain, size_t next, sl__row *row)
+{
+    shuffle_node *s = (shuffle_node *)n;
+    sl__row leaving;
+    size_t j;
+    if (s->n < s->cap) {
+        s->buf[s->n++] = *row;
+        return SL_OK;
+    }
+    j = (size_t)sl__rng_below(&s->rng, s->cap);
+    leaving = s->buf[j];
+    s->buf[j] = *row;
+    return sl__chain_row(chain, next, &leaving);
+}
+
+static int shuffle_eoe(sl__seq_node *n, sl__chain *chain, size_t next)
+{
+    shuffle_node *s = (shuffle_node *)n;
+    while (s->n > 0) {
+        size_t j = (size_t)sl__rng_below(&s->rng, s->n);
+        sl__row leaving = s->buf[j];
+        int rc;
+        s->buf[j] = s->buf[--s->n];
+        rc = sl__chain_row(chain, next, &leaving);
+        if (rc != SL_OK)
+            return rc;
+    }
+    s->epoch++;
+    shuffle_reseed(s);
+    return sl__chain_eoe(chain, next);
+}
+
+static void shuffle_destroy(sl__seq_node *n)
+{
+    shuffle_node *s = (shuffle_node *)n;
+    for (size_t i = 0; i < s->n; i++)
+        sl__row_clear(&s->buf[i]);
+    free(s->buf);
+}
+
+static const seq_node_iface shuffle_iface = {shuffle_row, shuffle_eoe, shuffle_destroy};
+
+/* batch: gathers batch_size rows; collates them here, or hands them on as
+ * one chunk for parallel collation. */
+typedef struct batch_node {
+    sl__seq_node base;
+    sl__chunk *group;
+    int64_t size;
+    int drop_remainder;
+    int group_only;
+    int64_t index, epoch; /* batch number within the epoch, and the epoch */
+    sl__collate_work work;
+    sl__schema schema;
+} batch_node;
+
+static int batch_emit(batch_node *b, sl__chain *chain, size_t next)
+{
+    sl__chunk *group = b->group;
+    sl__row row;
+    int rc;
+    b->group = NULL;
+    group->group_index = b->index++;
+    group->group_epoch = b->epoch;
+    if (b->group_only)
+        return sl__out_chunk(chain->out, group);
+    memset(&row, 0, sizeof row);
+    rc = sl__collate(&b->work, group, &row, chain->pool, chain->err);
+    sl__chunk_free(group);
+    if (rc != SL_OK)
+        return rc;
+    return sl__chain_row(chain, next, &row);
+}
+
+static int batch_row(sl__seq_node *n, sl__chain *chain, size_t next, sl__row *row)
+{
+    batch_node *b = (batch_node *)n;
+    if (!b->group) {
+        b->group = sl__chunk_new(SL__CHUNK_ROWS, (size_t)b->size);
+        if (!b->group) {
+            sl__row_clear(row);
+            return sl__errf(chain->err, SL_ENOMEM, "batch: out of memory");
+        }
+    }
+    sl__chunk_push_row(b->group, row);
+    if ((int64_t)b->group->nrows == b->size)
+        return batch_emit(b, chain, next);
+    return SL_OK;
+}
+
+static int batch_eoe(sl__seq_node *n, sl__chain *chain, size_t next)
+{
+    batch_node *b = (batch_node *)n;
+    int rc = SL_OK;
+    if (b->group && b->group->nrows > 0 && !b->drop_remainder)
+        rc = batch_emit(b, chain, next);
+    sl__chunk_free(b->group);
+    b->group = NULL;
+    b->index = 0;
+    b->epoch++;
+    if (rc != SL_OK)
+        return rc;
+    return sl__chain_eoe(chain, next);
+}
+
+static void batch_destroy(sl__seq_node *n)
+{
+    sl__chunk_free(((batch_node *)n)->group);
+}
+
+static const seq_node_iface batch_iface = {batch_row, batch_eoe, batch_destroy};
+
+/* repeat: lets rows through; of every `count` ends of epoch arriving, only
+ * the last goes on, so the repeated passes form one epoch. */
+typedef struct counting_node {
+    sl__seq_node base;
+    int64_t count; /* repeat count, or n for take/skip */
+    int64_t seen;  /* ends of epoch (repeat) or rows (take, skip) this epoch */
+} counting_node;
+
+static int pass_row(sl__seq_node *n, sl__chain *chain, size_t next, sl__row *row)
+{
+    (void)n;
+    return sl__chain_row(chain, next, row);
+}
+
+static int repeat_eoe(sl__seq_node *n, sl__chain *chain, size_t next)
+{
+    counting_node *r = (counting_node *)n;
+    r->seen++;
+    if (r->count < 0 || r->seen % r->count != 0)
+        return SL_OK;
+    return sl__chain_eoe(chain, next);
+}
+
+static void no_destroy(sl__seq_node *n)
+{
+    (void)n;
+}
+
+static const seq_node_iface repeat_iface = {pass_row, repeat_eoe, no_destroy};
+
+static int take_row(sl__seq_node *n, sl__chain *chain, size_t next, sl__row *row)
+{
+    counting_node *t = (counting_node *)n;
+    if (t->count >= 0 && t->seen >= t->count) {
+        sl__row_clear(row);
+        return SL_OK;
+    }
+    t->seen++;
+    return sl__chain_row(chain, next, row);
+}
+
+static int skip_row(sl__seq_node *n, sl__chain *chain, size_t next, sl__row *row)
+{
+    counting_node *t = (counting_node *)n;
+    if (t->seen < t->count) {
+        t->seen++;
+        sl__row_clear(row);
+        return SL_OK;
+    }
+    return sl__chain_row(chain, next, row);
+}
+
+static int counting_eoe(sl__seq_node *n, sl__chain *chain, size_t next)
+{
+    ((counting_node *)n)->seen = 0;
+    return sl__chain_eoe(chain, next);
+}
+
+static const seq_node_iface take_iface = {take_row, counting_eoe, no_destroy};
+static const seq_node_iface skip_iface = {skip_row, counting_eoe, no_destroy};
+
+int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_t position,
+                     const sl__schema *in_schema, int group_only)
+{
+    *out = NULL;
+    switch (d->kind) {
+    case SL__NODE_SHUFFLE: {
+        shuffle_node *s = calloc(1, sizeof *s);
+        if (!s)
+            return SL_ENOMEM;
+        s->cap = (size_t)d->count;
+        s->buf = malloc(s->cap * sizeof *s->buf);
+        if (!s->buf) {
+            free(s);
+            return SL_ENOMEM;
+        }
+        s->base.iface = &shuffle_iface;
+        s->seed = seed;
+        s->position = position;
+        shuffle_reseed(s);
+        *out = &s->base;
+        return SL_OK;
+    }
+    case SL__NODE_BATCH: {
+        batch_node *b = calloc(1, sizeof *b);
+        if (!b)
+            return SL_ENOMEM;
+        b->base.iface = &batch_iface;
+        b->size = d->count;
+        b->drop_remainder = d->drop_remainder;
+        b->group_only = group_only;
+        b->schema = *in_schema;
+        b->work.schema = &b->schema;
+        *out = &b->base;
+        return SL_OK;
+    }
+    case SL__NODE_REPEAT:
+    case SL__NODE_TAKE:
+    case SL__NODE_SKIP: {
+        counting_node *c = calloc(1, sizeof *c);
+        if (!c)
+            return SL_ENOMEM;
+        c->base.iface = d->kind == SL__NODE_REPEAT ? &repeat_iface
+                        : d->kind == SL__NODE_TAKE ? &take_iface
+                                                   : &skip_iface;
+        c->count = d->count;
+        *out = &c->base;
+        return SL_OK;
+    }
+    case SL__NODE_MAP:
+        break;
+    }
+    return SL_EINVAL;
+}
+
+/* --- parallel work ------------------------------------------------------- */
+
+static void name_row(const sl__map_work *w, const sl__node *node, const sl__row *row, char *buf,
+                     size_t len)
+{
+    if (node->after_batch)
+        snprintf(buf, len, "batch %lld of epoch %lld", (long long)row->index,
+                 (long long)row->epoch);
+    else
+        w->source->iface->describe(w->source, row->index, buf, len);
+}
+
+int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
+                  const atomic_int *stop, sl__error *err)
+{
+    sl__op_ctx ctx;
+    ctx.pool = pool;
+    ctx.err = err;
+    for (size_t r = 0; r < chunk->nrows; r++) {
+        sl__row *row = &chunk->rows[r];
+        if (atomic_load_explicit(stop, memory_order_relaxed))
+            return sl__errf(err, SL_ECLOSED, "map: stopped");
+        for (size_t s = 0; s < w->nsteps; s++) {
+            const sl__node *node = w->steps[s].node;
+            sl_tensor *t = row->col[node->column];
+            row->col[node->column] = NULL;
+            for (size_t k = 0; k < node->nops; k++) {
+                const sl_op *op = node->ops[k];
+                sl_tensor *next;
+                int rc;
+                if (op->random)
+                    sl__rng_seed(&ctx.rng, w->seed, (uint64_t)row->epoch, (uint64_t)row->index,
+                                 w->steps[s].salt * 64 + k);
+                rc = sl__op_run(op, t, &next, &ctx);
+                if (rc != SL_OK) {
+                    char where[300];
+                    name_row(w, node, row, where, sizeof where);
+                    sl__err_prefix(err, "map on column '%s', %s: ", node->colname, where);
+                    return rc;
+                }
+                t = next;
+            }
+            row->col[node->column] = t;
+        }
+    }
+    return SL_OK;
+}
+
+int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out, sl_pool *pool,
+                sl__error *err)
+{
+    const sl__schema *schema = w->schema;
+    int64_t n = (int64_t)group->nrows;
+    SL_ASSERT(n > 0);
+    out->index = group->group_index;
+    out->epoch = group->group_epoch;
+    for (size_t c = 0; c < schema->ncols; c++) {
+        const sl_tensor *first = group->rows[0].col[c];
+        int64_t shape[SL_MAX_DIMS];
+        sl_tensor *batch;
+        char *dst;
+        int rc;
+        if (first->ndim >= SL_MAX_DIMS)
+            return sl__errf(err, SL_ESHAPE, "batch: column '%s' already has %d dimensions",
+                            schema->names[c], first->ndim);
+        shape[0] = n;
+        memcpy(shape + 1, first->shape, (size_t)first->ndim * sizeof *shape);
+        for (int64_t r = 1; r < n; r++) {
+            const sl_tensor *t = group->rows[r].col[c];
+            if (t->dtype != first->dtype ||
+                !sl__shape_equal(t->ndim, t->shape, first->ndim, first->shape)) {
+                char a[96], b[96];
+                sl__row_clear(out);
+                return sl__errf(err, SL_ESHAPE,
+                                "batch %lld: row %lld has column '%s' as %s %s but row 0 has %s %s; "
+                                "the rows of a batch must agree (resize them first)",
+                                (long long)group->group_index, (long long)r, schema->names[c],
+                                sl_dtype_name(t->dtype), sl_shape_str(a, sizeof a, t->ndim, t->shape),
+                                sl_dtype_name(first->dtype),
+                                sl_shape_str(b, sizeof b, first->ndim, first->shape));
+            }
+        }
+        rc = sl__tensor_alloc(&batch, pool, first->dtype, first->ndim + 1, shape);
+        if (rc != SL_OK) {
+            sl__row_clear(out);
+            return sl__errf(err, rc, "batch: out of memory for column '%s'", schema->names[c]);
+        }
+        dst = batch->data;
+        for (int64_t r = 0; r < n; r++) {
+            memcpy(dst, group->rows[r].col[c]->data, first->nbytes);
+            dst += first->nbytes;
+        }
+        out->col[c] = batch;
+    }
+    return SL_OK;
+}

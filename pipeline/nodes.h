@@ -1,0 +1,95 @@
+/* nodes.h: the running forms of pipeline nodes, used by the iterator's
+ * stage threads.
+ * - An output builder (sl__out) packs rows into chunks and pushes them to a
+ *   stage's queue.
+ * - Sequential nodes (shuffle, batch, repeat, take, skip) form a chain run
+ *   by one thread: each node takes a row or an end-of-epoch and passes what
+ *   it makes to the next node, the last one to the output builder.
+ * - Parallel work (map, batch collation) is a function from chunk to chunk
+ *   that several workers apply, each to its own chunk. */
+#ifndef SLUICE_PIPELINE_NODES_H
+#define SLUICE_PIPELINE_NODES_H
+
+#include <stdatomic.h>
+
+#include "core/pool.h"
+#include "core/queue.h"
+#include "pipeline/dataset_impl.h"
+#include "pipeline/row.h"
+
+/* --- output builder ------------------------------------------------------ */
+typedef struct sl__out {
+    sl_queue *queue;
+    sl__chunk *cur;     /* rows not pushed yet */
+    size_t chunk_rows;  /* push when this many rows ... */
+    size_t chunk_bytes; /* ... or this many data bytes are waiting */
+} sl__out;
+
+/* Moves row into the builder; pushes a full chunk. SL_ECLOSED when the
+ * queue was closed (shutdown), SL_ENOMEM. */
+int sl__out_row(sl__out *out, sl__row *row);
+/* Pushes the rows waiting, if any. */
+int sl__out_flush(sl__out *out);
+/* Flushes, then pushes a marker chunk of kind (EOE, EOF). */
+int sl__out_marker(sl__out *out, sl__chunk_kind kind);
+/* Flushes, then pushes chunk as it is (ownership moves; freed on failure). */
+int sl__out_chunk(sl__out *out, sl__chunk *chunk);
+/* Frees rows that were never pushed. */
+void sl__out_discard(sl__out *out);
+
+/* --- sequential chain ---------------------------------------------------- */
+typedef struct sl__seq_node sl__seq_node;
+typedef struct sl__chain sl__chain;
+
+struct sl__chain {
+    sl__seq_node **nodes;
+    size_t nnodes;
+    sl__out *out;
+    sl_pool *pool;
+    sl__error *err;
+};
+
+/* Hands row to node pos of the chain (or to the output past the last).
+ * The row's tensors move with it: the caller must not release them. */
+int sl__chain_row(sl__chain *chain, size_t pos, sl__row *row);
+/* Hands an end of epoch to node pos (or pushes the marker past the last). */
+int sl__chain_eoe(sl__chain *chain, size_t pos);
+
+/* The running node for node description d (shuffle, batch, repeat, take,
+ * skip). seed and position fix random draws; names are the columns
+ * arriving at it (for messages). When group_only is set, a batch node emits
+ * each batch's rows as one chunk for parallel collation instead of
+ * collating them itself (it must then be the chain's last node). */
+int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_t position,
+                     const sl__schema *in_schema, int group_only);
+void sl__seq_node_free(sl__seq_node *node);
+
+/* --- parallel work --------------------------------------------------------- */
+/* Map: the fused steps of consecutive map nodes. */
+typedef struct sl__map_step {
+    const sl__node *node; /* ops and column; owned by the iterator */
+    uint64_t salt;        /* position of the node, so random ops differ */
+} sl__map_step;
+
+typedef struct sl__map_work {
+    sl__map_step *steps;
+    size_t nsteps;
+    uint64_t seed;
+    const sl__source *source; /* to name samples in messages */
+    const sl__schema *schema; /* columns at the map (names for messages) */
+} sl__map_work;
+
+/* Applies the steps to every row of chunk. Checks *stop between rows. On
+ * failure err names the op, the column and the sample. */
+int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
+                  const atomic_int *stop, sl__error *err);
+
+typedef struct sl__collate_work {
+    const sl__schema *schema; /* columns of the rows being batched */
+} sl__collate_work;
+
+/* Stacks the rows of group into one row of (n, ...) tensors. */
+int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out, sl_pool *pool,
+                sl__error *err);
+
+#endif

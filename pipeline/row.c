@@ -1,0 +1,69 @@
+/* row.c: chunk allocation and row bookkeeping. */
+#include "pipeline/row.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/tensor_impl.h"
+
+sl__chunk *sl__chunk_new(sl__chunk_kind kind, size_t cap)
+{
+    sl__chunk *c = malloc(sizeof *c + cap * sizeof(sl__row));
+    if (!c)
+        return NULL;
+    c->kind = kind;
+    c->nrows = 0;
+    c->cap = cap;
+    c->nbytes = 0;
+    c->group_index = 0;
+    c->group_epoch = 0;
+    sl__err_clear(&c->error);
+    return c;
+}
+
+void sl__row_clear(sl__row *row)
+{
+    for (int i = 0; i < SL_MAX_COLUMNS; i++) {
+        sl_tensor_release(row->col[i]);
+        row->col[i] = NULL;
+    }
+}
+
+size_t sl__row_nbytes(const sl__row *row)
+{
+    size_t n = 0;
+    for (int i = 0; i < SL_MAX_COLUMNS; i++)
+        if (row->col[i])
+            n += row->col[i]->nbytes;
+    return n;
+}
+
+void sl__chunk_free(sl__chunk *chunk)
+{
+    if (!chunk)
+        return;
+    for (size_t i = 0; i < chunk->nrows; i++)
+        sl__row_clear(&chunk->rows[i]);
+    free(chunk);
+}
+
+void sl__chunk_free_item(void *chunk)
+{
+    sl__chunk_free(chunk);
+}
+
+void sl__chunk_push_row(sl__chunk *chunk, sl__row *row)
+{
+    SL_ASSERT(chunk->nrows < chunk->cap);
+    chunk->nbytes += sl__row_nbytes(row);
+    chunk->rows[chunk->nrows++] = *row;
+    memset(row->col, 0, sizeof row->col);
+}
+
+sl__chunk *sl__chunk_error(const sl__error *err)
+{
+    sl__chunk *c = sl__chunk_new(SL__CHUNK_ERROR, 0);
+    if (c)
+        sl__err_copy(&c->error, err);
+    return c;
+}

@@ -1,0 +1,52 @@
+/* row.h: what travels between pipeline stages. A row is a fixed array of
+ * column tensors plus where it came from (source index, source epoch). Rows
+ * move in chunks, so queues and threads hand over many rows per lock; a
+ * chunk is either rows or one marker: end of epoch, end of data, or an
+ * error with its message. */
+#ifndef SLUICE_PIPELINE_ROW_H
+#define SLUICE_PIPELINE_ROW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/dataset.h"
+#include "core/error.h"
+
+typedef struct sl__row {
+    sl_tensor *col[SL_MAX_COLUMNS]; /* unused columns are NULL */
+    int64_t index; /* sample index in the source (batch number after batch) */
+    int64_t epoch; /* which pass over the source made it */
+} sl__row;
+
+typedef enum sl__chunk_kind {
+    SL__CHUNK_ROWS = 0,
+    SL__CHUNK_EOE,   /* end of epoch */
+    SL__CHUNK_EOF,   /* end of data: nothing follows */
+    SL__CHUNK_ERROR  /* nothing follows; `error` says what failed */
+} sl__chunk_kind;
+
+typedef struct sl__chunk {
+    sl__chunk_kind kind;
+    size_t nrows;
+    size_t cap;
+    size_t nbytes;   /* data bytes of the rows, to bound chunk sizes */
+    sl__error error; /* for SL__CHUNK_ERROR */
+    int64_t group_index, group_epoch; /* a batch's rows on their way to collation */
+    sl__row rows[];  /* cap entries */
+} sl__chunk;
+
+/* A chunk with room for cap rows (cap may be 0 for markers), or NULL. */
+sl__chunk *sl__chunk_new(sl__chunk_kind kind, size_t cap);
+/* Releases every tensor in the chunk and frees it. */
+void sl__chunk_free(sl__chunk *chunk);
+/* For sl__queue_drain. */
+void sl__chunk_free_item(void *chunk);
+/* Appends row (its tensors move into the chunk); the chunk must have room. */
+void sl__chunk_push_row(sl__chunk *chunk, sl__row *row);
+/* An error chunk carrying a copy of err (NULL on allocation failure). */
+sl__chunk *sl__chunk_error(const sl__error *err);
+
+void sl__row_clear(sl__row *row);
+size_t sl__row_nbytes(const sl__row *row);
+
+#endif

@@ -1,0 +1,670 @@
+/* check_pipeline.c: the dataset engine's nodes and iterator: map order,
+ * determinism across worker counts, shuffle, batch, repeat and end-of-epoch
+ * placement, take/skip, sizes, and shutdown in the middle of an epoch. */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sluice/sluice.h"
+#include "testutil.h"
+
+#define N_TRAIN 300
+#define N_TEST 50
+
+static char *tmpdir;
+
+static void setup(void)
+{
+    tmpdir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(tmpdir);
+    ck_assert_int_eq(tu_make_mnist(tmpdir, N_TRAIN, N_TEST, 1), 0);
+}
+
+static void teardown(void)
+{
+    tu_rmtree(tmpdir);
+    free(tmpdir);
+}
+
+/* An MNIST dataset of the temp dir, train split, in file order. */
+static sl_dataset *mnist(int shuffle)
+{
+    sl_mnist_options o;
+    sl_dataset *ds = sl_dataset_new();
+    ck_assert_ptr_nonnull(ds);
+    sl_mnist_options_init(&o);
+    o.dataset_dir = tmpdir;
+    o.usage = SL_MNIST_TRAIN;
+    o.sampler.shuffle = shuffle;
+    ck_assert_msg(sl_dataset_mnist(ds, &o) == SL_OK, "%s", sl_dataset_last_error(ds));
+    return ds;
+}
+
+/* The seeds' LeNet pipeline (create_dataset in the MindSpore docs). */
+static void add_lenet_ops(sl_dataset *ds, int workers, int batch_workers)
+{
+    sl_op *cast, *resize, *rescale, *rescale_nml, *hwc2chw;
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&resize, 32, 32, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale_nml, 1 / 0.3081, -1 * 0.1307 / 0.3081), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&hwc2chw), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &resize, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &rescale, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &rescale_nml, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &hwc2chw, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_shuffle(ds, 100), SL_OK);
+    ck_assert_int_eq(sl_dataset_batch(ds, 32, 1, batch_workers), SL_OK);
+    sl_op_release(cast);
+    sl_op_release(resize);
+    sl_op_release(rescale);
+    sl_op_release(rescale_nml);
+    sl_op_release(hwc2chw);
+}
+
+/* Everything an iterator yields, flattened: per row the bytes of every
+ * column, and a marker byte sequence at each end of epoch. FNV-1a keeps it
+ * small; `rows` and `epochs` count what came. */
+typedef struct trace {
+    uint64_t hash;
+    size_t rows;
+    size_t epochs;
+    int end;
+} trace;
+
+static void hash_bytes(trace *t, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        t->hash ^= b[i];
+        t->hash *= 0x100000001b3ULL;
+    }
+}
+
+static trace run_trace(sl_dataset *ds, int64_t epochs)
+{
+    sl_iterator_options o;
+    sl_iterator *it;
+    trace t = {0xcbf29ce484222325ULL, 0, 0, 0};
+    sl_row row;
+    int rc;
+    sl_iterator_options_init(&o);
+    o.num_epochs = epochs;
+    ck_assert_msg(sl_iterator_new(&it, ds, &o) == SL_OK, "%s", sl_dataset_last_error(ds));
+    while ((rc = sl_iterator_next(it, &row)) != SL_END_OF_DATA) {
+        ck_assert_msg(rc >= 0, "%s", sl_iterator_last_error(it));
+        if (rc == SL_END_OF_EPOCH) {
+            t.epochs++;
+            hash_bytes(&t, "EOE", 3);
+            continue;
+        }
+        t.rows++;
+        for (size_t c = 0; c < row.ncolumns; c++) {
+            hash_bytes(&t, sl_tensor_shape(row.columns[c]),
+                       (size_t)sl_tensor_ndim(row.columns[c]) * sizeof(int64_t));
+            hash_bytes(&t, sl_tensor_data(row.columns[c]), sl_tensor_nbytes(row.columns[c]));
+        }
+        sl_row_clear(&row);
+    }
+    t.end = 1;
+    /* The end stays the end. */
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_DATA);
+    sl_iterator_free(it);
+    return t;
+}
+
+START_TEST(test_map_keeps_order)
+{
+    /* No shuffle anywhere: rows must come out in file order whatever the
+     * number of workers, and carry their own labels. */
+    int workers[] = {1, 2, 4, 7};
+    for (size_t w = 0; w < sizeof workers / sizeof *workers; w++) {
+        sl_dataset *ds = mnist(0);
+        sl_op *resize;
+        sl_iterator_options o;
+        sl_iterator *it;
+        sl_row row;
+        uint32_t i = 0;
+        int rc;
+        ck_assert_int_eq(sl_op_resize_new(&resize, 14, 14, SL_INTER_NEAREST), SL_OK);
+        ck_assert_int_eq(sl_dataset_map(ds, &resize, 1, "image", NULL, workers[w]), SL_OK);
+        sl_op_release(resize);
+        sl_iterator_options_init(&o);
+        o.chunk_rows = 7; /* many chunks, so workers really interleave */
+        ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+        while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
+            const uint8_t *px = sl_tensor_data(row.columns[0]);
+            ck_assert_int_eq(sl_tensor_shape(row.columns[0])[0], 14);
+            /* nearest 28 -> 14 takes source pixel (2y, 2x) */
+            ck_assert_uint_eq(px[0], tu_pixel(i, 0, 0));
+            ck_assert_uint_eq(px[14 * 3 + 5], tu_pixel(i, 6, 10));
+            ck_assert_uint_eq(*(const uint32_t *)sl_tensor_data(row.columns[1]), tu_label(i));
+            sl_row_clear(&row);
+            i++;
+        }
+        ck_assert_int_eq(rc, SL_END_OF_EPOCH);
+        ck_assert_uint_eq(i, N_TRAIN);
+        ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_DATA);
+        sl_iterator_free(it);
+        sl_dataset_free(ds);
+    }
+}
+END_TEST
+
+START_TEST(test_determinism_across_workers)
+{
+    /* The seeds' whole pipeline, shuffled at the source and in the shuffle
+     * node: 1, 2 and 4 workers (map and batch) give identical batches. */
+    trace ref = {0};
+    int workers[] = {1, 2, 4};
+    for (size_t w = 0; w < 3; w++) {
+        sl_dataset *ds = mnist(1);
+        trace t;
+        sl_dataset_set_seed(ds, 42);
+        add_lenet_ops(ds, workers[w], workers[w]);
+        t = run_trace(ds, 2);
+        ck_assert_uint_eq(t.rows, 2 * (N_TRAIN / 32));
+        ck_assert_uint_eq(t.epochs, 2);
+        if (w == 0)
+            ref = t;
+        else
+            ck_assert_msg(t.hash == ref.hash, "workers=%d differ from workers=1", workers[w]);
+        sl_dataset_free(ds);
+    }
+    /* A different seed gives a different order. */
+    {
+        sl_dataset *ds = mnist(1);
+        trace t;
+        sl_dataset_set_seed(ds, 43);
+        add_lenet_ops(ds, 2, 1);
+        t = run_trace(ds, 2);
+        ck_assert(t.hash != ref.hash);
+        sl_dataset_free(ds);
+    }
+}
+END_TEST
+
+START_TEST(test_lenet_batches)
+{
+    /* Shapes, dtypes and values of the seeds' pipeline, checked against the
+     * same arithmetic done here on the source rows. */
+    sl_dataset *ds = mnist(0);
+    sl_op *cast, *resize, *rescale, *rescale_nml, *hwc2chw;
+    sl_iterator *it;
+    sl_row row;
+    sl_tensor_spec spec;
+    int rc;
+    size_t batches = 0;
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&resize, 28, 28, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale_nml, 1 / 0.3081, -1 * 0.1307 / 0.3081), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&hwc2chw), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, 2), SL_OK);
+    {
+        sl_op *image_ops[] = {resize, rescale, rescale_nml, hwc2chw};
+        ck_assert_int_eq(sl_dataset_map(ds, image_ops, 4, "image", NULL, 2), SL_OK);
+    }
+    ck_assert_int_eq(sl_dataset_batch(ds, 32, 1, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), N_TRAIN / 32);
+    ck_assert_int_eq(sl_dataset_column_spec(ds, 0, &spec), SL_OK);
+    ck_assert_int_eq(spec.dtype, SL_FLOAT32);
+    ck_assert_int_eq(spec.ndim, 4);
+    ck_assert_int_eq(spec.shape[0], 32);
+    ck_assert_int_eq(spec.shape[1], 1);
+    ck_assert_int_eq(spec.shape[2], 28);
+    ck_assert_int_eq(sl_dataset_column_spec(ds, 1, &spec), SL_OK);
+    ck_assert_int_eq(spec.dtype, SL_INT32);
+    ck_assert_int_eq(spec.ndim, 1);
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
+        const float *img = sl_tensor_data(row.columns[0]);
+        const int32_t *lab = sl_tensor_data(row.columns[1]);
+        ck_assert_int_eq(sl_tensor_dtype(row.columns[0]), SL_FLOAT32);
+        ck_assert_int_eq(sl_tensor_ndim(row.columns[0]), 4);
+        ck_assert_int_eq(sl_tensor_shape(row.columns[0])[0], 32);
+        ck_assert_int_eq(sl_tensor_shape(row.columns[1])[0], 32);
+        for (int b = 0; b < 32; b++) {
+            uint32_t i = (uint32_t)(batches * 32 + (size_t)b);
+            /* resize 28 -> 28 is the identity */
+            float x = (float)tu_pixel(i, 3, 4) * (float)(1.0 / 255.0);
+            float want = x * (float)(1 / 0.3081) + (float)(-0.1307 / 0.3081);
+            ck_assert_float_eq_tol(img[(size_t)b * 28 * 28 + 3 * 28 + 4], want, 1e-5);
+            ck_assert_int_eq(lab[b], tu_label(i));
+        }
+        sl_row_clear(&row);
+        batches++;
+    }
+    ck_assert_int_eq(rc, SL_END_OF_EPOCH);
+    ck_assert_uint_eq(batches, N_TRAIN / 32);
+    sl_iterator_free(it);
+    sl_op_release(cast);
+    sl_op_release(resize);
+    sl_op_release(rescale);
+    sl_op_release(rescale_nml);
+    sl_op_release(hwc2chw);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+/* Collects the labels of one epoch (rows are unbatched MNIST rows). */
+static size_t epoch_labels(sl_iterator *it, uint32_t *labels, size_t cap, int *end)
+{
+    sl_row row;
+    size_t n = 0;
+    int rc;
+    while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
+        ck_assert_uint_lt(n, cap);
+        labels[n++] = *(const uint32_t *)sl_tensor_data(row.columns[1]);
+        sl_row_clear(&row);
+    }
+    ck_assert_msg(rc == SL_END_OF_EPOCH || rc == SL_END_OF_DATA, "%s", sl_iterator_last_error(it));
+    *end = rc;
+    return n;
+}
+
+START_TEST(test_shuffle_node)
+{
+    /* Labels identify rows here: a TypeCast to int64 of the index is not
+     * available, so use the image's first two pixels as an identity. */
+    sl_dataset *ds = mnist(0);
+    sl_iterator_options o;
+    sl_iterator *it;
+    sl_row row;
+    int seen[N_TRAIN] = {0};
+    int64_t first_epoch[N_TRAIN], second_epoch[N_TRAIN];
+    int rc, same = 1;
+    size_t n = 0;
+    ck_assert_int_eq(sl_dataset_shuffle(ds, 64), SL_OK);
+    sl_iterator_options_init(&o);
+    o.num_epochs = 2;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+    for (int epoch = 0; epoch < 2; epoch++) {
+        n = 0;
+        while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
+            const uint8_t *px = sl_tensor_data(row.columns[0]);
+            int64_t id = -1;
+            /* find the source index whose pattern matches this image */
+            for (uint32_t i = 0; i < N_TRAIN && id < 0; i++)
+                if (tu_pixel(i, 0, 0) == px[0] &&
+                    tu_pixel(i, 27, 27) == px[28 * 28 - 1] && tu_pixel(i, 5, 9) == px[5 * 28 + 9] &&
+                    tu_label(i) == *(const uint32_t *)sl_tensor_data(row.columns[1]))
+                    id = i;
+            ck_assert_int_ge(id, 0);
+            if (epoch == 0) {
+                seen[id]++;
+                first_epoch[n] = id;
+            } else {
+                second_epoch[n] = id;
+            }
+            n++;
+            sl_row_clear(&row);
+        }
+        ck_assert_int_eq(rc, SL_END_OF_EPOCH);
+        ck_assert_uint_eq(n, N_TRAIN);
+    }
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_DATA);
+    sl_iterator_free(it);
+    for (int i = 0; i < N_TRAIN; i++)
+        ck_assert_int_eq(seen[i], 1);
+    for (int i = 0; i < N_TRAIN; i++)
+        same &= first_epoch[i] == second_epoch[i];
+    ck_assert_msg(!same, "the shuffle gave the same order in two epochs");
+    {
+        int in_order = 1;
+        for (int i = 0; i < N_TRAIN; i++)
+            in_order &= first_epoch[i] == i;
+        ck_assert_msg(!in_order, "the shuffle did not move anything");
+    }
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_batch_remainder)
+{
+    /* 300 rows in batches of 32: 9 full batches and one of 12 unless
+     * dropped; the short batch has shape (12, ...). */
+    for (int drop = 0; drop <= 1; drop++) {
+        for (int workers = 1; workers <= 3; workers += 2) {
+            sl_dataset *ds = mnist(0);
+            sl_iterator *it;
+            sl_row row;
+            size_t batches = 0, rows = 0;
+            int rc;
+            ck_assert_int_eq(sl_dataset_batch(ds, 32, drop, workers), SL_OK);
+            ck_assert_int_eq(sl_dataset_get_dataset_size(ds), drop ? 9 : 10);
+            ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+            while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
+                int64_t n = sl_tensor_shape(row.columns[0])[0];
+                const uint8_t *px = sl_tensor_data(row.columns[0]);
+                const uint32_t *lab = sl_tensor_data(row.columns[1]);
+                ck_assert_int_eq(sl_tensor_ndim(row.columns[0]), 4);
+                ck_assert_int_eq(n, batches < 9 ? 32 : 12);
+                for (int64_t b = 0; b < n; b++) {
+                    uint32_t i = (uint32_t)(rows + (size_t)b);
+                    ck_assert_uint_eq(px[(size_t)b * 784 + 28 * 2 + 3], tu_pixel(i, 2, 3));
+                    ck_assert_uint_eq(lab[b], tu_label(i));
+                }
+                rows += (size_t)n;
+                batches++;
+                sl_row_clear(&row);
+            }
+            ck_assert_int_eq(rc, SL_END_OF_EPOCH);
+            ck_assert_uint_eq(batches, drop ? 9 : 10);
+            sl_iterator_free(it);
+            sl_dataset_free(ds);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_repeat_epochs)
+{
+    /* repeat(3) then take per epoch: the three passes form one epoch; two
+     * iterator epochs give two ends of epoch, then the end of data. */
+    sl_dataset *ds = mnist(0);
+    sl_iterator_options o;
+    sl_iterator *it;
+    static uint32_t labels[3 * N_TRAIN + 1];
+    int end;
+    size_t n;
+    ck_assert_int_eq(sl_dataset_repeat(ds, 3), SL_OK);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 3 * N_TRAIN);
+    sl_iterator_options_init(&o);
+    o.num_epochs = 2;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+    for (int epoch = 0; epoch < 2; epoch++) {
+        n = epoch_labels(it, labels, 3 * N_TRAIN + 1, &end);
+        ck_assert_int_eq(end, SL_END_OF_EPOCH);
+        ck_assert_uint_eq(n, 3 * N_TRAIN);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_uint_eq(labels[i], tu_label((uint32_t)(i % N_TRAIN)));
+    }
+    n = epoch_labels(it, labels, 3 * N_TRAIN + 1, &end);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(end, SL_END_OF_DATA);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_batch_then_repeat)
+{
+    /* batch below repeat flushes at each pass: batches never straddle
+     * passes; 300 rows, batch 64 kept remainder -> 5 batches per pass. */
+    sl_dataset *ds = mnist(0);
+    sl_iterator *it;
+    sl_row row;
+    int64_t sizes[16];
+    size_t n = 0;
+    int rc;
+    ck_assert_int_eq(sl_dataset_batch(ds, 64, 0, 1), SL_OK);
+    ck_assert_int_eq(sl_dataset_repeat(ds, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 10);
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
+        ck_assert_uint_lt(n, 16);
+        sizes[n++] = sl_tensor_shape(row.columns[0])[0];
+        sl_row_clear(&row);
+    }
+    ck_assert_int_eq(rc, SL_END_OF_EPOCH);
+    ck_assert_uint_eq(n, 10);
+    ck_assert_int_eq(sizes[4], 300 - 4 * 64);
+    ck_assert_int_eq(sizes[9], 300 - 4 * 64);
+    ck_assert_int_eq(sizes[5], 64);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_take_skip)
+{
+    sl_dataset *ds = mnist(0);
+    sl_iterator_options o;
+    sl_iterator *it;
+    uint32_t labels[N_TRAIN];
+    int end;
+    size_t n;
+    ck_assert_int_eq(sl_dataset_skip(ds, 7), SL_OK);
+    ck_assert_int_eq(sl_dataset_take(ds, 20), SL_OK);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 20);
+    sl_iterator_options_init(&o);
+    o.num_epochs = 2;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+    for (int epoch = 0; epoch < 2; epoch++) {
+        n = epoch_labels(it, labels, N_TRAIN, &end);
+        ck_assert_int_eq(end, SL_END_OF_EPOCH);
+        ck_assert_uint_eq(n, 20);
+        ck_assert_uint_eq(labels[0], tu_label(7));
+        ck_assert_uint_eq(labels[19], tu_label(26));
+    }
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+    /* skip past the end leaves nothing; take(-1) keeps everything */
+    ds = mnist(0);
+    ck_assert_int_eq(sl_dataset_take(ds, -1), SL_OK);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), N_TRAIN);
+    ck_assert_int_eq(sl_dataset_skip(ds, 1000), SL_OK);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 0);
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    n = epoch_labels(it, labels, N_TRAIN, &end);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(end, SL_END_OF_EPOCH);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_endless_repeat)
+{
+    sl_dataset *ds = mnist(1);
+    sl_iterator *it;
+    sl_row row;
+    ck_assert_int_eq(sl_dataset_batch(ds, 32, 1, 1), SL_OK);
+    ck_assert_int_eq(sl_dataset_repeat(ds, -1), SL_OK);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), -1);
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    /* far more batches than one pass holds, and never an end */
+    for (int i = 0; i < 100; i++) {
+        ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+        sl_row_clear(&row);
+    }
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_column_rename)
+{
+    sl_dataset *ds = mnist(0);
+    sl_op *rescale;
+    ck_assert_int_eq(sl_op_rescale_new(&rescale, 2.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &rescale, 1, "image", "pixels", 1), SL_OK);
+    ck_assert_int_eq(sl_dataset_column_index(ds, "pixels"), 0);
+    ck_assert_int_eq(sl_dataset_column_index(ds, "image"), -1);
+    ck_assert_str_eq(sl_dataset_column_name(ds, 1), "label");
+    /* renaming onto another existing column is refused */
+    ck_assert_int_eq(sl_dataset_map(ds, &rescale, 1, "pixels", "label", 1), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "label"));
+    sl_op_release(rescale);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_random_ops_independent_of_workers)
+{
+    /* Random ops draw from (seed, epoch, index): same results with 1 or 3
+     * workers, and different draws in the next epoch. */
+    trace ref = {0};
+    for (int workers = 1; workers <= 3; workers += 2) {
+        sl_dataset *ds = mnist(0);
+        sl_op *ops[2];
+        trace t;
+        ck_assert_int_eq(sl_op_random_crop_new(&ops[0], 24, 24, 2), SL_OK);
+        ck_assert_int_eq(sl_op_random_horizontal_flip_new(&ops[1], 0.5), SL_OK);
+        ck_assert_int_eq(sl_dataset_map(ds, ops, 2, "image", NULL, workers), SL_OK);
+        sl_op_release(ops[0]);
+        sl_op_release(ops[1]);
+        t = run_trace(ds, 2);
+        ck_assert_uint_eq(t.rows, 2 * N_TRAIN);
+        if (workers == 1)
+            ref = t;
+        else
+            ck_assert(t.hash == ref.hash);
+        sl_dataset_free(ds);
+    }
+}
+END_TEST
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+START_TEST(test_destroy_mid_epoch)
+{
+    /* Build, read a few rows (or none), destroy: 100 times over. Every
+     * thread must wake and join; ASan/TSan builds check leaks and races.
+     * Freeing must be quick: the median under 100 ms. */
+    double took[100];
+    for (int i = 0; i < 100; i++) {
+        sl_dataset *ds = mnist(1);
+        sl_iterator_options o;
+        sl_iterator *it;
+        sl_row row;
+        double t0;
+        add_lenet_ops(ds, 1 + i % 3, 1 + i % 2);
+        ck_assert_int_eq(sl_dataset_repeat(ds, -1), SL_OK);
+        sl_iterator_options_init(&o);
+        o.queue_chunks = 1 + (size_t)(i % 4);
+        o.chunk_rows = 1 + (size_t)(i % 17);
+        ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+        for (int k = 0; k < i % 5; k++) {
+            ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+            sl_row_clear(&row);
+        }
+        t0 = now_ms();
+        sl_iterator_free(it);
+        took[i] = now_ms() - t0;
+        sl_dataset_free(ds);
+    }
+    qsort(took, 100, sizeof *took, compare_double);
+    ck_assert_msg(took[50] < 100.0, "median destroy took %.1f ms", took[50]);
+    ck_assert_msg(took[99] < 2000.0, "slowest destroy took %.1f ms", took[99]);
+}
+END_TEST
+
+START_TEST(test_rows_outlive_iterator)
+{
+    /* Rows handed out stay valid after the iterator and dataset are gone. */
+    sl_dataset *ds = mnist(0);
+    sl_iterator *it;
+    sl_row row;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+    ck_assert_uint_eq(((const uint8_t *)sl_tensor_data(row.columns[0]))[29], tu_pixel(0, 1, 1));
+    sl_row_clear(&row);
+}
+END_TEST
+
+START_TEST(test_timeout_names_stage)
+{
+    /* An endless pipeline whose consumer asks with a 0 ms timeout may time
+     * out; when it does, the message names a stage. */
+    sl_dataset *ds = mnist(1);
+    sl_iterator_options o;
+    sl_iterator *it;
+    sl_row row;
+    int rc;
+    add_lenet_ops(ds, 1, 1);
+    sl_iterator_options_init(&o);
+    o.timeout_ms = 0;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+    rc = sl_iterator_next(it, &row);
+    if (rc == SL_ETIMEDOUT)
+        ck_assert_ptr_nonnull(strstr(sl_iterator_last_error(it), "stage"));
+    else
+        ck_assert_int_eq(rc, SL_OK);
+    sl_row_clear(&row);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_describe_and_sizes)
+{
+    sl_dataset *ds = mnist(1);
+    char buf[1024];
+    add_lenet_ops(ds, 2, 1);
+    ck_assert_int_eq(sl_dataset_describe(ds, buf, sizeof buf), SL_OK);
+    ck_assert_ptr_nonnull(strstr(buf, "mnist("));
+    ck_assert_ptr_nonnull(strstr(buf, "resize"));
+    ck_assert_ptr_nonnull(strstr(buf, "shuffle(buffer_size=100)"));
+    ck_assert_ptr_nonnull(strstr(buf, "batch(32"));
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), N_TRAIN / 32);
+    ck_assert_int_eq(sl_dataset_repeat(ds, 4), SL_OK);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 4 * (N_TRAIN / 32));
+    ck_assert_int_eq(sl_dataset_take(ds, 5), SL_OK);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 5);
+    sl_dataset_free(ds);
+    /* no source yet */
+    ds = sl_dataset_new();
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), SL_ESTATE);
+    ck_assert_int_eq(sl_dataset_batch(ds, 2, 0, 1), SL_ESTATE);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "no source"));
+    sl_dataset_free(ds);
+}
+END_TEST
+
+static Suite *make_pipeline_suite(void)
+{
+    Suite *s = suite_create("pipeline");
+    TCase *core = tcase_create("core");
+    TCase *conc = tcase_create("concurrency");
+    tcase_add_checked_fixture(core, setup, teardown);
+    tcase_add_checked_fixture(conc, setup, teardown);
+    tcase_set_timeout(core, 60);
+    tcase_set_timeout(conc, 240);
+    tcase_add_test(core, test_map_keeps_order);
+    tcase_add_test(core, test_lenet_batches);
+    tcase_add_test(core, test_shuffle_node);
+    tcase_add_test(core, test_batch_remainder);
+    tcase_add_test(core, test_repeat_epochs);
+    tcase_add_test(core, test_batch_then_repeat);
+    tcase_add_test(core, test_take_skip);
+    tcase_add_test(core, test_endless_repeat);
+    tcase_add_test(core, test_column_rename);
+    tcase_add_test(core, test_rows_outlive_iterator);
+    tcase_add_test(core, test_timeout_names_stage);
+    tcase_add_test(core, test_describe_and_sizes);
+    tcase_add_test(conc, test_determinism_across_workers);
+    tcase_add_test(conc, test_random_ops_independent_of_workers);
+    tcase_add_test(conc, test_destroy_mid_epoch);
+    suite_add_tcase(s, core);
+    suite_add_tcase(s, conc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(make_pipeline_suite());
+    int failed;
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
