@@ -1,4 +1,4 @@
-/* pool.c: power-of-two size classes, one free list and one mutex per class.
+/* pool.c: size classes, one free list and one mutex per class.
  * Each block starts with a 64-byte header (its class and the free-list link)
  * so the caller's memory stays 64-byte aligned. */
 #include "core/pool.h"
@@ -12,9 +12,8 @@
 
 #define POOL_HEADER 64
 #define POOL_MIN_SHIFT 6   /* smallest class: 64 bytes */
-#define POOL_CLASSES 40    /* up to 2^45 bytes */
-/* Keep at most this many idle blocks per class; more go back to the heap. */
-#define POOL_MAX_IDLE 4096
+#define POOL_MAX_SHIFT 44  /* largest class: 2^45 bytes */
+#define POOL_CLASSES (1 + (POOL_MAX_SHIFT - POOL_MIN_SHIFT) * 8)
 
 typedef struct pool_block {
     struct pool_block *next;
@@ -66,22 +65,33 @@ void sl__pool_release(sl_pool *pool)
     free(pool);
 }
 
+/* Classes: 64 bytes, then eight steps between consecutive powers of two
+ * (2^s + k * 2^(s-3), k = 1..8), so a block wastes at most 1/8 of its size
+ * (a 4224-byte tensor takes 4608 bytes, not 8192). */
 static int class_of(size_t size)
 {
-    int cls = 0;
-    size_t cap = (size_t)1 << POOL_MIN_SHIFT;
-    while (cap < size) {
-        cap <<= 1;
-        cls++;
-        if (cls >= POOL_CLASSES)
-            return -1;
-    }
-    return cls;
+    int shift = POOL_MIN_SHIFT;
+    size_t step, k;
+    if (size <= ((size_t)1 << POOL_MIN_SHIFT))
+        return 0;
+    while (((size_t)1 << (shift + 1)) < size)
+        shift++;
+    if (shift >= POOL_MAX_SHIFT)
+        return -1;
+    step = (size_t)1 << (shift - 3);
+    k = (size - ((size_t)1 << shift) + step - 1) / step; /* 1..8 */
+    return 1 + (shift - POOL_MIN_SHIFT) * 8 + (int)(k - 1);
 }
 
 static size_t class_size(int cls)
 {
-    return (size_t)1 << (cls + POOL_MIN_SHIFT);
+    int shift;
+    size_t k;
+    if (cls == 0)
+        return (size_t)1 << POOL_MIN_SHIFT;
+    shift = POOL_MIN_SHIFT + (cls - 1) / 8;
+    k = (size_t)((cls - 1) % 8 + 1);
+    return ((size_t)1 << shift) + k * ((size_t)1 << (shift - 3));
 }
 
 void *sl__pool_alloc(sl_pool *pool, size_t size)
@@ -113,23 +123,17 @@ void sl__pool_free(sl_pool *pool, void *block)
 {
     pool_block *b;
     pool_class *pc;
-    int keep;
     if (!block)
         return;
     b = (pool_block *)((char *)block - POOL_HEADER);
     pc = &pool->cls[b->cls];
+    /* Idle blocks stay on their list: a pool never holds more than the most
+     * its users had out at once, which the pipeline's queues bound. */
     pthread_mutex_lock(&pc->lock);
-    keep = pc->idle < POOL_MAX_IDLE;
-    if (keep) {
-        b->next = pc->free;
-        pc->free = b;
-        pc->idle++;
-    }
+    b->next = pc->free;
+    pc->free = b;
+    pc->idle++;
     pthread_mutex_unlock(&pc->lock);
-    if (!keep) {
-        atomic_fetch_sub_explicit(&pool->bytes, class_size(b->cls), memory_order_relaxed);
-        free(b);
-    }
     sl__pool_release(pool);
 }
 

@@ -20,6 +20,8 @@ int sl__queue_init(sl_queue *q, size_t capacity)
     q->head = 0;
     q->next_seq = 0;
     q->closed = 0;
+    q->filled = 0;
+    q->push_waiters = 0;
     q->push_waits = 0;
     q->pop_waits = 0;
     pthread_mutex_init(&q->lock, NULL);
@@ -48,12 +50,15 @@ static int push_locked(sl_queue *q, uint64_t seq, void *item)
     SL_ASSERT(item != NULL);
     while (!q->closed && seq >= q->head + q->capacity) {
         q->push_waits++;
+        q->push_waiters++;
         pthread_cond_wait(&q->not_full, &q->lock);
+        q->push_waiters--;
     }
     if (q->closed)
         return SL_ECLOSED;
     SL_ASSERT(seq >= q->head && q->slots[seq % q->capacity] == NULL);
     q->slots[seq % q->capacity] = item;
+    q->filled++;
     if (seq == q->head)
         pthread_cond_broadcast(&q->not_empty);
     return SL_OK;
@@ -115,7 +120,12 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
             if (seq)
                 *seq = q->head;
             q->head++;
-            pthread_cond_broadcast(&q->not_full);
+            q->filled--;
+            /* Waking producers only once the queue is half empty lets them
+             * push several items per wake-up instead of one (fewer context
+             * switches); the broadcast before sleeping above keeps this live. */
+            if (q->push_waiters && q->filled <= q->capacity / 2)
+                pthread_cond_broadcast(&q->not_full);
         }
     }
     pthread_mutex_unlock(&q->lock);
@@ -137,16 +147,16 @@ void sl__queue_drain(sl_queue *q, void (*free_item)(void *))
         if (q->slots[i]) {
             free_item(q->slots[i]);
             q->slots[i] = NULL;
+            q->filled--;
         }
     }
 }
 
 size_t sl__queue_size(sl_queue *q)
 {
-    size_t n = 0;
+    size_t n;
     pthread_mutex_lock(&q->lock);
-    for (size_t i = 0; i < q->capacity; i++)
-        n += q->slots[i] != NULL;
+    n = q->filled;
     pthread_mutex_unlock(&q->lock);
     return n;
 }

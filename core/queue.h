@@ -22,6 +22,8 @@ typedef struct sl_queue {
     size_t capacity;
     uint64_t head;            /* sequence number of the next item to pop */
     uint64_t next_seq;        /* for sl__queue_push_next: the next number to stamp */
+    size_t filled;            /* items held */
+    size_t push_waiters;      /* producers waiting for room */
     int closed;
     /* Counters for reports: how often each side had to wait. */
     uint64_t push_waits;

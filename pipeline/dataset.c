@@ -24,7 +24,12 @@ void sl__source_release(sl__source *src)
 
 sl_dataset *sl_dataset_new(void)
 {
-    return calloc(1, sizeof(sl_dataset));
+    sl_dataset *ds = calloc(1, sizeof *ds);
+    if (ds && !(ds->pool = sl__pool_new())) {
+        free(ds);
+        return NULL;
+    }
+    return ds;
 }
 
 void sl__nodes_free(sl__node *nodes, size_t n)
@@ -74,6 +79,7 @@ void sl_dataset_free(sl_dataset *ds)
         return;
     drop_nodes(ds);
     sl__source_release(ds->source);
+    sl__pool_release(ds->pool);
     free(ds);
 }
 

@@ -7,6 +7,7 @@
 
 #include "sluice/dataset.h"
 #include "core/error.h"
+#include "core/pool.h"
 #include "pipeline/source.h"
 
 typedef enum sl__node_kind {
@@ -43,6 +44,8 @@ struct sl_dataset {
     sl__node *nodes;
     size_t nnodes, cap;
     uint64_t seed;
+    sl_pool *pool;      /* buffers for the rows of every iterator made from it:
+                         * a new iterator starts with warm, recycled memory */
     sl__schema schema;  /* columns after the last node */
     sl__error error;
 };

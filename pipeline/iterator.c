@@ -481,8 +481,9 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
     sl__source_retain(it->source);
     it->seed = ds->seed;
     it->schema = ds->schema;
-    it->pool = sl__pool_new();
-    rc = it->pool ? sl__nodes_copy(&it->nodes, ds->nodes, ds->nnodes) : SL_ENOMEM;
+    it->pool = ds->pool;
+    sl__pool_retain(it->pool);
+    rc = sl__nodes_copy(&it->nodes, ds->nodes, ds->nnodes);
     if (rc == SL_OK) {
         it->nnodes = ds->nnodes;
         it->passes = count_passes(it);
