@@ -13,7 +13,9 @@
 #define POOL_HEADER 64
 #define POOL_MIN_SHIFT 6   /* smallest class: 64 bytes */
 #define POOL_MAX_SHIFT 44  /* largest class: 2^45 bytes */
-#define POOL_CLASSES (1 + (POOL_MAX_SHIFT - POOL_MIN_SHIFT) * 8)
+#define POOL_STEP_BITS 5
+#define POOL_STEPS (1 << POOL_STEP_BITS)
+#define POOL_CLASSES (1 + (POOL_MAX_SHIFT - POOL_MIN_SHIFT) * POOL_STEPS)
 
 typedef struct pool_block {
     struct pool_block *next;
@@ -65,9 +67,9 @@ void sl__pool_release(sl_pool *pool)
     free(pool);
 }
 
-/* Classes: 64 bytes, then eight steps between consecutive powers of two
- * (2^s + k * 2^(s-3), k = 1..8), so a block wastes at most 1/8 of its size
- * (a 4224-byte tensor takes 4608 bytes, not 8192). */
+/* Classes: 64 bytes, then 32 steps between consecutive powers of two
+ * (2^s + k * 2^(s-5), k = 1..32), so a block wastes at most 1/32 of its
+ * size beyond the 64-byte rounding (a 4224-byte tensor takes 4224 bytes). */
 static int class_of(size_t size)
 {
     int shift = POOL_MIN_SHIFT;
@@ -78,9 +80,9 @@ static int class_of(size_t size)
         shift++;
     if (shift >= POOL_MAX_SHIFT)
         return -1;
-    step = (size_t)1 << (shift - 3);
-    k = (size - ((size_t)1 << shift) + step - 1) / step; /* 1..8 */
-    return 1 + (shift - POOL_MIN_SHIFT) * 8 + (int)(k - 1);
+    step = (size_t)1 << (shift - POOL_STEP_BITS);
+    k = (size - ((size_t)1 << shift) + step - 1) / step; /* 1..32 */
+    return 1 + (shift - POOL_MIN_SHIFT) * POOL_STEPS + (int)(k - 1);
 }
 
 static size_t class_size(int cls)
@@ -89,9 +91,9 @@ static size_t class_size(int cls)
     size_t k;
     if (cls == 0)
         return (size_t)1 << POOL_MIN_SHIFT;
-    shift = POOL_MIN_SHIFT + (cls - 1) / 8;
-    k = (size_t)((cls - 1) % 8 + 1);
-    return ((size_t)1 << shift) + k * ((size_t)1 << (shift - 3));
+    shift = POOL_MIN_SHIFT + (cls - 1) / POOL_STEPS;
+    k = (size_t)((cls - 1) % POOL_STEPS + 1);
+    return ((size_t)1 << shift) + k * ((size_t)1 << (shift - POOL_STEP_BITS));
 }
 
 void *sl__pool_alloc(sl_pool *pool, size_t size)
@@ -109,7 +111,8 @@ void *sl__pool_alloc(sl_pool *pool, size_t size)
     }
     pthread_mutex_unlock(&pc->lock);
     if (!b) {
-        b = aligned_alloc(64, POOL_HEADER + class_size(cls));
+        /* aligned_alloc wants a multiple of the alignment */
+        b = aligned_alloc(64, (POOL_HEADER + class_size(cls) + 63) & ~(size_t)63);
         if (!b)
             return NULL;
         b->cls = cls;

@@ -1,6 +1,6 @@
 /* pool.h: a buffer pool that recycles fixed-size-class blocks so hot paths do
- * not call malloc per sample. Blocks fall into size classes (eight per power
- * of two, so at most 1/8 is wasted) with one free list and one mutex each. The pool is reference counted: every
+ * not call malloc per sample. Blocks fall into size classes (32 per power of
+ * two, so at most 1/32 is wasted) with one free list and one mutex each. The pool is reference counted: every
  * block handed out holds a reference, so the pool lives until the last tensor
  * made from it is released, even after its pipeline is gone. */
 #ifndef SLUICE_CORE_POOL_H

@@ -133,7 +133,9 @@ static int append_node(sl_dataset *ds, const sl__node *node)
         ds->nodes = nodes;
         ds->cap = cap;
     }
-    ds->nodes[ds->nnodes++] = *node;
+    ds->nodes[ds->nnodes] = *node;
+    ds->nodes[ds->nnodes].position = ds->nnodes;
+    ds->nnodes++;
     sl__err_clear(&ds->error);
     return SL_OK;
 }

@@ -30,6 +30,8 @@ typedef struct sl__node {
     char colname[SL_COLUMN_NAME_LEN]; /* map: that column's name then */
     char outname[SL_COLUMN_NAME_LEN]; /* map: its name after the map */
     int after_batch;    /* a batch node comes earlier in the chain */
+    size_t position;    /* index in the chain as described: seeds random draws,
+                         * so they survive the iterator's reordering */
 } sl__node;
 
 /* The columns at some point of the chain. */

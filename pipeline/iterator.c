@@ -1,9 +1,17 @@
 /* iterator.c: running a dataset. The node chain is cut into stages, each a
  * small set of threads joined to the next by a bounded queue:
- *   source (1 thread) -> map (N workers, order kept) -> sequential nodes
- *   (1 thread: shuffle, batch, repeat, take, skip) -> ... -> the consumer.
- * Consecutive maps share one stage; a batch with several workers becomes a
- * sequential grouping plus a parallel collation stage. Shutdown sets `stop`,
+ *   source (1 thread, followed by the sequential nodes up to the first map:
+ *   shuffle, batch grouping, repeat, take, skip) -> map (N workers, order
+ *   kept) -> sequential nodes (1 thread) -> ... -> the consumer.
+ * Before cutting, the chain is rewritten in ways that cannot change a
+ * single byte of the output, because map ops depend only on the row (random
+ * ops draw from the row's own seed) while shuffle and batch depend only on
+ * the order of arrival:
+ *   - a shuffle moves ahead of the maps before it, so its buffer holds the
+ *     small source rows instead of the maps' larger results;
+ *   - a batch right after maps groups the rows before them, and the map
+ *     workers stack each group into the batch after transforming it.
+ * Only the moment an error surfaces can differ. Shutdown sets `stop`,
  * closes every queue (waking every blocked thread), joins every thread and
  * then frees what the queues still hold. */
 #include <pthread.h>
@@ -24,7 +32,7 @@ typedef enum stage_kind { STAGE_SOURCE, STAGE_MAP, STAGE_COLLATE, STAGE_SEQ } st
 typedef struct stage {
     stage_kind kind;
     struct sl_iterator *it;
-    char name[64];
+    char name[96];
     sl_queue *in;          /* the previous stage's output (NULL for the source) */
     sl_queue out;
     size_t chunk_rows;     /* rows per output chunk */
@@ -34,10 +42,11 @@ typedef struct stage {
     /* STAGE_MAP */
     sl__map_step *steps;
     sl__map_work map;
-    /* STAGE_COLLATE: the schema of the rows it stacks */
+    int collate;           /* STAGE_MAP: chunks are batch groups to stack after mapping */
+    /* STAGE_MAP and STAGE_COLLATE: the columns of the rows (for messages) */
     sl__schema schema;
-    sl__collate_work collate;
-    /* STAGE_SEQ */
+    sl__collate_work collation;
+    /* STAGE_SOURCE and STAGE_SEQ: the sequential nodes the thread runs */
     sl__seq_node **nodes;
     size_t nnodes;
 } stage;
@@ -112,6 +121,7 @@ static void *source_main(void *arg)
     sl__source *src = it->source;
     sl__out out = {&st->out, NULL, st->chunk_rows, CHUNK_BYTES};
     sl__error err;
+    sl__chain chain = {st->nodes, st->nnodes, &out, it->pool, &err};
     int64_t n = sl__sampler_size(&src->sampler, src->num_rows);
     int64_t *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
     int rc;
@@ -142,13 +152,22 @@ static void *source_main(void *arg)
                 sl__row_clear(&row);
                 goto fail;
             }
-            if (sl__out_row(&out, &row) != SL_OK)
-                goto done;
+            rc = sl__chain_row(&chain, 0, &row);
+            if (rc != SL_OK)
+                goto chain_failed;
         }
-        if (sl__out_marker(&out, SL__CHUNK_EOE) != SL_OK)
-            goto done;
+        rc = sl__chain_eoe(&chain, 0);
+        if (rc != SL_OK)
+            goto chain_failed;
     }
     sl__out_marker(&out, SL__CHUNK_EOF);
+    goto done;
+chain_failed:
+    if (rc == SL_ECLOSED || stopping(it))
+        goto done;
+    if (err.status == SL_OK)
+        sl__errf(&err, rc, "%s: %s", st->name, sl_strerror(rc));
+    send_error(st, &out, &err);
     goto done;
 fail:
     if (err.status != SL_ECLOSED) {
@@ -168,10 +187,13 @@ static int work_chunk(stage *st, sl__chunk **chunk, sl__error *err)
     sl__chunk *in = *chunk, *out;
     sl__row row;
     int rc;
-    if (st->kind == STAGE_MAP)
-        return sl__map_apply(&st->map, in, st->it->pool, &st->it->stop, err);
+    if (st->kind == STAGE_MAP) {
+        rc = sl__map_apply(&st->map, in, st->it->pool, &st->it->stop, err);
+        if (rc != SL_OK || !st->collate)
+            return rc;
+    }
     memset(&row, 0, sizeof row);
-    rc = sl__collate(&st->collate, in, &row, st->it->pool, err);
+    rc = sl__collate(&st->collation, in, &row, st->it->pool, err);
     if (rc != SL_OK)
         return rc;
     out = sl__chunk_new(SL__CHUNK_ROWS, 1);
@@ -271,16 +293,51 @@ done:
 
 static void schema_after(sl__schema *schema, const sl__node *node)
 {
-    if (node->kind == SL__NODE_MAP)
+    if (node->kind == SL__NODE_MAP) {
         snprintf(schema->names[node->column], SL_COLUMN_NAME_LEN, "%s", node->outname);
+    } else if (node->kind == SL__NODE_BATCH) {
+        for (size_t c = 0; c < schema->ncols; c++) {
+            sl_tensor_spec *spec = &schema->specs[c];
+            memmove(spec->shape + 1, spec->shape, (size_t)spec->ndim * sizeof spec->shape[0]);
+            spec->shape[0] = -1;
+            spec->ndim++;
+        }
+    }
 }
 
-static int add_stage(sl_iterator *it, stage_kind kind, const char *name, int nthreads,
-                     size_t chunk_rows)
+/* Moves every shuffle ahead of the maps right before it (see the top of
+ * this file for why that changes no result). */
+static void plan_nodes(sl__node *nodes, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        for (size_t j = i; j > 0 && nodes[j].kind == SL__NODE_SHUFFLE &&
+                           nodes[j - 1].kind == SL__NODE_MAP;
+             j--) {
+            sl__node t = nodes[j - 1];
+            nodes[j - 1] = nodes[j];
+            nodes[j] = t;
+        }
+    }
+}
+
+static const char *node_name(sl__node_kind kind)
+{
+    switch (kind) {
+    case SL__NODE_MAP: return "map";
+    case SL__NODE_SHUFFLE: return "shuffle";
+    case SL__NODE_BATCH: return "batch";
+    case SL__NODE_REPEAT: return "repeat";
+    case SL__NODE_TAKE: return "take";
+    case SL__NODE_SKIP: return "skip";
+    }
+    return "?";
+}
+
+static stage *add_stage(sl_iterator *it, stage_kind kind, const char *name, int nthreads,
+                        size_t chunk_rows, int *rc)
 {
     stage *st = &it->stages[it->nstages];
     size_t cap = it->opts.queue_chunks;
-    int rc;
     memset(st, 0, sizeof *st);
     st->kind = kind;
     st->it = it;
@@ -291,54 +348,84 @@ static int add_stage(sl_iterator *it, stage_kind kind, const char *name, int nth
     /* Parallel stages need room for every worker's chunk in the window. */
     if (cap < 2 * (size_t)nthreads)
         cap = 2 * (size_t)nthreads;
-    rc = sl__queue_init(&st->out, cap);
+    *rc = sl__queue_init(&st->out, cap);
+    if (*rc != SL_OK)
+        return NULL;
+    st->threads = calloc((size_t)nthreads, sizeof *st->threads);
+    st->nodes = calloc(it->nnodes + 1, sizeof *st->nodes);
+    it->nstages++; /* counted now, so free_stages cleans up after a failure */
+    if (!st->threads || !st->nodes) {
+        *rc = SL_ENOMEM;
+        return NULL;
+    }
+    return st;
+}
+
+/* Appends a running form of node d to a sequential stage's chain. */
+static int add_seq_node(sl_iterator *it, stage *st, const sl__node *d, const sl__schema *schema,
+                        int group_only)
+{
+    int rc = sl__seq_node_new(&st->nodes[st->nnodes], d, it->seed, d->position, schema,
+                              group_only);
     if (rc != SL_OK)
         return rc;
-    st->threads = calloc((size_t)nthreads, sizeof *st->threads);
-    if (!st->threads) {
-        sl__queue_destroy(&st->out);
-        return SL_ENOMEM;
-    }
-    it->nstages++;
+    st->nnodes++;
+    snprintf(st->name + strlen(st->name), sizeof st->name - strlen(st->name), "+%s%s",
+             node_name(d->kind), group_only ? " (grouping)" : "");
     return SL_OK;
 }
 
 static int build_stages(sl_iterator *it)
 {
     sl__schema schema;
+    stage *seq;     /* the sequential stage nodes go to, or NULL after a parallel one */
     int batched = 0;
     size_t i = 0;
-    int rc;
+    int rc = SL_OK;
 
     schema.ncols = it->source->ncols;
     memcpy(schema.names, it->source->names, sizeof schema.names);
     memcpy(schema.specs, it->source->specs, sizeof schema.specs);
-    /* At most one stage per node, plus the source. */
+    plan_nodes(it->nodes, it->nnodes);
+    /* At most two stages per node, plus the source. */
     it->stages = calloc(2 * it->nnodes + 1, sizeof *it->stages);
     if (!it->stages)
         return SL_ENOMEM;
-    rc = add_stage(it, STAGE_SOURCE, "source", 1, it->opts.chunk_rows);
+    seq = add_stage(it, STAGE_SOURCE, "source", 1, it->opts.chunk_rows, &rc);
     while (rc == SL_OK && i < it->nnodes) {
+        const sl__node *node = &it->nodes[i];
         size_t chunk_rows = batched ? 1 : it->opts.chunk_rows;
-        if (it->nodes[i].kind == SL__NODE_MAP) {
+        if (node->kind == SL__NODE_MAP) {
             size_t first = i;
-            int workers = 1;
+            int workers = 1, fuse_batch;
             stage *st;
             while (i < it->nnodes && it->nodes[i].kind == SL__NODE_MAP) {
                 if (it->nodes[i].workers > workers)
                     workers = it->nodes[i].workers;
                 i++;
             }
-            rc = add_stage(it, STAGE_MAP, "map", workers, chunk_rows);
-            if (rc != SL_OK)
+            /* maps then batch: group before, stack in the map workers */
+            fuse_batch = i < it->nnodes && it->nodes[i].kind == SL__NODE_BATCH;
+            if (fuse_batch) {
+                if (it->nodes[i].workers > workers)
+                    workers = it->nodes[i].workers;
+                if (!seq && !(seq = add_stage(it, STAGE_SEQ, "sequential", 1, chunk_rows, &rc)))
+                    break;
+                rc = add_seq_node(it, seq, &it->nodes[i], &schema, 1);
+                if (rc != SL_OK)
+                    break;
+            }
+            st = add_stage(it, STAGE_MAP, "map", workers, chunk_rows, &rc);
+            if (!st)
                 break;
-            st = &it->stages[it->nstages - 1];
+            seq = NULL;
             st->steps = calloc(i - first, sizeof *st->steps);
             if (!st->steps)
                 return SL_ENOMEM;
             for (size_t k = first; k < i; k++) {
                 st->steps[k - first].node = &it->nodes[k];
-                st->steps[k - first].salt = k;
+                st->steps[k - first].salt = it->nodes[k].position;
+                schema_after(&schema, &it->nodes[k]);
             }
             st->map.steps = st->steps;
             st->map.nsteps = i - first;
@@ -346,60 +433,43 @@ static int build_stages(sl_iterator *it)
             st->map.source = it->source;
             st->schema = schema;
             st->map.schema = &st->schema;
-            for (size_t k = first; k < i; k++)
-                schema_after(&schema, &it->nodes[k]);
+            st->collation.schema = &st->schema;
+            if (fuse_batch) {
+                st->collate = 1;
+                st->chunk_rows = 1;
+                snprintf(st->name, sizeof st->name, "map+batch");
+                schema_after(&schema, &it->nodes[i]);
+                batched = 1;
+                i++;
+            }
             continue;
         }
-        /* A run of sequential nodes, ended by a map or by a batch that
-         * collates in parallel. */
-        {
-            size_t first = i, count = 0;
-            int group_only = 0;
+        if (!seq && !(seq = add_stage(it, STAGE_SEQ, "sequential", 1, chunk_rows, &rc)))
+            break;
+        if (node->kind == SL__NODE_BATCH && node->workers > 1) {
+            /* group here, stack in parallel in the next stage */
             stage *st;
-            sl__schema node_schema = schema;
-            while (i < it->nnodes && it->nodes[i].kind != SL__NODE_MAP) {
-                const sl__node *node = &it->nodes[i++];
-                count++;
-                if (node->kind == SL__NODE_BATCH) {
-                    batched = 1;
-                    if (node->workers > 1) {
-                        group_only = 1;
-                        break;
-                    }
-                }
-            }
-            rc = add_stage(it, STAGE_SEQ, "sequential", 1, batched && !group_only ? 1 : chunk_rows);
+            rc = add_seq_node(it, seq, node, &schema, 1);
             if (rc != SL_OK)
                 break;
-            st = &it->stages[it->nstages - 1];
-            st->nodes = calloc(count, sizeof *st->nodes);
-            if (!st->nodes)
-                return SL_ENOMEM;
-            st->name[0] = '\0';
-            for (size_t k = 0; k < count; k++) {
-                const sl__node *node = &it->nodes[first + k];
-                int last = k + 1 == count;
-                rc = sl__seq_node_new(&st->nodes[k], node, it->seed, first + k, &node_schema,
-                                      group_only && last);
-                if (rc != SL_OK)
-                    return rc;
-                st->nnodes++;
-                snprintf(st->name + strlen(st->name), sizeof st->name - strlen(st->name), "%s%s",
-                         k ? "+" : "",
-                         node->kind == SL__NODE_SHUFFLE ? "shuffle"
-                         : node->kind == SL__NODE_BATCH ? "batch"
-                         : node->kind == SL__NODE_REPEAT ? "repeat"
-                         : node->kind == SL__NODE_TAKE ? "take" : "skip");
-            }
-            if (group_only) {
-                rc = add_stage(it, STAGE_COLLATE, "batch collation", it->nodes[i - 1].workers, 1);
-                if (rc != SL_OK)
-                    break;
-                st = &it->stages[it->nstages - 1];
-                st->schema = node_schema;
-                st->collate.schema = &st->schema;
-            }
+            st = add_stage(it, STAGE_COLLATE, "batch", node->workers, 1, &rc);
+            if (!st)
+                break;
+            st->schema = schema;
+            st->collation.schema = &st->schema;
+            seq = NULL;
+        } else {
+            rc = add_seq_node(it, seq, node, &schema, 0);
+            if (rc != SL_OK)
+                break;
+            if (node->kind == SL__NODE_BATCH)
+                seq->chunk_rows = 1; /* rows from here on are whole batches */
         }
+        if (node->kind == SL__NODE_BATCH) {
+            schema_after(&schema, node);
+            batched = 1;
+        }
+        i++;
     }
     return rc;
 }

@@ -1,0 +1,320 @@
+#!/bin/sh
+# cli_test.sh: end-to-end tests of the `sluice` program. `make check` runs it
+# with top_builddir and top_srcdir exported; it builds small MNIST and
+# ImageFolder trees with plain POSIX tools (printf, dd, gzip), runs the
+# commands and checks exit codes and output. Prints "N passed, M failed".
+
+set -u
+
+top_builddir=${top_builddir:-.}
+top_srcdir=${top_srcdir:-.}
+SLUICE=$top_builddir/sluice
+FASHION=/usr/share/datasets/fashion-mnist
+
+if [ ! -x "$SLUICE" ]; then
+    echo "cli_test.sh: $SLUICE not found (run make first)" >&2
+    exit 99 # automake: hard error
+fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-cli.XXXXXX") || exit 99
+trap 'rm -rf "$TMP"' 0
+trap 'exit 1' INT TERM HUP
+
+passed=0
+failed=0
+
+# --- reporting ----------------------------------------------------------
+
+pass() {
+    passed=$((passed + 1))
+    echo "PASS: $1"
+}
+
+# fail NAME: also shows what the command printed, to make the log useful.
+fail() {
+    failed=$((failed + 1))
+    echo "FAIL: $1 (exit status $rc)"
+    sed -n '1,20s/^/    stdout: /p' "$TMP/out"
+    sed -n '1,20s/^/    stderr: /p' "$TMP/err"
+}
+
+# run ARGS...: runs sluice, keeping stdout, stderr and the exit status.
+run() {
+    "$SLUICE" "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+}
+
+# expect NAME STATUS [stdout PATTERN | stderr PATTERN]...: checks the last run.
+expect() {
+    name=$1
+    want=$2
+    shift 2
+    if [ "$rc" -ne "$want" ]; then
+        fail "$name"
+        return
+    fi
+    while [ $# -ge 2 ]; do
+        if ! grep -q -e "$2" "$TMP/$( [ "$1" = stdout ] && echo out || echo err )"; then
+            echo "    ($1 lacks: $2)"
+            fail "$name"
+            return
+        fi
+        shift 2
+    done
+    pass "$name"
+}
+
+# --- generating data ----------------------------------------------------
+
+# byte N: writes the byte whose value is N (0..255).
+byte() {
+    # shellcheck disable=SC2059 # the format is the byte itself
+    printf "\\$(printf '%03o' "$1")"
+}
+
+# be32 N: N as 4 big-endian bytes (IDX sizes).
+be32() {
+    byte $((($1 >> 24) & 255))
+    byte $((($1 >> 16) & 255))
+    byte $((($1 >> 8) & 255))
+    byte $(($1 & 255))
+}
+
+# A deterministic pixel source: the bytes 0..255, repeated 1024 times
+# (enough for 334 images of 28x28).
+make_pattern() {
+    i=0
+    while [ $i -lt 256 ]; do
+        byte $i
+        i=$((i + 1))
+    done >"$TMP/pattern"
+    i=0
+    while [ $i -lt 10 ]; do
+        cat "$TMP/pattern" "$TMP/pattern" >"$TMP/pattern2"
+        mv "$TMP/pattern2" "$TMP/pattern"
+        i=$((i + 1))
+    done
+}
+
+# idx_images FILE N: an IDX image file with N 28x28 images.
+idx_images() {
+    {
+        printf '\000\000\010\003'
+        be32 "$2"
+        be32 28
+        be32 28
+        dd if="$TMP/pattern" bs=784 count="$2" 2>/dev/null
+    } >"$1"
+}
+
+# idx_labels FILE N: an IDX label file whose label i is i % 10 (N a
+# multiple of 10, so every label occurs N / 10 times).
+idx_labels() {
+    {
+        printf '\000\000\010\001'
+        be32 "$2"
+        i=0
+        while [ $i -lt "$2" ]; do
+            printf '\000\001\002\003\004\005\006\007\010\011'
+            i=$((i + 10))
+        done
+    } >"$1"
+}
+
+# mnist_dir DIR NTRAIN NTEST GZ: the four MNIST files (gzipped when GZ is 1).
+mnist_dir() {
+    mkdir -p "$1"
+    idx_images "$1/train-images-idx3-ubyte" "$2"
+    idx_labels "$1/train-labels-idx1-ubyte" "$2"
+    idx_images "$1/t10k-images-idx3-ubyte" "$3"
+    idx_labels "$1/t10k-labels-idx1-ubyte" "$3"
+    if [ "$4" = 1 ]; then
+        gzip -n "$1"/*-ubyte
+    fi
+}
+
+# tiny_jpeg: an 8x8 RGB baseline JPEG (289 bytes, written by libjpeg with
+# optimized Huffman tables).
+tiny_jpeg() {
+    printf '\377\330\377\333\000\103\000\020\013\014\016\014\012\020\016\015\016\022\021\020\023\030\050\032'
+    printf '\030\026\026\030\061\043\045\035\050\072\063\075\074\071\063\070\067\100\110\134\116\100\104\127'
+    printf '\105\067\070\120\155\121\127\137\142\147\150\147\076\115\161\171\160\144\170\134\145\147\143\377'
+    printf '\333\000\103\001\021\022\022\030\025\030\057\032\032\057\143\102\070\102\143\143\143\143\143\143'
+    printf '\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143'
+    printf '\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\143\377\300\000\021'
+    printf '\010\000\010\000\010\003\001\042\000\002\021\001\003\021\001\377\304\000\025\000\001\001\000\000'
+    printf '\000\000\000\000\000\000\000\000\000\000\000\000\000\003\377\304\000\027\020\001\001\001\001\000'
+    printf '\000\000\000\000\000\000\000\000\000\000\000\000\005\042\061\377\304\000\025\001\001\001\000\000'
+    printf '\000\000\000\000\000\000\000\000\000\000\000\000\002\004\377\304\000\033\021\000\002\001\005\000'
+    printf '\000\000\000\000\000\000\000\000\000\000\000\003\004\000\001\022\023\041\061\377\332\000\014\003'
+    printf '\001\000\002\021\003\021\000\077\000\204\370\134\300\011\312\311\056\354\150\066\134\064\334\377'
+    printf '\331'
+}
+
+make_pattern
+MNIST=$TMP/mnist # gzipped, 100 train + 20 test
+mnist_dir "$MNIST" 100 20 1
+PLAIN=$TMP/plain # uncompressed, 30 train + 10 test
+mnist_dir "$PLAIN" 30 10 0
+TRAIN_ONLY=$TMP/train-only
+mnist_dir "$TRAIN_ONLY" 50 10 1
+rm "$TRAIN_ONLY"/t10k-*
+
+# Truncated images: the header promises 30 images, the file holds 20.
+TRUNC=$TMP/truncated
+mnist_dir "$TRUNC" 30 10 0
+dd if="$PLAIN/train-images-idx3-ubyte" of="$TRUNC/train-images-idx3-ubyte" \
+    bs=784 count=20 2>/dev/null
+# The same, gzipped: only reading the pixels can find it.
+TRUNC_GZ=$TMP/truncated-gz
+mnist_dir "$TRUNC_GZ" 30 10 0
+dd if="$PLAIN/train-images-idx3-ubyte" of="$TRUNC_GZ/train-images-idx3-ubyte" \
+    bs=784 count=20 2>/dev/null
+gzip -n "$TRUNC_GZ"/*-ubyte
+
+# ImageFolder: cat (3 images) and dog (2 images).
+IMAGES=$TMP/images
+mkdir -p "$IMAGES/cat" "$IMAGES/dog"
+for f in a b c; do tiny_jpeg >"$IMAGES/cat/$f.jpg"; done
+for f in a b; do tiny_jpeg >"$IMAGES/dog/$f.jpg"; done
+BAD_IMAGES=$TMP/bad-images
+mkdir -p "$BAD_IMAGES/cat" "$BAD_IMAGES/dog"
+tiny_jpeg >"$BAD_IMAGES/cat/a.jpg"
+echo 'this is not a JPEG' >"$BAD_IMAGES/dog/broken.jpg"
+
+# --- the program ----------------------------------------------------------
+
+run --version
+expect "--version" 0 stdout '^sluice 0\.1\.0$'
+run --help
+expect "--help" 0 stdout '^Usage: sluice' stdout 'inspect' stdout 'bench'
+run
+expect "no command" 2 stderr 'Usage: sluice'
+run frobnicate
+expect "unknown command" 2 stderr "sluice: unknown command 'frobnicate'" stderr 'Usage: sluice'
+run --frobnicate
+expect "unknown global option" 2 stderr "unknown option '--frobnicate'"
+run help inspect
+expect "help inspect" 0 stdout '^Usage: sluice inspect'
+run help bench pipeline
+expect "help bench pipeline" 0 stdout '^Usage: sluice bench pipeline'
+run help nothing
+expect "help unknown command" 2 stderr "sluice: help: unknown command 'nothing'"
+run inspect --help
+expect "inspect --help" 0 stdout '^Usage: sluice inspect'
+run bench --help
+expect "bench --help" 0 stdout '^Usage: sluice bench'
+run bench pipeline --help
+expect "bench pipeline --help" 0 stdout '^Usage: sluice bench pipeline'
+run bench
+expect "bench without benchmark" 2 stderr 'sluice: bench: '
+run bench nothing
+expect "bench unknown benchmark" 2 stderr "unknown benchmark 'nothing'"
+
+# --- inspect ------------------------------------------------------------
+
+run inspect
+expect "inspect without folder" 2 stderr '^sluice: inspect: '
+run inspect "$MNIST" --bogus
+expect "inspect unknown option" 2 stderr "^sluice: inspect: unknown option '--bogus'"
+run inspect "$MNIST" --usage
+expect "inspect option without argument" 2 stderr "needs an argument"
+run inspect "$MNIST" --usage validation
+expect "inspect bad usage" 2 stderr "expected train, test or all"
+run inspect "$TMP/does-not-exist"
+expect "inspect missing folder" 1 stderr "^sluice: inspect: .*does-not-exist"
+
+run inspect "$MNIST"
+expect "inspect mnist" 0 stdout '^kind: *mnist' stdout '^usage: *all' \
+    stdout '^samples: *120 (train 100, test 20)' \
+    stdout 'image *uint8 *(28, 28, 1)' stdout 'label *uint32 *()'
+run inspect "$MNIST" --usage test
+expect "inspect mnist --usage test" 0 stdout '^samples: *20$'
+run inspect "$TRAIN_ONLY"
+expect "inspect picks the split present" 0 stdout '^usage: *train' stdout '^samples: *50$'
+run inspect "$MNIST" --verify
+expect "inspect --verify mnist" 0 stdout '^verified 120 samples, no problems$' \
+    stdout '^ *7 *12$'
+run inspect "$MNIST" --verify --json
+expect "inspect --verify --json" 0 stdout '^{"dataset": ' \
+    stdout '"samples": 120, "splits": {"train": 100, "test": 20}' \
+    stdout '"verify": {"ok": true, "samples": 120, "error": null}' \
+    stdout '"label_counts": {"0": 12, "1": 12, "2": 12, "3": 12, "4": 12, "5": 12, "6": 12, "7": 12, "8": 12, "9": 12}'
+if [ "$(wc -l <"$TMP/out")" -ne 1 ]; then
+    fail "inspect --json prints one line"
+else
+    pass "inspect --json prints one line"
+fi
+run inspect "$PLAIN" --verify --usage train
+expect "inspect --verify uncompressed" 0 stdout '^verified 30 samples, no problems$'
+run inspect "$TRUNC" --verify
+expect "inspect truncated images" 1 stderr '^sluice: inspect: .*train-images-idx3-ubyte'
+run inspect "$TRUNC_GZ" --verify
+expect "inspect truncated gzipped images" 1 \
+    stderr '^sluice: inspect: .*train-images-idx3-ubyte'
+
+run inspect "$IMAGES"
+expect "inspect image folder" 0 stdout '^kind: *image_folder' stdout '^samples: *5$' \
+    stdout '^classes: *2' stdout '^ *0 *3 *cat$' stdout '^ *1 *2 *dog$' \
+    stdout 'image *uint8 *(?, ?, 3)'
+run inspect "$IMAGES" --verify
+expect "inspect --verify image folder" 0 stdout '^verified 5 samples, no problems$'
+run inspect "$IMAGES" --json
+expect "inspect --json image folder" 0 \
+    stdout '"classes": \[{"name": "cat", "label": 0, "count": 3}, {"name": "dog", "label": 1, "count": 2}\]'
+run inspect "$BAD_IMAGES" --verify
+expect "inspect --verify corrupt JPEG" 1 stderr '^sluice: inspect: .*broken\.jpg'
+run inspect "$IMAGES" --usage train
+expect "inspect --usage on image folder" 2 stderr 'MNIST folders only'
+
+if [ -d "$FASHION" ]; then
+    run inspect "$FASHION"
+    expect "inspect fashion-mnist" 0 stdout '^samples: *70000 (train 60000, test 10000)'
+fi
+
+# --- bench pipeline -----------------------------------------------------
+
+run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1,2
+expect "bench pipeline --json" 0 stdout '^{"dataset": ' stdout '"kind": "mnist"' \
+    stdout '"runs": \[{"workers": 1,' stdout '{"workers": 2,' \
+    stdout '"batches": 3, "images": 96' stdout '"peak_rss_bytes": [0-9]'
+if [ "$(wc -l <"$TMP/out")" -ne 1 ]; then
+    fail "bench --json prints one line"
+else
+    pass "bench --json prints one line"
+fi
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import json' 2>/dev/null; then
+    if python3 -c 'import json,sys; json.load(sys.stdin)' <"$TMP/out" 2>/dev/null; then
+        pass "bench --json is valid JSON"
+    else
+        fail "bench --json is valid JSON"
+    fi
+fi
+run bench pipeline --data "$MNIST" --repeats 2 --workers 2
+expect "bench pipeline text" 0 stdout '^pipeline' stdout 'images/s' stdout '^load_ms:' \
+    stdout '^peak RSS: '
+run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1 --usage all \
+    --resize 16x20 --rescale 1/255 --rescale 2,-1 --normalize 0.5:0.25 --crop 16x16,2 \
+    --flip 0.5 --hwc2chw --label-int32 --shuffle 0 --batch 25 --keep-remainder \
+    --no-source-shuffle --seed 7 --epochs 2
+expect "bench pipeline with every op" 0 stdout '"batches": 10, "images": 240'
+run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1 --num-samples 64 --batch 0
+expect "bench pipeline without batch" 0 stdout '"batches": 64, "images": 64'
+run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 1 --batch 2
+expect "bench pipeline image folder" 0 stdout '"kind": "image_folder"' \
+    stdout '"batches": 2, "images": 4'
+run bench pipeline --data "$BAD_IMAGES" --repeats 1 --workers 1 --batch 1
+expect "bench pipeline corrupt JPEG" 1 stderr '^sluice: bench: .*broken\.jpg'
+
+for bad in "--workers 0" "--workers 1,,2" "--workers x" "--repeats 0" "--repeats 3x" \
+    "--epochs -1" "--rescale 1/0" "--normalize 1,2:3" "--normalize 1:0" "--flip 2" \
+    "--resize 0" "--crop 8x" "--batch -1" "--seed 99999999999999999999" "extra"; do
+    # shellcheck disable=SC2086 # word splitting of $bad is the point
+    run bench pipeline --data "$MNIST" $bad
+    expect "bench pipeline $bad" 2 stderr '^sluice: bench: '
+done
+run bench pipeline --data "$TMP/does-not-exist"
+expect "bench pipeline missing folder" 1 stderr "^sluice: bench: .*does-not-exist"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

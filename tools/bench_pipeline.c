@@ -1,0 +1,659 @@
+/* bench_pipeline.c: `sluice bench pipeline`: builds a pipeline (by default
+ * the seeds' LeNet/MNIST one) and times full epochs of it at several worker
+ * counts, several times each. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "sluice/sluice.h"
+#include "cli.h"
+
+/* Library messages are printed as "sluice: bench: <message>". */
+#define CMD "bench"
+#define MAX_WORKER_SETS 16
+#define DESCRIBE_LEN 16384
+
+/* Long-only options get codes outside the char range. */
+enum {
+    OPT_DATA = 256, OPT_USAGE, OPT_WORKERS, OPT_REPEATS, OPT_EPOCHS, OPT_SEED, OPT_JSON,
+    OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_CROP,
+    OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
+    OPT_NUM_SAMPLES
+};
+
+typedef struct bench_args {
+    const char *data;
+    int usage_given;
+    sl_mnist_usage usage;
+    int64_t workers[MAX_WORKER_SETS];
+    size_t nworkers;
+    int64_t repeats;
+    int64_t epochs;
+    int64_t seed;
+    int json;
+    /* Pipeline overrides; the *_given flags say which defaults to replace. */
+    int ops_given;       /* any op option: the command line's ops replace the defaults */
+    int label_int32;
+    cli_step steps[CLI_MAX_STEPS];
+    size_t nsteps;
+    int shuffle_given;
+    int64_t shuffle;
+    int batch_given;
+    int64_t batch;
+    int keep_remainder;
+    int no_source_shuffle;
+    int64_t num_samples;
+} bench_args;
+
+/* One timed run: one fresh iterator, `epochs` full epochs. */
+typedef struct run_result {
+    double images_per_s;
+    double first_batch_ms;   /* sl_iterator_new to the first row */
+    int64_t batches;         /* rows handed out (batches when batching) */
+    int64_t images;
+    int threads;
+} run_result;
+
+/* Every run of one worker count. */
+typedef struct worker_set {
+    int workers;
+    double load_ms;          /* the warm-up's one-time source load */
+    run_result *runs;        /* repeats of them */
+} worker_set;
+
+void cli_bench_pipeline_usage(FILE *f)
+{
+    fputs("Usage: sluice bench pipeline [OPTIONS...]\n"
+          "\n"
+          "Times full epochs of a dataset pipeline. With MNIST data and no op options the\n"
+          "pipeline is the seeds' LeNet one: label TypeCast(int32); image Resize(32,32,\n"
+          "bilinear), Rescale(1/255, 0), Rescale(1/0.3081, -0.1307/0.3081), HWC2CHW;\n"
+          "shuffle(10000); batch(32, drop_remainder). With an ImageFolder: decode, Resize\n"
+          "(224,224), RandomHorizontalFlip(0.5), Normalize(ImageNet mean/std), HWC2CHW;\n"
+          "batch(32, drop_remainder). Sources read in shuffled order, as MindSpore's do.\n"
+          "\n"
+          "Before the timed runs of each worker count an untimed warm-up iterator reads\n"
+          "one row: it pays the one-time source load (load_ms), which the dataset keeps\n"
+          "for later iterators, so the timed runs exclude it.\n"
+          "\n"
+          "Options:\n"
+          "  --data DIR          dataset folder (default " CLI_DEFAULT_DATA ")\n"
+          "  --usage U           MNIST split: train, test or all (default train)\n"
+          "  --workers LIST      comma list of worker counts, one run set each, given to\n"
+          "                      every map, the batch and the decode (default 1,2)\n"
+          "  --repeats N         timed runs per worker count (default 3)\n"
+          "  --epochs N          epochs per timed run (default 1)\n"
+          "  --seed N            seed of the sampler, shuffle and random ops (default 0)\n"
+          "  --json              print one JSON object instead of text\n"
+          "  -h, --help          show this help and exit\n"
+          "\n"
+          "Op options replace the default ops, in the order given; they apply to the\n"
+          "`image` column (numbers may be written as fractions, e.g. 1/255):\n"
+          "  --resize H[xW]      bilinear resize\n"
+          "  --rescale S[,SHIFT] x * S + SHIFT, as float32 (repeatable)\n"
+          "  --normalize M1,M2,..:S1,S2,..  (x - mean) / std per channel\n"
+          "  --hwc2chw           HWC to CHW\n"
+          "  --flip P            random horizontal flip with probability P\n"
+          "  --crop H[xW][,PAD]  random crop after padding PAD zeros on every side\n"
+          "  --label-int32       cast `label` to int32 (part of the default MNIST ops)\n"
+          "Options that adjust the rest of the default pipeline:\n"
+          "  --shuffle N         shuffle buffer size, 0 for none\n"
+          "  --batch N           batch size, 0 for none\n"
+          "  --keep-remainder    keep the last short batch\n"
+          "  --no-source-shuffle read the source in file order\n"
+          "  --num-samples N     read at most N samples per epoch (0: all)\n",
+          f);
+}
+
+/* --- parsing --------------------------------------------------------- */
+
+static int add_step(bench_args *a, const cli_step *s)
+{
+    if (a->nsteps == CLI_MAX_STEPS) {
+        cli_error(CMD, "more than %d ops", CLI_MAX_STEPS);
+        return -1;
+    }
+    a->steps[a->nsteps++] = *s;
+    a->ops_given = 1;
+    return 0;
+}
+
+static int parse_rescale(bench_args *a, const char *arg)
+{
+    double v[2];
+    size_t n = 0;
+    cli_step s;
+
+    if (cli_parse_double_list(CMD, "--rescale", arg, v, 2, &n) != 0)
+        return -1;
+    memset(&s, 0, sizeof s);
+    s.kind = CLI_STEP_RESCALE;
+    s.scale = v[0];
+    s.shift = (n == 2) ? v[1] : 0.0;
+    return add_step(a, &s);
+}
+
+static int parse_normalize(bench_args *a, const char *arg)
+{
+    const char *colon = strchr(arg, ':');
+    char means[256];
+    size_t nmean = 0, nstd = 0;
+    cli_step s;
+
+    memset(&s, 0, sizeof s);
+    s.kind = CLI_STEP_NORMALIZE;
+    if (colon == NULL || (size_t)(colon - arg) >= sizeof means) {
+        cli_error(CMD, "--normalize: expected M1,M2,..:S1,S2,.., got '%s'", arg);
+        return -1;
+    }
+    memcpy(means, arg, (size_t)(colon - arg));
+    means[colon - arg] = '\0';
+    if (cli_parse_double_list(CMD, "--normalize mean", means, s.mean, CLI_MAX_CHANNELS,
+                              &nmean) != 0 ||
+        cli_parse_double_list(CMD, "--normalize std", colon + 1, s.std, CLI_MAX_CHANNELS,
+                              &nstd) != 0)
+        return -1;
+    if (nmean != nstd) {
+        cli_error(CMD, "--normalize: %zu means but %zu stds", nmean, nstd);
+        return -1;
+    }
+    for (size_t c = 0; c < nstd; c++) {
+        if (!(s.std[c] > 0.0)) {
+            cli_error(CMD, "--normalize: std %g must be > 0", s.std[c]);
+            return -1;
+        }
+    }
+    s.channels = nmean;
+    return add_step(a, &s);
+}
+
+static int parse_crop(bench_args *a, const char *arg)
+{
+    const char *comma = strchr(arg, ',');
+    char size[64];
+    size_t len = comma ? (size_t)(comma - arg) : strlen(arg);
+    cli_step s;
+
+    memset(&s, 0, sizeof s);
+    s.kind = CLI_STEP_CROP;
+    if (len >= sizeof size) {
+        cli_error(CMD, "--crop: expected H[xW][,PAD], got '%s'", arg);
+        return -1;
+    }
+    memcpy(size, arg, len);
+    size[len] = '\0';
+    if (cli_parse_hw(CMD, "--crop", size, &s.height, &s.width) != 0)
+        return -1;
+    if (comma && cli_parse_int64(CMD, "--crop padding", comma + 1, 0, INT32_MAX,
+                                 &s.padding) != 0)
+        return -1;
+    return add_step(a, &s);
+}
+
+static int parse_simple_step(bench_args *a, int opt, const char *arg)
+{
+    cli_step s;
+
+    memset(&s, 0, sizeof s);
+    switch (opt) {
+    case OPT_RESIZE:
+        s.kind = CLI_STEP_RESIZE;
+        if (cli_parse_hw(CMD, "--resize", arg, &s.height, &s.width) != 0)
+            return -1;
+        break;
+    case OPT_HWC2CHW:
+        s.kind = CLI_STEP_HWC2CHW;
+        break;
+    case OPT_FLIP:
+        s.kind = CLI_STEP_FLIP;
+        if (cli_parse_double(CMD, "--flip", arg, &s.prob) != 0)
+            return -1;
+        if (s.prob < 0.0 || s.prob > 1.0) {
+            cli_error(CMD, "--flip: probability %s is outside [0, 1]", arg);
+            return -1;
+        }
+        break;
+    default:
+        return -1;
+    }
+    return add_step(a, &s);
+}
+
+/* Handles one option; 0 ok, -1 usage error (already printed). */
+static int parse_option(bench_args *a, int opt, const char *arg)
+{
+    switch (opt) {
+    case OPT_DATA: a->data = arg; return 0;
+    case OPT_USAGE:
+        a->usage_given = 1;
+        return cli_parse_usage(CMD, arg, &a->usage);
+    case OPT_WORKERS:
+        return cli_parse_int64_list(CMD, "--workers", arg, 1, 256, a->workers,
+                                    MAX_WORKER_SETS, &a->nworkers);
+    case OPT_REPEATS: return cli_parse_int64(CMD, "--repeats", arg, 1, 1000, &a->repeats);
+    case OPT_EPOCHS: return cli_parse_int64(CMD, "--epochs", arg, 1, 1000, &a->epochs);
+    case OPT_SEED: return cli_parse_int64(CMD, "--seed", arg, 0, INT64_MAX, &a->seed);
+    case OPT_JSON: a->json = 1; return 0;
+    case OPT_RESIZE:
+    case OPT_HWC2CHW:
+    case OPT_FLIP: return parse_simple_step(a, opt, arg);
+    case OPT_RESCALE: return parse_rescale(a, arg);
+    case OPT_NORMALIZE: return parse_normalize(a, arg);
+    case OPT_CROP: return parse_crop(a, arg);
+    case OPT_LABEL_INT32:
+        a->label_int32 = 1;
+        a->ops_given = 1;
+        return 0;
+    case OPT_SHUFFLE:
+        a->shuffle_given = 1;
+        return cli_parse_int64(CMD, "--shuffle", arg, 0, INT32_MAX, &a->shuffle);
+    case OPT_BATCH:
+        a->batch_given = 1;
+        return cli_parse_int64(CMD, "--batch", arg, 0, INT32_MAX, &a->batch);
+    case OPT_KEEP_REMAINDER: a->keep_remainder = 1; return 0;
+    case OPT_NO_SOURCE_SHUFFLE: a->no_source_shuffle = 1; return 0;
+    case OPT_NUM_SAMPLES:
+        return cli_parse_int64(CMD, "--num-samples", arg, 0, INT64_MAX, &a->num_samples);
+    }
+    return -1;
+}
+
+/* CLI_EXIT_OK, CLI_EXIT_USAGE, or -1 after --help. */
+static int parse_args(int argc, char **argv, bench_args *a)
+{
+    static const struct option longopts[] = {
+        {"data", required_argument, NULL, OPT_DATA},
+        {"usage", required_argument, NULL, OPT_USAGE},
+        {"workers", required_argument, NULL, OPT_WORKERS},
+        {"repeats", required_argument, NULL, OPT_REPEATS},
+        {"epochs", required_argument, NULL, OPT_EPOCHS},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"resize", required_argument, NULL, OPT_RESIZE},
+        {"rescale", required_argument, NULL, OPT_RESCALE},
+        {"normalize", required_argument, NULL, OPT_NORMALIZE},
+        {"hwc2chw", no_argument, NULL, OPT_HWC2CHW},
+        {"flip", required_argument, NULL, OPT_FLIP},
+        {"crop", required_argument, NULL, OPT_CROP},
+        {"label-int32", no_argument, NULL, OPT_LABEL_INT32},
+        {"shuffle", required_argument, NULL, OPT_SHUFFLE},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"keep-remainder", no_argument, NULL, OPT_KEEP_REMAINDER},
+        {"no-source-shuffle", no_argument, NULL, OPT_NO_SOURCE_SHUFFLE},
+        {"num-samples", required_argument, NULL, OPT_NUM_SAMPLES},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+
+    memset(a, 0, sizeof *a);
+    a->data = CLI_DEFAULT_DATA;
+    a->usage = SL_MNIST_TRAIN;
+    a->workers[0] = 1;
+    a->workers[1] = 2;
+    a->nworkers = 2;
+    a->repeats = 3;
+    a->epochs = 1;
+
+    optind = 0; /* GNU: restart scanning on this new argv */
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (opt == 'h') {
+            cli_bench_pipeline_usage(stdout);
+            return -1;
+        }
+        if (opt == '?' || opt == ':') {
+            cli_bad_option(CMD, opt, argv);
+            return CLI_EXIT_USAGE;
+        }
+        if (parse_option(a, opt, optarg) != 0)
+            return CLI_EXIT_USAGE;
+    }
+    if (optind < argc) {
+        cli_error(CMD, "unexpected argument '%s' (see --help)", argv[optind]);
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* The pipeline: the kind's default, then the command line's changes. */
+static void make_pipeline(const bench_args *a, cli_kind kind, cli_pipeline *p)
+{
+    cli_pipeline_default(p, a->data, kind, a->usage);
+    if (a->ops_given) {
+        cli_pipeline_clear_ops(p);
+        p->label_int32 = a->label_int32;
+        memcpy(p->steps, a->steps, a->nsteps * sizeof a->steps[0]);
+        p->nsteps = a->nsteps;
+    }
+    if (a->shuffle_given)
+        p->shuffle = a->shuffle;
+    if (a->batch_given)
+        p->batch = a->batch;
+    if (a->keep_remainder)
+        p->drop_remainder = 0;
+    if (a->no_source_shuffle)
+        p->source_shuffle = 0;
+    p->num_samples = a->num_samples;
+    p->seed = (uint64_t)a->seed;
+}
+
+/* --- running --------------------------------------------------------- */
+
+/* Images in a row: a batch's first dimension, or 1 without batching. */
+static int64_t row_images(const sl_row *row, int batched)
+{
+    const sl_tensor *t = row->ncolumns > 0 ? row->columns[0] : NULL;
+
+    if (!batched || t == NULL || sl_tensor_ndim(t) < 1)
+        return 1;
+    return sl_tensor_shape(t)[0];
+}
+
+/* The untimed warm-up: one row, so the source's one-time load happens (and
+ * is measured) outside the timed runs. */
+static int warm_up(sl_dataset *ds, double *load_ms)
+{
+    sl_iterator *it = NULL;
+    sl_iterator_stats stats;
+    sl_row row;
+    int rc;
+
+    memset(&row, 0, sizeof row);
+    rc = sl_iterator_new(&it, ds, NULL);
+    if (rc != SL_OK) {
+        cli_error(CMD, "%s", cli_lib_message(sl_dataset_last_error(ds), rc));
+        return rc;
+    }
+    rc = sl_iterator_next(it, &row);
+    if (rc < 0) {
+        cli_error(CMD, "%s", cli_lib_message(sl_iterator_last_error(it), rc));
+        sl_iterator_free(it);
+        return rc;
+    }
+    sl_row_clear(&row);
+    sl_iterator_get_stats(it, &stats);
+    *load_ms = stats.source_load_ms;
+    sl_iterator_free(it);
+    return SL_OK;
+}
+
+/* One timed run: a fresh iterator over `epochs` epochs. The clock runs from
+ * sl_iterator_new to the last end of epoch; freeing the iterator is not
+ * timed. */
+static int timed_run(sl_dataset *ds, int64_t epochs, int batched, run_result *r)
+{
+    sl_iterator_options o;
+    sl_iterator_stats stats;
+    sl_iterator *it = NULL;
+    sl_row row;
+    int64_t epochs_seen = 0;
+    double t0, t_first = -1.0, t_end;
+    int rc;
+
+    memset(r, 0, sizeof *r);
+    memset(&row, 0, sizeof row);
+    sl_iterator_options_init(&o);
+    o.num_epochs = epochs;
+
+    t0 = cli_now_ms();
+    rc = sl_iterator_new(&it, ds, &o);
+    if (rc != SL_OK) {
+        cli_error(CMD, "%s", cli_lib_message(sl_dataset_last_error(ds), rc));
+        return rc;
+    }
+    for (;;) {
+        rc = sl_iterator_next(it, &row);
+        if (rc == SL_OK) {
+            if (t_first < 0)
+                t_first = cli_now_ms();
+            r->batches++;
+            r->images += row_images(&row, batched);
+            sl_row_clear(&row);
+        } else if (rc == SL_END_OF_EPOCH) {
+            if (++epochs_seen == epochs)
+                break;
+        } else if (rc == SL_END_OF_DATA) {
+            break;
+        } else {
+            cli_error(CMD, "%s", cli_lib_message(sl_iterator_last_error(it), rc));
+            sl_iterator_free(it);
+            return rc;
+        }
+    }
+    t_end = cli_now_ms();
+    sl_iterator_get_stats(it, &stats);
+    sl_iterator_free(it);
+
+    r->threads = stats.threads;
+    r->first_batch_ms = (t_first >= 0 ? t_first : t_end) - t0;
+    r->images_per_s = (t_end > t0) ? (double)r->images / ((t_end - t0) / 1e3) : 0.0;
+    return SL_OK;
+}
+
+static void progress(int workers, int64_t run, int64_t repeats)
+{
+    fprintf(stderr, "\rbench: workers %d, run %" PRId64 "/%" PRId64 "...", workers, run,
+            repeats);
+}
+
+static void progress_clear(void)
+{
+    fprintf(stderr, "\r%60s\r", "");
+}
+
+/* Builds the pipeline for one worker count, warms it up and runs it
+ * `repeats` times. describe (may be NULL) receives the pipeline's text. */
+static int run_worker_set(const bench_args *a, const cli_pipeline *p, worker_set *set,
+                          char *describe, size_t describe_len)
+{
+    sl_dataset *ds = NULL;
+    const int tty = cli_stderr_is_tty();
+    int rc = cli_pipeline_build(CMD, p, set->workers, &ds);
+
+    if (rc != SL_OK)
+        return rc;
+    if (describe != NULL && (rc = sl_dataset_describe(ds, describe, describe_len)) != SL_OK) {
+        cli_error(CMD, "%s", cli_lib_message(sl_dataset_last_error(ds), rc));
+        goto out;
+    }
+    if (tty)
+        fprintf(stderr, "\rbench: workers %d, warm-up...", set->workers);
+    if ((rc = warm_up(ds, &set->load_ms)) != SL_OK)
+        goto out;
+    for (int64_t i = 0; i < a->repeats; i++) {
+        if (tty)
+            progress(set->workers, i + 1, a->repeats);
+        if ((rc = timed_run(ds, a->epochs, p->batch > 0, &set->runs[i])) != SL_OK)
+            goto out;
+        if (set->runs[i].batches == 0) {
+            cli_error(CMD, "the pipeline produced no rows (%" PRId64 " samples per epoch; "
+                      "is the batch larger than the data?)", sl_dataset_source_rows(ds));
+            rc = SL_EINVAL;
+            goto out;
+        }
+    }
+out:
+    if (tty)
+        progress_clear();
+    sl_dataset_free(ds);
+    return rc;
+}
+
+/* --- results --------------------------------------------------------- */
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The median of the images/s (which = 0) or first batch ms (which = 1). */
+static double median_of(const run_result *runs, int64_t n, int which)
+{
+    double *v = malloc((size_t)n * sizeof *v);
+    double m;
+
+    if (v == NULL)
+        return 0.0;
+    for (int64_t i = 0; i < n; i++)
+        v[i] = which == 0 ? runs[i].images_per_s : runs[i].first_batch_ms;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    m = (n % 2) ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+    free(v);
+    return m;
+}
+
+static void min_max_rate(const run_result *runs, int64_t n, double *lo, double *hi)
+{
+    *lo = *hi = runs[0].images_per_s;
+    for (int64_t i = 1; i < n; i++) {
+        if (runs[i].images_per_s < *lo)
+            *lo = runs[i].images_per_s;
+        if (runs[i].images_per_s > *hi)
+            *hi = runs[i].images_per_s;
+    }
+}
+
+static long long peak_rss_bytes(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return -1;
+    return (long long)ru.ru_maxrss * 1024; /* Linux reports KiB */
+}
+
+static void print_text(const bench_args *a, const char *kind, const char *describe,
+                       const worker_set *sets)
+{
+    const char *line = describe;
+
+    /* The describe text, indented, one node a line. */
+    printf("pipeline (workers=%d):\n", sets[0].workers);
+    while (*line != '\0') {
+        size_t len = strcspn(line, "\n");
+        printf("  %.*s\n", (int)len, line);
+        line += len;
+        if (*line == '\n')
+            line++;
+    }
+    printf("data:     %s (%s)\n", a->data, kind);
+    printf("runs:     %" PRId64 " per worker count, %" PRId64 " epoch%s each, seed %" PRId64
+           "\n",
+           a->repeats, a->epochs, a->epochs == 1 ? "" : "s", a->seed);
+    if (strcmp(kind, "mnist") == 0)
+        printf("load_ms:  %.1f (one-time read of the IDX files in an untimed warm-up\n"
+               "          iterator; the dataset keeps the pixels, so the timed runs\n"
+               "          exclude it)\n",
+               sets[0].load_ms);
+    else
+        printf("load_ms:  %.1f (ImageFolder reads and decodes its files in every epoch,\n"
+               "          so the timed runs include all reading)\n",
+               sets[0].load_ms);
+    printf("\n%7s %7s %12s %23s %14s %8s %9s  %s\n", "workers", "threads", "images/s",
+           "min..max", "first batch ms", "batches", "images", "all images/s");
+    for (size_t w = 0; w < a->nworkers; w++) {
+        const worker_set *s = &sets[w];
+        double lo, hi;
+        char range[64];
+        min_max_rate(s->runs, a->repeats, &lo, &hi);
+        snprintf(range, sizeof range, "%.1f..%.1f", lo, hi);
+        printf("%7d %7d %12.1f %23s %14.2f %8" PRId64 " %9" PRId64 " ", s->workers,
+               s->runs[0].threads, median_of(s->runs, a->repeats, 0), range,
+               median_of(s->runs, a->repeats, 1), s->runs[0].batches, s->runs[0].images);
+        for (int64_t i = 0; i < a->repeats; i++)
+            printf(" %.1f", s->runs[i].images_per_s);
+        printf("\n");
+    }
+    printf("\n(images/s and first batch ms are medians over the runs; threads is what\n"
+           "the pipeline runs, as reported by the iterator)\n");
+    printf("peak RSS: %.1f MB\n", (double)peak_rss_bytes() / (1024.0 * 1024.0));
+}
+
+static void print_json(const bench_args *a, const char *kind, const char *describe,
+                       const worker_set *sets)
+{
+    printf("{\"dataset\": ");
+    cli_json_string(stdout, a->data);
+    printf(", \"kind\": ");
+    cli_json_string(stdout, kind);
+    printf(", \"pipeline\": ");
+    cli_json_string(stdout, describe);
+    printf(", \"load_ms\": %.3f, \"epochs\": %" PRId64 ", \"runs\": [", sets[0].load_ms,
+           a->epochs);
+    for (size_t w = 0; w < a->nworkers; w++) {
+        const worker_set *s = &sets[w];
+        printf("%s{\"workers\": %d, \"threads\": %d, \"images_per_s\": %.3f, "
+               "\"images_per_s_all\": [",
+               w ? ", " : "", s->workers, s->runs[0].threads,
+               median_of(s->runs, a->repeats, 0));
+        for (int64_t i = 0; i < a->repeats; i++)
+            printf("%s%.3f", i ? ", " : "", s->runs[i].images_per_s);
+        printf("], \"first_batch_ms\": %.3f, \"batches\": %" PRId64 ", \"images\": %" PRId64
+               ", \"load_ms\": %.3f}",
+               median_of(s->runs, a->repeats, 1), s->runs[0].batches, s->runs[0].images,
+               s->load_ms);
+    }
+    printf("], \"peak_rss_bytes\": %lld}\n", peak_rss_bytes());
+}
+
+/* --- main ------------------------------------------------------------ */
+
+int cli_bench_pipeline_main(int argc, char **argv)
+{
+    bench_args a;
+    cli_kind kind;
+    cli_pipeline p;
+    worker_set sets[MAX_WORKER_SETS];
+    run_result *runs = NULL;
+    char *describe = NULL;
+    const char *kind_name;
+    int rc = parse_args(argc, argv, &a);
+
+    if (rc < 0)
+        return CLI_EXIT_OK; /* --help */
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (cli_detect_kind(CMD, a.data, &kind) != 0)
+        return CLI_EXIT_FAIL;
+    if (kind != CLI_KIND_MNIST && a.usage_given) {
+        cli_error(CMD, "--usage applies to MNIST folders only; %s is an ImageFolder",
+                  a.data);
+        return CLI_EXIT_USAGE;
+    }
+    kind_name = kind == CLI_KIND_MNIST ? "mnist" : "image_folder";
+    make_pipeline(&a, kind, &p);
+
+    /* One block for every run of every worker count. */
+    runs = calloc(a.nworkers * (size_t)a.repeats, sizeof *runs);
+    describe = calloc(1, DESCRIBE_LEN);
+    if (runs == NULL || describe == NULL) {
+        cli_error(CMD, "out of memory");
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    rc = CLI_EXIT_OK;
+    for (size_t w = 0; w < a.nworkers; w++) {
+        sets[w].workers = (int)a.workers[w];
+        sets[w].load_ms = 0.0;
+        sets[w].runs = runs + w * (size_t)a.repeats;
+        /* The first build's description stands for all: only the worker
+         * counts differ between them. */
+        if (run_worker_set(&a, &p, &sets[w], w == 0 ? describe : NULL, DESCRIBE_LEN) !=
+            SL_OK) {
+            rc = CLI_EXIT_FAIL;
+            goto out;
+        }
+    }
+    if (a.json)
+        print_json(&a, kind_name, describe, sets);
+    else
+        print_text(&a, kind_name, describe, sets);
+out:
+    free(describe);
+    free(runs);
+    return rc;
+}

@@ -1,0 +1,156 @@
+/* cli.h: what the sluice subcommands share: exit codes, error printing,
+ * strict number parsing, dataset-kind detection, JSON string output, and
+ * the description + builder of a benchmark/LeNet pipeline. Uses the public
+ * API (sluice/sluice.h) only. */
+#ifndef SLUICE_CLI_H
+#define SLUICE_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sluice/sluice.h"
+
+/* Exit codes of every command. */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_FAIL = 1,  /* a runtime failure: bad data, I/O, library error */
+    CLI_EXIT_USAGE = 2  /* the command line was wrong */
+};
+
+/* The folder benchmarks read when --data is not given. */
+#define CLI_DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
+
+/* --- messages -------------------------------------------------------- */
+
+/* Prints "sluice: <cmd>: <message>\n" to stderr. */
+void cli_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Reports what getopt_long's '?' or ':' result c means (unknown option or
+ * missing argument) with cli_error; argv is the array given to getopt_long. */
+void cli_bad_option(const char *cmd, int c, char *const *argv);
+/* The message to print for a failed library call: msg (an object's
+ * *_last_error()) verbatim, or sl_strerror(status) if the object recorded
+ * none. */
+const char *cli_lib_message(const char *msg, int status);
+/* Writes s as a JSON string literal (quotes included) to f. */
+void cli_json_string(FILE *f, const char *s);
+/* 1 when stderr is a terminal, so progress lines are worth printing. */
+int cli_stderr_is_tty(void);
+
+/* --- numbers --------------------------------------------------------- */
+/* Every parser accepts the whole string or nothing: no empty strings, no
+ * trailing characters, no overflow. On failure it prints
+ * "sluice: <cmd>: <what>: ..." and returns -1; on success 0. */
+
+/* A decimal integer in [min, max]. */
+int cli_parse_int64(const char *cmd, const char *what, const char *s, int64_t min,
+                    int64_t max, int64_t *out);
+/* A finite real number, or a fraction "A/B" of two of them (B != 0), so the
+ * seeds' constants can be written as 1/255. */
+int cli_parse_double(const char *cmd, const char *what, const char *s, double *out);
+/* A comma list of 1..max reals ("0.5,0.5,0.5"); *n gets the count. */
+int cli_parse_double_list(const char *cmd, const char *what, const char *s, double *out,
+                          size_t max, size_t *n);
+/* A comma list of 1..max integers in [min, vmax]; *n gets the count. */
+int cli_parse_int64_list(const char *cmd, const char *what, const char *s, int64_t min,
+                         int64_t vmax, int64_t *out, size_t max, size_t *n);
+/* "H" or "HxW" (sizes >= 1); "H" means a square H x H. */
+int cli_parse_hw(const char *cmd, const char *what, const char *s, int64_t *h,
+                 int64_t *w);
+
+/* --- datasets -------------------------------------------------------- */
+
+typedef enum cli_kind {
+    CLI_KIND_MNIST = 0,
+    CLI_KIND_IMAGE_FOLDER
+} cli_kind;
+
+/* Which MNIST splits dir holds: bit 1 train, bit 2 test (either the plain
+ * or the ".gz" images file counts). 0: not an MNIST folder. */
+enum { CLI_SPLIT_TRAIN = 1, CLI_SPLIT_TEST = 2 };
+int cli_mnist_splits(const char *dir);
+/* MNIST when dir holds MNIST image files, ImageFolder otherwise. Returns -1
+ * (message printed) when dir is not a readable directory. */
+int cli_detect_kind(const char *cmd, const char *dir, cli_kind *out);
+/* "train", "test", "all" -> usage; -1 (message printed) otherwise. */
+int cli_parse_usage(const char *cmd, const char *s, sl_mnist_usage *out);
+const char *cli_usage_name(sl_mnist_usage usage);
+
+/* "(28, 28, 1)" with unknown (-1) sizes shown as "?". Returns buf. */
+char *cli_spec_shape_str(char *buf, size_t len, const sl_tensor_spec *spec);
+
+/* --- pipelines ------------------------------------------------------- */
+
+/* One image op as given on the command line (or by a default pipeline). */
+typedef enum cli_step_kind {
+    CLI_STEP_RESIZE,
+    CLI_STEP_RESCALE,
+    CLI_STEP_NORMALIZE,
+    CLI_STEP_HWC2CHW,
+    CLI_STEP_FLIP,
+    CLI_STEP_CROP
+} cli_step_kind;
+
+#define CLI_MAX_STEPS 16
+#define CLI_MAX_CHANNELS 8
+
+typedef struct cli_step {
+    cli_step_kind kind;
+    int64_t height, width;   /* resize, crop */
+    int64_t padding;         /* crop */
+    double scale, shift;     /* rescale */
+    double prob;             /* flip */
+    double mean[CLI_MAX_CHANNELS], std[CLI_MAX_CHANNELS]; /* normalize */
+    size_t channels;         /* normalize */
+} cli_step;
+
+/* Everything needed to build a pipeline, except the worker count (which
+ * bench varies per run set). */
+typedef struct cli_pipeline {
+    const char *dir;
+    cli_kind kind;
+    sl_mnist_usage usage;    /* MNIST only */
+    int label_int32;         /* map label TypeCast(int32) first */
+    cli_step steps[CLI_MAX_STEPS]; /* map image: these ops, in order */
+    size_t nsteps;
+    int64_t shuffle;         /* shuffle buffer size; 0: no shuffle node */
+    int64_t batch;           /* batch size; 0: no batch node */
+    int drop_remainder;
+    int source_shuffle;      /* the source sampler's shuffle flag */
+    int64_t num_samples;     /* sampler num_samples; 0: all */
+    uint64_t seed;           /* sampler seed and dataset seed */
+} cli_pipeline;
+
+/* Fills p with the default pipeline of kind for dir: for MNIST the seeds'
+ * LeNet pipeline (label int32; resize 32x32 bilinear, rescale 1/255,
+ * rescale 1/0.3081 shift -0.1307/0.3081, hwc2chw; shuffle 10000; batch 32
+ * dropping the remainder), for ImageFolder resize 224x224, flip 0.5,
+ * ImageNet normalize, hwc2chw, batch 32 dropping the remainder. Both read
+ * the source shuffled (MindSpore's default), seed 0. */
+void cli_pipeline_default(cli_pipeline *p, const char *dir, cli_kind kind,
+                          sl_mnist_usage usage);
+/* Drops the default ops (label cast and image steps) so the command line
+ * can give its own. */
+void cli_pipeline_clear_ops(cli_pipeline *p);
+/* Builds p into a new dataset, with workers as the num_parallel_workers of
+ * every map, the batch and the ImageFolder decode. On success *out is yours
+ * (sl_dataset_free). On failure prints "sluice: <cmd>: <library message>"
+ * and returns the status; *out is NULL. */
+int cli_pipeline_build(const char *cmd, const cli_pipeline *p, int workers,
+                       sl_dataset **out);
+
+/* Returns a monotonic clock reading in milliseconds. */
+double cli_now_ms(void);
+
+/* --- subcommands ----------------------------------------------------- */
+/* Each takes the arguments after "sluice" (argv[0] is the command name,
+ * "bench pipeline" gets "pipeline" as argv[0]) and returns an exit code;
+ * each *_usage prints its help to f. */
+
+int cli_inspect_main(int argc, char **argv);
+void cli_inspect_usage(FILE *f);
+int cli_bench_pipeline_main(int argc, char **argv);
+void cli_bench_pipeline_usage(FILE *f);
+
+#endif

@@ -1,0 +1,170 @@
+/* sluice.c: the `sluice` program: global options and dispatch to the
+ * subcommands (inspect.c, bench_pipeline.c). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sluice/sluice.h"
+#include "cli.h"
+
+/* A command, or a group of commands ("bench") with subcommands of its own. */
+typedef struct command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+    void (*usage)(FILE *f);
+} command;
+
+static int bench_main(int argc, char **argv);
+static void bench_usage(FILE *f);
+
+static const command commands[] = {
+    {"inspect", "describe a dataset folder (kind, samples, columns, classes)",
+     cli_inspect_main, cli_inspect_usage},
+    {"bench", "benchmarks: 'bench pipeline' times the dataset pipeline",
+     bench_main, bench_usage},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+/* The benchmarks under `sluice bench`. */
+static const command bench_commands[] = {
+    {"pipeline", "time full epochs of a pipeline at several worker counts",
+     cli_bench_pipeline_main, cli_bench_pipeline_usage},
+};
+#define NBENCH (sizeof bench_commands / sizeof bench_commands[0])
+
+static const command *find_command(const command *table, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(table[i].name, name) == 0)
+            return &table[i];
+    return NULL;
+}
+
+static void usage(FILE *f)
+{
+    fputs("Usage: sluice [--help] [--version] COMMAND [ARGS...]\n"
+          "\n"
+          "Commands:\n",
+          f);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-10s %s\n", "help", "show a command's options: sluice help COMMAND");
+    fputs("\n"
+          "Options:\n"
+          "  -h, --help     show this help and exit\n"
+          "  -V, --version  print the version and exit\n"
+          "\n"
+          "Every command takes --help. Exit status: 0 success, 1 runtime failure,\n"
+          "2 usage error.\n",
+          f);
+}
+
+static void bench_usage(FILE *f)
+{
+    fputs("Usage: sluice bench BENCHMARK [OPTIONS...]\n"
+          "\n"
+          "Benchmarks:\n",
+          f);
+    for (size_t i = 0; i < NBENCH; i++)
+        fprintf(f, "  %-10s %s\n", bench_commands[i].name, bench_commands[i].summary);
+    fputs("\nRun 'sluice bench BENCHMARK --help' for its options.\n", f);
+}
+
+static int bench_main(int argc, char **argv)
+{
+    const command *c;
+
+    if (argc < 2) {
+        cli_error("bench", "which benchmark? (see 'sluice bench --help')");
+        bench_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        bench_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    c = find_command(bench_commands, NBENCH, argv[1]);
+    if (c == NULL) {
+        cli_error("bench", "unknown benchmark '%s'", argv[1]);
+        bench_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    return c->run(argc - 1, argv + 1);
+}
+
+/* `sluice help [COMMAND [SUBCOMMAND]]`: the help goes to stdout. */
+static int help_main(int argc, char **argv)
+{
+    const command *c;
+
+    if (argc < 2) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    c = find_command(commands, NCOMMANDS, argv[1]);
+    if (c == NULL) {
+        cli_error("help", "unknown command '%s'", argv[1]);
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (argc >= 3 && c->run == bench_main) {
+        const command *b = find_command(bench_commands, NBENCH, argv[2]);
+        if (b == NULL) {
+            cli_error("help", "unknown benchmark '%s'", argv[2]);
+            bench_usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+        b->usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    c->usage(stdout);
+    return CLI_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const command *c;
+    int opt;
+
+    /* "+": stop at the command name, whose options are its own. */
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "+:hV", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'h':
+            usage(stdout);
+            return CLI_EXIT_OK;
+        case 'V':
+            printf("sluice %s\n", sl_version());
+            return CLI_EXIT_OK;
+        default:
+            cli_bad_option("usage", opt, argv);
+            usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    argc -= optind;
+    argv += optind;
+    if (strcmp(argv[0], "help") == 0)
+        return help_main(argc, argv);
+    c = find_command(commands, NCOMMANDS, argv[0]);
+    if (c == NULL) {
+        fprintf(stderr, "sluice: unknown command '%s'\n", argv[0]);
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    return c->run(argc, argv);
+}
