@@ -1,0 +1,301 @@
+#!/usr/bin/python3
+"""PyTorch peer benchmark for `sluice bench pipeline`.
+
+Runs the MindSpore LeNet/MNIST preprocessing pipeline over one whole epoch of
+Fashion-MNIST train (60000 images, 28x28 uint8) with PyTorch:
+
+    Resize 28x28 -> 32x32 bilinear, half-pixel centres (OpenCV INTER_LINEAR)
+    Rescale(1/255, 0); Rescale(1/0.3081, -0.1307/0.3081); HWC2CHW -> (1,32,32)
+    label TypeCast -> int32; global shuffle; batch 32, drop_last -> 1875 batches
+
+Configurations (each timed over a full epoch, --repeats times, medians shown):
+  * DataLoader over a map-style Dataset doing per-sample transforms,
+    num_workers = 0, 1, 2 (persistent_workers off, 1 torch thread per worker).
+  * "vectorised": shuffle indices once, then gather + transform each batch of
+    32 with one interpolate call (headline), plus a chunk=1024 variant.
+images/s = 60000 / (wall time of the whole epoch INCLUDING iterator creation
+and worker startup), i.e. the same convention as sluice; time to first batch
+is reported separately.  Dataset load (gunzip + parse) is timed separately
+and not counted.  Optionally runs `SLUICE bench pipeline --json --repeats N`
+and prints sluice/torch ratios.
+
+Requires only Debian's python3-torch and python3-numpy; run with
+/usr/bin/python3 (not the python3 first on PATH).
+"""
+import argparse, gzip, json, os, shlex, shutil, statistics, subprocess, sys, time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+BATCH, OUT_HW = 32, (32, 32)
+MEAN, STD = 0.1307, 0.3081
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- data load
+def read_idx(path, magic):
+    """Read a gzipped IDX file: big-endian uint32 magic, then ndim big-endian
+    uint32 dims, then raw uint8 data."""
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    m = int(np.frombuffer(raw, ">u4", 1)[0])
+    if m != magic:
+        raise ValueError(f"{path}: bad IDX magic {m:#x}, expected {magic:#x}")
+    ndim = m & 0xFF
+    dims = [int(d) for d in np.frombuffer(raw, ">u4", ndim, offset=4)]
+    return np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def load(data_dir):
+    t0 = time.perf_counter()
+    imgs = read_idx(os.path.join(data_dir, "train-images-idx3-ubyte.gz"), 0x803)
+    labs = read_idx(os.path.join(data_dir, "train-labels-idx1-ubyte.gz"), 0x801)
+    if len(imgs) != len(labs):
+        raise ValueError("image/label count mismatch")
+    # torch.from_numpy on a read-only buffer warns; copy once (part of load).
+    imgs, labs = torch.from_numpy(imgs.copy()), torch.from_numpy(labs.copy())
+    return imgs, labs, (time.perf_counter() - t0) * 1e3
+
+
+# ---------------------------------------------------------------- transform
+def transform(u8):
+    """(N,28,28) uint8 -> (N,1,32,32) float32. Shared by both paths."""
+    # HWC->CHW: with C=1 this is just inserting the channel axis.
+    x = u8.unsqueeze(1).to(torch.float32)
+    # Bilinear, half-pixel centres, no antialias == OpenCV INTER_LINEAR formula.
+    x = F.interpolate(x, size=OUT_HW, mode="bilinear", align_corners=False,
+                      antialias=False)
+    # OpenCV resizes uint8->uint8: emulate its saturate_cast (round half-even,
+    # clamp).  Note OpenCV uses 11-bit fixed-point weights internally, so rare
+    # pixels may differ from this float formula by one uint8 step.
+    x = x.round_().clamp_(0, 255)
+    x = x.mul_(1.0 / 255)                           # Rescale(1/255, 0)
+    return x.mul_(1.0 / STD).add_(-MEAN / STD)      # Rescale(1/std, -mean/std)
+
+
+class FashionMNIST(Dataset):
+    """Map-style dataset doing the MindSpore transforms per sample."""
+    def __init__(self, imgs, labs):
+        self.imgs, self.labs = imgs, labs
+
+    def __len__(self):
+        return len(self.imgs)
+
+    def __getitem__(self, i):
+        return transform(self.imgs[i:i + 1])[0], self.labs[i].to(torch.int32)
+
+
+def worker_init(_):
+    torch.set_num_threads(1)  # 2 cores: avoid oversubscription in workers
+
+
+# ---------------------------------------------------------------- runners
+def time_epoch(batches):
+    """Iterate an epoch; batches is a zero-arg callable returning an iterator
+    (created inside the timed region so worker startup is counted)."""
+    t0 = time.perf_counter()
+    it = batches()
+    first, n, nb = None, 0, 0
+    for x, y in it:
+        if first is None:
+            first = time.perf_counter() - t0
+        n += y.shape[0]   # minimal touch
+        nb += 1
+    wall = time.perf_counter() - t0
+    del it
+    return {"images_per_s": n / wall, "first_batch_ms": first * 1e3,
+            "batches": nb, "images": n, "wall_s": wall}
+
+
+def dataloader_iter(ds, workers, shuffle=True):
+    return lambda: iter(DataLoader(
+        ds, batch_size=BATCH, shuffle=shuffle, drop_last=True,
+        num_workers=workers, persistent_workers=False,
+        worker_init_fn=worker_init if workers else None))
+
+
+def vectorised_iter(imgs, labs, chunk=BATCH, shuffle=True):
+    def gen():
+        nb = len(imgs) // BATCH                     # drop_last
+        perm = torch.randperm(len(imgs)) if shuffle else torch.arange(len(imgs))
+        perm = perm[:nb * BATCH]
+        for c in range(0, len(perm), chunk):        # chunk is a multiple of 32
+            idx = perm[c:c + chunk]
+            x, y = transform(imgs[idx]), labs[idx].to(torch.int32)
+            for b in range(0, len(idx), BATCH):
+                yield x[b:b + BATCH], y[b:b + BATCH]
+    return gen
+
+
+# ---------------------------------------------------------------- check
+def numpy_reference(img):
+    """Straight OpenCV INTER_LINEAR formula in float64 for one 28x28 image."""
+    def axis(n_in, n_out):
+        src = np.maximum((np.arange(n_out) + 0.5) * n_in / n_out - 0.5, 0)
+        i0 = np.floor(src).astype(int)
+        return i0, np.minimum(i0 + 1, n_in - 1), src - i0
+    y0, y1, wy = axis(img.shape[0], OUT_HW[0])
+    x0, x1, wx = axis(img.shape[1], OUT_HW[1])
+    f = img.astype(np.float64)
+    top = f[y0][:, x0] * (1 - wx) + f[y0][:, x1] * wx
+    bot = f[y1][:, x0] * (1 - wx) + f[y1][:, x1] * wx
+    out = np.clip(np.rint(top * (1 - wy)[:, None] + bot * wy[:, None]), 0, 255)
+    return ((out / 255 - MEAN) / STD)[None].astype(np.float32)
+
+
+def check(imgs, labs):
+    dl_x, dl_y = next(dataloader_iter(FashionMNIST(imgs, labs), 0, False)())
+    v_x, v_y = next(vectorised_iter(imgs, labs, shuffle=False)())
+    ok = (dl_x.shape == v_x.shape == (BATCH, 1, 32, 32)
+          and dl_x.dtype == v_x.dtype == torch.float32
+          and dl_y.dtype == v_y.dtype == torch.int32 and torch.equal(dl_y, v_y))
+    d0 = (dl_x[0] - v_x[0]).abs().max().item()
+    dall = (dl_x - v_x).abs().max().item()
+    ref = np.stack([numpy_reference(imgs[i].numpy()) for i in range(BATCH)])
+    dref = np.abs(ref - dl_x.numpy()).max()
+    step = 1 / 255 / STD   # one uint8 step after normalisation
+    print(f"shapes {tuple(dl_x.shape)} {dl_x.dtype}, labels {dl_y.dtype}, "
+          f"label[0]={int(dl_y[0])}")
+    print(f"sample 0 DataLoader vs vectorised: max|diff| = {d0:.3g}")
+    print(f"batch 0  DataLoader vs vectorised: max|diff| = {dall:.3g}")
+    print(f"batch 0  vs float64 numpy reference: max|diff| = {dref:.3g} "
+          f"(one uint8 step = {step:.4f})")
+    ok = ok and d0 <= 1e-5 and dall <= 1e-5 and dref <= step + 1e-5
+    print("CHECK", "PASSED" if ok else "FAILED")
+    return ok
+
+
+# ---------------------------------------------------------------- sluice
+def run_sluice(path, repeats, extra):
+    """Returns (summary dict, None) or (None, error message)."""
+    if path is None:
+        cand = os.path.join(REPO, "sluice")
+        path = cand if os.path.isfile(cand) else shutil.which("sluice")
+    if not path or not os.access(path, os.X_OK):
+        return None, f"sluice binary not found ({path or 'not on PATH'})"
+    cmd = [path, "bench", "pipeline", "--json", "--repeats", str(repeats)] + extra
+    log("running:", " ".join(map(shlex.quote, cmd)))
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"could not run sluice: {e}"
+    if p.returncode != 0:
+        return None, f"sluice exited {p.returncode}: {p.stderr.strip()[-500:]}"
+    try:
+        out = json.loads(p.stdout)
+    except ValueError:  # tolerate chatter: take the last line that parses
+        out = next((json.loads(l) for l in reversed(p.stdout.splitlines())
+                    if l.strip().startswith("{")), None)
+    if not isinstance(out, dict) or not out.get("runs"):
+        return None, "sluice printed no usable JSON (expected {..., \"runs\": [...]})"
+    by_w = {}
+    for r in out["runs"]:
+        by_w.setdefault(int(r["workers"]), []).append(r)
+    out["medians"] = {w: {"images_per_s": statistics.median(r["images_per_s"] for r in rs),
+                          "first_batch_ms": statistics.median(r.get("first_batch_ms", float("nan")) for r in rs)}
+                      for w, rs in sorted(by_w.items())}
+    return out, None
+
+
+# ---------------------------------------------------------------- main
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] + " One "
+        "epoch of Fashion-MNIST train through the MindSpore LeNet pipeline, "
+        "torch DataLoader (0/1/2 workers) and a vectorised torch loop.")
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist",
+                    help="directory with train-*-idx?-ubyte.gz (default %(default)s)")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per config (median reported)")
+    ap.add_argument("--sluice", metavar="PATH", help="sluice binary (default ./sluice in "
+                    "the repo root if present, else `sluice` on PATH)")
+    ap.add_argument("--sluice-args", default="", help="extra args for sluice (shell-quoted)")
+    ap.add_argument("--no-sluice", action="store_true", help="skip the sluice run")
+    ap.add_argument("--chunk", type=int, default=1024, help="vectorised variant chunk (multiple of 32; 0 = skip)")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    ap.add_argument("--check", action="store_true", help="only verify DataLoader == vectorised (no shuffle) and exit")
+    a = ap.parse_args()
+    if a.repeats < 1 or a.chunk % BATCH:
+        ap.error("--repeats must be >= 1 and --chunk a multiple of 32")
+
+    imgs, labs, load_ms = load(a.data)
+    if a.check:
+        return 0 if check(imgs, labs) else 1
+    log(f"loaded {tuple(imgs.shape)} in {load_ms:.0f} ms; torch {torch.__version__}, "
+        f"num_threads={torch.get_num_threads()}")
+
+    ds = FashionMNIST(imgs, labs)
+    configs = [(f"DataLoader workers={w}", w, dataloader_iter(ds, w)) for w in (0, 1, 2)]
+    configs.append(("vectorised batch=32", None, vectorised_iter(imgs, labs)))
+    if a.chunk:
+        configs.append((f"vectorised chunk={a.chunk}", None, vectorised_iter(imgs, labs, a.chunk)))
+
+    t_start, results = time.perf_counter(), []
+    for name, w, make in configs:
+        runs = []
+        for r in range(a.repeats):
+            runs.append(time_epoch(make))
+            log(f"  {name} run {r + 1}: {runs[-1]['images_per_s']:,.0f} img/s, "
+                f"first batch {runs[-1]['first_batch_ms']:.1f} ms")
+            assert runs[-1]["batches"] == len(imgs) // BATCH
+        results.append({"config": name, "workers": w, "runs": runs,
+                        "images_per_s": statistics.median(x["images_per_s"] for x in runs),
+                        "first_batch_ms": statistics.median(x["first_batch_ms"] for x in runs)})
+    torch_s = time.perf_counter() - t_start
+
+    sl, sl_err = (None, "skipped (--no-sluice)") if a.no_sluice else \
+        run_sluice(a.sluice, a.repeats, shlex.split(a.sluice_args))
+    if sl_err and not a.no_sluice:
+        log("sluice: " + sl_err + " -- torch figures only")
+
+    dl_best = max((r for r in results if r["workers"] is not None), key=lambda r: r["images_per_s"])
+    vec = results[3]
+    ratios = {}
+    if sl:
+        med = sl["medians"]
+        sw = 2 if 2 in med else max(med, key=lambda w: med[w]["images_per_s"])
+        best = med[sw]["images_per_s"]
+        ratios[f"sluice best ({sw}w) / DataLoader best ({dl_best['workers']}w)"] = best / dl_best["images_per_s"]
+        ratios[f"sluice best ({sw}w) / vectorised batch=32"] = best / vec["images_per_s"]
+        if 1 in med and 2 in med:
+            ratios["sluice 2w / 1w scaling"] = med[2]["images_per_s"] / med[1]["images_per_s"]
+
+    if a.json:
+        print(json.dumps({"dataset": a.data, "images": len(imgs), "batch": BATCH,
+                          "load_ms": load_ms, "torch": torch.__version__,
+                          "num_threads": torch.get_num_threads(), "repeats": a.repeats,
+                          "torch_bench_s": torch_s, "results": results,
+                          "sluice": sl, "sluice_error": sl_err, "ratios": ratios}, indent=2))
+        return 0
+
+    print(f"Fashion-MNIST train {tuple(imgs.shape)}, load {load_ms:.0f} ms (not counted); "
+          f"torch {torch.__version__}, num_threads={torch.get_num_threads()}, "
+          f"median of {a.repeats}, epoch incl. startup")
+    print(f"{'configuration':<28}{'images/s':>12}{'first batch ms':>16}")
+    rows = [(r["config"], r["images_per_s"], r["first_batch_ms"]) for r in results]
+    if sl:
+        rows += [(f"sluice workers={w}", m["images_per_s"], m["first_batch_ms"])
+                 for w, m in sl["medians"].items()]
+    for name, ips, fb in rows:
+        print(f"{name:<28}{ips:>12,.0f}{fb:>16.1f}")
+    if sl:
+        print(f"sluice load {sl.get('load_ms', float('nan')):.0f} ms, "
+              f"peak RSS {sl.get('peak_rss_bytes', 0) / 2**20:.0f} MiB")
+        for k, v in ratios.items():
+            print(f"{k:<56}{v:>7.2f}x")
+    else:
+        print(f"sluice: {sl_err}")
+    print(f"torch benchmarks took {torch_s:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        log("interrupted")
+        sys.exit(130)
