@@ -518,12 +518,28 @@ static void min_max_rate(const run_result *runs, int64_t n, double *lo, double *
     }
 }
 
+/* The process's own peak resident memory: VmHWM from /proc/self/status.
+ * getrusage's ru_maxrss is not used because Linux carries it over from the
+ * parent across fork and exec, so a run started by a big parent (the
+ * Python comparison script) would report the parent's peak. */
 static long long peak_rss_bytes(void)
 {
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0)
-        return -1;
-    return (long long)ru.ru_maxrss * 1024; /* Linux reports KiB */
+    char line[256];
+    long long kib = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "VmHWM: %lld kB", &kib) == 1)
+                break;
+        fclose(f);
+    }
+    if (kib < 0) {
+        struct rusage ru;
+        if (getrusage(RUSAGE_SELF, &ru) != 0)
+            return -1;
+        kib = ru.ru_maxrss; /* Linux reports KiB */
+    }
+    return kib * 1024;
 }
 
 static void print_text(const bench_args *a, const char *kind, const char *describe,
