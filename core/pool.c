@@ -12,7 +12,7 @@
 
 #define POOL_HEADER 64
 #define POOL_MIN_SHIFT 6   /* smallest class: 64 bytes */
-#define POOL_MAX_SHIFT 44  /* largest class: 2^45 bytes */
+#define POOL_MAX_SHIFT 44  /* largest class: 2^44 bytes */
 #define POOL_STEP_BITS 5
 #define POOL_STEPS (1 << POOL_STEP_BITS)
 #define POOL_CLASSES (1 + (POOL_MAX_SHIFT - POOL_MIN_SHIFT) * POOL_STEPS)
@@ -76,7 +76,8 @@ static int class_of(size_t size)
     size_t step, k;
     if (size <= ((size_t)1 << POOL_MIN_SHIFT))
         return 0;
-    while (((size_t)1 << (shift + 1)) < size)
+    /* Bounded: past 2^63 the shift would reach the type's width (and loop). */
+    while (shift < POOL_MAX_SHIFT && ((size_t)1 << (shift + 1)) < size)
         shift++;
     if (shift >= POOL_MAX_SHIFT)
         return -1;

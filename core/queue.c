@@ -11,6 +11,7 @@
 int sl__queue_init(sl_queue *q, size_t capacity)
 {
     pthread_condattr_t attr;
+    q->slots = NULL; /* so sl__queue_destroy is safe after a failed init */
     if (capacity == 0)
         return SL_EINVAL;
     q->slots = calloc(capacity, sizeof *q->slots);
@@ -102,6 +103,9 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
     /* Re-read head after every wait: another consumer may have advanced it. */
     while (*(slot = &q->slots[q->head % q->capacity]) == NULL && !q->closed) {
         q->pop_waits++;
+        /* About to sleep: whoever may fill the head slot must be awake. */
+        if (q->push_waiters)
+            pthread_cond_broadcast(&q->not_full);
         if (timeout_ms < 0) {
             pthread_cond_wait(&q->not_empty, &q->lock);
         } else if (pthread_cond_timedwait(&q->not_empty, &q->lock, &deadline) == ETIMEDOUT) {
