@@ -8,6 +8,7 @@
 
 #define IDX_TYPE_UBYTE 0x08
 #define IDX_READ_BLOCK (1u << 20) /* check for a stop request every MiB */
+#define DEFLATE_MAX_RATIO 1032u   /* zlib's bound on uncompressed / compressed */
 
 /* The error text of a failed gzread: zlib's message, or errno's. */
 static const char *gz_message(gzFile gz)
@@ -78,7 +79,16 @@ int sl__idx_read_header(const char *path, int expect_ndim, sl__idx_header *hdr,
             return sl__errf(err, SL_EFORMAT, "%s: dimensions overflow (dimension %d is %u)", path,
                             i, hdr->dims[i]);
     }
-    if (!hdr->compressed) {
+    if (hdr->compressed) {
+        /* Deflate never compresses more than 1032:1, so a header announcing
+         * more is bogus: refuse it now rather than allocate for it. */
+        if (hdr->payload / DEFLATE_MAX_RATIO > (uint64_t)st.st_size)
+            return sl__errf(err, SL_EFORMAT,
+                            "%s: header announces %zu bytes of data but a gzip file of %lld "
+                            "bytes cannot hold more than %llu (corrupt header?)",
+                            path, hdr->payload, (long long)st.st_size,
+                            (unsigned long long)st.st_size * DEFLATE_MAX_RATIO);
+    } else {
         size_t header_bytes = 4 + 4 * (size_t)hdr->ndim;
         if ((uint64_t)st.st_size != header_bytes + hdr->payload)
             return sl__errf(err, SL_EFORMAT,
@@ -130,6 +140,24 @@ int sl__idx_read_payload(const char *path, const sl__idx_header *hdr, void *buf,
             goto done;
         }
         total += (size_t)r;
+    }
+    if (hdr->compressed) {
+        /* Read on to the end of the stream: only there does zlib check the
+         * CRC and length in the gzip trailer, which catches corruption the
+         * inflater could not see. Data past the announced size is refused,
+         * as for plain files. */
+        char extra;
+        int zerr = Z_OK;
+        int r = gzread(gz, &extra, 1);
+        if (r == 0)
+            gzerror(gz, &zerr); /* a stream cut short reads as 0 with Z_BUF_ERROR */
+        if (r < 0 || zerr != Z_OK)
+            rc = sl__errf(err, SL_EFORMAT, "%s: corrupt gzip stream after its %zu bytes of data: %s",
+                          path, hdr->payload, gz_message(gz));
+        else if (r > 0)
+            rc = sl__errf(err, SL_EFORMAT,
+                          "%s: more data than the %zu bytes its header announces (trailing bytes)",
+                          path, hdr->payload);
     }
 done:
     gzclose(gz);

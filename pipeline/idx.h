@@ -22,12 +22,15 @@ typedef struct sl__idx_header {
 
 /* Reads and checks path's header: the type must be ubyte and ndim equal
  * expect_ndim; the size product must not overflow. For plain files the file
- * size must match the header exactly. */
+ * size must match the header exactly; for gzip files the announced size
+ * must fit the file (deflate compresses at most 1032:1). */
 int sl__idx_read_header(const char *path, int expect_ndim, sl__idx_header *hdr,
                         sl__error *err);
 /* Reads the payload of path into buf (hdr->payload bytes). Stops with
  * SL_ECLOSED when *stop becomes non-zero. Truncated or corrupt data gives
- * SL_EFORMAT naming the file and the byte offset reached. */
+ * SL_EFORMAT naming the file and the byte offset reached; a gzip file is
+ * read to the end of its stream, so its CRC is checked and data past the
+ * announced size is refused. */
 int sl__idx_read_payload(const char *path, const sl__idx_header *hdr, void *buf,
                          const atomic_int *stop, sl__error *err);
 

@@ -220,13 +220,22 @@ static void *worker_main(void *arg)
             break;
         last = chunk->kind == SL__CHUNK_EOF || chunk->kind == SL__CHUNK_ERROR;
         if (chunk->kind == SL__CHUNK_ROWS && work_chunk(st, &chunk, &err) != SL_OK) {
-            sl__chunk_free(chunk);
-            if (err.status == SL_ECLOSED || stopping(st->it))
+            if (err.status == SL_ECLOSED || stopping(st->it)) {
+                sl__chunk_free(chunk);
                 break;
-            chunk = sl__chunk_error(&err);
+            }
             last = 1;
-            if (!chunk)
-                break;
+            if (st->kind == STAGE_MAP && !st->collate && chunk->nrows > 0) {
+                /* The rows mapped before the failing one go on first (a
+                 * batch group's rows are no use without the whole group). */
+                chunk->kind = SL__CHUNK_ERROR;
+                sl__err_copy(&chunk->error, &err);
+            } else {
+                sl__chunk_free(chunk);
+                chunk = sl__chunk_error(&err);
+                if (!chunk)
+                    break;
+            }
         }
         if (sl__queue_push(&st->out, seq, chunk) != SL_OK) {
             sl__chunk_free(chunk);
@@ -272,8 +281,22 @@ static void *seq_main(void *arg)
             sl__out_marker(&out, SL__CHUNK_EOF);
             goto done;
         case SL__CHUNK_ERROR:
-            sl__out_chunk(&out, chunk);
-            goto done;
+            if (chunk->nrows == 0) {
+                sl__out_chunk(&out, chunk);
+                goto done;
+            }
+            /* Rows a map finished before it failed come first. */
+            for (size_t r = 0; r < chunk->nrows && rc == SL_OK; r++) {
+                sl__row row = chunk->rows[r];
+                memset(chunk->rows[r].col, 0, sizeof row.col);
+                rc = sl__chain_row(&chain, 0, &row);
+            }
+            if (rc == SL_OK) {
+                sl__err_copy(&err, &chunk->error);
+                rc = err.status != SL_OK ? err.status : SL_EIO;
+            }
+            sl__chunk_free(chunk);
+            break;
         }
         if (rc == SL_ECLOSED || stopping(st->it))
             goto done;
@@ -621,6 +644,15 @@ static void describe_stall(sl_iterator *it, int timeout_ms)
              timeout_ms, stalled, buf);
 }
 
+/* Makes chunk's error the iterator's (sticky) status; frees chunk. */
+static int take_error(sl_iterator *it, sl__chunk *chunk)
+{
+    sl__err_copy(&it->error, &chunk->error);
+    it->status = chunk->error.status != SL_OK ? chunk->error.status : SL_EIO;
+    sl__chunk_free(chunk);
+    return it->status;
+}
+
 int sl_iterator_next(sl_iterator *it, sl_row *row)
 {
     stage *last = &it->stages[it->nstages - 1];
@@ -637,6 +669,12 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
             memset(r->col, 0, sizeof r->col);
             it->rows_out++;
             return SL_OK;
+        }
+        if (it->cur && it->cur->kind == SL__CHUNK_ERROR) {
+            /* Its rows are delivered: now the error. */
+            chunk = it->cur;
+            it->cur = NULL;
+            return take_error(it, chunk);
         }
         sl__chunk_free(it->cur);
         it->cur = NULL;
@@ -662,10 +700,13 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
             it->status = SL_END_OF_DATA;
             return it->status;
         case SL__CHUNK_ERROR:
-            sl__err_copy(&it->error, &chunk->error);
-            it->status = chunk->error.status != SL_OK ? chunk->error.status : SL_EIO;
-            sl__chunk_free(chunk);
-            return it->status;
+            if (chunk->nrows > 0) {
+                /* Rows a map finished before it failed come first. */
+                it->cur = chunk;
+                it->pos = 0;
+                continue;
+            }
+            return take_error(it, chunk);
         }
     }
 }

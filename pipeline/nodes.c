@@ -378,6 +378,11 @@ int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
                     char where[300];
                     name_row(w, node, row, where, sizeof where);
                     sl__err_prefix(err, "map on column '%s', %s: ", node->colname, where);
+                    /* Keep the rows done before this one: they go on
+                     * ahead of the error. */
+                    for (size_t q = r; q < chunk->nrows; q++)
+                        sl__row_clear(&chunk->rows[q]);
+                    chunk->nrows = r;
                     return rc;
                 }
                 t = next;

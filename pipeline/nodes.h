@@ -80,7 +80,9 @@ typedef struct sl__map_work {
 } sl__map_work;
 
 /* Applies the steps to every row of chunk. Checks *stop between rows. On
- * failure err names the op, the column and the sample. */
+ * failure err names the op, the column and the sample, and the chunk keeps
+ * only the rows before the failing one (all steps applied), which are to
+ * be delivered ahead of the error. */
 int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
                   const atomic_int *stop, sl__error *err);
 

@@ -22,7 +22,9 @@ typedef enum sl__chunk_kind {
     SL__CHUNK_ROWS = 0,
     SL__CHUNK_EOE,   /* end of epoch */
     SL__CHUNK_EOF,   /* end of data: nothing follows */
-    SL__CHUNK_ERROR  /* nothing follows; `error` says what failed */
+    SL__CHUNK_ERROR  /* nothing follows; `error` says what failed. A map
+                      * stage's error may carry the rows it finished before
+                      * the failing one: they come before the error. */
 } sl__chunk_kind;
 
 typedef struct sl__chunk {
