@@ -7,7 +7,9 @@
  * (a file cut mid-scan, a bad Huffman code) is only a warning to libjpeg,
  * which would hand back an image with grey or garbage rows: like TurboJPEG's
  * TJFLAG_STOPONWARNING we treat every warning as an error. Nothing is ever
- * printed. Rows are decoded straight into the output tensor. */
+ * printed. Rows are decoded straight into the output tensor, except for
+ * CMYK/YCCK files, which libjpeg cannot turn into RGB: those are decoded as
+ * CMYK a row at a time and converted as MindSpore does. */
 #include "ops/op_impl.h"
 
 #include <setjmp.h>
@@ -82,6 +84,33 @@ static int decode_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spe
     return SL_OK;
 }
 
+/* Converts a row of w CMYK pixels to RGB (or gray when rgb is 0) with
+ * MindSpore's formulas; Adobe files store the inks inverted. Gray uses
+ * libjpeg's own RGB weights (0.299, 0.587, 0.114 in 16-bit fixed point). */
+static void cmyk_row(uint8_t *dst, const JSAMPLE *src, size_t w, int adobe, int rgb)
+{
+    for (size_t x = 0; x < w; x++) {
+        int c = src[4 * x], m = src[4 * x + 1], y = src[4 * x + 2], k = src[4 * x + 3];
+        int r, g, b;
+        if (adobe) {
+            r = k * c / 255;
+            g = k * m / 255;
+            b = k * y / 255;
+        } else {
+            r = (255 - c) * (255 - k) / 255;
+            g = (255 - m) * (255 - k) / 255;
+            b = (255 - y) * (255 - k) / 255;
+        }
+        if (rgb) {
+            dst[3 * x] = (uint8_t)r;
+            dst[3 * x + 1] = (uint8_t)g;
+            dst[3 * x + 2] = (uint8_t)b;
+        } else {
+            dst[x] = (uint8_t)((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
+        }
+    }
+}
+
 /* Decodes data[0..len) into job->out. On failure job->out may hold a
  * half-written tensor, which the caller releases. */
 static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len, int rgb,
@@ -97,7 +126,7 @@ static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len, i
     job->jerr.pub.emit_message = decode_emit_message;
     job->jerr.pub.output_message = decode_output_message;
     if (setjmp(job->jerr.jump))
-        return sl__errf(err, SL_EFORMAT, "decode: corrupt JPEG (%s)", job->jerr.msg);
+        return sl__errf(err, SL_EFORMAT, "decode: cannot decode JPEG (%s)", job->jerr.msg);
 
     jpeg_create_decompress(cinfo);
     jpeg_mem_src(cinfo, data, (unsigned long)len);
@@ -108,17 +137,37 @@ static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len, i
                         "decode: a %ux%u JPEG is too large (limits: %d per side, %llu pixels)",
                         (unsigned)cinfo->image_width, (unsigned)cinfo->image_height,
                         DECODE_MAX_SIDE, (unsigned long long)DECODE_MAX_PIXELS);
-    cinfo->out_color_space = rgb ? JCS_RGB : JCS_GRAYSCALE;
+    if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK)
+        cinfo->out_color_space = JCS_CMYK;
+    else
+        cinfo->out_color_space = rgb ? JCS_RGB : JCS_GRAYSCALE;
     jpeg_start_decompress(cinfo);
 
     shape[0] = cinfo->output_height;
     shape[1] = cinfo->output_width;
-    shape[2] = cinfo->output_components;
+    shape[2] = rgb ? 3 : 1;
     rc = sl__tensor_alloc(&job->out, pool, SL_UINT8, 3, shape);
     if (rc != SL_OK)
         return sl__errf(err, rc, "decode: cannot allocate a %ux%u image",
                         (unsigned)cinfo->output_width, (unsigned)cinfo->output_height);
-    stride = (size_t)cinfo->output_width * (size_t)cinfo->output_components;
+    stride = (size_t)cinfo->output_width * (size_t)shape[2];
+    if (cinfo->out_color_space != JCS_CMYK && cinfo->output_components != shape[2])
+        return sl__errf(err, SL_EFORMAT, "decode: libjpeg gave %d components, expected %d",
+                        cinfo->output_components, (int)shape[2]);
+    if (cinfo->out_color_space == JCS_CMYK) {
+        /* libjpeg's image pool frees this row, even after a longjmp. */
+        JSAMPARRAY cmyk = cinfo->mem->alloc_sarray((j_common_ptr)cinfo, JPOOL_IMAGE,
+                                                   cinfo->output_width * 4, 1);
+        while (cinfo->output_scanline < cinfo->output_height) {
+            uint8_t *dst = (uint8_t *)job->out->data + (size_t)cinfo->output_scanline * stride;
+            if (jpeg_read_scanlines(cinfo, cmyk, 1) != 1)
+                return sl__errf(err, SL_EFORMAT,
+                                "decode: cannot decode JPEG (no rows after row %u)",
+                                (unsigned)cinfo->output_scanline);
+            cmyk_row(dst, cmyk[0], cinfo->output_width, cinfo->saw_Adobe_marker, rgb);
+        }
+        return SL_OK;
+    }
     while (cinfo->output_scanline < cinfo->output_height) {
         JSAMPROW rows[8];
         JDIMENSION want = cinfo->output_height - cinfo->output_scanline;
@@ -128,7 +177,7 @@ static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len, i
             rows[i] = (JSAMPROW)job->out->data + (size_t)(cinfo->output_scanline + i) * stride;
         /* A memory source never suspends, so 0 rows means a broken stream. */
         if (jpeg_read_scanlines(cinfo, rows, want) == 0)
-            return sl__errf(err, SL_EFORMAT, "decode: corrupt JPEG (no rows after row %u)",
+            return sl__errf(err, SL_EFORMAT, "decode: cannot decode JPEG (no rows after row %u)",
                             (unsigned)cinfo->output_scanline);
     }
     /* The trailing markers are not read: every pixel is already here, and a

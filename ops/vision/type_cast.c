@@ -7,7 +7,8 @@
  * To keep one loop per type rather than one per type pair, elements go
  * through a small stack chunk in two passes: integers as int64 (exact for
  * every integer dtype), floats as double (exact for float32). Each pass is a
- * tight loop, and the result equals converting directly. */
+ * tight loop, and the result equals converting directly. The casts images
+ * usually take (uint8 to float32 or int32) have direct loops. */
 #include "ops/op_impl.h"
 
 #include <string.h>
@@ -182,10 +183,40 @@ static void store_floats(void *dst, sl_dtype to, size_t first, const double *buf
     }
 }
 
+/* Direct loops for the casts images take, in blocks of a fixed 16 that GCC
+ * vectorizes at -O2. */
+static void cast_u8_f32(float *restrict dst, const uint8_t *restrict src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (size_t j = i; j < i + 16; j++)
+            dst[j] = (float)src[j];
+    for (; i < n; i++)
+        dst[i] = (float)src[i];
+}
+
+static void cast_u8_i32(int32_t *restrict dst, const uint8_t *restrict src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (size_t j = i; j < i + 16; j++)
+            dst[j] = (int32_t)src[j];
+    for (; i < n; i++)
+        dst[i] = (int32_t)src[i];
+}
+
 /* dst = src converted from dtype `from` to dtype `to`, n elements. */
 static void type_cast_kernel(void *dst, sl_dtype to, const void *src, sl_dtype from, size_t n)
 {
     cast_chunk chunk;
+    if (from == SL_UINT8 && to == SL_FLOAT32) {
+        cast_u8_f32(dst, src, n);
+        return;
+    }
+    if (from == SL_UINT8 && to == SL_INT32) {
+        cast_u8_i32(dst, src, n);
+        return;
+    }
     for (size_t first = 0; first < n; first += CAST_CHUNK) {
         size_t m = n - first < CAST_CHUNK ? n - first : CAST_CHUNK;
         if (is_float(from)) {
