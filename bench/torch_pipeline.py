@@ -19,15 +19,32 @@ is reported separately.  Dataset load (gunzip + parse) is timed separately
 and not counted.  Optionally runs `SLUICE bench pipeline --json --repeats N`
 and prints sluice/torch ratios.
 
+With --image-folder DIR it instead compares the ImageFolder (JPEG) pipeline
+of `sluice bench pipeline --data DIR`:
+
+    decode (PIL, RGB) -> Resize 224x224 bilinear -> RandomHorizontalFlip(0.5)
+    -> float CHW -> Normalize(ImageNet mean/std); shuffle; batch 32, drop_last
+
+as a DataLoader over a map-style Dataset of the folder's files (num_workers =
+0, 1, 2), plus a decode-only line: PIL decode of every file once, single
+thread, against sluice's closest decode-only pipeline.  Make a folder with
+bench/make_jpeg_folder.py.  This mode also needs python3-pil.
+
 Requires only Debian's python3-torch and python3-numpy; run with
 /usr/bin/python3 (not the python3 first on PATH).
 """
-import argparse, gzip, json, os, shlex, shutil, statistics, subprocess, sys, time
+import argparse, gzip, io, json, os, shlex, shutil, statistics, subprocess, sys, time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
+
+try:  # only --image-folder needs PIL
+    import PIL
+    from PIL import Image
+except ImportError:
+    PIL = Image = None
 
 BATCH, OUT_HW = 32, (32, 32)
 MEAN, STD = 0.1307, 0.3081
@@ -203,6 +220,224 @@ def run_sluice(path, repeats, extra):
     return out, None
 
 
+# ---------------------------------------------------------------- ImageFolder
+# sluice's ImageFolder default: decode, Resize(224, 224), RandomHorizontalFlip
+# (0.5), Normalize(ImageNet mean/std on the 0..255 scale), HWC2CHW, batch 32.
+IMG_HW = 224
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def list_image_folder(root):
+    """(classes, [(path, label)]) as sluice's ImageFolder lists them: one class
+    per sub-folder, classes sorted by name and labelled 0.., files sorted by
+    name within a class, dot entries skipped, every file taken (sluice's
+    default has no extension filter)."""
+    classes = sorted(e.name for e in os.scandir(root)
+                     if e.is_dir() and not e.name.startswith("."))
+    samples = []
+    for label, c in enumerate(classes):
+        d = os.path.join(root, c)
+        samples += [(os.path.join(d, f), label) for f in sorted(os.listdir(d))
+                    if not f.startswith(".") and os.path.isfile(os.path.join(d, f))]
+    return classes, samples
+
+
+class JpegFolder(Dataset):
+    """Map-style dataset: read bytes, PIL decode, the torchvision-style
+    transforms, per sample (what torchvision.datasets.ImageFolder +
+    Resize/RandomHorizontalFlip/ToTensor/Normalize do, without needing
+    torchvision)."""
+    def __init__(self, samples):
+        self.samples = samples
+        self.mean = torch.tensor(IMAGENET_MEAN).view(3, 1, 1)
+        self.std = torch.tensor(IMAGENET_STD).view(3, 1, 1)
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, i):
+        path, label = self.samples[i]
+        with open(path, "rb") as f:
+            data = f.read()
+        img = Image.open(io.BytesIO(data)).convert("RGB")
+        # PIL's BILINEAR is a support-based (convolution) filter: when
+        # downscaling it widens the triangle kernel by the scale factor, i.e.
+        # it antialiases, unlike OpenCV's INTER_LINEAR (2 taps, half-pixel
+        # centres) that sluice implements.  Same geometry, not the same pixels,
+        # and PIL reads ~1.14x more taps here (256 -> 224).  It is the path
+        # people use: torchvision's Resize on a PIL image calls exactly this.
+        img = img.resize((IMG_HW, IMG_HW), Image.BILINEAR)
+        if torch.rand(1).item() < 0.5:                  # RandomHorizontalFlip(0.5)
+            img = img.transpose(Image.FLIP_LEFT_RIGHT)
+        # ToTensor: HWC uint8 -> CHW float in [0, 1]; then Normalize.  On the
+        # 0..1 scale this equals sluice's (x - 255*mean) / (255*std).
+        x = torch.from_numpy(np.array(img, np.uint8)).permute(2, 0, 1).contiguous()
+        x = x.to(torch.float32).div_(255).sub_(self.mean).div_(self.std)
+        return x, label
+
+
+def pil_decode_epoch(samples):
+    """Decode-only: read + PIL decode (convert('RGB')) every file once, in
+    file order, in this thread.  Returns images/s."""
+    t0 = time.perf_counter()
+    for path, _ in samples:
+        with open(path, "rb") as f:
+            data = f.read()
+        Image.open(io.BytesIO(data)).convert("RGB")
+    return len(samples) / (time.perf_counter() - t0)
+
+
+# sluice has no decode-only switch: an ImageFolder source always decodes when
+# a pipeline runs, and op options only replace the ops after the decode.  Any
+# op option drops the default image ops; --label-int32 is the lightest one (a
+# cast of the scalar label, which is int32 already), so with --batch 0 the
+# pipeline is read + decode + that cast per row.  --no-source-shuffle reads the
+# files in the order PIL does.
+SLUICE_DECODE_ARGS = ["--label-int32", "--batch", "0", "--no-source-shuffle"]
+SLUICE_DECODE_NOTE = ("sluice cannot express decode-only; closest is `" +
+                      " ".join(SLUICE_DECODE_ARGS) + "` = read + decode + an int32 "
+                      "cast of the scalar label per row, unbatched, file order")
+
+
+def check_sluice_counts(sl, want_batches, want_images, what):
+    """Warnings (list of str) where sluice's counts differ from the folder's."""
+    bad = []
+    for r in sl["runs"]:
+        got = (r.get("batches"), r.get("images"))
+        if got != (want_batches, want_images):
+            bad.append(f"sluice {what} workers={r['workers']}: {got[0]} batches / "
+                       f"{got[1]} images, expected {want_batches} / {want_images}")
+    return bad
+
+
+def best_median(med):
+    w = max(med, key=lambda k: med[k]["images_per_s"])
+    return w, med[w]["images_per_s"]
+
+
+def main_image_folder(a):
+    root = a.image_folder
+    if not os.path.isdir(root):
+        log(f"error: --image-folder {root}: not a directory")
+        return 2
+    classes, samples = list_image_folder(root)
+    n = len(samples)
+    if n < BATCH:
+        log(f"error: {root}: {n} files in {len(classes)} class folders; need at least "
+            f"{BATCH} (make one with bench/make_jpeg_folder.py)")
+        return 2
+    nb = n // BATCH
+    ds = JpegFolder(samples)
+    x0, y0 = ds[0]
+    if tuple(x0.shape) != (3, IMG_HW, IMG_HW) or x0.dtype != torch.float32:
+        log(f"error: transform gave {tuple(x0.shape)} {x0.dtype}")
+        return 1
+    log(f"{root}: {n} files, {len(classes)} classes; sample 0 -> {tuple(x0.shape)} "
+        f"{x0.dtype}, label {y0}; torch {torch.__version__}, PIL {PIL.__version__}, "
+        f"num_threads={torch.get_num_threads()}")
+
+    t_start, results = time.perf_counter(), []
+    for w in (0, 1, 2):
+        name, runs = f"DataLoader workers={w}", []
+        for r in range(a.repeats):
+            runs.append(time_epoch(dataloader_iter(ds, w)))
+            log(f"  {name} run {r + 1}: {runs[-1]['images_per_s']:,.0f} img/s, "
+                f"first batch {runs[-1]['first_batch_ms']:.1f} ms")
+            assert runs[-1]["batches"] == nb, runs[-1]
+        results.append({"config": name, "workers": w, "runs": runs,
+                        "images_per_s": statistics.median(x["images_per_s"] for x in runs),
+                        "first_batch_ms": statistics.median(x["first_batch_ms"] for x in runs)})
+    pil_runs = []
+    for r in range(a.repeats):
+        pil_runs.append(pil_decode_epoch(samples))
+        log(f"  PIL decode run {r + 1}: {pil_runs[-1]:,.0f} img/s")
+    pil_decode = statistics.median(pil_runs)
+    torch_s = time.perf_counter() - t_start
+
+    warnings = []
+    if a.no_sluice:
+        sl = sd = None
+        sl_err = sd_err = "skipped (--no-sluice)"
+    else:
+        sl, sl_err = run_sluice(a.sluice, a.repeats,
+                                ["--data", root] + shlex.split(a.sluice_args))
+        sd, sd_err = run_sluice(a.sluice, a.repeats, ["--data", root] + SLUICE_DECODE_ARGS)
+        for what, out, err in (("pipeline", sl, sl_err), ("decode", sd, sd_err)):
+            if err:
+                log(f"sluice {what}: {err}")
+        if sl:
+            warnings += check_sluice_counts(sl, nb, nb * BATCH, "pipeline")
+        if sd:
+            warnings += check_sluice_counts(sd, n, n, "decode")
+        for wmsg in warnings:
+            log("WARNING: " + wmsg)
+
+    dl_best = max(results, key=lambda r: r["images_per_s"])
+    ratios = {}
+    if sl:
+        med = sl["medians"]
+        sw, best = best_median(med)
+        ratios[f"sluice best ({sw}w) / DataLoader best ({dl_best['workers']}w)"] = \
+            best / dl_best["images_per_s"]
+        if 1 in med and 2 in med:
+            ratios["sluice 2w / 1w scaling"] = med[2]["images_per_s"] / med[1]["images_per_s"]
+    if sd and 1 in sd["medians"]:
+        ratios["decode only: sluice 1w / PIL 1 thread"] = \
+            sd["medians"][1]["images_per_s"] / pil_decode
+
+    if a.json:
+        print(json.dumps({"image_folder": root, "files": n, "classes": len(classes),
+                          "batch": BATCH, "batches": nb, "torch": torch.__version__,
+                          "pil": PIL.__version__, "num_threads": torch.get_num_threads(),
+                          "repeats": a.repeats, "torch_bench_s": torch_s,
+                          "results": results,
+                          "pil_decode": {"images_per_s": pil_decode, "runs": pil_runs},
+                          "sluice": sl, "sluice_error": sl_err,
+                          "sluice_decode": sd, "sluice_decode_error": sd_err,
+                          "sluice_decode_note": SLUICE_DECODE_NOTE,
+                          "warnings": warnings, "ratios": ratios}, indent=2))
+        return 0
+
+    print(f"ImageFolder {root}: {n} files, {len(classes)} classes -> {nb} batches of "
+          f"{BATCH} (drop_last); torch {torch.__version__}, PIL {PIL.__version__}, "
+          f"num_threads={torch.get_num_threads()}, median of {a.repeats}, epoch incl. startup")
+    print(f"pipeline: decode RGB, resize {IMG_HW}x{IMG_HW} bilinear, random hflip 0.5, "
+          f"normalize ImageNet, CHW, batch {BATCH}\n(torch: PIL bilinear, antialiased "
+          f"support filter; sluice: OpenCV-style INTER_LINEAR; same sizes, not the same "
+          f"pixels)")
+    print(f"{'configuration':<36}{'images/s':>12}{'first batch ms':>16}")
+    rows = [(r["config"], r["images_per_s"], r["first_batch_ms"]) for r in results]
+    if sl:
+        thr = {int(r["workers"]): r.get("threads") for r in sl["runs"]}
+        rows += [(f"sluice workers={w} ({thr.get(w)} threads)", m["images_per_s"],
+                  m["first_batch_ms"]) for w, m in sl["medians"].items()]
+    for name, ips, fb in rows:
+        print(f"{name:<36}{ips:>12,.0f}{fb:>16.1f}")
+    if sl:
+        print(f"sluice peak RSS {sl.get('peak_rss_bytes', 0) / 2**20:.0f} MiB")
+    else:
+        print(f"sluice: {sl_err}")
+
+    print(f"\ndecode only: read + decode to RGB of every file once, median of {a.repeats}")
+    print(f"{'PIL open().convert(RGB), 1 thread':<36}{pil_decode:>12,.0f}")
+    if sd:
+        thr = {int(r["workers"]): r.get("threads") for r in sd["runs"]}
+        for w, m in sd["medians"].items():
+            print(f"{f'sluice decode workers={w} ({thr.get(w)} threads)':<36}"
+                  f"{m['images_per_s']:>12,.0f}")
+        print("note: " + SLUICE_DECODE_NOTE)
+    else:
+        print(f"sluice decode: {sd_err}")
+
+    for k, v in ratios.items():
+        print(f"{k:<56}{v:>7.2f}x")
+    for wmsg in warnings:
+        print("WARNING: " + wmsg)
+    print(f"torch/PIL benchmarks took {torch_s:.1f} s")
+    return 0
+
+
 # ---------------------------------------------------------------- main
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] + " One "
@@ -218,9 +453,18 @@ def main():
     ap.add_argument("--chunk", type=int, default=1024, help="vectorised variant chunk (multiple of 32; 0 = skip)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     ap.add_argument("--check", action="store_true", help="only verify DataLoader == vectorised (no shuffle) and exit")
+    ap.add_argument("--image-folder", metavar="DIR", help="instead of MNIST, compare the "
+                    "ImageFolder JPEG pipeline (decode, resize 224, flip, normalize) on DIR "
+                    "(one sub-folder per class; see bench/make_jpeg_folder.py)")
     a = ap.parse_args()
     if a.repeats < 1 or a.chunk % BATCH:
         ap.error("--repeats must be >= 1 and --chunk a multiple of 32")
+    if a.image_folder is not None:
+        if a.check:
+            ap.error("--check applies to the MNIST comparison only")
+        if Image is None:
+            ap.error("--image-folder needs PIL (python3-pil); run with /usr/bin/python3")
+        return main_image_folder(a)
 
     imgs, labs, load_ms = load(a.data)
     if a.check:
