@@ -43,6 +43,8 @@ typedef struct stage {
     sl__map_step *steps;
     sl__map_work map;
     int collate;           /* STAGE_MAP: chunks are batch groups to stack after mapping */
+    int reads;             /* STAGE_MAP, STAGE_COLLATE: rows arrive unread (index
+                            * only) and the workers read them from the source */
     /* STAGE_MAP and STAGE_COLLATE: the columns of the rows (for messages) */
     sl__schema schema;
     sl__collate_work collation;
@@ -58,6 +60,8 @@ struct sl_iterator {
     sl__schema schema;     /* columns it hands out */
     uint64_t seed;
     int64_t passes;        /* passes over the source; -1: without end */
+    int lazy_source;       /* the source thread only orders indices; the first
+                            * parallel stage reads the samples */
     sl_pool *pool;
     atomic_int stop;
     stage *stages;
@@ -147,10 +151,12 @@ static void *source_main(void *arg)
             row.epoch = epoch;
             if (stopping(it))
                 goto done;
-            rc = src->iface->read(src, order[i], &row, it->pool, &err);
-            if (rc != SL_OK) {
-                sl__row_clear(&row);
-                goto fail;
+            if (!it->lazy_source) {
+                rc = src->iface->read(src, order[i], &row, it->pool, &err);
+                if (rc != SL_OK) {
+                    sl__row_clear(&row);
+                    goto fail;
+                }
             }
             rc = sl__chain_row(&chain, 0, &row);
             if (rc != SL_OK)
@@ -182,15 +188,49 @@ done:
 
 /* A worker of a map or collate stage: takes chunks in turn, transforms
  * them, and puts each back under its sequence number, so order is kept. */
+/* Reads the samples of a chunk of unread rows. On failure the chunk keeps
+ * the rows read before the failing one, as a failing map does. */
+static int read_rows(stage *st, sl__chunk *chunk, sl__error *err)
+{
+    sl__source *src = st->it->source;
+    for (size_t r = 0; r < chunk->nrows; r++) {
+        int rc;
+        if (stopping(st->it))
+            return sl__errf(err, SL_ECLOSED, "source: stopped");
+        rc = src->iface->read(src, chunk->rows[r].index, &chunk->rows[r], st->it->pool, err);
+        if (rc != SL_OK) {
+            sl__err_prefix(err, "%s: ", src->iface->kind);
+            for (size_t q = r; q < chunk->nrows; q++)
+                sl__row_clear(&chunk->rows[q]);
+            chunk->nrows = r;
+            return rc;
+        }
+    }
+    return SL_OK;
+}
+
 static int work_chunk(stage *st, sl__chunk **chunk, sl__error *err)
 {
     sl__chunk *in = *chunk, *out;
     sl__row row;
-    int rc;
+    int rc, read_rc = SL_OK;
+    if (st->reads) {
+        /* On a read error the rows read before it are still mapped, so
+         * they can go on ahead of the error. */
+        read_rc = read_rows(st, in, err);
+        if (read_rc != SL_OK && (st->kind != STAGE_MAP || st->collate))
+            return read_rc;
+    }
     if (st->kind == STAGE_MAP) {
-        rc = sl__map_apply(&st->map, in, st->it->pool, &st->it->stop, err);
-        if (rc != SL_OK || !st->collate)
+        sl__error map_err;
+        sl__err_clear(&map_err);
+        rc = sl__map_apply(&st->map, in, st->it->pool, &st->it->stop, &map_err);
+        if (rc != SL_OK) {
+            sl__err_copy(err, &map_err);
             return rc;
+        }
+        if (read_rc != SL_OK || !st->collate)
+            return read_rc;
     }
     memset(&row, 0, sizeof row);
     rc = sl__collate(&st->collation, in, &row, st->it->pool, err);
@@ -225,7 +265,7 @@ static void *worker_main(void *arg)
                 break;
             }
             last = 1;
-            if (st->kind == STAGE_MAP && !st->collate && chunk->nrows > 0) {
+            if (!st->collate && st->kind == STAGE_MAP && chunk->nrows > 0) {
                 /* The rows mapped before the failing one go on first (a
                  * batch group's rows are no use without the whole group). */
                 chunk->kind = SL__CHUNK_ERROR;
@@ -398,6 +438,23 @@ static int add_seq_node(sl_iterator *it, stage *st, const sl__node *d, const sl_
     return SL_OK;
 }
 
+/* When the source thread's nodes only reorder, drop or group rows (shuffle,
+ * repeat, take, skip, batch grouping) and a parallel stage comes next, the
+ * source thread passes unread rows (just their indices) and that stage's
+ * workers read the samples: reading then runs in parallel and the shuffle
+ * buffer holds bare indices. */
+static void plan_lazy_source(sl_iterator *it)
+{
+    const stage *src = &it->stages[0];
+    if (it->nstages < 2 || it->stages[1].kind == STAGE_SEQ)
+        return;
+    for (size_t k = 0; k < src->nnodes; k++)
+        if (sl__seq_node_needs_data(src->nodes[k]))
+            return;
+    it->lazy_source = 1;
+    it->stages[1].reads = 1;
+}
+
 static int build_stages(sl_iterator *it)
 {
     sl__schema schema;
@@ -494,6 +551,8 @@ static int build_stages(sl_iterator *it)
         }
         i++;
     }
+    if (rc == SL_OK)
+        plan_lazy_source(it);
     return rc;
 }
 

@@ -286,6 +286,11 @@ static int counting_eoe(sl__seq_node *n, sl__chain *chain, size_t next)
 static const seq_node_iface take_iface = {take_row, counting_eoe, no_destroy};
 static const seq_node_iface skip_iface = {skip_row, counting_eoe, no_destroy};
 
+int sl__seq_node_needs_data(const sl__seq_node *node)
+{
+    return node->iface == &batch_iface && !((const batch_node *)node)->group_only;
+}
+
 int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_t position,
                      const sl__schema *in_schema, int group_only)
 {

@@ -63,6 +63,10 @@ int sl__chain_eoe(sl__chain *chain, size_t pos);
 int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_t position,
                      const sl__schema *in_schema, int group_only);
 void sl__seq_node_free(sl__seq_node *node);
+/* True if the node looks into rows' tensors (a batch that stacks them);
+ * false if it only reorders, drops or groups rows, which then may still be
+ * unread (columns NULL, index set). */
+int sl__seq_node_needs_data(const sl__seq_node *node);
 
 /* --- parallel work --------------------------------------------------------- */
 /* Map: the fused steps of consecutive map nodes. */

@@ -520,6 +520,49 @@ START_TEST(test_random_ops_independent_of_workers)
 }
 END_TEST
 
+
+START_TEST(test_read_error_in_workers)
+{
+    /* The source thread only orders indices here; map workers read the
+     * files. A file removed after the dataset was described must surface
+     * as an error naming it, after the rows read before it. */
+    char *dir = tu_path(tmpdir, "folder");
+    char *gone;
+    sl_image_folder_options o;
+    sl_dataset *ds = sl_dataset_new();
+    sl_op *rescale;
+    sl_iterator *it;
+    sl_row row;
+    int rc, rows = 0;
+    ck_assert_int_eq(tu_make_image_folder(dir, 2, 5, 8, 8), 0);
+    sl_image_folder_options_init(&o);
+    o.dataset_dir = dir;
+    o.sampler.shuffle = 0;
+    ck_assert_int_eq(sl_dataset_image_folder(ds, &o), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &rescale, 1, "image", NULL, 2), SL_OK);
+    sl_op_release(rescale);
+    ck_assert_int_eq(sl_dataset_shuffle(ds, 2), SL_OK); /* moves ahead of the map */
+    gone = tu_path(dir, "class_1/img_4.jpg");
+    ck_assert_int_eq(remove(gone), 0);
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
+        ck_assert_int_eq(sl_tensor_dtype(row.columns[0]), SL_FLOAT32);
+        rows++;
+        sl_row_clear(&row);
+    }
+    ck_assert_int_eq(rc, SL_EIO);
+    ck_assert_msg(strstr(sl_iterator_last_error(it), "class_1/img_4.jpg") != NULL, "%s",
+                  sl_iterator_last_error(it));
+    ck_assert_int_le(rows, 9);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_EIO);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+    free(gone);
+    free(dir);
+}
+END_TEST
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -651,6 +694,7 @@ static Suite *make_pipeline_suite(void)
     tcase_add_test(core, test_rows_outlive_iterator);
     tcase_add_test(core, test_timeout_names_stage);
     tcase_add_test(core, test_describe_and_sizes);
+    tcase_add_test(core, test_read_error_in_workers);
     tcase_add_test(conc, test_determinism_across_workers);
     tcase_add_test(conc, test_random_ops_independent_of_workers);
     tcase_add_test(conc, test_destroy_mid_epoch);
