@@ -189,26 +189,70 @@ static double *to_double(const sl_tensor *t)
     return d;
 }
 
-/* Compares a uint8 result with the exact (double) value rounded to nearest.
- * The op computes in float: its error is below 1e-3 for values <= 255, so
- * the rounding may only go the other way when the exact value lies within
- * 1e-3 of a .5 tie; there a difference of 1 is allowed. Returns the number
- * of such near-tie pixels. */
-static int check_u8_rounding(const uint8_t *got, const double *ref, size_t n)
+/* OpenCV's uint8 INTER_LINEAR, written out plainly: coordinates rounded to
+ * float, weights to 11-bit fixed point (cvRound), x clamped by weight, y by
+ * row, and the vertical blend truncated as cv::resize's SIMD kernel does. */
+static void ref_cv_coord(int d, int in, int out, int clamp, int *s, int *w0, int *w1)
 {
-    int ties = 0;
-    for (size_t i = 0; i < n; i++) {
-        double frac = ref[i] - floor(ref[i]);
-        int want = (int)floor(ref[i] + 0.5);
-        if (fabs(frac - 0.5) < 1e-3) {
-            ties++;
-            ck_assert_msg(abs(got[i] - want) <= 1, "pixel %zu: got %d, exact %.6f", i, got[i],
-                          ref[i]);
-        } else {
-            ck_assert_msg(got[i] == want, "pixel %zu: got %d, exact %.6f", i, got[i], ref[i]);
+    float f = (float)((d + 0.5) * (1.0 / ((double)out / in)) - 0.5);
+    int i = (int)floorf(f);
+    f -= (float)i;
+    if (clamp && i < 0) {
+        i = 0;
+        f = 0;
+    }
+    if (clamp && i >= in - 1) {
+        i = in - 1;
+        f = 0;
+    }
+    *s = i;
+    *w0 = (int)lrintf((1.0f - f) * 2048.0f);
+    *w1 = (int)lrintf(f * 2048.0f);
+}
+
+static int clampi(int v, int lo, int hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void ref_cv_resize_u8(uint8_t *out, const uint8_t *in, int ih, int iw, int c, int oh,
+                             int ow)
+{
+    for (int y = 0; y < oh; y++) {
+        int sy, b0, b1;
+        ref_cv_coord(y, ih, oh, 0, &sy, &b0, &b1);
+        for (int x = 0; x < ow; x++) {
+            int sx, a0, a1;
+            ref_cv_coord(x, iw, ow, 1, &sx, &a0, &a1);
+            for (int k = 0; k < c; k++) {
+                int h[2];
+                for (int r = 0; r < 2; r++) {
+                    const uint8_t *row = in + (size_t)clampi(sy + r, 0, ih - 1) * iw * c;
+                    h[r] = row[sx * c + k] * a0 + row[clampi(sx + 1, 0, iw - 1) * c + k] * a1;
+                }
+                int v = (((h[0] >> 4) * b0) >> 16) + (((h[1] >> 4) * b1) >> 16);
+                out[((size_t)y * ow + x) * c + k] = (uint8_t)clampi((v + 2) >> 2, 0, 255);
+            }
         }
     }
-    return ties;
+}
+
+/* Compares a uint8 result with OpenCV's arithmetic exactly, and with the
+ * exact (double) bilinear value to within 1 (the fixed point truncates). */
+static void check_u8_resize(const uint8_t *got, const uint8_t *in, const double *ref, int ih,
+                            int iw, int c, int oh, int ow)
+{
+    size_t n = (size_t)oh * ow * c;
+    uint8_t *cv = malloc(n);
+    ck_assert_ptr_nonnull(cv);
+    ref_cv_resize_u8(cv, in, ih, iw, c, oh, ow);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg(got[i] == cv[i], "pixel %zu: got %d, OpenCV arithmetic gives %d", i, got[i],
+                      cv[i]);
+        ck_assert_msg(fabs(got[i] - ref[i]) <= 1.0, "pixel %zu: got %d, exact %.6f", i, got[i],
+                      ref[i]);
+    }
+    free(cv);
 }
 
 /* Resizes a random (ih, iw[, c]) image of dtype and checks it. */
@@ -233,7 +277,7 @@ static void check_resize_linear(sl_dtype dtype, int ndim, int ih, int iw, int c,
     ck_assert_ptr_nonnull(ref);
     ref_resize_linear(ref, din, ih, iw, c, oh, ow);
     if (dtype == SL_UINT8) {
-        check_u8_rounding(sl_tensor_data(out), ref, n);
+        check_u8_resize(sl_tensor_data(out), sl_tensor_data(in), ref, ih, iw, c, oh, ow);
     } else {
         const float *got = sl_tensor_data(out);
         for (size_t i = 0; i < n; i++)
@@ -249,12 +293,10 @@ static void check_resize_linear(sl_dtype dtype, int ndim, int ih, int iw, int c,
 
 START_TEST(test_resize_linear_28_to_32)
 {
-    /* The MNIST case. 28/32 = 7/8, so every weight is a multiple of 1/16 and
-     * the float computation is exact: no tie allowance may be used. */
+    /* The MNIST case, against OpenCV's arithmetic. */
     sl_op *op;
     sl_tensor *in = new_tensor(SL_UINT8, 3, 28, 28, 1), *out;
     double *din, ref[32 * 32];
-    const uint8_t *got;
 
     fill_u8(in, 7);
     ck_assert_int_eq(sl_op_resize_new(&op, 32, 32, SL_INTER_LINEAR), SL_OK);
@@ -263,16 +305,50 @@ START_TEST(test_resize_linear_28_to_32)
     check_shape(out, SL_UINT8, 3, 32, 32, 1);
     din = to_double(in);
     ref_resize_linear(ref, din, 28, 28, 1, 32, 32);
-    got = sl_tensor_data(out);
-    for (int i = 0; i < 32 * 32; i++) {
-        /* Exact values are multiples of 1/256: a tie is exactly .5, which
-         * rounds up. */
-        ck_assert_int_eq(got[i], (int)floor(ref[i] + 0.5));
-    }
+    check_u8_resize(sl_tensor_data(out), sl_tensor_data(in), ref, 28, 28, 1, 32, 32);
     free(din);
     sl_tensor_release(out);
     sl_tensor_release(in);
     sl_op_release(op);
+}
+END_TEST
+
+START_TEST(test_resize_linear_opencv_values)
+{
+    /* Known values: these outputs were produced by OpenCV 4.6's cv::resize
+     * (INTER_LINEAR), the function MindSpore's Resize calls. */
+    static const uint8_t want_gray[9 * 4] = {
+        25, 89, 154, 219, 26, 90, 155, 220, 28, 92, 157, 222, 29, 94, 159, 223, 31, 96, 160, 225,
+        32, 97, 162, 227, 34, 99, 164, 228, 36, 100, 165, 230, 37, 102, 166, 231};
+    static const uint8_t want_rgb[3 * 5 * 3] = {
+        50, 103, 96, 138, 178, 82, 158, 83, 115, 148, 137, 178, 70, 85, 138,
+        148, 201, 139, 109, 123, 138, 172, 161, 86, 145, 108, 123, 182, 107, 45,
+        76, 108, 161, 165, 68, 108, 78, 131, 163, 141, 164, 67, 101, 150, 143};
+    sl_tensor *gray = new_tensor(SL_UINT8, 2, 5, 7, 0), *rgb = new_tensor(SL_UINT8, 3, 4, 6, 3);
+    sl_tensor *out;
+    sl_op *op;
+    uint8_t *p = sl_tensor_data(gray);
+    for (int i = 0; i < 5 * 7; i++)
+        p[i] = (uint8_t)((i * 37 + 11) % 256);
+    p = sl_tensor_data(rgb);
+    for (int i = 0; i < 4 * 6 * 3; i++)
+        p[i] = (uint8_t)((i * 53 + 7) % 256);
+
+    ck_assert_int_eq(sl_op_resize_new(&op, 9, 4, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(apply(op, gray, &out, 0, NULL, 0), SL_OK);
+    check_shape(out, SL_UINT8, 2, 9, 4, 0);
+    ck_assert_mem_eq(sl_tensor_data(out), want_gray, sizeof want_gray);
+    sl_tensor_release(out);
+    sl_op_release(op);
+
+    ck_assert_int_eq(sl_op_resize_new(&op, 3, 5, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(apply(op, rgb, &out, 0, NULL, 0), SL_OK);
+    check_shape(out, SL_UINT8, 3, 3, 5, 3);
+    ck_assert_mem_eq(sl_tensor_data(out), want_rgb, sizeof want_rgb);
+    sl_tensor_release(out);
+    sl_op_release(op);
+    sl_tensor_release(gray);
+    sl_tensor_release(rgb);
 }
 END_TEST
 
@@ -1493,6 +1569,7 @@ Suite *make_ops_suite(void)
 
     tcase_set_timeout(core, 60);
     tcase_add_test(core, test_resize_linear_28_to_32);
+    tcase_add_test(core, test_resize_linear_opencv_values);
     tcase_add_test(core, test_resize_linear_u8_shapes);
     tcase_add_test(core, test_resize_linear_f32_shapes);
     tcase_add_test(core, test_resize_linear_known);

@@ -2,21 +2,28 @@
  * (height, width), bilinear or nearest, with OpenCV's pixel conventions.
  *
  * Bilinear follows cv::resize INTER_LINEAR: a destination pixel d maps to the
- * source coordinate s = (d + 0.5) * in/out - 0.5; below 0 it is clamped to
- * pixel 0 with weight 0, at or past the last pixel to the last pixel, and the
- * right/lower neighbour index never exceeds in - 1. Weights are float (OpenCV
- * uses 11-bit fixed point for uint8, so a uint8 result may differ from
- * OpenCV's by one where the exact value lies near a rounding tie); uint8
- * results are rounded to nearest. Nearest follows INTER_NEAREST: s =
- * floor(d * in/out), clamped to in - 1.
+ * source coordinate s = (d + 0.5) * in/out - 0.5. Along x, s below 0 is
+ * clamped to pixel 0 with weight 0, and s at or past the last pixel to the
+ * last pixel. Along y OpenCV does not clamp the weight; it clamps the two
+ * source rows into the image instead.
+ *
+ * uint8 images reproduce OpenCV's fixed-point arithmetic bit for bit (what
+ * MindSpore's Resize returns): weights are rounded to 11 bits, a row is
+ * resampled into integers scaled by 2048, and two rows are blended as
+ * ((r0 >> 4) * b0 >> 16) + ((r1 >> 4) * b1 >> 16), rounded by (v + 2) >> 2.
+ * This truncates where exact arithmetic would round, so a pixel can be one
+ * below the exact bilinear value. float32 images use float weights.
+ * Nearest follows INTER_NEAREST: s = floor(d * in/out), clamped to in - 1.
  *
  * The work is separable: each needed source row is resampled horizontally
- * once into a float row buffer (two are kept, so a row shared by consecutive
+ * once into a row buffer (two are kept, so a row shared by consecutive
  * output rows is not recomputed), then pairs of rows are blended vertically.
  * Index and weight tables are built once per call in a stack buffer, or in a
  * pool block for very wide outputs. */
 #include "ops/op_impl.h"
 
+#include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -26,11 +33,14 @@
 #define RESIZE_STACK_ROW 1024
 #define RESIZE_MAX_SIDE INT32_MAX
 
+typedef struct resize_plan resize_plan;
+
 typedef struct resize_op {
     sl_op base;
     int64_t height;
     int64_t width;
     sl_interp interp;
+    _Atomic(resize_plan *) plan; /* uint8 bilinear plan of the first input size */
 } resize_op;
 
 /* Horizontal resampling tables for bilinear: output column x blends the
@@ -43,6 +53,28 @@ typedef struct resize_xtab {
     float *w1;    /* (out_w,) */
     size_t step;
 } resize_xtab;
+
+/* The uint8 bilinear plan for one input size, as OpenCV builds it: per
+ * output column the two source offsets and the two weights scaled by 2048
+ * and rounded; per output row the two (clamped) source rows and weights.
+ * Built in one block; the op keeps the first one it builds, so a stream of
+ * equally sized images (MNIST) builds it once. */
+typedef struct resize_plan {
+    int64_t in_h, in_w, c;
+    size_t *ofs0;   /* (out_w,) */
+    size_t *ofs1;   /* (out_w,) */
+    int32_t *a0;    /* (out_w,) */
+    int32_t *a1;    /* (out_w,) */
+    int64_t *row0;  /* (out_h,) */
+    int64_t *row1;  /* (out_h,) */
+    int16_t *b0;    /* (out_h,) */
+    int16_t *b1;    /* (out_h,) */
+} resize_plan;
+
+#define RESIZE_COEF_SCALE 2048 /* OpenCV's INTER_RESIZE_COEF_SCALE: 11 bits */
+
+/* The uint8 path keeps its int16 rows in the float row scratch. */
+_Static_assert(sizeof(int16_t) <= sizeof(float), "row scratch is shared");
 
 static int resize_check(const char *name, int ndim, const int64_t *shape, sl_dtype dtype,
                         int64_t *h, int64_t *w, int64_t *c, sl__error *err)
@@ -116,6 +148,99 @@ static void build_xtab(resize_xtab *t, int64_t in_w, int64_t out_w, int64_t c)
     }
 }
 
+/* OpenCV's source index and fraction for destination index d: the
+ * coordinate is rounded to float before its floor is taken, as cv::resize
+ * does; clamp selects the x-axis treatment (see the top of the file). */
+static void fixed_coord(int64_t d, double scale, int64_t in, int clamp, int64_t *s0,
+                        float *frac)
+{
+    float f = (float)(((double)d + 0.5) * scale - 0.5);
+    float fl = floorf(f);
+    int64_t s = (int64_t)fl;
+    f -= fl;
+    if (clamp && s < 0) {
+        s = 0;
+        f = 0.0f;
+    }
+    if (clamp && s >= in - 1) {
+        s = in - 1;
+        f = 0.0f;
+    }
+    *s0 = s;
+    *frac = f;
+}
+
+/* A weight in 11-bit fixed point, rounded half to even as cvRound does. */
+static int32_t fixed_weight(float w)
+{
+    return (int32_t)lrintf(w * (float)RESIZE_COEF_SCALE);
+}
+
+/* A plan for (in_h, in_w, c) -> (out_h, out_w, c), or NULL without memory. */
+static resize_plan *plan_new(int64_t in_h, int64_t in_w, int64_t c, int64_t out_h, int64_t out_w)
+{
+    size_t ow = (size_t)out_w, oh = (size_t)out_h;
+    size_t size = sizeof(resize_plan) + ow * (2 * sizeof(size_t) + 2 * sizeof(int32_t)) +
+                  oh * (2 * sizeof(int64_t) + 2 * sizeof(int16_t));
+    double xscale = 1.0 / ((double)out_w / (double)in_w);
+    double yscale = 1.0 / ((double)out_h / (double)in_h);
+    resize_plan *p = malloc(size);
+    if (!p)
+        return NULL;
+    p->in_h = in_h;
+    p->in_w = in_w;
+    p->c = c;
+    /* widest members first, so every array stays aligned */
+    p->ofs0 = (size_t *)(p + 1);
+    p->ofs1 = p->ofs0 + ow;
+    p->row0 = (int64_t *)(p->ofs1 + ow);
+    p->row1 = p->row0 + oh;
+    p->a0 = (int32_t *)(p->row1 + oh);
+    p->a1 = p->a0 + ow;
+    p->b0 = (int16_t *)(p->a1 + ow);
+    p->b1 = p->b0 + oh;
+    for (int64_t x = 0; x < out_w; x++) {
+        int64_t s0;
+        float f;
+        fixed_coord(x, xscale, in_w, 1, &s0, &f);
+        p->ofs0[x] = (size_t)(s0 * c);
+        p->ofs1[x] = (size_t)((s0 + 1 < in_w ? s0 + 1 : s0) * c);
+        p->a0[x] = fixed_weight(1.0f - f);
+        p->a1[x] = fixed_weight(f);
+    }
+    for (int64_t y = 0; y < out_h; y++) {
+        int64_t sy;
+        float f;
+        fixed_coord(y, yscale, in_h, 0, &sy, &f);
+        /* along y the rows, not the weights, are clamped into the image */
+        p->row0[y] = sy < 0 ? 0 : sy > in_h - 1 ? in_h - 1 : sy;
+        p->row1[y] = sy + 1 < 0 ? 0 : sy + 1 > in_h - 1 ? in_h - 1 : sy + 1;
+        p->b0[y] = (int16_t)fixed_weight(1.0f - f);
+        p->b1[y] = (int16_t)fixed_weight(f);
+    }
+    return p;
+}
+
+/* The op's cached plan when it fits this input; otherwise a new one, which
+ * becomes the cached one if there is none yet (*owned tells the caller to
+ * free it after use). The cached plan is never replaced, so readers need
+ * no lock: it is published once and freed with the op. */
+static resize_plan *plan_get(resize_op *r, int64_t in_h, int64_t in_w, int64_t c, int *owned)
+{
+    resize_plan *p = atomic_load_explicit(&r->plan, memory_order_acquire);
+    resize_plan *expected = NULL;
+    *owned = 0;
+    if (p && p->in_h == in_h && p->in_w == in_w && p->c == c)
+        return p;
+    p = plan_new(in_h, in_w, c, r->height, r->width);
+    if (!p)
+        return NULL;
+    if (!atomic_compare_exchange_strong_explicit(&r->plan, &expected, p, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        *owned = 1;
+    return p;
+}
+
 /* Per-call scratch for typical sizes, on the stack. */
 typedef struct resize_stack {
     size_t ofs[RESIZE_STACK_W];
@@ -124,23 +249,22 @@ typedef struct resize_stack {
     float rows[2 * RESIZE_STACK_ROW];
 } resize_stack;
 
-/* Resamples one source row (in_w, c) into row (out_w * c) floats. */
-static void hresize_u8(float *restrict row, const uint8_t *restrict src, const resize_xtab *t,
-                       size_t out_w, size_t c)
+/* Resamples one uint8 source row (in_w, c) into row (out_w * c): integers
+ * scaled by 2048, then shifted right by 4 as OpenCV does before blending
+ * (at most 255 * 2048 >> 4 = 32640, so they fit in 16 bits). */
+static void hresize_u8(int16_t *restrict row, const uint8_t *restrict src,
+                       const resize_plan *t, size_t out_w, size_t c)
 {
-    size_t step = t->step;
     if (c == 1) {
-        for (size_t x = 0; x < out_w; x++) {
-            const uint8_t *p = src + t->ofs[x];
-            row[x] = (float)p[0] * t->w0[x] + (float)p[step] * t->w1[x];
-        }
+        for (size_t x = 0; x < out_w; x++)
+            row[x] = (int16_t)((src[t->ofs0[x]] * t->a0[x] + src[t->ofs1[x]] * t->a1[x]) >> 4);
         return;
     }
     for (size_t x = 0; x < out_w; x++) {
-        const uint8_t *p = src + t->ofs[x];
-        float w0 = t->w0[x], w1 = t->w1[x];
+        const uint8_t *p0 = src + t->ofs0[x], *p1 = src + t->ofs1[x];
+        int32_t a0 = t->a0[x], a1 = t->a1[x];
         for (size_t k = 0; k < c; k++)
-            row[x * c + k] = (float)p[k] * w0 + (float)p[step + k] * w1;
+            row[x * c + k] = (int16_t)((p0[k] * a0 + p1[k] * a1) >> 4);
     }
 }
 
@@ -163,20 +287,32 @@ static void hresize_f32(float *restrict row, const float *restrict src, const re
     }
 }
 
-/* Blends two resampled rows into an output row of n elements. The blend is a
- * convex combination of values in [0, 255], so adding 0.5 and truncating is
- * round-to-nearest without a clamp (float error stays far below 0.5). */
-static void vresize_u8(uint8_t *restrict dst, const float *restrict r0,
-                       const float *restrict r1, float b0, float b1, size_t n)
+/* Blends two resampled rows into n output pixels with OpenCV's truncations:
+ * each product keeps its high 16 bits (the multiply-high of two int16), the
+ * sum is rounded by 2 bits. Written in 16-bit types so GCC vectorises it
+ * with SSE2's multiply-high, as OpenCV's own kernel does; blocks of a fixed
+ * 16 let GCC vectorise at -O2 (its cheap cost model skips loops whose trip
+ * count is unknown). Kept out of line: inlined into its caller, GCC 12 no
+ * longer sees the 16-bit multiply-high and widens to 32-bit products. */
+__attribute__((noinline)) static void vresize_u8(uint8_t *restrict dst, const int16_t *restrict r0,
+                       const int16_t *restrict r1, int16_t b0, int16_t b1, size_t n)
 {
     size_t i = 0;
-    /* Blocks of a fixed 16 let GCC vectorize at -O2 (its "very cheap" cost
-     * model skips loops whose trip count is unknown). */
-    for (; i + 16 <= n; i += 16)
-        for (size_t j = i; j < i + 16; j++)
-            dst[j] = (uint8_t)(int32_t)(r0[j] * b0 + r1[j] * b1 + 0.5f);
-    for (; i < n; i++)
-        dst[i] = (uint8_t)(int32_t)(r0[i] * b0 + r1[i] * b1 + 0.5f);
+    for (; i + 16 <= n; i += 16) {
+        for (size_t j = i; j < i + 16; j++) {
+            int16_t hi0 = (int16_t)(((int32_t)r0[j] * b0) >> 16);
+            int16_t hi1 = (int16_t)(((int32_t)r1[j] * b1) >> 16);
+            /* at most 2 * 1020 + 2: the sum stays in 16 bits */
+            int16_t v = (int16_t)((int16_t)(hi0 + hi1 + 2) >> 2);
+            dst[j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+        }
+    }
+    for (; i < n; i++) {
+        int16_t hi0 = (int16_t)(((int32_t)r0[i] * b0) >> 16);
+        int16_t hi1 = (int16_t)(((int32_t)r1[i] * b1) >> 16);
+        int16_t v = (int16_t)((int16_t)(hi0 + hi1 + 2) >> 2);
+        dst[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
 }
 
 static void vresize_f32(float *restrict dst, const float *restrict r0,
@@ -190,18 +326,17 @@ static void vresize_f32(float *restrict dst, const float *restrict r0,
         dst[i] = r0[i] * b0 + r1[i] * b1;
 }
 
-/* in (in_h, in_w, c) -> out (out_h, out_w, c), bilinear; rows is scratch for
- * two resampled rows of out_w * c floats each. */
-static void resize_bilinear(sl_tensor *out, const sl_tensor *in, int64_t in_h, int64_t in_w,
-                            int64_t out_h, int64_t out_w, int64_t c, const resize_xtab *t,
-                            float *rows)
+/* in (in_h, in_w, c) -> out (out_h, out_w, c), float32 bilinear; rows is
+ * scratch for two resampled rows of out_w * c floats each. */
+static void resize_bilinear_f32(sl_tensor *out, const sl_tensor *in, int64_t in_h, int64_t in_w,
+                                int64_t out_h, int64_t out_w, int64_t c, const resize_xtab *t,
+                                float *rows)
 {
     size_t row_n = (size_t)out_w * (size_t)c;
     size_t in_row = (size_t)in_w * (size_t)c;
     double scale = 1.0 / ((double)out_h / (double)in_h);
     float *r0 = rows, *r1 = rows + row_n;
     int64_t k0 = -1, k1 = -1; /* the source rows r0 and r1 hold */
-    int u8 = in->dtype == SL_UINT8;
 
     for (int64_t y = 0; y < out_h; y++) {
         int64_t s0, s1;
@@ -217,12 +352,8 @@ static void resize_bilinear(sl_tensor *out, const sl_tensor *in, int64_t in_h, i
                 k1 = k0;
                 k0 = s0;
             } else {
-                if (u8)
-                    hresize_u8(r0, (const uint8_t *)in->data + (size_t)s0 * in_row, t,
-                               (size_t)out_w, (size_t)c);
-                else
-                    hresize_f32(r0, (const float *)in->data + (size_t)s0 * in_row, t,
-                                (size_t)out_w, (size_t)c);
+                hresize_f32(r0, (const float *)in->data + (size_t)s0 * in_row, t,
+                            (size_t)out_w, (size_t)c);
                 k0 = s0;
             }
         }
@@ -230,20 +361,46 @@ static void resize_bilinear(sl_tensor *out, const sl_tensor *in, int64_t in_h, i
             lower = r0; /* a one-row source */
         } else {
             if (k1 != s1) {
-                if (u8)
-                    hresize_u8(r1, (const uint8_t *)in->data + (size_t)s1 * in_row, t,
-                               (size_t)out_w, (size_t)c);
-                else
-                    hresize_f32(r1, (const float *)in->data + (size_t)s1 * in_row, t,
-                                (size_t)out_w, (size_t)c);
+                hresize_f32(r1, (const float *)in->data + (size_t)s1 * in_row, t,
+                            (size_t)out_w, (size_t)c);
                 k1 = s1;
             }
             lower = r1;
         }
-        if (u8)
-            vresize_u8((uint8_t *)out->data + (size_t)y * row_n, r0, lower, 1.0f - b, b, row_n);
-        else
-            vresize_f32((float *)out->data + (size_t)y * row_n, r0, lower, 1.0f - b, b, row_n);
+        vresize_f32((float *)out->data + (size_t)y * row_n, r0, lower, 1.0f - b, b, row_n);
+    }
+}
+
+/* in -> out (out_h, out_w, c), uint8 bilinear in OpenCV's fixed point
+ * following plan p; rows is scratch for two resampled rows of out_w * c. */
+static void resize_bilinear_u8(sl_tensor *out, const sl_tensor *in, const resize_plan *p,
+                               int64_t out_h, int64_t out_w, int16_t *rows)
+{
+    size_t row_n = (size_t)out_w * (size_t)p->c;
+    size_t in_row = (size_t)p->in_w * (size_t)p->c;
+    const uint8_t *src = in->data;
+    int16_t *r0 = rows, *r1 = rows + row_n;
+    int64_t k0 = -1, k1 = -1; /* the source rows r0 and r1 hold */
+
+    for (int64_t y = 0; y < out_h; y++) {
+        int64_t s0 = p->row0[y], s1 = p->row1[y];
+        if (k0 != s0) {
+            if (k1 == s0) {
+                int16_t *tmp = r0;
+                r0 = r1;
+                r1 = tmp;
+                k1 = k0;
+            } else {
+                hresize_u8(r0, src + (size_t)s0 * in_row, p, (size_t)out_w, (size_t)p->c);
+            }
+            k0 = s0;
+        }
+        if (s1 != s0 && k1 != s1) {
+            hresize_u8(r1, src + (size_t)s1 * in_row, p, (size_t)out_w, (size_t)p->c);
+            k1 = s1;
+        }
+        vresize_u8((uint8_t *)out->data + (size_t)y * row_n, r0, s1 == s0 ? r0 : r1, p->b0[y],
+                   p->b1[y], row_n);
     }
 }
 
@@ -282,12 +439,22 @@ static void resize_nearest(sl_tensor *out, const sl_tensor *in, int64_t in_h, in
     }
 }
 
+static void free_scratch(sl__op_ctx *ctx, void *block)
+{
+    if (block && ctx->pool)
+        sl__pool_free(ctx->pool, block);
+    else
+        free(block);
+}
+
 static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
 {
     const resize_op *r = (const resize_op *)op;
     resize_stack stack;
     void *block = NULL; /* scratch for wide outputs: pool block, or heap without a pool */
     resize_xtab t;
+    resize_plan *plan = NULL;
+    int plan_owned = 0;
     float *rows;
     int64_t h, w, c, shape[3];
     size_t ow = (size_t)r->width, row_n;
@@ -335,31 +502,42 @@ static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ct
     }
     if (r->interp == SL_INTER_NEAREST) {
         resize_nearest(res, in, h, w, r->height, r->width, c, t.ofs);
+    } else if (in->dtype == SL_UINT8) {
+        plan = plan_get((resize_op *)op, h, w, c, &plan_owned);
+        if (!plan) {
+            rc = sl__errf(ctx->err, SL_ENOMEM, "resize: cannot allocate its plan");
+            goto fail;
+        }
+        /* the int16 rows fit in the room of the float rows */
+        resize_bilinear_u8(res, in, plan, r->height, r->width, (int16_t *)(void *)rows);
+        if (plan_owned)
+            free(plan);
     } else {
         build_xtab(&t, w, r->width, c);
-        resize_bilinear(res, in, h, w, r->height, r->width, c, &t, rows);
+        resize_bilinear_f32(res, in, h, w, r->height, r->width, c, &t, rows);
     }
-    if (block) {
-        if (ctx->pool)
-            sl__pool_free(ctx->pool, block);
-        else
-            free(block);
-    }
+    free_scratch(ctx, block);
     sl_tensor_release(in);
     *out = res;
     return SL_OK;
 
 fail:
+    free_scratch(ctx, block);
     sl_tensor_release(res);
     sl_tensor_release(in);
     return rc;
+}
+
+static void resize_destroy(sl_op *op)
+{
+    free(atomic_load(&((resize_op *)op)->plan));
 }
 
 static const sl_op_iface resize_iface = {
     .name = "resize",
     .infer = resize_infer,
     .run = resize_run,
-    .destroy = NULL,
+    .destroy = resize_destroy,
 };
 
 int sl_op_resize_new(sl_op **out, int64_t height, int64_t width, sl_interp interp)
