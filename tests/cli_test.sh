@@ -159,6 +159,9 @@ mnist_dir "$PLAIN" 30 10 0
 TRAIN_ONLY=$TMP/train-only
 mnist_dir "$TRAIN_ONLY" 50 10 1
 rm "$TRAIN_ONLY"/t10k-*
+TEST_ONLY=$TMP/test-only
+mnist_dir "$TEST_ONLY" 10 20 1
+rm "$TEST_ONLY"/train-*
 
 # Truncated images: the header promises 30 images, the file holds 20.
 TRUNC=$TMP/truncated
@@ -181,6 +184,11 @@ BAD_IMAGES=$TMP/bad-images
 mkdir -p "$BAD_IMAGES/cat" "$BAD_IMAGES/dog"
 tiny_jpeg >"$BAD_IMAGES/cat/a.jpg"
 echo 'this is not a JPEG' >"$BAD_IMAGES/dog/broken.jpg"
+# A class folder whose name is not UTF-8 (Latin-1 "café").
+LATIN1=$TMP/latin1
+mkdir -p "$LATIN1/caf$(byte 233)"
+tiny_jpeg >"$LATIN1/caf$(byte 233)/a.jpg"
+mkdir -p "$TMP/empty"
 
 # --- the program ----------------------------------------------------------
 
@@ -198,6 +206,8 @@ run help inspect
 expect "help inspect" 0 stdout '^Usage: sluice inspect'
 run help bench pipeline
 expect "help bench pipeline" 0 stdout '^Usage: sluice bench pipeline'
+run help --help
+expect "help --help" 0 stdout '^Usage: sluice'
 run help nothing
 expect "help unknown command" 2 stderr "sluice: help: unknown command 'nothing'"
 run inspect --help
@@ -219,6 +229,14 @@ run inspect "$MNIST" --bogus
 expect "inspect unknown option" 2 stderr "^sluice: inspect: unknown option '--bogus'"
 run inspect "$MNIST" --usage
 expect "inspect option without argument" 2 stderr "needs an argument"
+run inspect "$MNIST" --verify=yes
+expect "inspect option with an unwanted argument" 2 \
+    stderr "^sluice: inspect: option '--verify' takes no argument"
+run inspect ""
+expect "inspect empty folder name" 1 stderr '^sluice: inspect: the folder name is empty$'
+run inspect "$TMP/empty"
+expect "inspect empty folder" 1 stderr 'no class folders' \
+    stderr 'not an MNIST folder either (no train-images-idx3-ubyte'
 run inspect "$MNIST" --usage validation
 expect "inspect bad usage" 2 stderr "expected train, test or all"
 run inspect "$TMP/does-not-exist"
@@ -266,6 +284,20 @@ run inspect "$BAD_IMAGES" --verify
 expect "inspect --verify corrupt JPEG" 1 stderr '^sluice: inspect: .*broken\.jpg'
 run inspect "$IMAGES" --usage train
 expect "inspect --usage on image folder" 2 stderr 'MNIST folders only'
+run inspect "$LATIN1" --json
+expect "inspect --json non-UTF-8 class name" 0 stdout '"name": "caf\\ufffd"'
+if command -v python3 >/dev/null 2>&1 &&
+    python3 -c 'import json,sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))' \
+        <"$TMP/out" 2>/dev/null; then
+    pass "inspect --json non-UTF-8 class name is valid JSON"
+else
+    fail "inspect --json non-UTF-8 class name is valid JSON"
+fi
+if [ -w /dev/full ]; then
+    "$SLUICE" inspect "$IMAGES" >/dev/full 2>"$TMP/err"
+    rc=$?
+    expect "inspect to a full disk" 1 stderr '^sluice: cannot write the output: '
+fi
 
 if [ -d "$FASHION" ]; then
     run inspect "$FASHION"
@@ -293,6 +325,11 @@ fi
 run bench pipeline --data "$MNIST" --repeats 2 --workers 2
 expect "bench pipeline text" 0 stdout '^pipeline' stdout 'images/s' stdout '^load_ms:' \
     stdout '^peak RSS: '
+if [ -s "$TMP/err" ]; then
+    fail "bench pipeline: no progress lines when stderr is not a terminal"
+else
+    pass "bench pipeline: no progress lines when stderr is not a terminal"
+fi
 run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1 --usage all \
     --resize 16x20 --rescale 1/255 --rescale 2,-1 --normalize 0.5:0.25 --crop 16x16,2 \
     --flip 0.5 --hwc2chw --label-int32 --shuffle 0 --batch 25 --keep-remainder \
@@ -313,8 +350,22 @@ for bad in "--workers 0" "--workers 1,,2" "--workers x" "--repeats 0" "--repeats
     run bench pipeline --data "$MNIST" $bad
     expect "bench pipeline $bad" 2 stderr '^sluice: bench: '
 done
+run bench pipeline --data "$MNIST" --json=1
+expect "bench pipeline --json=1" 2 stderr "^sluice: bench: option '--json' takes no argument"
+run bench pipeline --data "$MNIST" --re 3
+expect "bench pipeline ambiguous option" 2 \
+    stderr "^sluice: bench: option '--re' is ambiguous: --repeats, --resize, --rescale"
+run bench pipeline --data "$MNIST" --resize 5x
+expect "bench pipeline --resize 5x" 2 stderr "^sluice: bench: --resize: expected H or HxW, got '5x'"
 run bench pipeline --data "$TMP/does-not-exist"
 expect "bench pipeline missing folder" 1 stderr "^sluice: bench: .*does-not-exist"
+run bench pipeline --data "$MNIST" --repeats 1 --workers 1 --num-samples 10
+expect "bench pipeline epoch shorter than a batch" 1 \
+    stderr '^sluice: bench: an epoch has 10 samples, fewer than one batch of 32.*--keep-remainder'
+run bench pipeline --data "$TEST_ONLY" --repeats 1 --workers 1
+expect "bench pipeline test split only" 1 stderr 'holds no train split.*--usage test'
+run bench pipeline --data "$TMP/empty"
+expect "bench pipeline empty folder" 1 stderr 'not an MNIST folder either'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

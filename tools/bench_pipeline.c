@@ -306,7 +306,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
             return -1;
         }
         if (opt == '?' || opt == ':') {
-            cli_bad_option(CMD, opt, argv);
+            cli_bad_option(CMD, opt, argv, longopts);
             return CLI_EXIT_USAGE;
         }
         if (parse_option(a, opt, optarg) != 0)
@@ -445,6 +445,23 @@ static void progress_clear(void)
     fprintf(stderr, "\r%60s\r", "");
 }
 
+/* Says why p yields no rows: the samples of an epoch (the source's, capped
+ * by --num-samples) do not fill one batch, or there are none. */
+static void no_rows_error(const cli_pipeline *p, const sl_dataset *ds)
+{
+    int64_t samples = sl_dataset_source_rows(ds);
+
+    if (p->num_samples > 0 && p->num_samples < samples)
+        samples = p->num_samples;
+    if (p->batch > samples)
+        cli_error(CMD, "an epoch has %" PRId64 " samples, fewer than one batch of %" PRId64
+                  ", and the short batch is dropped: use a smaller --batch or "
+                  "--keep-remainder", samples, p->batch);
+    else
+        cli_error(CMD, "the pipeline yields no rows (%" PRId64 " samples per epoch)",
+                  samples);
+}
+
 /* Builds the pipeline for one worker count, warms it up and runs it
  * `repeats` times. describe (may be NULL) receives the pipeline's text. */
 static int run_worker_set(const bench_args *a, const cli_pipeline *p, worker_set *set,
@@ -456,6 +473,13 @@ static int run_worker_set(const bench_args *a, const cli_pipeline *p, worker_set
 
     if (rc != SL_OK)
         return rc;
+    /* An epoch shorter than one dropped batch yields nothing: say so now,
+     * before a whole epoch is read to find it out. */
+    if (sl_dataset_get_dataset_size(ds) == 0) {
+        no_rows_error(p, ds);
+        rc = SL_EINVAL;
+        goto out;
+    }
     if (describe != NULL && (rc = sl_dataset_describe(ds, describe, describe_len)) != SL_OK) {
         cli_error(CMD, "%s", cli_lib_message(sl_dataset_last_error(ds), rc));
         goto out;
@@ -470,8 +494,7 @@ static int run_worker_set(const bench_args *a, const cli_pipeline *p, worker_set
         if ((rc = timed_run(ds, a->epochs, p->batch > 0, &set->runs[i])) != SL_OK)
             goto out;
         if (set->runs[i].batches == 0) {
-            cli_error(CMD, "the pipeline produced no rows (%" PRId64 " samples per epoch; "
-                      "is the batch larger than the data?)", sl_dataset_source_rows(ds));
+            no_rows_error(p, ds);
             rc = SL_EINVAL;
             goto out;
         }
@@ -639,6 +662,12 @@ int cli_bench_pipeline_main(int argc, char **argv)
         cli_error(CMD, "--usage applies to MNIST folders only; %s is an ImageFolder",
                   a.data);
         return CLI_EXIT_USAGE;
+    }
+    if (kind == CLI_KIND_MNIST && !a.usage_given &&
+        (cli_mnist_splits(a.data) & CLI_SPLIT_TRAIN) == 0) {
+        cli_error(CMD, "%s holds no train split (train-images-idx3-ubyte[.gz]); "
+                  "give --usage test", a.data);
+        return CLI_EXIT_FAIL;
     }
     kind_name = kind == CLI_KIND_MNIST ? "mnist" : "image_folder";
     make_pipeline(&a, kind, &p);

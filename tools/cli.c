@@ -24,30 +24,108 @@ void cli_error(const char *cmd, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-void cli_bad_option(const char *cmd, int c, char *const *argv)
+/* The long option that name[0..len) names, exactly or as an abbreviation
+ * of one option only; NULL otherwise. *nmatch gets the number of options
+ * it could abbreviate (1 for an exact name). */
+static const struct option *find_long_option(const struct option *longopts,
+                                             const char *name, size_t len, int *nmatch)
+{
+    const struct option *found = NULL;
+
+    *nmatch = 0;
+    for (const struct option *o = longopts; o->name != NULL; o++) {
+        if (strncmp(o->name, name, len) != 0)
+            continue;
+        if (o->name[len] == '\0') {
+            *nmatch = 1;
+            return o;
+        }
+        found = o;
+        (*nmatch)++;
+    }
+    return *nmatch == 1 ? found : NULL;
+}
+
+void cli_bad_option(const char *cmd, int c, char *const *argv,
+                    const struct option *longopts)
 {
     /* With opterr = 0 getopt_long leaves the offending word at
      * argv[optind - 1]; for a short option optopt holds its letter. */
     const char *arg = (optind > 0) ? argv[optind - 1] : "?";
-    int is_long = strncmp(arg, "--", 2) == 0;
     size_t len = strcspn(arg, "="); /* "--data=x": name the option only */
+    const struct option *o;
+    char names[256];
+    size_t used = 0;
+    int nmatch;
 
-    if (c == ':') {
-        if (is_long)
-            cli_error(cmd, "option '%.*s' needs an argument (see --help)", (int)len, arg);
-        else
+    if (strncmp(arg, "--", 2) != 0) {
+        if (c == ':')
             cli_error(cmd, "option '-%c' needs an argument (see --help)", optopt);
-    } else {
-        if (is_long)
-            cli_error(cmd, "unknown option '%.*s' (see --help)", (int)len, arg);
         else
             cli_error(cmd, "unknown option '-%c' (see --help)", optopt);
+        return;
     }
+    if (c == ':') {
+        cli_error(cmd, "option '%.*s' needs an argument (see --help)", (int)len, arg);
+        return;
+    }
+    if (len == 2) /* "--=x" has no name to cut out */
+        len = strlen(arg);
+    /* '?' for a long option: unknown, ambiguous, or "--json=1" for an
+     * option that takes no argument. */
+    o = find_long_option(longopts, arg + 2, len - 2, &nmatch);
+    if (o != NULL && arg[len] == '=') {
+        cli_error(cmd, "option '--%s' takes no argument (see --help)", o->name);
+        return;
+    }
+    if (nmatch < 2) {
+        cli_error(cmd, "unknown option '%.*s' (see --help)", (int)len, arg);
+        return;
+    }
+    names[0] = '\0';
+    for (o = longopts; o->name != NULL && used < sizeof names; o++)
+        if (strncmp(o->name, arg + 2, len - 2) == 0)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s--%s",
+                                     used ? ", " : "", o->name);
+    cli_error(cmd, "option '%.*s' is ambiguous: %s (see --help)", (int)len, arg, names);
 }
 
 const char *cli_lib_message(const char *msg, int status)
 {
     return (msg != NULL && msg[0] != '\0') ? msg : sl_strerror(status);
+}
+
+/* The length (2..4) of the well-formed UTF-8 sequence that starts with the
+ * byte p[0] >= 0x80, or 0 when there is none (a stray or overlong byte, a
+ * surrogate, a sequence cut short by the end of the string). */
+static size_t utf8_sequence_len(const unsigned char *p)
+{
+    uint32_t cp, min;
+    size_t n;
+
+    if ((p[0] & 0xE0) == 0xC0) {
+        n = 2;
+        cp = p[0] & 0x1Fu;
+        min = 0x80;
+    } else if ((p[0] & 0xF0) == 0xE0) {
+        n = 3;
+        cp = p[0] & 0x0Fu;
+        min = 0x800;
+    } else if ((p[0] & 0xF8) == 0xF0) {
+        n = 4;
+        cp = p[0] & 0x07u;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80) /* also stops at the terminating NUL */
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3Fu);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
 }
 
 void cli_json_string(FILE *f, const char *s)
@@ -61,12 +139,22 @@ void cli_json_string(FILE *f, const char *s)
         case '\r': fputs("\\r", f); break;
         case '\t': fputs("\\t", f); break;
         default:
-            /* Other control characters must be escaped; bytes >= 0x80 pass
-             * through (file names are taken to be UTF-8). */
-            if (*p < 0x20)
+            /* Other control characters must be escaped. File names are
+             * bytes: UTF-8 passes through, anything else (a Latin-1 name)
+             * becomes U+FFFD, as JSON text must be UTF-8. */
+            if (*p < 0x20) {
                 fprintf(f, "\\u%04x", *p);
-            else
+            } else if (*p < 0x80) {
                 fputc(*p, f);
+            } else {
+                size_t n = utf8_sequence_len(p);
+                if (n == 0) {
+                    fputs("\\ufffd", f);
+                } else {
+                    fwrite(p, 1, n, f);
+                    p += n - 1;
+                }
+            }
         }
     }
     fputc('"', f);
@@ -226,7 +314,7 @@ int cli_parse_hw(const char *cmd, const char *what, const char *s, int64_t *h, i
         return 0;
     }
     len = (size_t)(x - s);
-    if (len == 0 || len >= sizeof item) {
+    if (len == 0 || len >= sizeof item || x[1] == '\0' || strchr(x + 1, 'x') != NULL) {
         cli_error(cmd, "%s: expected H or HxW, got '%s'", what, s);
         return -1;
     }
@@ -267,6 +355,10 @@ int cli_detect_kind(const char *cmd, const char *dir, cli_kind *out)
 {
     struct stat st;
 
+    if (dir[0] == '\0') {
+        cli_error(cmd, "the folder name is empty");
+        return -1;
+    }
     if (stat(dir, &st) != 0) {
         cli_error(cmd, "%s: %s", dir, strerror(errno));
         return -1;
@@ -277,6 +369,12 @@ int cli_detect_kind(const char *cmd, const char *dir, cli_kind *out)
     }
     *out = cli_mnist_splits(dir) != 0 ? CLI_KIND_MNIST : CLI_KIND_IMAGE_FOLDER;
     return 0;
+}
+
+void cli_image_folder_hint(const char *cmd, const char *dir)
+{
+    cli_error(cmd, "%s is not an MNIST folder either (no train-images-idx3-ubyte[.gz] "
+              "or t10k-images-idx3-ubyte[.gz])", dir);
 }
 
 int cli_parse_usage(const char *cmd, const char *s, sl_mnist_usage *out)
@@ -520,6 +618,8 @@ int cli_pipeline_build(const char *cmd, const cli_pipeline *p, int workers,
     rc = set_source(p, workers, ds);
     if (rc != SL_OK) {
         cli_error(cmd, "%s", cli_lib_message(sl_dataset_last_error(ds), rc));
+        if (p->kind == CLI_KIND_IMAGE_FOLDER && rc == SL_EFORMAT)
+            cli_image_folder_hint(cmd, p->dir);
         goto fail;
     }
     sl_dataset_set_seed(ds, p->seed);

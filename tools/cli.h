@@ -5,6 +5,7 @@
 #ifndef SLUICE_CLI_H
 #define SLUICE_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,14 +27,17 @@ enum {
 /* Prints "sluice: <cmd>: <message>\n" to stderr. */
 void cli_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Reports what getopt_long's '?' or ':' result c means (unknown option or
- * missing argument) with cli_error; argv is the array given to getopt_long. */
-void cli_bad_option(const char *cmd, int c, char *const *argv);
+/* Reports what getopt_long's '?' or ':' result c means (unknown or
+ * ambiguous option, missing or unwanted argument) with cli_error; argv and
+ * longopts are the ones given to getopt_long. */
+void cli_bad_option(const char *cmd, int c, char *const *argv,
+                    const struct option *longopts);
 /* The message to print for a failed library call: msg (an object's
  * *_last_error()) verbatim, or sl_strerror(status) if the object recorded
  * none. */
 const char *cli_lib_message(const char *msg, int status);
-/* Writes s as a JSON string literal (quotes included) to f. */
+/* Writes s as a JSON string literal (quotes included) to f; bytes that are
+ * not valid UTF-8 become U+FFFD, so the output stays valid JSON. */
 void cli_json_string(FILE *f, const char *s);
 /* 1 when stderr is a terminal, so progress lines are worth printing. */
 int cli_stderr_is_tty(void);
@@ -73,6 +77,10 @@ int cli_mnist_splits(const char *dir);
 /* MNIST when dir holds MNIST image files, ImageFolder otherwise. Returns -1
  * (message printed) when dir is not a readable directory. */
 int cli_detect_kind(const char *cmd, const char *dir, cli_kind *out);
+/* After an ImageFolder source refused dir as malformed: says that dir was
+ * taken for an ImageFolder because it holds no MNIST files, so a user who
+ * meant MNIST learns which file names are expected. */
+void cli_image_folder_hint(const char *cmd, const char *dir);
 /* "train", "test", "all" -> usage; -1 (message printed) otherwise. */
 int cli_parse_usage(const char *cmd, const char *s, sl_mnist_usage *out);
 const char *cli_usage_name(sl_mnist_usage usage);

@@ -81,7 +81,7 @@ static int parse_args(int argc, char **argv, inspect_args *a)
             cli_inspect_usage(stdout);
             return -1; /* done, exit 0 */
         default:
-            cli_bad_option(CMD, opt, argv);
+            cli_bad_option(CMD, opt, argv, longopts);
             return CLI_EXIT_USAGE;
         }
     }
@@ -125,6 +125,8 @@ static sl_dataset *open_source(const char *dir, cli_kind kind, sl_mnist_usage us
     }
     if (rc != SL_OK) {
         cli_error(CMD, "%s", cli_lib_message(sl_dataset_last_error(ds), rc));
+        if (kind == CLI_KIND_IMAGE_FOLDER && rc == SL_EFORMAT)
+            cli_image_folder_hint(CMD, dir);
         sl_dataset_free(ds);
         return NULL;
     }

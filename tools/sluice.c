@@ -1,5 +1,6 @@
 /* sluice.c: the `sluice` program: global options and dispatch to the
  * subcommands (inspect.c, bench_pipeline.c). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -102,7 +103,8 @@ static int help_main(int argc, char **argv)
         usage(stdout);
         return CLI_EXIT_OK;
     }
-    if (strcmp(argv[1], "help") == 0) {
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         return CLI_EXIT_OK;
     }
@@ -126,7 +128,8 @@ static int help_main(int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-int main(int argc, char **argv)
+/* Parses the global options and runs the command; returns the exit code. */
+static int run(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"help", no_argument, NULL, 'h'},
@@ -147,7 +150,7 @@ int main(int argc, char **argv)
             printf("sluice %s\n", sl_version());
             return CLI_EXIT_OK;
         default:
-            cli_bad_option("usage", opt, argv);
+            cli_bad_option("usage", opt, argv, longopts);
             usage(stderr);
             return CLI_EXIT_USAGE;
         }
@@ -167,4 +170,19 @@ int main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     return c->run(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+    int rc = run(argc, argv);
+    int err = (fflush(stdout) != 0) ? errno : 0;
+
+    /* Output that could not be written (a full disk, a closed pipe
+     * with SIGPIPE ignored) is a failure, not a success. */
+    if (err != 0 || ferror(stdout)) {
+        fprintf(stderr, "sluice: cannot write the output: %s\n",
+                err != 0 ? strerror(err) : "write error");
+        return rc == CLI_EXIT_OK ? CLI_EXIT_FAIL : rc;
+    }
+    return rc;
 }
