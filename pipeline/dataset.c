@@ -421,6 +421,20 @@ static size_t describe_node(const sl__node *node, char *buf, size_t len)
     return 0;
 }
 
+/* " sampler(...)" when the sampler does more than shuffle everything. */
+static size_t describe_sampler(const sl_sampler_options *o, int64_t num_rows, char *buf,
+                               size_t len)
+{
+    if (len == 0)
+        return 0;
+    buf[0] = '\0';
+    if (o->num_samples == 0 && o->num_shards == 1)
+        return (size_t)snprintf(buf, len, o->shuffle ? "" : " in file order");
+    return (size_t)snprintf(buf, len, " sampler(%s, shard %lld of %lld, %lld rows per epoch)",
+                            o->shuffle ? "shuffled" : "in file order", (long long)o->shard_id,
+                            (long long)o->num_shards, (long long)sl__sampler_size(o, num_rows));
+}
+
 int sl_dataset_describe(const sl_dataset *ds, char *buf, size_t len)
 {
     size_t used;
@@ -431,6 +445,8 @@ int sl_dataset_describe(const sl_dataset *ds, char *buf, size_t len)
         return SL_ESTATE;
     }
     used = (size_t)snprintf(buf, len, "%s", ds->source->summary);
+    used += describe_sampler(&ds->source->sampler, ds->source->num_rows, buf + used,
+                             used < len ? len - used : 0);
     for (size_t i = 0; i < ds->nnodes && used + 4 < len; i++) {
         used += (size_t)snprintf(buf + used, len - used, "\n");
         used += describe_node(&ds->nodes[i], buf + used, len - used);
