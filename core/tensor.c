@@ -169,6 +169,11 @@ size_t sl_tensor_numel(const sl_tensor *t) { return t->numel; }
 size_t sl_tensor_nbytes(const sl_tensor *t) { return t->nbytes; }
 void *sl_tensor_data(const sl_tensor *t) { return t->data; }
 
+int sl_tensor_writable(const sl_tensor *t)
+{
+    return sl__tensor_writable(t);
+}
+
 int sl_tensor_refcount(const sl_tensor *t)
 {
     return atomic_load_explicit(&t->refcount, memory_order_acquire);

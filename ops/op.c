@@ -85,7 +85,13 @@ int sl_op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
     sl__error err;
     int rc;
     sl__err_clear(&err);
-    rc = sl__op_infer(op, in, out, &err);
+    /* The ops trust a spec's rank and dtype (they index shape[] by it):
+     * one filled in by the caller is checked here. */
+    if (in->ndim < 0 || in->ndim > SL_MAX_DIMS || sl_dtype_size(in->dtype) == 0)
+        rc = sl__errf(&err, SL_ESHAPE, "%s: invalid spec (dtype %d, %d dimensions)",
+                      sl_op_name(op), (int)in->dtype, in->ndim);
+    else
+        rc = sl__op_infer(op, in, out, &err);
     if (rc != SL_OK)
         copy_message(errbuf, errlen, &err);
     return rc;

@@ -317,10 +317,24 @@ int sl_dataset_repeat(sl_dataset *ds, int64_t count)
     return append_node(ds, &node);
 }
 
+/* True if rows arriving at the end of the chain come from an endless repeat
+ * that no take has bounded since. */
+static int endless_stream(const sl_dataset *ds)
+{
+    int endless = 0;
+    for (size_t i = 0; i < ds->nnodes; i++) {
+        if (ds->nodes[i].kind == SL__NODE_REPEAT && ds->nodes[i].count < 0)
+            endless = 1;
+        else if (ds->nodes[i].kind == SL__NODE_TAKE && ds->nodes[i].count >= 0)
+            endless = 0;
+    }
+    return endless;
+}
+
 static int append_take_skip(sl_dataset *ds, sl__node_kind kind, int64_t n)
 {
     const char *what = kind == SL__NODE_TAKE ? "take" : "skip";
-    sl__node node = {.kind = kind, .count = n};
+    sl__node node = {.kind = kind, .count = n, .endless_input = endless_stream(ds)};
     int rc = need_source(ds, what);
     if (rc != SL_OK)
         return rc;

@@ -30,6 +30,8 @@ typedef struct sl__node {
     char colname[SL_COLUMN_NAME_LEN]; /* map: that column's name then */
     char outname[SL_COLUMN_NAME_LEN]; /* map: its name after the map */
     int after_batch;    /* a batch node comes earlier in the chain */
+    int endless_input;  /* take: an endless repeat comes earlier, with no
+                         * take in between, so no end of epoch ever arrives */
     size_t position;    /* index in the chain as described: seeds random draws,
                          * so they survive the iterator's reordering */
 } sl__node;

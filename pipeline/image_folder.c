@@ -20,6 +20,7 @@
 typedef struct folder_sample {
     char *path;
     int32_t label;
+    size_t size; /* the file's size when the folder was scanned */
 } folder_sample;
 
 typedef struct folder_source {
@@ -115,6 +116,7 @@ static int list_dir(const char *dir, int want_dirs, const char *const *extension
 
 static int add_sample(folder_source *f, char *path, int32_t label)
 {
+    struct stat st;
     if (f->nsamples == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 256;
         folder_sample *s = realloc(f->samples, cap * sizeof *s);
@@ -125,6 +127,7 @@ static int add_sample(folder_source *f, char *path, int32_t label)
     }
     f->samples[f->nsamples].path = path;
     f->samples[f->nsamples].label = label;
+    f->samples[f->nsamples].size = stat(path, &st) == 0 ? (size_t)st.st_size : 0;
     f->nsamples++;
     return SL_OK;
 }
@@ -207,6 +210,11 @@ static int folder_read(sl__source *src, int64_t index, sl__row *row, sl_pool *po
     return SL_OK;
 }
 
+static size_t folder_size_hint(const sl__source *src, int64_t index)
+{
+    return ((const folder_source *)src)->samples[index].size + sizeof(int32_t);
+}
+
 static void folder_describe(const sl__source *src, int64_t index, char *buf, size_t len)
 {
     const folder_source *f = (const folder_source *)src;
@@ -238,6 +246,7 @@ static const sl__source_iface folder_iface = {
     .kind = "image_folder",
     .prepare = folder_prepare,
     .read = folder_read,
+    .size_hint = folder_size_hint,
     .describe = folder_describe,
     .load_ms = folder_load_ms,
     .destroy = folder_destroy,

@@ -71,6 +71,7 @@ struct sl_iterator {
     sl__chunk *cur;
     size_t pos;
     int status;            /* sticky: SL_END_OF_DATA or an error */
+    int64_t epochs_out;    /* ends of epoch handed out */
     sl__error error;
     uint64_t rows_out;
 };
@@ -149,6 +150,8 @@ static void *source_main(void *arg)
             memset(&row, 0, sizeof row);
             row.index = order[i];
             row.epoch = epoch;
+            if (it->lazy_source)
+                row.unread_bytes = src->iface->size_hint(src, order[i]);
             if (stopping(it))
                 goto done;
             if (!it->lazy_source) {
@@ -753,6 +756,10 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
             continue;
         case SL__CHUNK_EOE:
             sl__chunk_free(chunk);
+            /* The last epoch asked for ends the data, also where the stream
+             * runs on (a take after an endless repeat ends each epoch). */
+            if (it->opts.num_epochs > 0 && ++it->epochs_out == it->opts.num_epochs)
+                it->status = SL_END_OF_DATA;
             return SL_END_OF_EPOCH;
         case SL__CHUNK_EOF:
             sl__chunk_free(chunk);

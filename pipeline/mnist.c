@@ -32,6 +32,8 @@ typedef struct mnist_source {
     int nparts;
     int64_t height, width;
     pthread_mutex_t load_lock;
+    pthread_cond_t load_done; /* `loading` went back to 0 */
+    int loading;              /* one prepare is reading the files (unlocked) */
     int loaded;
     sl_tensor *images;  /* (N, H, W, 1) uint8, filled by prepare */
     uint32_t *labels;   /* N */
@@ -113,18 +115,41 @@ static int mnist_prepare(sl__source *src, const atomic_int *stop, sl__error *err
     int rc = SL_OK;
     double t0;
     pthread_mutex_lock(&m->load_lock);
-    if (m->loaded)
-        goto done;
+    /* Another iterator is loading: wait for it, but not past our own stop
+     * (the lock is not held while loading, so the wait can look at it). */
+    while (m->loading && !(stop && atomic_load_explicit(stop, memory_order_relaxed))) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 10 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&m->load_done, &m->load_lock, &ts);
+    }
+    if (m->loading) {
+        pthread_mutex_unlock(&m->load_lock);
+        return sl__errf(err, SL_ECLOSED, "mnist: stopped while waiting for the load");
+    }
+    if (m->loaded) {
+        pthread_mutex_unlock(&m->load_lock);
+        return SL_OK;
+    }
+    m->loading = 1;
+    pthread_mutex_unlock(&m->load_lock);
     t0 = now_ms();
     if (!m->images) {
         int64_t shape[4] = {src->num_rows, m->height, m->width, 1};
         rc = sl__tensor_alloc(&m->images, NULL, SL_UINT8, 4, shape);
+    }
+    /* Each on its own: a retry after a failed allocation must not find one
+     * without the other. */
+    if (rc == SL_OK && !m->labels)
         m->labels = malloc((size_t)src->num_rows * sizeof *m->labels);
-        if (rc != SL_OK || !m->labels) {
-            rc = sl__errf(err, SL_ENOMEM, "mnist: out of memory for %lld images of %lldx%lld",
-                          (long long)src->num_rows, (long long)m->height, (long long)m->width);
-            goto done;
-        }
+    if (rc != SL_OK || !m->labels) {
+        rc = sl__errf(err, SL_ENOMEM, "mnist: out of memory for %lld images of %lldx%lld",
+                      (long long)src->num_rows, (long long)m->height, (long long)m->width);
+        goto done;
     }
     for (int p = 0; p < m->nparts && rc == SL_OK; p++) {
         const mnist_part *part = &m->parts[p];
@@ -133,11 +158,14 @@ static int mnist_prepare(sl__source *src, const atomic_int *stop, sl__error *err
         if (rc == SL_OK)
             rc = load_labels(m, part, stop, err);
     }
+done:
+    pthread_mutex_lock(&m->load_lock);
     if (rc == SL_OK) {
         m->loaded = 1;
         m->load_ms = now_ms() - t0;
     }
-done:
+    m->loading = 0;
+    pthread_cond_broadcast(&m->load_done);
     pthread_mutex_unlock(&m->load_lock);
     return rc;
 }
@@ -156,6 +184,13 @@ static int mnist_read(sl__source *src, int64_t index, sl__row *row, sl_pool *poo
         return sl__errf(err, rc, "mnist: out of memory reading sample %lld", (long long)index);
     *(uint32_t *)row->col[1]->data = m->labels[index];
     return SL_OK;
+}
+
+static size_t mnist_size_hint(const sl__source *src, int64_t index)
+{
+    const mnist_source *m = (const mnist_source *)src;
+    (void)index;
+    return (size_t)(m->height * m->width) + sizeof(uint32_t);
 }
 
 static void mnist_describe(const sl__source *src, int64_t index, char *buf, size_t len)
@@ -191,6 +226,7 @@ static void mnist_destroy(sl__source *src)
     }
     sl_tensor_release(m->images);
     free(m->labels);
+    pthread_cond_destroy(&m->load_done);
     pthread_mutex_destroy(&m->load_lock);
 }
 
@@ -198,6 +234,7 @@ static const sl__source_iface mnist_iface = {
     .kind = "mnist",
     .prepare = mnist_prepare,
     .read = mnist_read,
+    .size_hint = mnist_size_hint,
     .describe = mnist_describe,
     .load_ms = mnist_load_ms,
     .destroy = mnist_destroy,
@@ -225,6 +262,7 @@ int sl__mnist_source_new(sl__source **out, const sl_mnist_options *o, sl__error 
     m->base.iface = &mnist_iface;
     atomic_init(&m->base.refs, 1);
     pthread_mutex_init(&m->load_lock, NULL);
+    pthread_cond_init(&m->load_done, NULL);
     if (o->usage != SL_MNIST_TEST)
         rc = open_part(&m->parts[m->nparts++], o->dataset_dir, "train", err);
     if (rc == SL_OK && o->usage != SL_MNIST_TRAIN)

@@ -231,6 +231,7 @@ typedef struct counting_node {
     sl__seq_node base;
     int64_t count; /* repeat count, or n for take/skip */
     int64_t seen;  /* ends of epoch (repeat) or rows (take, skip) this epoch */
+    int endless;   /* take after an endless repeat: it ends the epochs itself */
 } counting_node;
 
 static int pass_row(sl__seq_node *n, sl__chain *chain, size_t next, sl__row *row)
@@ -258,12 +259,20 @@ static const seq_node_iface repeat_iface = {pass_row, repeat_eoe, no_destroy};
 static int take_row(sl__seq_node *n, sl__chain *chain, size_t next, sl__row *row)
 {
     counting_node *t = (counting_node *)n;
+    int rc = SL_OK;
     if (t->count >= 0 && t->seen >= t->count) {
         sl__row_clear(row);
-        return SL_OK;
+    } else {
+        t->seen++;
+        rc = sl__chain_row(chain, next, row);
     }
-    t->seen++;
-    return sl__chain_row(chain, next, row);
+    /* After an endless repeat no end of epoch ever arrives: the n rows
+     * taken are the epoch, and the next one continues the stream. */
+    if (rc == SL_OK && t->endless && t->seen >= t->count) {
+        t->seen = 0;
+        rc = sl__chain_eoe(chain, next);
+    }
+    return rc;
 }
 
 static int skip_row(sl__seq_node *n, sl__chain *chain, size_t next, sl__row *row)
@@ -336,6 +345,7 @@ int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_
                         : d->kind == SL__NODE_TAKE ? &take_iface
                                                    : &skip_iface;
         c->count = d->count;
+        c->endless = d->kind == SL__NODE_TAKE && d->endless_input && d->count >= 0;
         *out = &c->base;
         return SL_OK;
     }
@@ -412,9 +422,11 @@ int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out,
         sl_tensor *batch;
         char *dst;
         int rc;
-        if (first->ndim >= SL_MAX_DIMS)
+        if (first->ndim >= SL_MAX_DIMS) {
+            sl__row_clear(out);
             return sl__errf(err, SL_ESHAPE, "batch: column '%s' already has %d dimensions",
                             schema->names[c], first->ndim);
+        }
         shape[0] = n;
         memcpy(shape + 1, first->shape, (size_t)first->ndim * sizeof *shape);
         for (int64_t r = 1; r < n; r++) {

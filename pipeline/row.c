@@ -8,7 +8,10 @@
 
 sl__chunk *sl__chunk_new(sl__chunk_kind kind, size_t cap)
 {
-    sl__chunk *c = malloc(sizeof *c + cap * sizeof(sl__row));
+    sl__chunk *c;
+    if (cap > (SIZE_MAX - sizeof *c) / sizeof(sl__row))
+        return NULL;
+    c = malloc(sizeof *c + cap * sizeof(sl__row));
     if (!c)
         return NULL;
     c->kind = kind;
@@ -35,7 +38,7 @@ size_t sl__row_nbytes(const sl__row *row)
     for (int i = 0; i < SL_MAX_COLUMNS; i++)
         if (row->col[i])
             n += row->col[i]->nbytes;
-    return n;
+    return n ? n : row->unread_bytes;
 }
 
 void sl__chunk_free(sl__chunk *chunk)

@@ -16,6 +16,8 @@ typedef struct sl__row {
     sl_tensor *col[SL_MAX_COLUMNS]; /* unused columns are NULL */
     int64_t index; /* sample index in the source (batch number after batch) */
     int64_t epoch; /* which pass over the source made it */
+    size_t unread_bytes; /* not read yet (columns NULL): about what reading it
+                          * will bring, so chunks of unread rows stay small */
 } sl__row;
 
 typedef enum sl__chunk_kind {

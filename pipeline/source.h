@@ -31,6 +31,8 @@ typedef struct sl__source_iface {
     int (*prepare)(sl__source *src, const atomic_int *stop, sl__error *err);
     /* Fills row with the columns of sample index (tensors from pool). */
     int (*read)(sl__source *src, int64_t index, sl__row *row, sl_pool *pool, sl__error *err);
+    /* About how many bytes reading sample index brings (the file's size). */
+    size_t (*size_hint)(const sl__source *src, int64_t index);
     /* Names sample index for messages: its file, and position in the file. */
     void (*describe)(const sl__source *src, int64_t index, char *buf, size_t len);
     /* Time the one-time load took (ms), 0 if not loaded. */

@@ -295,6 +295,7 @@ START_TEST(test_tensor_views)
     ck_assert_int_eq(sl_tensor_refcount(base), 2);
     ck_assert_int_eq(sl_tensor_refcount(view), 1);
     ck_assert(!sl__tensor_writable(view)); /* one reference, but not its data */
+    ck_assert(!sl_tensor_writable(view));   /* the public answer agrees */
     ck_assert(!sl__tensor_writable(base)); /* shared with the view */
 
     /* A view of a view, reinterpreting the last row as (2, 4). */

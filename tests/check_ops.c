@@ -1559,6 +1559,32 @@ START_TEST(test_decode_refusals)
 }
 END_TEST
 
+START_TEST(test_infer_bad_spec)
+{
+    /* A spec the caller filled in wrong (rank beyond SL_MAX_DIMS, negative
+     * rank, unknown dtype) is refused (SL_ESHAPE) by every op, never read past. */
+    sl_op *ops[4];
+    sl_tensor_spec bad[3] = {spec_of(SL_FLOAT32, 3, 4, 4, 1), spec_of(SL_UINT8, 3, 4, 4, 1),
+                             spec_of(SL_UINT8, 3, 4, 4, 1)}, so;
+    char msg[256];
+    bad[0].ndim = SL_MAX_DIMS + 1;
+    bad[1].ndim = -1;
+    bad[2].dtype = (sl_dtype)77;
+    ck_assert_int_eq(sl_op_one_hot_new(&ops[0], 5), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&ops[1], SL_INT32), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&ops[2], 1.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&ops[3]), SL_OK);
+    for (int i = 0; i < 4; i++) {
+        for (int k = 0; k < 3; k++) {
+            msg[0] = '\0';
+            ck_assert_int_eq(sl_op_infer(ops[i], &bad[k], &so, msg, sizeof msg), SL_ESHAPE);
+            ck_assert_msg(strlen(msg) > 0, "%s: no message", sl_op_name(ops[i]));
+        }
+        sl_op_release(ops[i]);
+    }
+}
+END_TEST
+
 /* --- suite ----------------------------------------------------------------- */
 
 Suite *make_ops_suite(void)
@@ -1602,6 +1628,7 @@ Suite *make_ops_suite(void)
     tcase_add_test(limits, test_one_hot_refusals);
     tcase_add_test(limits, test_decode_bad_bytes);
     tcase_add_test(limits, test_decode_refusals);
+    tcase_add_test(limits, test_infer_bad_spec);
     suite_add_tcase(s, limits);
     return s;
 }

@@ -2,13 +2,20 @@
  * determinism across worker counts, shuffle, batch, repeat and end-of-epoch
  * placement, take/skip, sizes, and shutdown in the middle of an epoch. */
 #include <check.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sluice/sluice.h"
+#include "core/queue.h"
+#include "pipeline/nodes.h"
 #include "testutil.h"
 
 #define N_TRAIN 300
@@ -563,6 +570,39 @@ START_TEST(test_read_error_in_workers)
 }
 END_TEST
 
+
+START_TEST(test_unread_rows_bound_chunks)
+{
+    /* Rows the source passes unread carry the size reading will bring (a
+     * JPEG's file size): a chunk of them closes at the byte limit, not only
+     * at the row limit, so workers never take dozens of big images at once. */
+    sl_queue q;
+    sl__out out;
+    sl__chunk *c;
+    ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
+    out.queue = &q;
+    out.cur = NULL;
+    out.chunk_rows = 64;
+    out.chunk_bytes = 1u << 20;
+    for (int i = 0; i < 6; i++) {
+        sl__row row;
+        memset(&row, 0, sizeof row);
+        row.index = i;
+        row.unread_bytes = 400u << 10;
+        ck_assert_int_eq(sl__out_row(&out, &row), SL_OK);
+    }
+    ck_assert_int_eq(sl__queue_pop(&q, (void **)&c, NULL, 0), SL_OK);
+    ck_assert_uint_eq(c->nrows, 3); /* 3 x 400 KiB reaches 1 MiB */
+    sl__chunk_free(c);
+    ck_assert_int_eq(sl__queue_pop(&q, (void **)&c, NULL, 0), SL_OK);
+    ck_assert_uint_eq(c->nrows, 3);
+    sl__chunk_free(c);
+    ck_assert_int_eq(sl__queue_pop(&q, (void **)&c, NULL, 0), SL_ETIMEDOUT);
+    sl__out_discard(&out);
+    sl__queue_destroy(&q);
+}
+END_TEST
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -643,6 +683,11 @@ START_TEST(test_timeout_names_stage)
     else
         ck_assert_int_eq(rc, SL_OK);
     sl_row_clear(&row);
+    /* A timeout is not the end: later calls wait again and get rows. */
+    for (double t0 = now_ms(); rc == SL_ETIMEDOUT && now_ms() - t0 < 20000.0;)
+        rc = sl_iterator_next(it, &row);
+    ck_assert_int_eq(rc, SL_OK);
+    sl_row_clear(&row);
     sl_iterator_free(it);
     sl_dataset_free(ds);
 }
@@ -673,6 +718,175 @@ START_TEST(test_describe_and_sizes)
 }
 END_TEST
 
+START_TEST(test_take_after_endless_repeat)
+{
+    /* repeat(-1) then take(5): the size says 5 rows per epoch, so each epoch
+     * ends after 5 rows (continuing the endless stream), and the iterator
+     * ends after num_epochs of them instead of waiting forever. */
+    sl_dataset *ds = mnist(0);
+    sl_iterator_options o;
+    sl_iterator *it;
+    uint32_t labels[N_TRAIN];
+    int end;
+    size_t n;
+    ck_assert_int_eq(sl_dataset_repeat(ds, -1), SL_OK);
+    ck_assert_int_eq(sl_dataset_take(ds, 5), SL_OK);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 5);
+    sl_iterator_options_init(&o);
+    o.num_epochs = 2;
+    o.timeout_ms = 5000; /* a failure, not a hang */
+    ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+    for (int epoch = 0; epoch < 2; epoch++) {
+        n = epoch_labels(it, labels, N_TRAIN, &end);
+        ck_assert_int_eq(end, SL_END_OF_EPOCH);
+        ck_assert_uint_eq(n, 5);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_uint_eq(labels[i], tu_label((uint32_t)(5 * (size_t)epoch + i)));
+    }
+    n = epoch_labels(it, labels, N_TRAIN, &end);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(end, SL_END_OF_DATA);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_huge_chunk_rows)
+{
+    /* An absurd chunk size must not overflow the chunk's allocation: it is
+     * refused or reported, never a crash. */
+    size_t sizes[] = {(size_t)1 << 61, SIZE_MAX / 2, SIZE_MAX};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        sl_dataset *ds = mnist(0);
+        sl_iterator_options o;
+        sl_iterator *it;
+        sl_row row;
+        int rc;
+        sl_iterator_options_init(&o);
+        o.chunk_rows = sizes[k];
+        o.timeout_ms = 5000;
+        rc = sl_iterator_new(&it, ds, &o);
+        if (rc == SL_OK) {
+            rc = sl_iterator_next(it, &row);
+            ck_assert_msg(rc < 0, "chunk_rows %zu gave %d", sizes[k], rc);
+            ck_assert_int_ne(rc, SL_ETIMEDOUT);
+            sl_iterator_free(it);
+        }
+        sl_dataset_free(ds);
+    }
+}
+END_TEST
+
+START_TEST(test_shared_rows_not_writable)
+{
+    /* tensor.h: data is writable when sl_tensor_writable() says so. A row
+     * that shares its data with the source (MNIST rows are views of the
+     * loaded file) must not look writable, or writing to it changes what
+     * later epochs and other iterators read. */
+    sl_dataset *ds = mnist(0);
+    sl_iterator_options o;
+    sl_iterator *it;
+    sl_row row;
+    uint8_t *px;
+    sl_iterator_options_init(&o);
+    o.num_epochs = 2;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+    px = sl_tensor_data(row.columns[0]);
+    ck_assert_uint_eq(px[0], tu_pixel(0, 0, 0));
+    ck_assert_int_eq(sl_tensor_refcount(row.columns[0]), 1);
+    ck_assert(!sl_tensor_writable(row.columns[0]));
+    if (sl_tensor_writable(row.columns[0]))
+        px[0] = (uint8_t)~px[0]; /* what the header would allow */
+    sl_row_clear(&row);
+    for (int i = 1; i < N_TRAIN; i++) {
+        ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+        sl_row_clear(&row);
+    }
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_EPOCH);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+    ck_assert_uint_eq(((const uint8_t *)sl_tensor_data(row.columns[0]))[0], tu_pixel(0, 0, 0));
+    sl_row_clear(&row);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+typedef struct free_job {
+    sl_iterator *it;
+    atomic_int done;
+    double took_ms;
+} free_job;
+
+static void *free_thread(void *arg)
+{
+    free_job *job = arg;
+    double t0 = now_ms();
+    sl_iterator_free(job->it);
+    job->took_ms = now_ms() - t0;
+    atomic_store(&job->done, 1);
+    return NULL;
+}
+
+START_TEST(test_free_while_other_iterator_loads)
+{
+    /* Two iterators of one dataset: A loads the MNIST pixels (held up here
+     * by a FIFO in place of the images file), B waits for that load. Freeing
+     * B must not wait for A's load to finish. */
+    char *images = tu_path(tmpdir, "train-images-idx3-ubyte.gz");
+    sl_dataset *ds = mnist(0);
+    sl_iterator *a, *b;
+    free_job job = {0};
+    pthread_t th;
+    void *bytes;
+    size_t len, off = 0;
+    int fd = -1;
+    sl_row row;
+    ck_assert_int_eq(tu_read_file(images, &bytes, &len), 0);
+    ck_assert_int_eq(unlink(images), 0);
+    ck_assert_int_eq(mkfifo(images, 0600), 0);
+    ck_assert_int_eq(sl_iterator_new(&a, ds, NULL), SL_OK);
+    /* A's source thread has the FIFO open once a writer can open it. */
+    for (int i = 0; i < 5000 && fd < 0; i++) {
+        fd = open(images, O_WRONLY | O_NONBLOCK);
+        if (fd < 0) {
+            struct timespec ts = {0, 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(sl_iterator_new(&b, ds, NULL), SL_OK);
+    {
+        struct timespec ts = {0, 50000000L}; /* B reaches the load */
+        nanosleep(&ts, NULL);
+    }
+    job.it = b;
+    ck_assert_int_eq(pthread_create(&th, NULL, free_thread, &job), 0);
+    for (int i = 0; i < 1000 && !atomic_load(&job.done); i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    /* Now let A's load finish (whether or not B is gone). */
+    ck_assert_int_eq(fcntl(fd, F_SETFL, 0), 0);
+    while (off < len) {
+        ssize_t w = write(fd, (const char *)bytes + off, len - off);
+        ck_assert_int_gt(w, 0);
+        off += (size_t)w;
+    }
+    close(fd);
+    pthread_join(th, NULL);
+    ck_assert_msg(job.took_ms < 100.0, "freeing B took %.1f ms", job.took_ms);
+    /* A read the pixels through the FIFO and works. */
+    ck_assert_msg(sl_iterator_next(a, &row) == SL_OK, "%s", sl_iterator_last_error(a));
+    ck_assert_uint_eq(((const uint8_t *)sl_tensor_data(row.columns[0]))[30], tu_pixel(0, 1, 2));
+    sl_row_clear(&row);
+    sl_iterator_free(a);
+    sl_dataset_free(ds);
+    free(bytes);
+    free(images);
+}
+END_TEST
+
 static Suite *make_pipeline_suite(void)
 {
     Suite *s = suite_create("pipeline");
@@ -695,9 +909,14 @@ static Suite *make_pipeline_suite(void)
     tcase_add_test(core, test_timeout_names_stage);
     tcase_add_test(core, test_describe_and_sizes);
     tcase_add_test(core, test_read_error_in_workers);
+    tcase_add_test(core, test_unread_rows_bound_chunks);
+    tcase_add_test(core, test_take_after_endless_repeat);
+    tcase_add_test(core, test_huge_chunk_rows);
+    tcase_add_test(core, test_shared_rows_not_writable);
     tcase_add_test(conc, test_determinism_across_workers);
     tcase_add_test(conc, test_random_ops_independent_of_workers);
     tcase_add_test(conc, test_destroy_mid_epoch);
+    tcase_add_test(conc, test_free_while_other_iterator_loads);
     suite_add_tcase(s, core);
     suite_add_tcase(s, conc);
     return s;

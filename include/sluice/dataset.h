@@ -97,7 +97,8 @@ SL_API int sl_dataset_batch(sl_dataset *ds, int64_t batch_size, int drop_remaind
                             int num_parallel_workers);
 /* Repeats what came before count times as one epoch; -1: without end. */
 SL_API int sl_dataset_repeat(sl_dataset *ds, int64_t count);
-/* The first n rows of each epoch (n = -1: all). */
+/* The first n rows of each epoch (n = -1: all). After repeat(-1), whose
+ * epoch never ends, every n rows make an epoch, each continuing the stream. */
 SL_API int sl_dataset_take(sl_dataset *ds, int64_t n);
 /* Every row of each epoch but the first n. */
 SL_API int sl_dataset_skip(sl_dataset *ds, int64_t n);

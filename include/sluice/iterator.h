@@ -49,7 +49,8 @@ SL_API int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_
 /* Returns SL_OK with a row, SL_END_OF_EPOCH (row empty) when an epoch
  * ended, SL_END_OF_DATA once every epoch has been delivered (and from then
  * on), or a negative status whose message is in sl_iterator_last_error()
- * (and is returned again by later calls). */
+ * (and is returned again by later calls; but SL_ETIMEDOUT only says that
+ * nothing came in time: the next call waits again). */
 SL_API int sl_iterator_next(sl_iterator *it, sl_row *row);
 SL_API const char *sl_iterator_last_error(const sl_iterator *it);
 SL_API void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out);

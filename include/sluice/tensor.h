@@ -58,10 +58,14 @@ SL_API int sl_tensor_ndim(const sl_tensor *t);
 SL_API const int64_t *sl_tensor_shape(const sl_tensor *t);
 SL_API size_t sl_tensor_numel(const sl_tensor *t);
 SL_API size_t sl_tensor_nbytes(const sl_tensor *t);
-/* The elements, row-major and contiguous. Writable only while you hold the
- * only reference (sl_tensor_refcount() == 1). */
+/* The elements, row-major and contiguous. Write to them only when
+ * sl_tensor_writable(t) says so. */
 SL_API void *sl_tensor_data(const sl_tensor *t);
 SL_API int sl_tensor_refcount(const sl_tensor *t);
+/* 1 if you may write t's data: you hold the only reference and t does not
+ * share its data with another tensor (an MNIST row is a view of the loaded
+ * file, shared by every epoch and iterator); 0 otherwise. */
+SL_API int sl_tensor_writable(const sl_tensor *t);
 
 /* Writes "(28, 28, 1)" into buf; returns buf. */
 SL_API char *sl_shape_str(char *buf, size_t len, int ndim, const int64_t *shape);
