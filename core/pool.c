@@ -22,8 +22,10 @@ typedef struct pool_block {
     int cls;
 } pool_block;
 
+/* One cache line each, so workers using neighbouring classes do not
+ * invalidate each other's lines. */
 typedef struct pool_class {
-    pthread_mutex_t lock;
+    _Alignas(64) pthread_mutex_t lock;
     pool_block *free;
     size_t idle;
 } pool_class;
@@ -126,7 +128,6 @@ void *sl__pool_alloc(sl_pool *pool, size_t size)
         b->cls = cls;
         atomic_fetch_add_explicit(&pool->bytes, class_size(cls), memory_order_relaxed);
     }
-    sl__pool_retain(pool);
     return (char *)b + POOL_HEADER;
 }
 
@@ -145,7 +146,6 @@ void sl__pool_free(sl_pool *pool, void *block)
     pc->free = b;
     pc->idle++;
     pthread_mutex_unlock(&pc->lock);
-    sl__pool_release(pool);
 }
 
 size_t sl__pool_bytes(const sl_pool *pool)

@@ -81,6 +81,7 @@ static void tensor_fill_header(sl_tensor *t, sl_pool *pool, sl_dtype dtype, int 
     t->nbytes = nbytes;
     atomic_init(&t->refcount, 1);
     t->pool = pool;
+    t->escaped = 0;
     t->base = NULL;
 }
 
@@ -151,15 +152,32 @@ sl_tensor *sl_tensor_retain(sl_tensor *t)
     return t;
 }
 
+void sl__tensor_escape(sl_tensor *t)
+{
+    for (; t; t = t->base) {
+        if (t->pool && !t->escaped) {
+            t->escaped = 1;
+            sl__pool_retain(t->pool);
+        }
+    }
+}
+
 void sl_tensor_release(sl_tensor *t)
 {
+    sl_pool *pool;
+    int escaped;
     if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1)
         return;
+    pool = t->pool;
+    escaped = t->escaped;
     sl_tensor_release(t->base);
-    if (t->pool)
-        sl__pool_free(t->pool, t);
-    else
+    if (!pool) {
         free(t);
+        return;
+    }
+    sl__pool_free(pool, t);
+    if (escaped)
+        sl__pool_release(pool); /* may free the pool: after the block went back */
 }
 
 sl_dtype sl_tensor_dtype(const sl_tensor *t) { return t->dtype; }

@@ -18,6 +18,7 @@ struct sl_tensor {
     void *data;           /* 64-byte aligned, contiguous */
     atomic_int refcount;
     sl_pool *pool;        /* where the block goes back; NULL: heap */
+    int escaped;          /* holds its own reference to pool (sl__tensor_escape) */
     sl_tensor *base;      /* for a view: the tensor that owns the data */
 };
 
@@ -27,6 +28,11 @@ int sl__tensor_alloc(sl_tensor **out, sl_pool *pool, sl_dtype dtype, int ndim,
 /* A tensor whose data is base's data at byte offset; base is retained. */
 int sl__tensor_view(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offset,
                     sl_dtype dtype, int ndim, const int64_t *shape);
+/* Called when a pooled tensor leaves the pipeline's control (handed to a
+ * user): it takes its own reference to its pool (and so does its base), so
+ * it may outlive the pipeline. Not thread-safe for one tensor: call it from
+ * the one thread that hands the tensor out. */
+void sl__tensor_escape(sl_tensor *t);
 /* True if the caller may overwrite t's data in place: one reference and
  * owned data (not a view). */
 int sl__tensor_writable(const sl_tensor *t);

@@ -21,6 +21,7 @@
 
 #include "sluice/iterator.h"
 #include "core/queue.h"
+#include "core/tensor_impl.h"
 #include "pipeline/dataset_impl.h"
 #include "pipeline/nodes.h"
 #include "pipeline/sampler.h"
@@ -729,6 +730,9 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
             row->ncolumns = it->schema.ncols;
             memcpy(row->columns, r->col, sizeof r->col);
             memset(r->col, 0, sizeof r->col);
+            /* the row may now outlive the iterator and its pool's owners */
+            for (size_t c = 0; c < row->ncolumns; c++)
+                sl__tensor_escape(row->columns[c]);
             it->rows_out++;
             return SL_OK;
         }
