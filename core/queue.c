@@ -23,6 +23,8 @@ int sl__queue_init(sl_queue *q, size_t capacity)
     q->closed = 0;
     q->filled = 0;
     q->push_waiters = 0;
+    q->wake_batch = 1;
+    q->urgent = NULL;
     q->push_waits = 0;
     q->pop_waits = 0;
     pthread_mutex_init(&q->lock, NULL);
@@ -46,6 +48,28 @@ void sl__queue_destroy(sl_queue *q)
     q->slots = NULL;
 }
 
+void sl__queue_set_wake_batch(sl_queue *q, size_t n, int (*urgent)(const void *item))
+{
+    if (n > q->capacity / 2)
+        n = q->capacity / 2;
+    q->wake_batch = n > 1 ? n : 1;
+    q->urgent = urgent;
+}
+
+/* Whether a consumer sleeping for the head slot should wake now: the head
+ * is there, and so are wake_batch items in order or an urgent one. */
+static int ready_to_wake(const sl_queue *q)
+{
+    for (size_t n = 0; n < q->wake_batch; n++) {
+        const void *item = q->slots[(q->head + n) % q->capacity];
+        if (!item)
+            return 0;
+        if (q->urgent && q->urgent(item))
+            return 1;
+    }
+    return 1;
+}
+
 static int push_locked(sl_queue *q, uint64_t seq, void *item)
 {
     SL_ASSERT(item != NULL);
@@ -60,7 +84,7 @@ static int push_locked(sl_queue *q, uint64_t seq, void *item)
     SL_ASSERT(seq >= q->head && q->slots[seq % q->capacity] == NULL);
     q->slots[seq % q->capacity] = item;
     q->filled++;
-    if (seq == q->head)
+    if (seq < q->head + q->wake_batch && ready_to_wake(q))
         pthread_cond_broadcast(&q->not_empty);
     return SL_OK;
 }

@@ -24,6 +24,10 @@ typedef struct sl_queue {
     uint64_t next_seq;        /* for sl__queue_push_next: the next number to stamp */
     size_t filled;            /* items held */
     size_t push_waiters;      /* producers waiting for room */
+    /* A sleeping consumer is woken once wake_batch items are ready in
+     * order, or an urgent one is (see sl__queue_set_wake_batch). */
+    size_t wake_batch;
+    int (*urgent)(const void *item);
     int closed;
     /* Counters for reports: how often each side had to wait. */
     uint64_t push_waits;
@@ -31,6 +35,12 @@ typedef struct sl_queue {
 } sl_queue;
 
 int sl__queue_init(sl_queue *q, size_t capacity);
+/* Lets a consumer that had to sleep sleep on until n items are ready in
+ * order (default 1), unless urgent(item) says one of them must not wait (an
+ * end of data, say). Fewer wake-ups for a consumer faster than its
+ * producers; at most n - 1 items of extra latency. n is clamped to
+ * capacity / 2 so that full queues always wake the consumer. */
+void sl__queue_set_wake_batch(sl_queue *q, size_t n, int (*urgent)(const void *item));
 void sl__queue_destroy(sl_queue *q);
 
 /* Places item with sequence number seq; blocks while seq >= head + capacity.

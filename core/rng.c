@@ -26,13 +26,19 @@ uint64_t sl__rng_next(sl_rng *rng)
 
 uint64_t sl__rng_below(sl_rng *rng, uint64_t bound)
 {
-    /* Rejection on the low end of the range keeps every value equally likely. */
-    uint64_t threshold = (0 - bound) % bound;
-    for (;;) {
-        uint64_t r = sl__rng_next(rng);
-        if (r >= threshold)
-            return r % bound;
+    /* Lemire's multiply-shift: the high word of r * bound is uniform in
+     * [0, bound) once the few low words below 2^64 mod bound are rejected;
+     * the division that computes that threshold is needed only then. */
+    __uint128_t m = (__uint128_t)sl__rng_next(rng) * bound;
+    uint64_t low = (uint64_t)m;
+    if (low < bound) {
+        uint64_t threshold = (0 - bound) % bound;
+        while (low < threshold) {
+            m = (__uint128_t)sl__rng_next(rng) * bound;
+            low = (uint64_t)m;
+        }
     }
+    return (uint64_t)(m >> 64);
 }
 
 double sl__rng_uniform(sl_rng *rng)

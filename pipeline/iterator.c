@@ -447,16 +447,26 @@ static int add_seq_node(sl_iterator *it, stage *st, const sl__node *d, const sl_
  * source thread passes unread rows (just their indices) and that stage's
  * workers read the samples: reading then runs in parallel and the shuffle
  * buffer holds bare indices. */
-static void plan_lazy_source(sl_iterator *it)
+static int plan_lazy_source(sl_iterator *it)
 {
-    const stage *src = &it->stages[0];
+    stage *src = &it->stages[0];
     if (it->nstages < 2 || it->stages[1].kind == STAGE_SEQ)
-        return;
+        return SL_OK;
     for (size_t k = 0; k < src->nnodes; k++)
         if (sl__seq_node_needs_data(src->nodes[k]))
-            return;
+            return SL_OK;
     it->lazy_source = 1;
     it->stages[1].reads = 1;
+    /* Unread rows are small: a deeper queue lets the source thread run
+     * ahead and sleep (and be woken) less often. */
+    sl__queue_destroy(&src->out);
+    return sl__queue_init(&src->out, 4 * src->out.capacity);
+}
+
+/* End of epoch, end of data and errors reach the consumer at once. */
+static int chunk_is_marker(const void *item)
+{
+    return ((const sl__chunk *)item)->kind != SL__CHUNK_ROWS;
 }
 
 static int build_stages(sl_iterator *it)
@@ -556,7 +566,11 @@ static int build_stages(sl_iterator *it)
         i++;
     }
     if (rc == SL_OK)
-        plan_lazy_source(it);
+        rc = plan_lazy_source(it);
+    /* The consumer is often faster than the pipeline (a benchmark, a copy
+     * to a device): wake it per few batches rather than per batch. */
+    if (rc == SL_OK)
+        sl__queue_set_wake_batch(&it->stages[it->nstages - 1].out, 4, chunk_is_marker);
     return rc;
 }
 

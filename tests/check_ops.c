@@ -848,6 +848,39 @@ START_TEST(test_type_cast_all_pairs)
 }
 END_TEST
 
+START_TEST(test_type_cast_sign_in_place)
+{
+    /* uint32 <-> int32 of a tensor held alone only relabels it; a shared
+     * one gets a copy and the caller's tensor keeps its dtype. */
+    sl_op *op;
+    sl_tensor *in = new_tensor(SL_UINT32, 1, 3, 0, 0), *out, *shared;
+    uint32_t *p = sl_tensor_data(in);
+    sl__error err;
+    p[0] = 7;
+    p[1] = 0xFFFFFFFFu;
+    p[2] = 0x80000000u;
+    ck_assert_int_eq(sl_op_type_cast_new(&op, SL_INT32), SL_OK);
+    ck_assert_int_eq(run_owned(op, in, &out, 0, NULL, &err), SL_OK);
+    ck_assert_ptr_eq(out, in);
+    ck_assert_int_eq(sl_tensor_dtype(out), SL_INT32);
+    ck_assert_int_eq(((int32_t *)sl_tensor_data(out))[0], 7);
+    ck_assert_int_eq(((int32_t *)sl_tensor_data(out))[1], -1);
+    ck_assert_int_eq(((int32_t *)sl_tensor_data(out))[2], INT32_MIN);
+
+    shared = sl_tensor_retain(out);
+    sl_op_release(op);
+    ck_assert_int_eq(sl_op_type_cast_new(&op, SL_UINT32), SL_OK);
+    ck_assert_int_eq(run_owned(op, out, &in, 0, NULL, &err), SL_OK);
+    ck_assert_ptr_ne(in, shared);
+    ck_assert_int_eq(sl_tensor_dtype(shared), SL_INT32);
+    ck_assert_int_eq(sl_tensor_dtype(in), SL_UINT32);
+    ck_assert_uint_eq(((uint32_t *)sl_tensor_data(in))[1], 0xFFFFFFFFu);
+    sl_tensor_release(in);
+    sl_tensor_release(shared);
+    sl_op_release(op);
+}
+END_TEST
+
 START_TEST(test_type_cast_conversions)
 {
     /* float -> int truncates toward zero; out of range saturates, NaN -> 0. */
@@ -1609,6 +1642,7 @@ Suite *make_ops_suite(void)
     tcase_add_test(core, test_hwc2chw_one_channel);
     tcase_add_test(core, test_type_cast_all_pairs);
     tcase_add_test(core, test_type_cast_conversions);
+    tcase_add_test(core, test_type_cast_sign_in_place);
     tcase_add_test(core, test_random_crop);
     tcase_add_test(core, test_random_crop_determinism);
     tcase_add_test(core, test_random_flip_always_never);

@@ -246,6 +246,15 @@ static int type_cast_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op
         *out = in;
         return SL_OK;
     }
+    /* int32 <-> uint32 keeps every bit (GCC converts modulo 2^32), so a
+     * tensor we alone hold just changes its dtype: MNIST's uint32 labels
+     * become the int32 LeNet wants without a copy. */
+    if (sl__tensor_writable(in) && ((in->dtype == SL_UINT32 && to == SL_INT32) ||
+                                    (in->dtype == SL_INT32 && to == SL_UINT32))) {
+        in->dtype = to;
+        *out = in;
+        return SL_OK;
+    }
     /* Never in place, even between equal sizes: reading the input through
      * one type and writing it through another breaks C's aliasing rules. */
     rc = sl__tensor_alloc(&res, ctx->pool, to, in->ndim, in->shape);
