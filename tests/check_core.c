@@ -671,6 +671,65 @@ END_TEST
 
 /* --- queue --------------------------------------------------------------- */
 
+typedef struct batch_waiter {
+    sl_queue *q;
+    int timeout_ms;
+    int rc;
+    void *item;
+    double waited_s;
+} batch_waiter;
+
+static void *batch_waiter_main(void *arg)
+{
+    batch_waiter *w = arg;
+    double t0 = now_s();
+    w->rc = sl__queue_pop(w->q, &w->item, NULL, w->timeout_ms);
+    w->waited_s = now_s() - t0;
+    return NULL;
+}
+
+static int is_marker(const void *item)
+{
+    return *(const int *)item == -1;
+}
+
+/* Starts a consumer that pops with timeout_ms, lets it fall asleep, pushes
+ * n items starting at *seq, and returns how long the consumer waited. */
+static double wake_after(sl_queue *q, int *items, int n, uint64_t *seq, int timeout_ms)
+{
+    batch_waiter w = {q, timeout_ms, -99, NULL, 0};
+    pthread_t t;
+    struct timespec nap = {0, 20 * 1000 * 1000};
+    ck_assert_int_eq(pthread_create(&t, NULL, batch_waiter_main, &w), 0);
+    nanosleep(&nap, NULL); /* the consumer is now waiting on an empty head */
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(sl__queue_push(q, (*seq)++, &items[i]), SL_OK);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(w.rc, SL_OK);
+    ck_assert_ptr_eq(w.item, &items[0]);
+    return w.waited_s;
+}
+
+START_TEST(test_queue_wake_batch)
+{
+    /* With a wake batch of 4, one ordinary item does not wake a sleeping
+     * consumer (it finds it only when its 300 ms timeout ends), four do,
+     * and one urgent item does at once. */
+    sl_queue q;
+    int items[8] = {1, 2, 3, 4, 5, 6, 7, -1};
+    uint64_t seq = 0;
+    void *item;
+    ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
+    sl__queue_set_wake_batch(&q, 4, is_marker);
+    ck_assert_double_ge(wake_after(&q, &items[0], 1, &seq, 300), 0.25);
+    ck_assert_double_lt(wake_after(&q, &items[1], 4, &seq, 10000), 5.0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(sl__queue_pop(&q, &item, NULL, 0), SL_OK); /* drain 3..5 */
+    ck_assert_double_lt(wake_after(&q, &items[7], 1, &seq, 10000), 5.0);
+    sl__queue_destroy(&q);
+}
+END_TEST
+
 START_TEST(test_queue_init)
 {
     sl_queue q;
@@ -1249,6 +1308,7 @@ Suite *make_core_suite(void)
 
     tc = tcase_create("queue");
     tcase_add_test(tc, test_queue_init);
+    tcase_add_test(tc, test_queue_wake_batch);
     tcase_add_test(tc, test_queue_fifo);
     tcase_add_test(tc, test_queue_out_of_order);
     tcase_add_test(tc, test_queue_backpressure);
