@@ -56,6 +56,8 @@ void sl__queue_set_wake_batch(sl_queue *q, size_t n, int (*urgent)(const void *i
     q->urgent = urgent;
 }
 
+#define WAKE_SLICE_NS 1000000L /* a batching consumer looks by itself this often */
+
 /* Whether a consumer sleeping for the head slot should wake now: the head
  * is there, and so are wake_batch items in order or an urgent one. */
 static int ready_to_wake(const sl_queue *q)
@@ -84,7 +86,9 @@ static int push_locked(sl_queue *q, uint64_t seq, void *item)
     SL_ASSERT(seq >= q->head && q->slots[seq % q->capacity] == NULL);
     q->slots[seq % q->capacity] = item;
     q->filled++;
-    if (seq < q->head + q->wake_batch && ready_to_wake(q))
+    /* Without batching only the head item can complete what a consumer
+     * waits for; with it, any push may (a run, an urgent item, time). */
+    if ((q->wake_batch > 1 || seq == q->head) && ready_to_wake(q))
         pthread_cond_broadcast(&q->not_empty);
     return SL_OK;
 }
@@ -109,6 +113,14 @@ int sl__queue_push_next(sl_queue *q, void *item)
     return rc;
 }
 
+static int deadline_passed(const struct timespec *deadline)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > deadline->tv_sec ||
+           (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
+}
+
 int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
 {
     struct timespec deadline;
@@ -130,9 +142,27 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
         /* About to sleep: whoever may fill the head slot must be awake. */
         if (q->push_waiters)
             pthread_cond_broadcast(&q->not_full);
-        if (timeout_ms < 0) {
+        if (timeout_ms < 0 && q->wake_batch == 1) {
             pthread_cond_wait(&q->not_empty, &q->lock);
-        } else if (pthread_cond_timedwait(&q->not_empty, &q->lock, &deadline) == ETIMEDOUT) {
+        } else {
+            /* A batching consumer sleeps in slices, so that an item that
+             * does not complete a batch still waits at most one slice. */
+            struct timespec until = deadline;
+            if (q->wake_batch > 1) {
+                clock_gettime(CLOCK_MONOTONIC, &until);
+                until.tv_nsec += WAKE_SLICE_NS;
+                if (until.tv_nsec >= 1000000000L) {
+                    until.tv_sec++;
+                    until.tv_nsec -= 1000000000L;
+                }
+                if (timeout_ms >= 0 && (until.tv_sec > deadline.tv_sec ||
+                                        (until.tv_sec == deadline.tv_sec &&
+                                         until.tv_nsec > deadline.tv_nsec)))
+                    until = deadline;
+            }
+            if (pthread_cond_timedwait(&q->not_empty, &q->lock, &until) != ETIMEDOUT ||
+                timeout_ms < 0 || !deadline_passed(&deadline))
+                continue;
             slot = &q->slots[q->head % q->capacity];
             if (*slot == NULL && !q->closed)
                 rc = SL_ETIMEDOUT;

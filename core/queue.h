@@ -37,9 +37,10 @@ typedef struct sl_queue {
 int sl__queue_init(sl_queue *q, size_t capacity);
 /* Lets a consumer that had to sleep sleep on until n items are ready in
  * order (default 1), unless urgent(item) says one of them must not wait (an
- * end of data, say). Fewer wake-ups for a consumer faster than its
- * producers; at most n - 1 items of extra latency. n is clamped to
- * capacity / 2 so that full queues always wake the consumer. */
+ * end of data, say); it also looks by itself every millisecond, so no item
+ * waits longer than that for it. Fewer wake-ups for a consumer faster than
+ * its producers. n is clamped to capacity / 2 so that a full queue always
+ * wakes the consumer. */
 void sl__queue_set_wake_batch(sl_queue *q, size_t n, int (*urgent)(const void *item));
 void sl__queue_destroy(sl_queue *q);
 

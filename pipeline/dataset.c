@@ -32,6 +32,26 @@ sl_dataset *sl_dataset_new(void)
     return ds;
 }
 
+int sl_dataset_copy(sl_dataset **out, const sl_dataset *src)
+{
+    sl_dataset *ds = sl_dataset_new();
+    *out = NULL;
+    if (!ds)
+        return SL_ENOMEM;
+    if (src->nnodes > 0 && sl__nodes_copy(&ds->nodes, src->nodes, src->nnodes) != SL_OK) {
+        sl_dataset_free(ds);
+        return SL_ENOMEM;
+    }
+    ds->nnodes = ds->cap = src->nnodes;
+    ds->source = src->source;
+    if (ds->source)
+        sl__source_retain(ds->source);
+    ds->seed = src->seed;
+    ds->schema = src->schema;
+    *out = ds;
+    return SL_OK;
+}
+
 void sl__nodes_free(sl__node *nodes, size_t n)
 {
     for (size_t i = 0; i < n; i++) {

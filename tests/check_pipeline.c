@@ -603,6 +603,29 @@ START_TEST(test_unread_rows_bound_chunks)
 }
 END_TEST
 
+
+START_TEST(test_dataset_copy)
+{
+    /* A copy starts with the original's nodes and goes its own way; both
+     * read the same rows from one shared source. */
+    sl_dataset *ds = mnist(0), *copy;
+    trace a, b;
+    ck_assert_int_eq(sl_dataset_take(ds, 40), SL_OK);
+    ck_assert_int_eq(sl_dataset_copy(&copy, ds), SL_OK);
+    ck_assert_int_eq(sl_dataset_batch(copy, 8, 1, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 40);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(copy), 5);
+    ck_assert_int_eq(sl_dataset_num_columns(copy), 2);
+    a = run_trace(ds, 1);
+    b = run_trace(copy, 1);
+    ck_assert_uint_eq(a.rows, 40);
+    ck_assert_uint_eq(b.rows, 5);
+    sl_dataset_free(ds); /* the copy keeps the source */
+    ck_assert(run_trace(copy, 1).hash == b.hash);
+    sl_dataset_free(copy);
+}
+END_TEST
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -909,6 +932,7 @@ static Suite *make_pipeline_suite(void)
     tcase_add_test(core, test_timeout_names_stage);
     tcase_add_test(core, test_describe_and_sizes);
     tcase_add_test(core, test_read_error_in_workers);
+    tcase_add_test(core, test_dataset_copy);
     tcase_add_test(core, test_unread_rows_bound_chunks);
     tcase_add_test(core, test_take_after_endless_repeat);
     tcase_add_test(core, test_huge_chunk_rows);

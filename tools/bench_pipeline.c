@@ -75,9 +75,10 @@ void cli_bench_pipeline_usage(FILE *f)
           "(224,224), RandomHorizontalFlip(0.5), Normalize(ImageNet mean/std), HWC2CHW;\n"
           "batch(32, drop_remainder). Sources read in shuffled order, as MindSpore's do.\n"
           "\n"
-          "Before the timed runs of each worker count an untimed warm-up iterator reads\n"
-          "one row: it pays the one-time source load (load_ms), which the dataset keeps\n"
-          "for later iterators, so the timed runs exclude it.\n"
+          "Worker counts take turns, one run each per round, so that the machine's slow\n"
+          "spells touch them alike. Before the timed runs an untimed warm-up iterator\n"
+          "per worker count reads one row: the first pays the one-time source load\n"
+          "(load_ms), which the datasets share and keep, so the timed runs exclude it.\n"
           "\n"
           "Options:\n"
           "  --data DIR          dataset folder (default " CLI_DEFAULT_DATA ")\n"
@@ -462,47 +463,62 @@ static void no_rows_error(const cli_pipeline *p, const sl_dataset *ds)
                   samples);
 }
 
-/* Builds the pipeline for one worker count, warms it up and runs it
- * `repeats` times. describe (may be NULL) receives the pipeline's text. */
-static int run_worker_set(const bench_args *a, const cli_pipeline *p, worker_set *set,
-                          char *describe, size_t describe_len)
+/* Builds one dataset per worker count into ds[]. MNIST sets share one
+ * source (sl_dataset_copy), so its pixels are read once and held once. */
+static int build_sets(const bench_args *a, const cli_pipeline *p, const worker_set *sets,
+                      sl_dataset **ds)
 {
-    sl_dataset *ds = NULL;
-    const int tty = cli_stderr_is_tty();
-    int rc = cli_pipeline_build(CMD, p, set->workers, &ds);
+    sl_dataset *base = NULL;
+    int rc = SL_OK;
 
-    if (rc != SL_OK)
+    if (p->kind == CLI_KIND_MNIST && (rc = cli_pipeline_source(CMD, p, 1, &base)) != SL_OK)
         return rc;
-    /* An epoch shorter than one dropped batch yields nothing: say so now,
-     * before a whole epoch is read to find it out. */
-    if (sl_dataset_get_dataset_size(ds) == 0) {
-        no_rows_error(p, ds);
-        rc = SL_EINVAL;
-        goto out;
-    }
-    if (describe != NULL && (rc = sl_dataset_describe(ds, describe, describe_len)) != SL_OK) {
-        cli_error(CMD, "%s", cli_lib_message(sl_dataset_last_error(ds), rc));
-        goto out;
-    }
-    if (tty)
-        fprintf(stderr, "\rbench: workers %d, warm-up...", set->workers);
-    if ((rc = warm_up(ds, &set->load_ms)) != SL_OK)
-        goto out;
-    for (int64_t i = 0; i < a->repeats; i++) {
-        if (tty)
-            progress(set->workers, i + 1, a->repeats);
-        if ((rc = timed_run(ds, a->epochs, p->batch > 0, &set->runs[i])) != SL_OK)
-            goto out;
-        if (set->runs[i].batches == 0) {
-            no_rows_error(p, ds);
-            rc = SL_EINVAL;
-            goto out;
+    for (size_t w = 0; w < a->nworkers && rc == SL_OK; w++) {
+        if (base == NULL) {
+            rc = cli_pipeline_build(CMD, p, sets[w].workers, &ds[w]);
+        } else if ((rc = sl_dataset_copy(&ds[w], base)) != SL_OK) {
+            cli_error(CMD, "out of memory");
+        } else {
+            rc = cli_pipeline_add_nodes(CMD, p, sets[w].workers, ds[w]);
         }
     }
-out:
+    sl_dataset_free(base);
+    /* An epoch shorter than one dropped batch yields nothing: say so now,
+     * before a whole epoch is read to find it out. */
+    if (rc == SL_OK && sl_dataset_get_dataset_size(ds[0]) == 0) {
+        no_rows_error(p, ds[0]);
+        rc = SL_EINVAL;
+    }
+    return rc;
+}
+
+/* Warms every set up, then runs them in turn, `repeats` rounds: a slow
+ * spell of the machine then touches every worker count alike, which keeps
+ * their ratio honest. */
+static int run_sets(const bench_args *a, const cli_pipeline *p, worker_set *sets,
+                    sl_dataset **ds)
+{
+    const int tty = cli_stderr_is_tty();
+    int rc = SL_OK;
+
+    for (size_t w = 0; w < a->nworkers && rc == SL_OK; w++) {
+        if (tty)
+            fprintf(stderr, "\rbench: workers %d, warm-up...", sets[w].workers);
+        rc = warm_up(ds[w], &sets[w].load_ms);
+    }
+    for (int64_t i = 0; i < a->repeats && rc == SL_OK; i++) {
+        for (size_t w = 0; w < a->nworkers && rc == SL_OK; w++) {
+            if (tty)
+                progress(sets[w].workers, i + 1, a->repeats);
+            rc = timed_run(ds[w], a->epochs, p->batch > 0, &sets[w].runs[i]);
+            if (rc == SL_OK && sets[w].runs[i].batches == 0) {
+                no_rows_error(p, ds[w]);
+                rc = SL_EINVAL;
+            }
+        }
+    }
     if (tty)
         progress_clear();
-    sl_dataset_free(ds);
     return rc;
 }
 
@@ -647,7 +663,9 @@ int cli_bench_pipeline_main(int argc, char **argv)
     cli_kind kind;
     cli_pipeline p;
     worker_set sets[MAX_WORKER_SETS];
+    sl_dataset *datasets[MAX_WORKER_SETS] = {NULL};
     run_result *runs = NULL;
+    int lrc;
     char *describe = NULL;
     const char *kind_name;
     int rc = parse_args(argc, argv, &a);
@@ -685,19 +703,29 @@ int cli_bench_pipeline_main(int argc, char **argv)
         sets[w].workers = (int)a.workers[w];
         sets[w].load_ms = 0.0;
         sets[w].runs = runs + w * (size_t)a.repeats;
-        /* The first build's description stands for all: only the worker
-         * counts differ between them. */
-        if (run_worker_set(&a, &p, &sets[w], w == 0 ? describe : NULL, DESCRIBE_LEN) !=
-            SL_OK) {
-            rc = CLI_EXIT_FAIL;
-            goto out;
-        }
+    }
+    if (build_sets(&a, &p, sets, datasets) != SL_OK) {
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    /* The first set's description stands for all: only the worker counts
+     * differ between them. */
+    if ((lrc = sl_dataset_describe(datasets[0], describe, DESCRIBE_LEN)) != SL_OK) {
+        cli_error(CMD, "%s", cli_lib_message(sl_dataset_last_error(datasets[0]), lrc));
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    if (run_sets(&a, &p, sets, datasets) != SL_OK) {
+        rc = CLI_EXIT_FAIL;
+        goto out;
     }
     if (a.json)
         print_json(&a, kind_name, describe, sets);
     else
         print_text(&a, kind_name, describe, sets);
 out:
+    for (size_t w = 0; w < MAX_WORKER_SETS; w++)
+        sl_dataset_free(datasets[w]);
     free(describe);
     free(runs);
     return rc;

@@ -604,8 +604,7 @@ static int map_label_int32(const char *cmd, int workers, sl_dataset *ds)
     return rc;
 }
 
-int cli_pipeline_build(const char *cmd, const cli_pipeline *p, int workers,
-                       sl_dataset **out)
+int cli_pipeline_source(const char *cmd, const cli_pipeline *p, int workers, sl_dataset **out)
 {
     sl_dataset *ds = sl_dataset_new();
     int rc;
@@ -620,27 +619,41 @@ int cli_pipeline_build(const char *cmd, const cli_pipeline *p, int workers,
         cli_error(cmd, "%s", cli_lib_message(sl_dataset_last_error(ds), rc));
         if (p->kind == CLI_KIND_IMAGE_FOLDER && rc == SL_EFORMAT)
             cli_image_folder_hint(cmd, p->dir);
-        goto fail;
+        sl_dataset_free(ds);
+        return rc;
     }
     sl_dataset_set_seed(ds, p->seed);
+    *out = ds;
+    return SL_OK;
+}
+
+int cli_pipeline_add_nodes(const char *cmd, const cli_pipeline *p, int workers, sl_dataset *ds)
+{
+    int rc;
     /* As in the seeds: the label cast comes first, then the image ops. */
     if (p->label_int32 && (rc = map_label_int32(cmd, workers, ds)) != SL_OK)
-        goto fail;
+        return rc;
     if (p->nsteps > 0 && (rc = map_image_steps(cmd, p, workers, ds)) != SL_OK)
-        goto fail;
+        return rc;
     if (p->shuffle > 0 && (rc = sl_dataset_shuffle(ds, p->shuffle)) != SL_OK) {
         cli_error(cmd, "%s", cli_lib_message(sl_dataset_last_error(ds), rc));
-        goto fail;
+        return rc;
     }
     if (p->batch > 0 &&
         (rc = sl_dataset_batch(ds, p->batch, p->drop_remainder, workers)) != SL_OK) {
         cli_error(cmd, "%s", cli_lib_message(sl_dataset_last_error(ds), rc));
-        goto fail;
+        return rc;
     }
-    *out = ds;
     return SL_OK;
+}
 
-fail:
-    sl_dataset_free(ds);
+int cli_pipeline_build(const char *cmd, const cli_pipeline *p, int workers,
+                       sl_dataset **out)
+{
+    int rc = cli_pipeline_source(cmd, p, workers, out);
+    if (rc == SL_OK && (rc = cli_pipeline_add_nodes(cmd, p, workers, *out)) != SL_OK) {
+        sl_dataset_free(*out);
+        *out = NULL;
+    }
     return rc;
 }

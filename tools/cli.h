@@ -147,6 +147,12 @@ void cli_pipeline_clear_ops(cli_pipeline *p);
  * and returns the status; *out is NULL. */
 int cli_pipeline_build(const char *cmd, const cli_pipeline *p, int workers,
                        sl_dataset **out);
+/* The two halves of cli_pipeline_build: a dataset holding only p's source
+ * (an ImageFolder's decode uses workers), and p's nodes appended to ds.
+ * Both print the library's message on failure; the first frees what it
+ * made, the second leaves ds to the caller. */
+int cli_pipeline_source(const char *cmd, const cli_pipeline *p, int workers, sl_dataset **out);
+int cli_pipeline_add_nodes(const char *cmd, const cli_pipeline *p, int workers, sl_dataset *ds);
 
 /* Returns a monotonic clock reading in milliseconds. */
 double cli_now_ms(void);

@@ -68,6 +68,11 @@ SL_API void sl_image_folder_options_init(sl_image_folder_options *o);
 
 /* An empty dataset (NULL when out of memory); free with sl_dataset_free. */
 SL_API sl_dataset *sl_dataset_new(void);
+/* A new dataset with src's source, nodes and seed; nodes appended to one
+ * later do not change the other. The two share the source and what it has
+ * loaded (MNIST's pixels are read once for both). *out is NULL on failure
+ * (SL_ENOMEM). */
+SL_API int sl_dataset_copy(sl_dataset **out, const sl_dataset *src);
 SL_API void sl_dataset_free(sl_dataset *ds);
 /* The message of the last failed call on ds ("" if none). */
 SL_API const char *sl_dataset_last_error(const sl_dataset *ds);
