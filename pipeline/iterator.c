@@ -457,6 +457,11 @@ static int plan_lazy_source(sl_iterator *it)
             return SL_OK;
     it->lazy_source = 1;
     it->stages[1].reads = 1;
+    for (size_t k = 0; k < src->nnodes; k++) {
+        int rc = sl__seq_node_rows_unread(src->nodes[k]);
+        if (rc != SL_OK)
+            return rc;
+    }
     /* Unread rows are small: a deeper queue lets the source thread run
      * ahead and sleep (and be woken) less often. */
     sl__queue_destroy(&src->out);
@@ -673,6 +678,12 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
                 break;
             }
             st->started++;
+            /* "sl-source", "sl-map", ...: tells the threads apart in top -H,
+             * perf and gdb (names are cut at 15 characters). */
+            pthread_setname_np(st->threads[t], st->kind == STAGE_SOURCE  ? "sl-source"
+                                               : st->kind == STAGE_MAP   ? "sl-map"
+                                               : st->kind == STAGE_COLLATE ? "sl-batch"
+                                                                          : "sl-sequential");
         }
     }
     if (rc != SL_OK) {

@@ -99,10 +99,19 @@ void sl__seq_node_free(sl__seq_node *node)
 
 /* shuffle: a buffer of rows; once full, each arriving row takes the place
  * of a randomly chosen one, which leaves. At the end of an epoch the rest
- * leave in random order and the generator is reseeded for the next one. */
+ * leave in random order and the generator is reseeded for the next one.
+ * Rows the source passed unread are kept as just their index (24 bytes, not
+ * a whole row): the buffer of 10000 then fits the core's cache, which
+ * matters as every arrival touches a random slot. */
+typedef struct unread_row {
+    int64_t index, epoch;
+    size_t bytes;
+} unread_row;
+
 typedef struct shuffle_node {
     sl__seq_node base;
-    sl__row *buf;
+    sl__row *buf;        /* rows, or NULL when unread */
+    unread_row *ubuf;    /* unread rows */
     size_t n, cap;
     sl_rng rng;
     uint64_t seed, position;
@@ -114,18 +123,41 @@ static void shuffle_reseed(shuffle_node *s)
     sl__rng_seed(&s->rng, s->seed, s->position, (uint64_t)s->epoch, 0x5f1e);
 }
 
+static void slot_get(const shuffle_node *s, size_t j, sl__row *row)
+{
+    if (s->buf) {
+        *row = s->buf[j];
+        return;
+    }
+    memset(row, 0, sizeof *row);
+    row->index = s->ubuf[j].index;
+    row->epoch = s->ubuf[j].epoch;
+    row->unread_bytes = s->ubuf[j].bytes;
+}
+
+static void slot_put(shuffle_node *s, size_t j, const sl__row *row)
+{
+    if (s->buf) {
+        s->buf[j] = *row;
+    } else {
+        s->ubuf[j].index = row->index;
+        s->ubuf[j].epoch = row->epoch;
+        s->ubuf[j].bytes = row->unread_bytes;
+    }
+}
+
 static int shuffle_row(sl__seq_node *n, sl__chain *chain, size_t next, sl__row *row)
 {
     shuffle_node *s = (shuffle_node *)n;
     sl__row leaving;
     size_t j;
     if (s->n < s->cap) {
-        s->buf[s->n++] = *row;
+        slot_put(s, s->n++, row);
         return SL_OK;
     }
     j = (size_t)sl__rng_below(&s->rng, s->cap);
-    leaving = s->buf[j];
-    s->buf[j] = *row;
+    slot_get(s, j, &leaving);
+    slot_put(s, j, row);
     return sl__chain_row(chain, next, &leaving);
 }
 
@@ -134,9 +166,11 @@ static int shuffle_eoe(sl__seq_node *n, sl__chain *chain, size_t next)
     shuffle_node *s = (shuffle_node *)n;
     while (s->n > 0) {
         size_t j = (size_t)sl__rng_below(&s->rng, s->n);
-        sl__row leaving = s->buf[j];
+        sl__row leaving, last;
         int rc;
-        s->buf[j] = s->buf[--s->n];
+        slot_get(s, j, &leaving);
+        slot_get(s, --s->n, &last);
+        slot_put(s, j, &last);
         rc = sl__chain_row(chain, next, &leaving);
         if (rc != SL_OK)
             return rc;
@@ -149,9 +183,10 @@ static int shuffle_eoe(sl__seq_node *n, sl__chain *chain, size_t next)
 static void shuffle_destroy(sl__seq_node *n)
 {
     shuffle_node *s = (shuffle_node *)n;
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; s->buf && i < s->n; i++)
         sl__row_clear(&s->buf[i]);
     free(s->buf);
+    free(s->ubuf);
 }
 
 static const seq_node_iface shuffle_iface = {shuffle_row, shuffle_eoe, shuffle_destroy};
@@ -298,6 +333,22 @@ static const seq_node_iface skip_iface = {skip_row, counting_eoe, no_destroy};
 int sl__seq_node_needs_data(const sl__seq_node *node)
 {
     return node->iface == &batch_iface && !((const batch_node *)node)->group_only;
+}
+
+int sl__seq_node_rows_unread(sl__seq_node *node)
+{
+    shuffle_node *s = (shuffle_node *)node;
+    unread_row *ubuf;
+    if (node->iface != &shuffle_iface)
+        return SL_OK;
+    SL_ASSERT(s->n == 0);
+    ubuf = malloc(s->cap * sizeof *ubuf);
+    if (!ubuf)
+        return SL_ENOMEM;
+    free(s->buf);
+    s->buf = NULL;
+    s->ubuf = ubuf;
+    return SL_OK;
 }
 
 int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_t position,

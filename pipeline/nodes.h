@@ -67,6 +67,9 @@ void sl__seq_node_free(sl__seq_node *node);
  * false if it only reorders, drops or groups rows, which then may still be
  * unread (columns NULL, index set). */
 int sl__seq_node_needs_data(const sl__seq_node *node);
+/* Tells a node, before any row arrives, that its rows will all be unread
+ * (so a shuffle keeps indices only). SL_ENOMEM on failure. */
+int sl__seq_node_rows_unread(sl__seq_node *node);
 
 /* --- parallel work --------------------------------------------------------- */
 /* Map: the fused steps of consecutive map nodes. */
