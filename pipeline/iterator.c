@@ -38,7 +38,8 @@ typedef struct stage {
     sl_queue out;
     size_t chunk_rows;     /* rows per output chunk */
     int nthreads;
-    int started;           /* threads actually running */
+    int started;           /* threads actually started */
+    atomic_int running;    /* threads not yet finished */
     pthread_t *threads;
     /* STAGE_MAP */
     sl__map_step *steps;
@@ -120,6 +121,17 @@ static void send_error(stage *st, sl__out *out, const sl__error *err)
         sl__out_chunk(out, c);
 }
 
+/* The last thread of a stage to finish closes its output: whatever it sent
+ * (ending with an end of data or an error) is still delivered, and should a
+ * stage have to stop without sending either (no memory left for the error
+ * itself), the stages after it and the consumer see the queue close instead
+ * of waiting forever. */
+static void thread_done(stage *st)
+{
+    if (atomic_fetch_sub_explicit(&st->running, 1, memory_order_acq_rel) == 1)
+        sl__queue_close(&st->out);
+}
+
 static void *source_main(void *arg)
 {
     stage *st = arg;
@@ -187,6 +199,7 @@ fail:
 done:
     sl__out_discard(&out);
     free(order);
+    thread_done(st);
     return NULL;
 }
 
@@ -291,6 +304,7 @@ static void *worker_main(void *arg)
             break;
         }
     }
+    thread_done(st);
     return NULL;
 }
 
@@ -353,6 +367,7 @@ static void *seq_main(void *arg)
     }
 done:
     sl__out_discard(&out);
+    thread_done(st);
     return NULL;
 }
 
@@ -671,6 +686,7 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
     }
     for (size_t s = 0; s < it->nstages && rc == SL_OK; s++) {
         stage *st = &it->stages[s];
+        atomic_store(&st->running, st->nthreads);
         for (int t = 0; t < st->nthreads; t++) {
             if (pthread_create(&st->threads[t], NULL, stage_main(st->kind), st) != 0) {
                 rc = sl__errf(&ds->error, SL_ETHREAD, "iterator: cannot start a thread for stage '%s'",
@@ -775,7 +791,9 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
             return rc;
         }
         if (rc != SL_OK) {
-            it->status = sl__errf(&it->error, SL_ECLOSED, "iterator: the pipeline stopped");
+            it->status = sl__errf(&it->error, SL_ECLOSED,
+                                  "iterator: the pipeline stopped without an end of data or an "
+                                  "error (out of memory?)");
             return it->status;
         }
         switch (chunk->kind) {
