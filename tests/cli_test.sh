@@ -345,7 +345,8 @@ expect "bench pipeline corrupt JPEG" 1 stderr '^sluice: bench: .*broken\.jpg'
 
 for bad in "--workers 0" "--workers 1,,2" "--workers x" "--repeats 0" "--repeats 3x" \
     "--epochs -1" "--rescale 1/0" "--normalize 1,2:3" "--normalize 1:0" "--flip 2" \
-    "--resize 0" "--crop 8x" "--batch -1" "--seed 99999999999999999999" "extra"; do
+    "--resize 0" "--crop 8x" "--batch -1" "--seed 99999999999999999999" "extra" \
+    "--shuffle 1" "--batch 16777217"; do
     # shellcheck disable=SC2086 # word splitting of $bad is the point
     run bench pipeline --data "$MNIST" $bad
     expect "bench pipeline $bad" 2 stderr '^sluice: bench: '

@@ -249,11 +249,19 @@ static int parse_option(bench_args *a, int opt, const char *arg)
         a->ops_given = 1;
         return 0;
     case OPT_SHUFFLE:
+        /* The library's own bounds (shuffle: 2 .. 2^30, 0 here for none;
+         * batch: 1 .. 2^24, 0 for none), refused here as usage errors. */
         a->shuffle_given = 1;
-        return cli_parse_int64(CMD, "--shuffle", arg, 0, INT32_MAX, &a->shuffle);
+        if (cli_parse_int64(CMD, "--shuffle", arg, 0, INT64_C(1) << 30, &a->shuffle) != 0)
+            return CLI_EXIT_USAGE;
+        if (a->shuffle == 1) {
+            cli_error(CMD, "--shuffle: a buffer of 1 row shuffles nothing; give 0 (none) or >= 2");
+            return CLI_EXIT_USAGE;
+        }
+        return 0;
     case OPT_BATCH:
         a->batch_given = 1;
-        return cli_parse_int64(CMD, "--batch", arg, 0, INT32_MAX, &a->batch);
+        return cli_parse_int64(CMD, "--batch", arg, 0, INT64_C(1) << 24, &a->batch);
     case OPT_KEEP_REMAINDER: a->keep_remainder = 1; return 0;
     case OPT_NO_SOURCE_SHUFFLE: a->no_source_shuffle = 1; return 0;
     case OPT_NUM_SAMPLES:
