@@ -121,6 +121,21 @@ static int deadline_passed(const struct timespec *deadline)
            (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
 }
 
+int sl__queue_try_push_next(sl_queue *q, void *item)
+{
+    int rc;
+    pthread_mutex_lock(&q->lock);
+    if (!q->closed && q->next_seq >= q->head + q->capacity) {
+        rc = SL_ETIMEDOUT;
+    } else {
+        rc = push_locked(q, q->next_seq, item);
+        if (rc == SL_OK)
+            q->next_seq++;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return rc;
+}
+
 int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
 {
     struct timespec deadline;
@@ -138,6 +153,10 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
     pthread_mutex_lock(&q->lock);
     /* Re-read head after every wait: another consumer may have advanced it. */
     while (*(slot = &q->slots[q->head % q->capacity]) == NULL && !q->closed) {
+        if (timeout_ms == 0) { /* just a look */
+            rc = SL_ETIMEDOUT;
+            break;
+        }
         q->pop_waits++;
         /* About to sleep: whoever may fill the head slot must be awake. */
         if (q->push_waiters)

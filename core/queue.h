@@ -49,7 +49,10 @@ void sl__queue_destroy(sl_queue *q);
 int sl__queue_push(sl_queue *q, uint64_t seq, void *item);
 /* For a single producer: pushes with the next sequence number in turn. */
 int sl__queue_push_next(sl_queue *q, void *item);
-/* Takes the next item in sequence order; timeout_ms < 0 waits forever.
+/* The same without waiting: SL_ETIMEDOUT (item not taken) when full. */
+int sl__queue_try_push_next(sl_queue *q, void *item);
+/* Takes the next item in sequence order; timeout_ms < 0 waits forever, 0
+ * does not wait at all.
  * Returns SL_OK, SL_ECLOSED (closed and nothing left in order) or
  * SL_ETIMEDOUT. seq may be NULL. */
 int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms);

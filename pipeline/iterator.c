@@ -27,6 +27,7 @@
 #include "pipeline/sampler.h"
 
 #define CHUNK_BYTES (1u << 20) /* a chunk carries at most ~1 MiB of data */
+#define PULL_CHUNKS 8          /* chunks a worker sends per turn at the source */
 
 typedef enum stage_kind { STAGE_SOURCE, STAGE_MAP, STAGE_COLLATE, STAGE_SEQ } stage_kind;
 
@@ -53,6 +54,19 @@ typedef struct stage {
     /* STAGE_SOURCE and STAGE_SEQ: the sequential nodes the thread runs */
     sl__seq_node **nodes;
     size_t nnodes;
+    /* STAGE_SOURCE: where reading has got to. Run by the stage's thread,
+     * or, when the stage has none (pulled), by whichever worker of the
+     * next stage finds its input empty and takes `lock`. */
+    struct {
+        pthread_mutex_t lock;
+        sl__out out;
+        sl__error err;
+        int64_t *order;        /* this epoch's sample indices */
+        int64_t n;             /* samples per epoch */
+        int64_t epoch, pos;
+        int prepared, ordered, finished;
+    } src;
+    int pulls_source;      /* STAGE_MAP, STAGE_COLLATE: its workers run the source */
 } stage;
 
 struct sl_iterator {
@@ -132,73 +146,109 @@ static void thread_done(stage *st)
         sl__queue_close(&st->out);
 }
 
+/* Advances the source: reads samples (or just orders them, when the next
+ * stage reads), runs them through the source's sequential nodes and sends
+ * what comes out. Stops when the source is finished, or, with until_sent,
+ * once PULL_CHUNKS chunks were sent or the queue is full. The caller is
+ * the source's thread or holds st->src.lock. */
+static void source_run(stage *st, int until_sent)
+{
+    sl_iterator *it = st->it;
+    sl__source *src = it->source;
+    uint64_t sent0 = st->out.next_seq; /* only the source pushes with it */
+    sl__chain chain = {st->nodes, st->nnodes, &st->src.out, it->pool, &st->src.err};
+    int rc = SL_OK;
+
+    st->src.out.chunk_rows = st->chunk_rows; /* planning may have changed it */
+    /* Chunks a full queue held back go first, in order. */
+    if (sl__out_drain(&st->src.out) != SL_OK) {
+        st->src.finished = 1;
+        return;
+    }
+    if (st->src.finished) {
+        if (!st->src.out.pending)
+            sl__queue_close(&st->out);
+        return;
+    }
+    while (!st->src.finished) {
+        /* A worker running the source sends a few chunks at a time, so
+         * that the other workers find work queued rather than a turn at
+         * the source each; a full queue (chunks pending) also stops it. */
+        if (stopping(it) ||
+            (until_sent && (st->out.next_seq - sent0 >= PULL_CHUNKS || st->src.out.pending)))
+            return;
+        if (!st->src.prepared) {
+            st->src.n = sl__sampler_size(&src->sampler, src->num_rows);
+            st->src.order = malloc((size_t)(st->src.n > 0 ? st->src.n : 1) * sizeof(int64_t));
+            if (!st->src.order) {
+                rc = sl__errf(&st->src.err, SL_ENOMEM, "out of memory for %lld indices",
+                              (long long)st->src.n);
+                goto fail;
+            }
+            rc = src->iface->prepare(src, &it->stop, &st->src.err);
+            if (rc != SL_OK)
+                goto fail;
+            st->src.prepared = 1;
+        } else if (!st->src.ordered) {
+            rc = sl__sampler_order(&src->sampler, src->num_rows, st->src.epoch, st->src.order);
+            if (rc != SL_OK) {
+                sl__errf(&st->src.err, rc, "out of memory for the epoch's order");
+                goto fail;
+            }
+            st->src.ordered = 1;
+        } else if (st->src.pos < st->src.n) {
+            sl__row row;
+            int64_t index = st->src.order[st->src.pos++];
+            memset(&row, 0, sizeof row);
+            row.index = index;
+            row.epoch = st->src.epoch;
+            if (it->lazy_source) {
+                row.unread_bytes = src->iface->size_hint(src, index);
+            } else if ((rc = src->iface->read(src, index, &row, it->pool, &st->src.err)) !=
+                       SL_OK) {
+                sl__row_clear(&row);
+                goto fail;
+            }
+            if ((rc = sl__chain_row(&chain, 0, &row)) != SL_OK)
+                goto chain_failed;
+        } else {
+            /* the end of a pass over the source */
+            if ((rc = sl__chain_eoe(&chain, 0)) != SL_OK)
+                goto chain_failed;
+            st->src.epoch++;
+            st->src.pos = 0;
+            st->src.ordered = 0;
+            if (it->passes >= 0 && st->src.epoch >= it->passes) {
+                sl__out_marker(&st->src.out, SL__CHUNK_EOF);
+                goto finish;
+            }
+        }
+    }
+    return;
+chain_failed:
+    if (rc == SL_ECLOSED || stopping(it))
+        goto finish;
+    if (st->src.err.status == SL_OK)
+        sl__errf(&st->src.err, rc, "%s: %s", st->name, sl_strerror(rc));
+    send_error(st, &st->src.out, &st->src.err);
+    goto finish;
+fail:
+    if (st->src.err.status != SL_ECLOSED) {
+        sl__err_prefix(&st->src.err, "%s: ", src->iface->kind);
+        send_error(st, &st->src.out, &st->src.err);
+    }
+finish:
+    /* What was sent still arrives; then the queue reports its end (once
+     * the chunks still held back have gone too). */
+    st->src.finished = 1;
+    if (!st->src.out.pending)
+        sl__queue_close(&st->out);
+}
+
 static void *source_main(void *arg)
 {
     stage *st = arg;
-    sl_iterator *it = st->it;
-    sl__source *src = it->source;
-    sl__out out = {&st->out, NULL, st->chunk_rows, CHUNK_BYTES};
-    sl__error err;
-    sl__chain chain = {st->nodes, st->nnodes, &out, it->pool, &err};
-    int64_t n = sl__sampler_size(&src->sampler, src->num_rows);
-    int64_t *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
-    int rc;
-
-    sl__err_clear(&err);
-    if (!order) {
-        rc = sl__errf(&err, SL_ENOMEM, "source: out of memory for %lld indices", (long long)n);
-        goto fail;
-    }
-    rc = src->iface->prepare(src, &it->stop, &err);
-    if (rc != SL_OK)
-        goto fail;
-    for (int64_t epoch = 0; it->passes < 0 || epoch < it->passes; epoch++) {
-        rc = sl__sampler_order(&src->sampler, src->num_rows, epoch, order);
-        if (rc != SL_OK) {
-            sl__errf(&err, rc, "source: out of memory for the epoch's order");
-            goto fail;
-        }
-        for (int64_t i = 0; i < n; i++) {
-            sl__row row;
-            memset(&row, 0, sizeof row);
-            row.index = order[i];
-            row.epoch = epoch;
-            if (it->lazy_source)
-                row.unread_bytes = src->iface->size_hint(src, order[i]);
-            if (stopping(it))
-                goto done;
-            if (!it->lazy_source) {
-                rc = src->iface->read(src, order[i], &row, it->pool, &err);
-                if (rc != SL_OK) {
-                    sl__row_clear(&row);
-                    goto fail;
-                }
-            }
-            rc = sl__chain_row(&chain, 0, &row);
-            if (rc != SL_OK)
-                goto chain_failed;
-        }
-        rc = sl__chain_eoe(&chain, 0);
-        if (rc != SL_OK)
-            goto chain_failed;
-    }
-    sl__out_marker(&out, SL__CHUNK_EOF);
-    goto done;
-chain_failed:
-    if (rc == SL_ECLOSED || stopping(it))
-        goto done;
-    if (err.status == SL_OK)
-        sl__errf(&err, rc, "%s: %s", st->name, sl_strerror(rc));
-    send_error(st, &out, &err);
-    goto done;
-fail:
-    if (err.status != SL_ECLOSED) {
-        sl__err_prefix(&err, "%s: ", src->iface->kind);
-        send_error(st, &out, &err);
-    }
-done:
-    sl__out_discard(&out);
-    free(order);
+    source_run(st, 0);
     thread_done(st);
     return NULL;
 }
@@ -272,8 +322,23 @@ static void *worker_main(void *arg)
     for (;;) {
         sl__chunk *chunk;
         uint64_t seq;
-        int last;
-        if (sl__queue_pop(st->in, (void **)&chunk, &seq, -1) != SL_OK)
+        int last, rc = SL_ETIMEDOUT;
+        if (stopping(st->it))
+            break;
+        if (st->pulls_source) {
+            /* Nothing to do: run the source ourselves, unless another
+             * worker already is, in which case wait for what it sends. */
+            stage *src = &st->it->stages[0];
+            rc = sl__queue_pop(st->in, (void **)&chunk, &seq, 0);
+            if (rc == SL_ETIMEDOUT && pthread_mutex_trylock(&src->src.lock) == 0) {
+                source_run(src, 1);
+                pthread_mutex_unlock(&src->src.lock);
+                continue;
+            }
+        }
+        if (rc == SL_ETIMEDOUT)
+            rc = sl__queue_pop(st->in, (void **)&chunk, &seq, -1);
+        if (rc != SL_OK)
             break;
         last = chunk->kind == SL__CHUNK_EOF || chunk->kind == SL__CHUNK_ERROR;
         if (chunk->kind == SL__CHUNK_ROWS && work_chunk(st, &chunk, &err) != SL_OK) {
@@ -311,7 +376,7 @@ static void *worker_main(void *arg)
 static void *seq_main(void *arg)
 {
     stage *st = arg;
-    sl__out out = {&st->out, NULL, st->chunk_rows, CHUNK_BYTES};
+    sl__out out = {.queue = &st->out, .chunk_rows = st->chunk_rows, .chunk_bytes = CHUNK_BYTES};
     sl__error err;
     sl__chain chain = {st->nodes, st->nnodes, &out, st->it->pool, &err};
     sl__err_clear(&err);
@@ -433,7 +498,14 @@ static stage *add_stage(sl_iterator *it, stage_kind kind, const char *name, int 
     *rc = sl__queue_init(&st->out, cap);
     if (*rc != SL_OK)
         return NULL;
-    st->threads = calloc((size_t)nthreads, sizeof *st->threads);
+    if (kind == STAGE_SOURCE) {
+        pthread_mutex_init(&st->src.lock, NULL);
+        st->src.out.queue = &st->out;
+        st->src.out.chunk_rows = chunk_rows;
+        st->src.out.chunk_bytes = CHUNK_BYTES;
+        sl__err_clear(&st->src.err);
+    }
+    st->threads = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *st->threads);
     st->nodes = calloc(it->nnodes + 1, sizeof *st->nodes);
     it->nstages++; /* counted now, so free_stages cleans up after a failure */
     if (!st->threads || !st->nodes) {
@@ -472,6 +544,12 @@ static int plan_lazy_source(sl_iterator *it)
             return SL_OK;
     it->lazy_source = 1;
     it->stages[1].reads = 1;
+    /* The source thread would only order indices: the workers do it
+     * themselves when they run dry, so the pipeline runs exactly the
+     * threads it was given and none sits idle on a small machine. */
+    it->stages[1].pulls_source = 1;
+    src->nthreads = 0;
+    src->src.out.nonblocking = 1; /* its workers also consume its queue */
     for (size_t k = 0; k < src->nnodes; k++) {
         int rc = sl__seq_node_rows_unread(src->nodes[k]);
         if (rc != SL_OK)
@@ -621,6 +699,11 @@ static void free_stages(sl_iterator *it)
         stage *st = &it->stages[s];
         sl__queue_drain(&st->out, sl__chunk_free_item);
         sl__queue_destroy(&st->out);
+        if (st->kind == STAGE_SOURCE) {
+            sl__out_discard(&st->src.out);
+            free(st->src.order);
+            pthread_mutex_destroy(&st->src.lock);
+        }
         for (size_t k = 0; k < st->nnodes; k++)
             sl__seq_node_free(st->nodes[k]);
         free(st->nodes);

@@ -11,17 +11,54 @@
 
 /* --- output builder ------------------------------------------------------ */
 
+int sl__out_drain(sl__out *out)
+{
+    while (out->pending) {
+        sl__chunk *c = out->pending, *next = c->next;
+        int rc;
+        /* Unlinked before the push: once pushed, a consumer may free it. */
+        c->next = NULL;
+        rc = sl__queue_try_push_next(out->queue, c);
+        if (rc == SL_ETIMEDOUT) {
+            c->next = next; /* full: it and the rest wait */
+            return SL_OK;
+        }
+        out->pending = next;
+        if (!next)
+            out->pending_tail = NULL;
+        if (rc != SL_OK) {
+            sl__chunk_free(c);
+            return rc;
+        }
+    }
+    return SL_OK;
+}
+
+/* Sends chunk (ownership moves; freed on failure). */
+static int out_send(sl__out *out, sl__chunk *c)
+{
+    int rc;
+    if (!out->nonblocking) {
+        rc = sl__queue_push_next(out->queue, c);
+        if (rc != SL_OK)
+            sl__chunk_free(c);
+        return rc;
+    }
+    if (out->pending_tail)
+        out->pending_tail->next = c;
+    else
+        out->pending = c;
+    out->pending_tail = c;
+    return sl__out_drain(out);
+}
+
 int sl__out_flush(sl__out *out)
 {
     sl__chunk *c = out->cur;
-    int rc;
     if (!c || c->nrows == 0)
         return SL_OK;
     out->cur = NULL;
-    rc = sl__queue_push_next(out->queue, c);
-    if (rc != SL_OK)
-        sl__chunk_free(c);
-    return rc;
+    return out_send(out, c);
 }
 
 int sl__out_row(sl__out *out, sl__row *row)
@@ -42,11 +79,11 @@ int sl__out_row(sl__out *out, sl__row *row)
 int sl__out_chunk(sl__out *out, sl__chunk *chunk)
 {
     int rc = sl__out_flush(out);
-    if (rc == SL_OK)
-        rc = sl__queue_push_next(out->queue, chunk);
-    if (rc != SL_OK)
+    if (rc != SL_OK) {
         sl__chunk_free(chunk);
-    return rc;
+        return rc;
+    }
+    return out_send(out, chunk);
 }
 
 int sl__out_marker(sl__out *out, sl__chunk_kind kind)
@@ -61,6 +98,12 @@ void sl__out_discard(sl__out *out)
 {
     sl__chunk_free(out->cur);
     out->cur = NULL;
+    while (out->pending) {
+        sl__chunk *c = out->pending;
+        out->pending = c->next;
+        sl__chunk_free(c);
+    }
+    out->pending_tail = NULL;
 }
 
 /* --- sequential chain ---------------------------------------------------- */

@@ -23,6 +23,11 @@ typedef struct sl__out {
     sl__chunk *cur;     /* rows not pushed yet */
     size_t chunk_rows;  /* push when this many rows ... */
     size_t chunk_bytes; /* ... or this many data bytes are waiting */
+    /* Set for a producer that also consumes the queue (workers running
+     * the source): a full queue must not block it, so chunks wait here,
+     * in order, until sl__out_drain finds room. */
+    int nonblocking;
+    sl__chunk *pending, *pending_tail;
 } sl__out;
 
 /* Moves row into the builder; pushes a full chunk. SL_ECLOSED when the
@@ -34,7 +39,10 @@ int sl__out_flush(sl__out *out);
 int sl__out_marker(sl__out *out, sl__chunk_kind kind);
 /* Flushes, then pushes chunk as it is (ownership moves; freed on failure). */
 int sl__out_chunk(sl__out *out, sl__chunk *chunk);
-/* Frees rows that were never pushed. */
+/* Pushes the chunks waiting in a nonblocking builder while there is room.
+ * SL_OK (some may still wait) or SL_ECLOSED. */
+int sl__out_drain(sl__out *out);
+/* Frees rows and chunks that were never pushed. */
 void sl__out_discard(sl__out *out);
 
 /* --- sequential chain ---------------------------------------------------- */

@@ -18,6 +18,7 @@ sl__chunk *sl__chunk_new(sl__chunk_kind kind, size_t cap)
     c->nrows = 0;
     c->cap = cap;
     c->nbytes = 0;
+    c->next = NULL;
     c->group_index = 0;
     c->group_epoch = 0;
     sl__err_clear(&c->error);

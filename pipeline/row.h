@@ -36,6 +36,7 @@ typedef struct sl__chunk {
     size_t nbytes;   /* data bytes of the rows, to bound chunk sizes */
     sl__error error; /* for SL__CHUNK_ERROR */
     int64_t group_index, group_epoch; /* a batch's rows on their way to collation */
+    struct sl__chunk *next; /* in an output builder's list of chunks not yet sent */
     sl__row rows[];  /* cap entries */
 } sl__chunk;
 

@@ -580,8 +580,8 @@ START_TEST(test_unread_rows_bound_chunks)
     sl__out out;
     sl__chunk *c;
     ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
+    memset(&out, 0, sizeof out);
     out.queue = &q;
-    out.cur = NULL;
     out.chunk_rows = 64;
     out.chunk_bytes = 1u << 20;
     for (int i = 0; i < 6; i++) {
