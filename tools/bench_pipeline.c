@@ -3,6 +3,7 @@
  * counts, several times each. */
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -530,6 +531,60 @@ static int run_sets(const bench_args *a, const cli_pipeline *p, worker_set *sets
     return rc;
 }
 
+/* --- the machine's own scaling ------------------------------------------ */
+
+/* How much faster n threads of independent work (a register-only hash
+ * loop: no memory, no locks, no allocation) run than one: the most any
+ * pipeline can gain from n workers on this machine, measured in the same
+ * run. On a shared VM it is often well below n. */
+#define REFERENCE_STEPS 40000000u
+#define MAX_REFERENCE_THREADS 64
+
+static int cmp_double(const void *x, const void *y);
+
+static void *reference_work(void *arg)
+{
+    uint64_t h = (uint64_t)(uintptr_t)arg | 1;
+    for (uint32_t i = 0; i < REFERENCE_STEPS; i++)
+        h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL + i;
+    return (void *)(uintptr_t)(h & 1); /* keeps the loop from being optimised out */
+}
+
+/* Steps per millisecond with n threads, or a negative value on failure. */
+static double reference_rate(int n)
+{
+    pthread_t threads[MAX_REFERENCE_THREADS];
+    double t0 = cli_now_ms(), ms;
+    int started = 0;
+    for (; started < n; started++)
+        if (pthread_create(&threads[started], NULL, reference_work,
+                           (void *)(uintptr_t)(started + 1)) != 0)
+            break;
+    for (int i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+    ms = cli_now_ms() - t0;
+    if (started < n || ms <= 0)
+        return -1;
+    return (double)n * REFERENCE_STEPS / ms;
+}
+
+/* The median over 3 alternating rounds of rate(n threads) / rate(1);
+ * negative when it cannot be measured. */
+static double reference_scaling(int n)
+{
+    double ratios[3];
+    if (n < 2 || n > MAX_REFERENCE_THREADS)
+        return -1;
+    for (int r = 0; r < 3; r++) {
+        double one = reference_rate(1), many = reference_rate(n);
+        if (one <= 0 || many <= 0)
+            return -1;
+        ratios[r] = many / one;
+    }
+    qsort(ratios, 3, sizeof *ratios, cmp_double);
+    return ratios[1];
+}
+
 /* --- results --------------------------------------------------------- */
 
 static int cmp_double(const void *x, const void *y)
@@ -589,8 +644,18 @@ static long long peak_rss_bytes(void)
     return kib * 1024;
 }
 
+/* The largest worker count of the runs, the one the machine is probed at. */
+static int max_workers(const bench_args *a)
+{
+    int64_t m = 1;
+    for (size_t w = 0; w < a->nworkers; w++)
+        if (a->workers[w] > m)
+            m = a->workers[w];
+    return (int)m;
+}
+
 static void print_text(const bench_args *a, const char *kind, const char *describe,
-                       const worker_set *sets)
+                       const worker_set *sets, double machine)
 {
     const char *line = describe;
 
@@ -634,10 +699,14 @@ static void print_text(const bench_args *a, const char *kind, const char *descri
     printf("\n(images/s and first batch ms are medians over the runs; threads is what\n"
            "the pipeline runs, as reported by the iterator)\n");
     printf("peak RSS: %.1f MB\n", (double)peak_rss_bytes() / (1024.0 * 1024.0));
+    if (machine > 0)
+        printf("machine:  %d threads of independent work (a compute loop) run %.2fx as fast\n"
+               "          as one here: the most %d workers can gain on this machine now\n",
+               max_workers(a), machine, max_workers(a));
 }
 
 static void print_json(const bench_args *a, const char *kind, const char *describe,
-                       const worker_set *sets)
+                       const worker_set *sets, double machine)
 {
     printf("{\"dataset\": ");
     cli_json_string(stdout, a->data);
@@ -660,7 +729,11 @@ static void print_json(const bench_args *a, const char *kind, const char *descri
                median_of(s->runs, a->repeats, 1), s->runs[0].batches, s->runs[0].images,
                s->load_ms);
     }
-    printf("], \"peak_rss_bytes\": %lld}\n", peak_rss_bytes());
+    printf("], \"peak_rss_bytes\": %lld", peak_rss_bytes());
+    if (machine > 0)
+        printf(", \"machine_scaling\": {\"threads\": %d, \"ratio\": %.3f}", max_workers(a),
+               machine);
+    printf("}\n");
 }
 
 /* --- main ------------------------------------------------------------ */
@@ -672,6 +745,7 @@ int cli_bench_pipeline_main(int argc, char **argv)
     cli_pipeline p;
     worker_set sets[MAX_WORKER_SETS];
     sl_dataset *datasets[MAX_WORKER_SETS] = {NULL};
+    double machine;
     run_result *runs = NULL;
     int lrc;
     char *describe = NULL;
@@ -727,10 +801,12 @@ int cli_bench_pipeline_main(int argc, char **argv)
         rc = CLI_EXIT_FAIL;
         goto out;
     }
+    /* Measured after the runs, in the same process, for comparison. */
+    machine = max_workers(&a) >= 2 ? reference_scaling(max_workers(&a)) : -1;
     if (a.json)
-        print_json(&a, kind_name, describe, sets);
+        print_json(&a, kind_name, describe, sets, machine);
     else
-        print_text(&a, kind_name, describe, sets);
+        print_text(&a, kind_name, describe, sets, machine);
 out:
     for (size_t w = 0; w < MAX_WORKER_SETS; w++)
         sl_dataset_free(datasets[w]);
