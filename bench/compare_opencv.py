@@ -17,9 +17,11 @@ that differ, from the uint8 values the float result implies). Exit status:
 
 Needs Debian's python3-numpy and python3-opencv; run with /usr/bin/python3.
 """
-import argparse, gzip, os, subprocess, sys, tempfile
+import argparse, os, subprocess, sys, tempfile
 
 import numpy as np
+
+from idx import read_idx  # bench/idx.py, beside this script
 
 try:
     import cv2
@@ -30,18 +32,6 @@ except ImportError:
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
          "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
-
-
-def read_idx(path):
-    """An IDX file (plain or .gz) as a numpy array of uint8."""
-    for p in (path, path + ".gz"):
-        if os.path.exists(p):
-            with (gzip.open if p.endswith(".gz") else open)(p, "rb") as f:
-                data = f.read()
-            ndim = data[3]
-            shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
-            return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(shape)
-    raise FileNotFoundError(f"no file {path}[.gz]")
 
 
 def main():

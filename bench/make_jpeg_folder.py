@@ -18,27 +18,17 @@ tool refuses to write into a non-empty folder unless --force is given.
 Requires numpy and PIL (Debian's python3-numpy, python3-pil); run it with
 /usr/bin/python3.
 """
-import argparse, gzip, json, os, shutil, sys, time
+import argparse, json, os, shutil, sys, time
 
 import numpy as np
 from PIL import Image
+
+from idx import read_idx  # bench/idx.py, beside this script
 
 FASHION = "/usr/share/datasets/fashion-mnist"
 NAMES = ["tshirt", "trouser", "pullover", "dress", "coat",
          "sandal", "shirt", "sneaker", "bag", "boot"]
 MARKER = ".make_jpeg_folder.json"   # dot file: ImageFolder readers skip it
-
-
-def read_idx(path, magic):
-    """A gzipped IDX file: big-endian uint32 magic, the dims, then uint8 data."""
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    m = int(np.frombuffer(raw, ">u4", 1)[0])
-    if m != magic:
-        raise ValueError(f"{path}: bad IDX magic {m:#x}, expected {magic:#x}")
-    ndim = m & 0xFF
-    dims = [int(d) for d in np.frombuffer(raw, ">u4", ndim, offset=4)]
-    return np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
 def parse_size(s):

@@ -33,12 +33,14 @@ bench/make_jpeg_folder.py.  This mode also needs python3-pil.
 Requires only Debian's python3-torch and python3-numpy; run with
 /usr/bin/python3 (not the python3 first on PATH).
 """
-import argparse, gzip, io, json, os, shlex, shutil, statistics, subprocess, sys, time
+import argparse, io, json, os, shlex, shutil, statistics, subprocess, sys, time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
+
+from idx import read_idx  # bench/idx.py, beside this script
 
 try:  # only --image-folder needs PIL
     import PIL
@@ -56,19 +58,6 @@ def log(*a):
 
 
 # ---------------------------------------------------------------- data load
-def read_idx(path, magic):
-    """Read a gzipped IDX file: big-endian uint32 magic, then ndim big-endian
-    uint32 dims, then raw uint8 data."""
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    m = int(np.frombuffer(raw, ">u4", 1)[0])
-    if m != magic:
-        raise ValueError(f"{path}: bad IDX magic {m:#x}, expected {magic:#x}")
-    ndim = m & 0xFF
-    dims = [int(d) for d in np.frombuffer(raw, ">u4", ndim, offset=4)]
-    return np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
 def load(data_dir):
     t0 = time.perf_counter()
     imgs = read_idx(os.path.join(data_dir, "train-images-idx3-ubyte.gz"), 0x803)
