@@ -11,13 +11,20 @@
 #define DEFLATE_MAX_RATIO 1032u   /* zlib's bound on uncompressed / compressed */
 
 /* The error text of a failed gzread: zlib's message, or errno's. */
-static const char *gz_message(gzFile gz)
+/* The error text of a failed gzread: zlib's message (without the file name
+ * zlib puts in front, which our messages already give), or errno's. */
+static const char *gz_message(gzFile gz, const char *path)
 {
     int zerr = 0;
     const char *msg = gzerror(gz, &zerr);
+    size_t n = strlen(path);
     if (zerr == Z_ERRNO)
         return strerror(errno);
-    return msg && *msg ? msg : "unexpected end of file";
+    if (!msg || !*msg)
+        return "unexpected end of file";
+    if (strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        return msg + n + 2;
+    return msg;
 }
 
 static int read_exact(gzFile gz, void *buf, size_t n, size_t *got)
@@ -128,7 +135,7 @@ int sl__idx_read_payload(const char *path, const sl__idx_header *hdr, void *buf,
         r = gzread(gz, (char *)buf + total, (unsigned)want);
         if (r < 0) {
             rc = sl__errf(err, SL_EFORMAT, "%s: corrupt data after %zu bytes of %zu: %s", path,
-                          total, hdr->payload, gz_message(gz));
+                          total, hdr->payload, gz_message(gz, path));
             goto done;
         }
         if (r == 0) {
@@ -136,7 +143,7 @@ int sl__idx_read_payload(const char *path, const sl__idx_header *hdr, void *buf,
             gzerror(gz, &zerr);
             rc = sl__errf(err, SL_EFORMAT, "%s: truncated data: %zu of %zu bytes (%s)", path,
                           total, hdr->payload,
-                          zerr != Z_OK ? gz_message(gz) : "unexpected end of file");
+                          zerr != Z_OK ? gz_message(gz, path) : "unexpected end of file");
             goto done;
         }
         total += (size_t)r;
@@ -153,7 +160,7 @@ int sl__idx_read_payload(const char *path, const sl__idx_header *hdr, void *buf,
             gzerror(gz, &zerr); /* a stream cut short reads as 0 with Z_BUF_ERROR */
         if (r < 0 || zerr != Z_OK)
             rc = sl__errf(err, SL_EFORMAT, "%s: corrupt gzip stream after its %zu bytes of data: %s",
-                          path, hdr->payload, gz_message(gz));
+                          path, hdr->payload, gz_message(gz, path));
         else if (r > 0)
             rc = sl__errf(err, SL_EFORMAT,
                           "%s: more data than the %zu bytes its header announces (trailing bytes)",
