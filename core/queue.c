@@ -211,6 +211,8 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
 
 void sl__queue_close(sl_queue *q)
 {
+    if (!q->slots)
+        return; /* never initialised (its init failed) */
     pthread_mutex_lock(&q->lock);
     q->closed = 1;
     pthread_cond_broadcast(&q->not_empty);
@@ -220,6 +222,8 @@ void sl__queue_close(sl_queue *q)
 
 void sl__queue_drain(sl_queue *q, void (*free_item)(void *))
 {
+    if (!q->slots)
+        return;
     for (size_t i = 0; i < q->capacity; i++) {
         if (q->slots[i]) {
             free_item(q->slots[i]);

@@ -56,6 +56,7 @@ int sl__queue_try_push_next(sl_queue *q, void *item);
  * Returns SL_OK, SL_ECLOSED (closed and nothing left in order) or
  * SL_ETIMEDOUT. seq may be NULL. */
 int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms);
+/* Also safe on a queue whose init failed (it does nothing). */
 void sl__queue_close(sl_queue *q);
 /* Removes every item still held, calling free_item on each (after close and
  * join; no thread may use the queue meanwhile). */

@@ -355,8 +355,14 @@ static void *worker_main(void *arg)
             } else {
                 sl__chunk_free(chunk);
                 chunk = sl__chunk_error(&err);
-                if (!chunk)
+                if (!chunk) {
+                    /* Not even the error fits in memory: its place in the
+                     * order stays empty, so close both sides rather than
+                     * leave the consumer waiting for it. */
+                    sl__queue_close(st->in);
+                    sl__queue_close(&st->out);
                     break;
+                }
             }
         }
         if (sl__queue_push(&st->out, seq, chunk) != SL_OK) {
