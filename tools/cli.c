@@ -244,8 +244,14 @@ int cli_parse_double(const char *cmd, const char *what, const char *s, double *o
     return 0;
 }
 
-int cli_parse_double_list(const char *cmd, const char *what, const char *s, double *out,
-                          size_t max, size_t *n)
+/* Calls parse_item on each comma-separated item of s (at most max), with
+ * its text, length and index; parse_item reports its own errors. Returns 0
+ * and the count in *n, or -1. */
+typedef int (*list_item_fn)(const char *cmd, const char *what, const char *list,
+                            const char *item, size_t len, size_t index, void *ctx);
+
+static int parse_list(const char *cmd, const char *what, const char *s, size_t max, size_t *n,
+                      list_item_fn parse_item, void *ctx)
 {
     const char *p = s;
     size_t count = 0;
@@ -257,10 +263,8 @@ int cli_parse_double_list(const char *cmd, const char *what, const char *s, doub
             cli_error(cmd, "%s: more than %zu values in '%s'", what, max, s);
             return -1;
         }
-        if (parse_real_or_fraction(p, len, &out[count]) != 0) {
-            cli_error(cmd, "%s: expected a comma list of numbers, got '%s'", what, s);
+        if (parse_item(cmd, what, s, p, len, count, ctx) != 0)
             return -1;
-        }
         count++;
         if (comma == NULL)
             break;
@@ -270,35 +274,46 @@ int cli_parse_double_list(const char *cmd, const char *what, const char *s, doub
     return 0;
 }
 
+static int double_item(const char *cmd, const char *what, const char *list, const char *item,
+                       size_t len, size_t index, void *ctx)
+{
+    if (parse_real_or_fraction(item, len, &((double *)ctx)[index]) != 0) {
+        cli_error(cmd, "%s: expected a comma list of numbers, got '%s'", what, list);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_parse_double_list(const char *cmd, const char *what, const char *s, double *out,
+                          size_t max, size_t *n)
+{
+    return parse_list(cmd, what, s, max, n, double_item, out);
+}
+
+typedef struct int64_items {
+    int64_t min, max;
+    int64_t *out;
+} int64_items;
+
+static int int64_item(const char *cmd, const char *what, const char *list, const char *item,
+                      size_t len, size_t index, void *ctx)
+{
+    const int64_items *it = ctx;
+    char text[32];
+    if (len == 0 || len >= sizeof text) {
+        cli_error(cmd, "%s: expected a comma list of integers, got '%s'", what, list);
+        return -1;
+    }
+    memcpy(text, item, len);
+    text[len] = '\0';
+    return cli_parse_int64(cmd, what, text, it->min, it->max, &it->out[index]);
+}
+
 int cli_parse_int64_list(const char *cmd, const char *what, const char *s, int64_t min,
                          int64_t vmax, int64_t *out, size_t max, size_t *n)
 {
-    const char *p = s;
-    size_t count = 0;
-    char item[32];
-
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (count == max) {
-            cli_error(cmd, "%s: more than %zu values in '%s'", what, max, s);
-            return -1;
-        }
-        if (len == 0 || len >= sizeof item) {
-            cli_error(cmd, "%s: expected a comma list of integers, got '%s'", what, s);
-            return -1;
-        }
-        memcpy(item, p, len);
-        item[len] = '\0';
-        if (cli_parse_int64(cmd, what, item, min, vmax, &out[count]) != 0)
-            return -1;
-        count++;
-        if (comma == NULL)
-            break;
-        p = comma + 1;
-    }
-    *n = count;
-    return 0;
+    int64_items items = {min, vmax, out};
+    return parse_list(cmd, what, s, max, n, int64_item, &items);
 }
 
 int cli_parse_hw(const char *cmd, const char *what, const char *s, int64_t *h, int64_t *w)
