@@ -15,6 +15,7 @@ const char *sl_strerror(int status)
     case SL_ETIMEDOUT: return "timed out";
     case SL_ETHREAD: return "cannot start thread";
     case SL_ESTATE: return "invalid state";
+    case SL_ENUMERIC: return "numeric error (NaN or infinity)";
     case SL_END_OF_EPOCH: return "end of epoch";
     case SL_END_OF_DATA: return "end of data";
     }
@@ -34,6 +35,7 @@ const char *sl_status_name(int status)
     case SL_ETIMEDOUT: return "SL_ETIMEDOUT";
     case SL_ETHREAD: return "SL_ETHREAD";
     case SL_ESTATE: return "SL_ESTATE";
+    case SL_ENUMERIC: return "SL_ENUMERIC";
     case SL_END_OF_EPOCH: return "SL_END_OF_EPOCH";
     case SL_END_OF_DATA: return "SL_END_OF_DATA";
     }

@@ -1199,11 +1199,12 @@ START_TEST(test_status_names)
         {SL_ETIMEDOUT, "SL_ETIMEDOUT", "timed out"},
         {SL_ETHREAD, "SL_ETHREAD", "cannot start thread"},
         {SL_ESTATE, "SL_ESTATE", "invalid state"},
+        {SL_ENUMERIC, "SL_ENUMERIC", "numeric error (NaN or infinity)"},
         {SL_END_OF_EPOCH, "SL_END_OF_EPOCH", "end of epoch"},
         {SL_END_OF_DATA, "SL_END_OF_DATA", "end of data"},
     };
     enum { N = sizeof codes / sizeof codes[0] };
-    static const int unknown[] = {-10, -100, 3, 100, INT_MIN, INT_MAX};
+    static const int unknown[] = {-11, -100, 3, 100, INT_MIN, INT_MAX};
     for (int i = 0; i < N; i++) {
         ck_assert_str_eq(sl_status_name(codes[i].code), codes[i].name);
         ck_assert_str_eq(sl_strerror(codes[i].code), codes[i].text);

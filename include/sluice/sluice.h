@@ -7,6 +7,11 @@
 #include "sluice/op.h"
 #include "sluice/dataset.h"
 #include "sluice/iterator.h"
+#include "sluice/graph.h"
+#include "sluice/network.h"
+#include "sluice/step.h"
+#include "sluice/checkpoint.h"
+#include "sluice/model.h"
 
 #ifdef __cplusplus
 extern "C" {

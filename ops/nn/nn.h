@@ -93,6 +93,10 @@ void sl__dense_backward_weight(float *dweight, float *dbias, const float *dout,
                                const float *in, size_t n, size_t in_features,
                                size_t out_features, size_t o0, size_t o1);
 
+/* dbias (OUT) = column sums of dout (N, OUT), output features [o0, o1). */
+void sl__dense_backward_bias(float *dbias, const float *dout, size_t n, size_t out_features,
+                             size_t o0, size_t o1);
+
 /* --- loss and metrics ------------------------------------------------ */
 /* Sparse softmax cross-entropy, mean over the batch, computed with a stable
  * log-sum-exp in double. logits (N, C), labels (N) int32 in [0, C). Writes

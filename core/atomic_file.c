@@ -1,0 +1,58 @@
+/* atomic_file.c: see atomic_file.h. */
+#include "core/atomic_file.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int sl__atomic_open(sl__atomic_file *af, const char *path, sl__error *err)
+{
+    size_t len = strlen(path) + 16;
+    int fd;
+    af->f = NULL;
+    af->path = path;
+    af->tmp = malloc(len);
+    if (!af->tmp)
+        return sl__errf(err, SL_ENOMEM, "%s: out of memory", path);
+    snprintf(af->tmp, len, "%s.tmp-XXXXXX", path);
+    fd = mkstemp(af->tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(af->tmp);
+        af->tmp = NULL;
+        return sl__errf(err, SL_EIO, "%s: cannot create a file beside it: %s", path,
+                        strerror(e));
+    }
+    af->f = fdopen(fd, "wb");
+    if (!af->f) {
+        int e = errno;
+        close(fd);
+        unlink(af->tmp);
+        free(af->tmp);
+        af->tmp = NULL;
+        return sl__errf(err, SL_EIO, "%s: %s", path, strerror(e));
+    }
+    return SL_OK;
+}
+
+int sl__atomic_close(sl__atomic_file *af, int failed, sl__error *err)
+{
+    int e = 0;
+    if (!failed && (ferror(af->f) || fflush(af->f) != 0 || fsync(fileno(af->f)) != 0))
+        e = errno ? errno : EIO;
+    if (fclose(af->f) != 0 && !failed && e == 0)
+        e = errno ? errno : EIO;
+    if (!failed && e == 0 && rename(af->tmp, af->path) != 0)
+        e = errno;
+    if (failed || e != 0)
+        unlink(af->tmp);
+    free(af->tmp);
+    af->tmp = NULL;
+    af->f = NULL;
+    if (failed && e == 0)
+        e = errno ? errno : EIO;
+    if (failed || e != 0)
+        return sl__errf(err, SL_EIO, "%s: cannot write: %s", af->path, strerror(e));
+    return SL_OK;
+}

@@ -1,0 +1,86 @@
+/* graph_impl.h: the graph's nodes, for the executor's own files. A graph is
+ * an array of nodes in creation order, which is also a valid execution
+ * order: a builder only refers to nodes that exist. */
+#ifndef SLUICE_EXEC_GRAPH_IMPL_H
+#define SLUICE_EXEC_GRAPH_IMPL_H
+
+#include "sluice/graph.h"
+#include "core/error.h"
+#include "ops/nn/nn.h"
+
+#define SL__MAX_INPUTS 4
+
+typedef enum sl__op {
+    SL__OP_INPUT = 0,
+    SL__OP_PARAM,
+    /* forward operators */
+    SL__OP_CONV2D,
+    SL__OP_MAX_POOL2D,
+    SL__OP_RELU,
+    SL__OP_DENSE,
+    SL__OP_RESHAPE,     /* a view: shares its input's buffer */
+    SL__OP_ADD,
+    SL__OP_SOFTMAX_XENT,
+    SL__OP_ARGMAX,
+    /* made by autodiff; the inputs each reads, in order */
+    SL__OP_CONV2D_DX,   /* dy, weight */
+    SL__OP_CONV2D_DW,   /* dy, the conv (its saved columns), x */
+    SL__OP_MAX_POOL2D_DX, /* dy, the pool (its saved argmax) */
+    SL__OP_RELU_DX,     /* dy, the relu (its output) */
+    SL__OP_DENSE_DX,    /* dy, weight */
+    SL__OP_DENSE_DW,    /* dy, x */
+    SL__OP_DENSE_DB,    /* dy */
+    SL__OP_SOFTMAX_XENT_DX, /* the loss (its saved probabilities), labels */
+    /* updates, made by the optimizer: no value, they write parameters */
+    SL__OP_MOMENTUM,    /* param, grad, accumulator */
+    SL__OP_SGD,         /* param, grad */
+    SL__OP_COUNT
+} sl__op;
+
+typedef struct sl__node {
+    sl__op op;
+    char name[SL_NODE_NAME_LEN];
+    int in[SL__MAX_INPUTS]; /* input node ids */
+    int nin;
+    sl_dtype dtype;
+    int ndim;
+    int64_t shape[SL_MAX_DIMS];
+    size_t numel;       /* 0 for updates */
+    size_t aux_bytes;   /* saved for the backward (columns, argmax,
+                         * probabilities); lives as long as the value */
+    size_t scratch_bytes; /* per thread, only while the node runs */
+    union {
+        sl__conv2d_dims conv;   /* conv2d and its gradients */
+        sl__pool2d_dims pool;   /* max_pool2d and its gradient */
+        struct { float lr, momentum; } opt;
+    } attr;
+    /* parameters */
+    int trainable;      /* gets a gradient from sl_graph_backward */
+    sl_init init;
+    float *data;        /* persistent values, 64-byte aligned */
+    int grad;           /* the node holding the gradient, or -1 */
+} sl__node;
+
+struct sl_graph {
+    sl__node *nodes;    /* (nnodes) */
+    size_t nnodes, cap;
+    uint64_t seed;
+    int backward_done;
+    int nparams;        /* parameters made so far, for init seeding */
+    sl__error err;
+};
+
+/* The name of an op ("conv2d"). */
+const char *sl__op_name(sl__op op);
+/* Adds a node with op, inputs and a name (made up from the op when NULL);
+ * returns its id or a negative status. The caller fills the rest. */
+int sl__graph_add_node(sl_graph *g, sl__op op, const char *name, const int *in, int nin);
+/* The node's shape as "(32, 6, 28, 28)" in buf. */
+const char *sl__node_shape_str(const sl__node *n, char *buf, size_t len);
+/* Writes prefix + name + suffix into out (SL_NODE_NAME_LEN bytes), cut to
+ * fit: derived names ("grad.conv1.weight") are for people to read. */
+void sl__make_name(char *out, const char *prefix, const char *name, const char *suffix);
+/* 1 for ops that write parameters instead of producing a value. */
+int sl__op_is_update(sl__op op);
+
+#endif

@@ -1,0 +1,496 @@
+/* model.c: Model.train / Model.eval on top of a graph and two compiled
+ * steps. The host loop is the seeds' non-sink mode: one batch, one step,
+ * callbacks, again. */
+#include "exec/model_impl.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sluice/checkpoint.h"
+#include "sluice/iterator.h"
+#include "core/rng.h"
+#include "core/tensor_impl.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void sl_context_init(sl_context *c)
+{
+    c->mode = SL_GRAPH_MODE;
+    c->device_target = "CPU";
+    c->device_id = 0;
+    c->save_graphs = 0;
+    c->save_graphs_path = ".";
+    c->threads = 2;
+    c->blas_threads = 1;
+}
+
+void sl_model_options_init(sl_model_options *o)
+{
+    memset(o, 0, sizeof *o);
+    sl_network_options_init(&o->network);
+    o->optimizer = SL_OPTIMIZER_MOMENTUM;
+    o->learning_rate = 0.01f;
+    o->momentum = 0.9f;
+    o->seed = 0;
+    sl_context_init(&o->context);
+}
+
+const char *sl_model_last_error(const sl_model *m)
+{
+    return m->err.msg;
+}
+
+void sl_model_set_error(sl_model *m, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->err.msg, sizeof m->err.msg, fmt, ap);
+    va_end(ap);
+}
+
+sl_graph *sl_model_graph(sl_model *m)
+{
+    return m->g;
+}
+
+int64_t sl_model_global_step(const sl_model *m)
+{
+    return m->global_step;
+}
+
+sl_step *sl_model_train_step(sl_model *m)
+{
+    return m->train_step;
+}
+
+void sl_model_stop(sl_model *m)
+{
+    atomic_store(&m->stop, 1);
+}
+
+void sl_model_free(sl_model *m)
+{
+    if (!m)
+        return;
+    sl_step_free(m->train_step);
+    sl_step_free(m->eval_step);
+    sl_executor_free(m->ex);
+    sl_graph_free(m->g);
+    sl_tensor_release(m->pad_image);
+    sl_tensor_release(m->pad_label);
+    free(m);
+}
+
+/* Checks the context: the cpu device is the only one this build has. */
+static int check_context(sl_model *m, const sl_context *c)
+{
+    const char *t = c->device_target ? c->device_target : "CPU";
+    if (c->mode != SL_GRAPH_MODE && c->mode != SL_PYNATIVE_MODE)
+        return sl__errf(&m->err, SL_EINVAL, "context: unknown mode %d", (int)c->mode);
+    if (strcasecmp(t, "CPU") != 0)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "context: device target '%s' is not available: this build has the "
+                        "CPU device only",
+                        t);
+    if (c->device_id != 0)
+        return sl__errf(&m->err, SL_EINVAL, "context: CPU device id %d: only device 0 exists",
+                        c->device_id);
+    if (c->threads < 1 || c->threads > 64 || c->blas_threads < 1 || c->blas_threads > 64)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "context: threads %d and blas_threads %d must be in [1, 64]",
+                        c->threads, c->blas_threads);
+    snprintf(m->device_target, sizeof m->device_target, "CPU");
+    snprintf(m->graphs_path, sizeof m->graphs_path, "%s",
+             c->save_graphs_path ? c->save_graphs_path : ".");
+    return SL_OK;
+}
+
+static int build(sl_model *m)
+{
+    const sl_model_options *o = &m->opts;
+    sl_executor_options eo;
+    int rc;
+
+    m->g = sl_graph_new();
+    if (!m->g)
+        return sl__errf(&m->err, SL_ENOMEM, "model: out of memory");
+    sl_graph_set_seed(m->g, o->seed);
+    rc = sl_network_build(m->g, &o->network, &m->net);
+    if (rc == SL_OK)
+        rc = sl_graph_backward(m->g, m->net.loss);
+    if (rc == SL_OK)
+        rc = o->optimizer == SL_OPTIMIZER_SGD
+                 ? sl_graph_sgd(m->g, o->learning_rate)
+                 : sl_graph_momentum(m->g, o->learning_rate, o->momentum);
+    if (rc < 0)
+        return sl__errf(&m->err, rc, "model: %s", sl_graph_last_error(m->g));
+    sl_executor_options_init(&eo);
+    eo.threads = o->context.threads;
+    eo.blas_threads = o->context.blas_threads;
+    rc = sl_executor_new(&m->ex, &eo);
+    if (rc < 0)
+        return sl__errf(&m->err, rc, "model: cannot start the executor: %s", sl_strerror(rc));
+    rc = sl_step_new(&m->train_step, m->g, m->ex, o->context.mode, &m->net.loss, 1, 1);
+    if (rc == SL_OK)
+        rc = sl_step_new(&m->eval_step, m->g, m->ex, o->context.mode, &m->net.logits, 1, 0);
+    if (rc < 0)
+        return sl__errf(&m->err, rc, "model: %s", sl_graph_last_error(m->g));
+    if (o->context.save_graphs) {
+        rc = sl__dump_step(m->train_step, m->graphs_path, "train_step", &m->err);
+        if (rc == SL_OK)
+            rc = sl__dump_step(m->eval_step, m->graphs_path, "eval_step", &m->err);
+    }
+    return rc;
+}
+
+int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t err_len)
+{
+    sl_model *m = calloc(1, sizeof *m);
+    int rc;
+
+    *out = NULL;
+    if (!m) {
+        if (err && err_len)
+            snprintf(err, err_len, "model: out of memory");
+        return SL_ENOMEM;
+    }
+    m->opts = *o;
+    atomic_init(&m->stop, 0);
+    rc = check_context(m, &o->context);
+    if (rc == SL_OK)
+        rc = build(m);
+    if (rc < 0) {
+        if (err && err_len)
+            snprintf(err, err_len, "%s", m->err.msg);
+        sl_model_free(m);
+        return rc;
+    }
+    m->opts.context.device_target = m->device_target;
+    m->opts.context.save_graphs_path = m->graphs_path;
+    *out = m;
+    return SL_OK;
+}
+
+/* --- training -------------------------------------------------------- */
+
+/* Runs one hook of every callback; the first non-zero result stops. */
+static int run_hooks(sl_model *m, sl_callback *const *cbs, size_t n, size_t hook,
+                     const sl_train_info *info)
+{
+    for (size_t i = 0; i < n; i++) {
+        int (*fn)(void *, const sl_train_info *) = NULL;
+        int rc;
+        switch (hook) {
+        case 0: fn = cbs[i]->begin; break;
+        case 1: fn = cbs[i]->epoch_begin; break;
+        case 2: fn = cbs[i]->step_end; break;
+        case 3: fn = cbs[i]->epoch_end; break;
+        default: fn = cbs[i]->end; break;
+        }
+        if (!fn)
+            continue;
+        m->err.msg[0] = '\0';
+        rc = fn(cbs[i]->self, info);
+        if (rc < 0) {
+            if (!m->err.msg[0])
+                sl__errf(&m->err, rc, "callback %zu failed: %s", i, sl_strerror(rc));
+            m->err.status = rc;
+            return rc;
+        }
+        if (rc > 0)
+            atomic_store(&m->stop, 1);
+    }
+    return SL_OK;
+}
+
+enum { HOOK_BEGIN, HOOK_EPOCH_BEGIN, HOOK_STEP_END, HOOK_EPOCH_END, HOOK_END };
+
+/* The indices of the image and label columns of ds. */
+static int find_columns(sl_model *m, const sl_dataset *ds, const char *what, int *image,
+                        int *label)
+{
+    *image = sl_dataset_column_index(ds, "image");
+    *label = sl_dataset_column_index(ds, "label");
+    if (*image < 0 || *label < 0)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "%s: the dataset has no '%s' column; the model reads 'image' and "
+                        "'label'",
+                        what, *image < 0 ? "image" : "label");
+    return SL_OK;
+}
+
+int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
+                   size_t ncbs)
+{
+    sl_iterator_options io;
+    sl_iterator *it = NULL;
+    sl_train_info info;
+    int image_col, label_col, rc;
+    double epoch_t0, t0;
+
+    sl__err_clear(&m->err);
+    atomic_store(&m->stop, 0);
+    if (epochs < 1)
+        return sl__errf(&m->err, SL_EINVAL, "train: epochs %lld must be >= 1",
+                        (long long)epochs);
+    rc = find_columns(m, ds, "train", &image_col, &label_col);
+    if (rc < 0)
+        return rc;
+    sl_iterator_options_init(&io);
+    io.num_epochs = epochs;
+    rc = sl_iterator_new(&it, ds, &io);
+    if (rc < 0)
+        return sl__errf(&m->err, rc, "train: %s", sl_dataset_last_error(ds));
+
+    memset(&info, 0, sizeof info);
+    info.epoch = 1;
+    info.epoch_num = epochs;
+    info.steps_per_epoch = sl_dataset_get_dataset_size(ds);
+    info.global_step = m->global_step;
+    info.batch_size = m->opts.network.batch;
+    info.model = m;
+    rc = run_hooks(m, cbs, ncbs, HOOK_BEGIN, &info);
+    if (rc == SL_OK)
+        rc = run_hooks(m, cbs, ncbs, HOOK_EPOCH_BEGIN, &info);
+    epoch_t0 = t0 = now_ms();
+    while (rc == SL_OK && !atomic_load(&m->stop)) {
+        sl_row row;
+        sl_tensor *feed[2];
+        int next = sl_iterator_next(it, &row);
+        if (next == SL_END_OF_DATA)
+            break;
+        if (next == SL_END_OF_EPOCH) {
+            info.epoch_ms = now_ms() - epoch_t0;
+            rc = run_hooks(m, cbs, ncbs, HOOK_EPOCH_END, &info);
+            if (rc < 0 || info.epoch == epochs || atomic_load(&m->stop))
+                break;
+            info.epoch++;
+            info.step_in_epoch = 0;
+            rc = run_hooks(m, cbs, ncbs, HOOK_EPOCH_BEGIN, &info);
+            epoch_t0 = t0 = now_ms();
+            continue;
+        }
+        if (next < 0) {
+            rc = sl__errf(&m->err, next, "train: epoch %lld step %lld: %s",
+                          (long long)info.epoch, (long long)info.step_in_epoch + 1,
+                          sl_iterator_last_error(it));
+            break;
+        }
+        feed[0] = row.columns[image_col];
+        feed[1] = row.columns[label_col];
+        rc = sl_step_run(m->train_step, feed, 2);
+        sl_row_clear(&row);
+        if (rc < 0) {
+            sl__errf(&m->err, rc, "train: epoch %lld step %lld: %s", (long long)info.epoch,
+                     (long long)info.step_in_epoch + 1, sl_step_last_error(m->train_step));
+            break;
+        }
+        m->global_step++;
+        info.global_step = m->global_step;
+        info.step_in_epoch++;
+        info.loss = *(const float *)sl_step_output(m->train_step, 0, NULL);
+        if (!isfinite(info.loss)) {
+            rc = sl__errf(&m->err, SL_ENUMERIC,
+                          "train: epoch %lld step %lld (global step %lld): the loss is %s; "
+                          "training stopped (a lower learning rate may help)",
+                          (long long)info.epoch, (long long)info.step_in_epoch,
+                          (long long)info.global_step, isnan(info.loss) ? "NaN" : "infinite");
+            break;
+        }
+        info.step_ms = now_ms() - t0;
+        t0 = now_ms();
+        info.epoch_ms = t0 - epoch_t0;
+        rc = run_hooks(m, cbs, ncbs, HOOK_STEP_END, &info);
+    }
+    /* Joins every pipeline thread, whether the loop ended or stopped. */
+    sl_iterator_free(it);
+    if (rc == SL_OK)
+        rc = run_hooks(m, cbs, ncbs, HOOK_END, &info);
+    return rc;
+}
+
+/* --- evaluation ------------------------------------------------------ */
+
+/* A batch of n < N rows copied into the padding tensors (zeros after). */
+static int pad_batch(sl_model *m, const sl_tensor *image, const sl_tensor *label)
+{
+    const sl_network_options *no = &m->opts.network;
+    size_t row_bytes = (size_t)(no->channels * no->height * no->width) * sizeof(float);
+    size_t n = (size_t)image->shape[0];
+    if (!m->pad_image) {
+        int64_t is[4] = {no->batch, no->channels, no->height, no->width}, ls[1] = {no->batch};
+        int rc = sl_tensor_new(&m->pad_image, SL_FLOAT32, 4, is);
+        if (rc == SL_OK)
+            rc = sl_tensor_new(&m->pad_label, SL_INT32, 1, ls);
+        if (rc < 0)
+            return sl__errf(&m->err, rc, "eval: out of memory");
+    }
+    memcpy(m->pad_image->data, image->data, n * row_bytes);
+    memset((char *)m->pad_image->data + n * row_bytes, 0, ((size_t)no->batch - n) * row_bytes);
+    memcpy(m->pad_label->data, label->data, n * sizeof(int32_t));
+    memset((int32_t *)m->pad_label->data + n, 0, ((size_t)no->batch - n) * sizeof(int32_t));
+    return SL_OK;
+}
+
+/* 1 when t is a short batch of the model's row shape and dtype. */
+static int is_short_batch(const sl_model *m, const sl_tensor *image, const sl_tensor *label)
+{
+    const sl_network_options *no = &m->opts.network;
+    return image->dtype == SL_FLOAT32 && image->ndim == 4 && image->shape[0] < no->batch &&
+           image->shape[1] == no->channels && image->shape[2] == no->height &&
+           image->shape[3] == no->width && label->dtype == SL_INT32 && label->ndim == 1 &&
+           label->shape[0] == image->shape[0];
+}
+
+int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
+{
+    sl_iterator *it = NULL;
+    int64_t classes = m->opts.network.num_classes, correct = 0, seen = 0;
+    double loss_sum = 0.0;
+    int image_col, label_col, rc;
+
+    sl__err_clear(&m->err);
+    memset(out, 0, sizeof *out);
+    rc = find_columns(m, ds, "eval", &image_col, &label_col);
+    if (rc < 0)
+        return rc;
+    rc = sl_iterator_new(&it, ds, NULL);
+    if (rc < 0)
+        return sl__errf(&m->err, rc, "eval: %s", sl_dataset_last_error(ds));
+    for (int64_t batch = 1;; batch++) {
+        sl_row row;
+        sl_tensor *feed[2];
+        const float *logits;
+        const int32_t *labels;
+        size_t n;
+        int next = sl_iterator_next(it, &row);
+        if (next == SL_END_OF_EPOCH || next == SL_END_OF_DATA)
+            break;
+        if (next < 0) {
+            rc = sl__errf(&m->err, next, "eval: batch %lld: %s", (long long)batch,
+                          sl_iterator_last_error(it));
+            break;
+        }
+        feed[0] = row.columns[image_col];
+        feed[1] = row.columns[label_col];
+        n = feed[0]->ndim > 0 ? (size_t)feed[0]->shape[0] : 0;
+        if (is_short_batch(m, feed[0], feed[1])) {
+            rc = pad_batch(m, feed[0], feed[1]);
+            feed[0] = m->pad_image;
+            feed[1] = m->pad_label;
+        }
+        labels = feed[1]->dtype == SL_INT32 ? feed[1]->data : NULL;
+        if (rc == SL_OK)
+            rc = sl_step_run(m->eval_step, feed, 2);
+        if (rc < 0) {
+            if (!m->err.msg[0])
+                sl__errf(&m->err, rc, "eval: batch %lld: %s", (long long)batch,
+                         sl_step_last_error(m->eval_step));
+            sl_row_clear(&row);
+            break;
+        }
+        logits = sl_step_output(m->eval_step, 0, NULL);
+        for (size_t r = 0; r < n; r++) {
+            const float *z = logits + r * (size_t)classes;
+            int32_t y = labels[r];
+            double top = z[0], sum = 0.0;
+            int64_t best = 0;
+            if (y < 0 || y >= classes) {
+                rc = sl__errf(&m->err, SL_EINVAL,
+                              "eval: batch %lld: label %d of sample %zu is outside [0, %lld)",
+                              (long long)batch, (int)y, r, (long long)classes);
+                break;
+            }
+            for (int64_t c = 1; c < classes; c++)
+                if (z[c] > z[best])
+                    best = c;
+            top = z[best];
+            for (int64_t c = 0; c < classes; c++)
+                sum += exp((double)z[c] - top);
+            loss_sum += log(sum) + top - (double)z[y];
+            correct += best == y;
+            seen++;
+        }
+        sl_row_clear(&row);
+        if (rc < 0)
+            break;
+    }
+    sl_iterator_free(it);
+    if (rc < 0)
+        return rc;
+    if (seen == 0)
+        return sl__errf(&m->err, SL_EINVAL, "eval: the dataset yielded no samples");
+    out->samples = seen;
+    out->accuracy = (double)correct / (double)seen;
+    out->loss = loss_sum / (double)seen;
+    return SL_OK;
+}
+
+/* --- compute-only timing --------------------------------------------- */
+
+int sl_model_bench_steps(sl_model *m, int64_t steps, double *samples_per_s)
+{
+    const sl_network_options *no = &m->opts.network;
+    int64_t is[4] = {no->batch, no->channels, no->height, no->width}, ls[1] = {no->batch};
+    sl_tensor *feed[2] = {NULL, NULL};
+    sl_rng rng;
+    double t0, ms;
+    int rc;
+
+    sl__err_clear(&m->err);
+    if (steps < 1)
+        return sl__errf(&m->err, SL_EINVAL, "bench: steps %lld must be >= 1", (long long)steps);
+    rc = sl_tensor_new(&feed[0], SL_FLOAT32, 4, is);
+    if (rc == SL_OK)
+        rc = sl_tensor_new(&feed[1], SL_INT32, 1, ls);
+    if (rc < 0) {
+        sl_tensor_release(feed[0]);
+        return sl__errf(&m->err, rc, "bench: out of memory");
+    }
+    /* Values like a normalised image: centred, unit spread. */
+    sl__rng_seed(&rng, 12345, 0, 0, 0);
+    for (size_t i = 0; i < feed[0]->numel; i++)
+        ((float *)feed[0]->data)[i] = (float)(sl__rng_uniform(&rng) * 3.0 - 1.5);
+    for (size_t i = 0; i < feed[1]->numel; i++)
+        ((int32_t *)feed[1]->data)[i] = (int32_t)(i % (size_t)no->num_classes);
+    t0 = now_ms();
+    for (int64_t i = 0; i < steps && rc == SL_OK; i++)
+        rc = sl_step_run(m->train_step, feed, 2);
+    ms = now_ms() - t0;
+    if (rc < 0)
+        sl__errf(&m->err, rc, "bench: %s", sl_step_last_error(m->train_step));
+    else
+        *samples_per_s = (double)steps * (double)no->batch / (ms / 1e3);
+    sl_tensor_release(feed[0]);
+    sl_tensor_release(feed[1]);
+    return rc;
+}
+
+/* --- checkpoints ----------------------------------------------------- */
+
+int sl_model_save(sl_model *m, const char *path)
+{
+    int rc = sl_checkpoint_save(m->g, path, m->global_step);
+    if (rc < 0)
+        sl__errf(&m->err, rc, "%s", sl_graph_last_error(m->g));
+    return rc;
+}
+
+int sl_model_load(sl_model *m, const char *path)
+{
+    int64_t step = 0;
+    int rc = sl_checkpoint_load(m->g, path, &step);
+    if (rc < 0)
+        return sl__errf(&m->err, rc, "%s", sl_graph_last_error(m->g));
+    m->global_step = step;
+    return SL_OK;
+}

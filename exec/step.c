@@ -1,0 +1,259 @@
+/* step.c: compiling and running a step (see step.h). A run binds the fed
+ * inputs, then, on the executor's thread, runs each node with the whole
+ * team and checks what can fail at run time (labels, NaN is the model's). */
+#include "exec/step_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/tensor_impl.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void sl_step_free(sl_step *s)
+{
+    if (!s)
+        return;
+    if (s->mode == SL_PYNATIVE_MODE && s->ptr)
+        for (int j = 0; j < s->nslots; j++)
+            if (s->slots[j].storage == SL__STORE_TEMP)
+                free(s->ptr[j]);
+    free(s->arena);
+    free(s->scratch);
+    free(s->slots);
+    free(s->node_slot);
+    free(s->inputs);
+    free(s->outputs);
+    free(s->ptr);
+    free(s);
+}
+
+static void *alloc64(size_t bytes)
+{
+    return aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64);
+}
+
+int sl_step_new(sl_step **out, sl_graph *g, sl_executor *ex, sl_mode mode,
+                const int *outputs, size_t noutputs, int train)
+{
+    sl_step *s;
+    int rc;
+
+    *out = NULL;
+    if (mode != SL_GRAPH_MODE && mode != SL_PYNATIVE_MODE)
+        return sl__errf(&g->err, SL_EINVAL, "compile: unknown mode %d", (int)mode);
+    if (noutputs == 0 && !train)
+        return sl__errf(&g->err, SL_EINVAL, "compile: a step needs an output or updates");
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return sl__errf(&g->err, SL_ENOMEM, "compile: out of memory");
+    s->g = g;
+    s->ex = ex;
+    s->mode = mode;
+    s->train = train;
+    rc = sl__plan_select(s, outputs, noutputs, train);
+    if (rc == SL_OK && mode == SL_GRAPH_MODE) {
+        rc = sl__plan_arena(s);
+        if (rc == SL_OK && !(s->arena = alloc64(s->arena_bytes)))
+            rc = sl__errf(&g->err, SL_ENOMEM, "compile: cannot allocate the %zu-byte arena",
+                          s->arena_bytes);
+    } else if (rc == SL_OK) {
+        size_t most = 0;
+        for (int j = 0; j < s->nslots; j++)
+            if (s->slots[j].scratch > most)
+                most = s->slots[j].scratch;
+        if (most > 0 && !(s->scratch = alloc64(most * (size_t)ex->team.nthreads)))
+            rc = sl__errf(&g->err, SL_ENOMEM, "compile: out of memory for scratch");
+    }
+    if (rc < 0) {
+        sl_step_free(s);
+        return rc;
+    }
+    /* Pointers that never change: parameters, and arena slots. */
+    for (int j = 0; j < s->nslots; j++) {
+        sl__slot *sl = &s->slots[j];
+        if (sl->storage == SL__STORE_PARAM)
+            s->ptr[j] = g->nodes[sl->node].data;
+        else if (sl->storage == SL__STORE_TEMP && mode == SL_GRAPH_MODE)
+            s->ptr[j] = s->arena + sl->offset;
+    }
+    *out = s;
+    return SL_OK;
+}
+
+const char *sl_step_last_error(const sl_step *s)
+{
+    return s->err.msg;
+}
+
+size_t sl_step_num_inputs(const sl_step *s)
+{
+    return s->ninputs;
+}
+
+int sl_step_input_node(const sl_step *s, size_t i)
+{
+    return i < s->ninputs ? s->slots[s->inputs[i]].node : SL_EINVAL;
+}
+
+/* The first node of the step that reads slot j, for messages. */
+static const sl__node *first_reader(const sl_step *s, int j)
+{
+    for (int k = j + 1; k < s->nslots; k++)
+        for (int i = 0; i < s->g->nodes[s->slots[k].node].nin; i++)
+            if (s->slots[k].in[i] == j)
+                return &s->g->nodes[s->slots[k].node];
+    return NULL;
+}
+
+static int bind_inputs(sl_step *s, sl_tensor *const *inputs, size_t ninputs)
+{
+    if (ninputs != s->ninputs)
+        return sl__errf(&s->err, SL_EINVAL, "run: %zu inputs given, the step reads %zu",
+                        ninputs, s->ninputs);
+    for (size_t i = 0; i < ninputs; i++) {
+        int j = s->inputs[i];
+        const sl__node *nd = &s->g->nodes[s->slots[j].node];
+        const sl_tensor *t = inputs[i];
+        char want[96], got[96];
+        if (!t)
+            return sl__errf(&s->err, SL_EINVAL, "run: input '%s' is NULL", nd->name);
+        if (t->dtype != nd->dtype ||
+            !sl__shape_equal(t->ndim, t->shape, nd->ndim, nd->shape)) {
+            const sl__node *r = first_reader(s, j);
+            sl_shape_str(got, sizeof got, t->ndim, t->shape);
+            sl__node_shape_str(nd, want, sizeof want);
+            return sl__errf(&s->err, SL_ESHAPE,
+                            "%s%s%s%s: input '%s' is %s %s, expected %s %s",
+                            r ? sl__op_name(r->op) : "run", r ? " '" : "", r ? r->name : "",
+                            r ? "'" : "", nd->name, sl_dtype_name(t->dtype), got,
+                            sl_dtype_name(nd->dtype), want);
+        }
+        s->ptr[j] = t->data;
+    }
+    return SL_OK;
+}
+
+/* Frees (PYNATIVE) the values whose last reader was slot j. */
+static void release_after(sl_step *s, int j, size_t *held)
+{
+    for (int k = 0; k <= j; k++) {
+        sl__slot *sl = &s->slots[k];
+        if (sl->storage == SL__STORE_TEMP && sl->last_use == j && s->ptr[k]) {
+            free(s->ptr[k]);
+            s->ptr[k] = NULL;
+            *held -= sl->bytes;
+        }
+    }
+}
+
+/* Runs on the executor's thread: every node in order, with the team. */
+static void run_job(void *arg)
+{
+    sl_step *s = arg;
+    size_t held = 0;
+    s->run_status = SL_OK;
+    s->bad_label = -1;
+    for (int j = 0; j < s->nslots; j++) {
+        sl__slot *sl = &s->slots[j];
+        const sl__node *nd = &s->g->nodes[sl->node];
+        double t0;
+        if (sl->storage == SL__STORE_ALIAS) {
+            s->ptr[j] = s->ptr[sl->root];
+            continue;
+        }
+        if (sl->storage == SL__STORE_INPUT || sl->storage == SL__STORE_PARAM)
+            continue;
+        if (s->mode == SL_PYNATIVE_MODE && sl->storage == SL__STORE_TEMP) {
+            free(s->ptr[j]); /* an output kept from the last run */
+            if (!(s->ptr[j] = alloc64(sl->bytes))) {
+                s->run_status = sl__errf(&s->err, SL_ENOMEM, "%s '%s': out of memory (%zu bytes)",
+                                         sl__op_name(nd->op), nd->name, sl->bytes);
+                return;
+            }
+            held += sl->bytes;
+            if (held > s->peak_bytes)
+                s->peak_bytes = held;
+        }
+        t0 = now_ms();
+        s->current = j;
+        sl__team_run(&s->ex->team, sl__compute_node, s);
+        sl->ms += now_ms() - t0;
+        if (nd->op == SL__OP_SOFTMAX_XENT && s->bad_label >= 0) {
+            const int32_t *labels = s->ptr[sl->in[1]];
+            const sl__node *logits = &s->g->nodes[s->slots[sl->in[0]].node];
+            s->run_status = sl__errf(&s->err, SL_EINVAL,
+                                     "%s '%s': label %d of sample %ld is outside [0, %lld)",
+                                     sl__op_name(nd->op), nd->name,
+                                     (int)labels[s->bad_label], s->bad_label,
+                                     (long long)logits->shape[1]);
+            return;
+        }
+        if (s->mode == SL_PYNATIVE_MODE)
+            release_after(s, j, &held);
+    }
+}
+
+int sl_step_run(sl_step *s, sl_tensor *const *inputs, size_t ninputs)
+{
+    int rc = bind_inputs(s, inputs, ninputs);
+    if (rc < 0)
+        return rc;
+    sl__executor_call(s->ex, run_job, s);
+    return s->run_status;
+}
+
+const void *sl_step_output(const sl_step *s, size_t k, sl_tensor_spec *spec)
+{
+    const sl__node *nd;
+    if (k >= s->noutputs)
+        return NULL;
+    nd = &s->g->nodes[s->slots[s->outputs[k]].node];
+    if (spec) {
+        spec->dtype = nd->dtype;
+        spec->ndim = nd->ndim;
+        for (int i = 0; i < nd->ndim; i++)
+            spec->shape[i] = nd->shape[i];
+    }
+    return s->ptr[s->outputs[k]];
+}
+
+size_t sl_step_memory_bytes(const sl_step *s)
+{
+    return s->mode == SL_GRAPH_MODE ? s->arena_bytes : s->peak_bytes;
+}
+
+size_t sl_step_num_nodes(const sl_step *s)
+{
+    return (size_t)s->nslots;
+}
+
+int sl_step_node_time(const sl_step *s, size_t i, const char **name, const char **op,
+                      double *ms)
+{
+    const sl__node *nd;
+    if (i >= (size_t)s->nslots)
+        return SL_EINVAL;
+    nd = &s->g->nodes[s->slots[i].node];
+    if (name)
+        *name = nd->name;
+    if (op)
+        *op = sl__op_name(nd->op);
+    if (ms)
+        *ms = s->slots[i].ms;
+    return SL_OK;
+}
+
+void sl_step_reset_times(sl_step *s)
+{
+    for (int j = 0; j < s->nslots; j++)
+        s->slots[j].ms = 0.0;
+}

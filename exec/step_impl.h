@@ -1,0 +1,85 @@
+/* step_impl.h: a compiled step and its executor, for the executor's files.
+ * The plan (plan.c) says where each value lives; compute.c runs one node on
+ * one thread's share; step.c ties them together in both modes. */
+#ifndef SLUICE_EXEC_STEP_IMPL_H
+#define SLUICE_EXEC_STEP_IMPL_H
+
+#include <pthread.h>
+
+#include "sluice/step.h"
+#include "exec/graph_impl.h"
+#include "exec/team.h"
+
+struct sl_executor {
+    sl__team team;          /* thread 0 is the executor's own thread */
+    pthread_t thread;
+    int started;
+    int blas_threads;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    /* the job the host posted and waits for */
+    void (*job)(void *arg);
+    void *job_arg;
+    int job_posted, job_done, stop;
+};
+
+/* Where one node's value lives. */
+typedef enum sl__storage {
+    SL__STORE_NONE = 0, /* updates: no value */
+    SL__STORE_INPUT,    /* bound at each run to the fed tensor */
+    SL__STORE_PARAM,    /* the graph's persistent values */
+    SL__STORE_ALIAS,    /* a reshape: its root's buffer */
+    SL__STORE_TEMP      /* an arena slot (GRAPH) or a malloc'd block (PYNATIVE) */
+} sl__storage;
+
+typedef struct sl__slot {
+    int node;            /* graph node id */
+    sl__storage storage;
+    int root;            /* ALIAS: the step index owning the buffer */
+    size_t bytes;        /* TEMP: value (64-byte rounded) + aux */
+    size_t value_bytes;  /* where the aux part starts */
+    size_t scratch;      /* per-thread scratch bytes, 64-byte rounded */
+    size_t offset;       /* GRAPH: value's place in the arena */
+    size_t scratch_offset; /* GRAPH: scratch's place (nthreads of them) */
+    int last_use;        /* step index of the last reader (or this one) */
+    int in[SL__MAX_INPUTS]; /* step indices of the inputs */
+    double ms;           /* time spent in this node */
+} sl__slot;
+
+struct sl_step {
+    sl_graph *g;
+    sl_executor *ex;
+    sl_mode mode;
+    int train;
+    sl__slot *slots;     /* (nslots) the nodes run, in order */
+    int nslots;
+    int *node_slot;      /* graph node id -> step index, -1 if not run */
+    int *inputs;         /* step indices of the input nodes, in graph order */
+    size_t ninputs;
+    int *outputs;        /* step indices of the outputs */
+    size_t noutputs;
+    unsigned char *arena; /* GRAPH: every TEMP value and scratch */
+    size_t arena_bytes;
+    void **ptr;          /* (nslots) where each value is during a run */
+    void *scratch;       /* PYNATIVE: one block sized for the largest node */
+    size_t peak_bytes;   /* PYNATIVE: most bytes held at once */
+    /* per-run state shared with the threads */
+    int current;         /* step index being run */
+    sl_tensor *const *feed;
+    long bad_label;      /* -1, or the sample whose label failed */
+    int run_status;
+    sl__error err;
+};
+
+/* Picks the nodes to run and fills slots, storage, sizes and lifetimes. */
+int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train);
+/* GRAPH mode: assigns arena offsets; sets arena_bytes. */
+int sl__plan_arena(sl_step *s);
+
+/* Runs thread ith's share of the step's current node. */
+void sl__compute_node(void *step, int ith, int nth);
+
+/* Runs job(arg) on the executor's own thread and waits for it. */
+void sl__executor_call(sl_executor *ex, void (*job)(void *arg), void *arg);
+
+#endif

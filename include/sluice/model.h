@@ -1,0 +1,148 @@
+/* model.h: MindSpore's Model for C: a network with its loss and optimizer,
+ * compiled once into a training step and an evaluation step, with
+ * train(epochs, dataset, callbacks) and eval(dataset). Training here is the
+ * non-sink path of the seeds: the host takes each batch from the dataset's
+ * iterator, hands it to the executor's thread, waits for the step and runs
+ * the callbacks after every step.
+ *
+ * Errors: every call returns a status; the message (naming the epoch and
+ * step, the op, the file) is in sl_model_last_error(). */
+#ifndef SLUICE_MODEL_H
+#define SLUICE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/dataset.h"
+#include "sluice/export.h"
+#include "sluice/graph.h"
+#include "sluice/network.h"
+#include "sluice/step.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* MindSpore's context as a value passed to the model (no global state). */
+typedef struct sl_context {
+    sl_mode mode;            /* SL_GRAPH_MODE (default) or SL_PYNATIVE_MODE */
+    const char *device_target; /* "CPU" (the only device today) */
+    int device_id;           /* 0 */
+    int save_graphs;         /* 1: write the compiled steps as .ir and .dot */
+    const char *save_graphs_path; /* where (default ".") */
+    int threads;             /* the executor's compute threads (default 2) */
+    int blas_threads;        /* OpenBLAS threads (default 1) */
+} sl_context;
+
+typedef enum sl_optimizer_kind {
+    SL_OPTIMIZER_MOMENTUM = 0,
+    SL_OPTIMIZER_SGD
+} sl_optimizer_kind;
+
+typedef struct sl_model_options {
+    sl_network_options network;
+    sl_optimizer_kind optimizer; /* default Momentum */
+    float learning_rate;     /* default 0.01 */
+    float momentum;          /* default 0.9 */
+    uint64_t seed;           /* parameter initialisation (default 0) */
+    sl_context context;
+} sl_model_options;
+
+typedef struct sl_model sl_model;
+
+/* What callbacks see, MindSpore's cb_params. Counts start at 1. */
+typedef struct sl_train_info {
+    int64_t epoch, epoch_num;
+    int64_t step_in_epoch;   /* steps done in this epoch */
+    int64_t steps_per_epoch; /* -1 when unknown */
+    int64_t global_step;     /* steps done since the model was made */
+    int64_t batch_size;
+    float loss;              /* of the last step */
+    double step_ms;          /* the last step, host to host */
+    double epoch_ms;         /* the epoch so far (at epoch end: all of it) */
+    sl_model *model;
+} sl_train_info;
+
+/* A callback: any function may be NULL. A non-zero return stops training
+ * with that status (a negative one is an error: set the message with
+ * sl_model_set_error). free releases the callback's own state. */
+typedef struct sl_callback {
+    void *self;
+    int (*begin)(void *self, const sl_train_info *info);
+    int (*epoch_begin)(void *self, const sl_train_info *info);
+    int (*step_end)(void *self, const sl_train_info *info);
+    int (*epoch_end)(void *self, const sl_train_info *info);
+    int (*end)(void *self, const sl_train_info *info);
+    void (*free)(void *self);
+} sl_callback;
+
+/* Where the built-in callbacks send their lines (without a newline): the
+ * library does not print. */
+typedef void (*sl_line_fn)(void *user, const char *line);
+
+/* LossMonitor: "epoch: 1 step: 1875, loss is 0.110185064" every
+ * per_print_times steps (1: every step) and at each epoch's last step when
+ * at_epoch_end is 1. The loss is printed as numpy prints a float32. */
+SL_API int sl_callback_loss_monitor(sl_callback *out, int64_t per_print_times,
+                                    int at_epoch_end, sl_line_fn emit, void *user);
+/* TimeMonitor: "epoch time: 1234.567 ms, per step time: 0.658 ms" at each
+ * epoch end. */
+SL_API int sl_callback_time_monitor(sl_callback *out, sl_line_fn emit, void *user);
+/* ModelCheckpoint: saves to dir/<prefix>-<epoch>_<step>.ckpt every
+ * save_steps steps (0: at each epoch end), keeping the newest keep_max
+ * (0: all). The files are written as sl_checkpoint_save does. */
+SL_API int sl_callback_checkpoint(sl_callback *out, const char *dir, const char *prefix,
+                                  int64_t save_steps, int keep_max);
+/* Releases a callback's state (calls its free). */
+SL_API void sl_callback_release(sl_callback *cb);
+
+typedef struct sl_metrics {
+    int64_t samples;         /* evaluated */
+    double accuracy;         /* fraction of argmax == label */
+    double loss;             /* mean cross-entropy */
+} sl_metrics;
+
+SL_API void sl_context_init(sl_context *c);
+SL_API void sl_model_options_init(sl_model_options *o);
+/* Builds the network, its gradients and optimizer, starts the executor and
+ * compiles the steps. On failure *out is NULL; the message is copied into
+ * err (err_len bytes) when err is not NULL. */
+SL_API int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t err_len);
+/* Stops the executor's threads and frees everything. */
+SL_API void sl_model_free(sl_model *m);
+SL_API const char *sl_model_last_error(const sl_model *m);
+/* For callbacks: records a message that train() will return. */
+SL_API void sl_model_set_error(sl_model *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+SL_API sl_graph *sl_model_graph(sl_model *m);
+
+/* Trains for epochs passes over dataset, whose rows must hold the columns
+ * "image" (float32 (N, C, H, W)) and "label" (int32 (N)) of the model's
+ * shapes. Returns 0 when done or stopped, else the error: a pipeline error
+ * (with the iterator's message), a wrong shape (naming the op and shapes),
+ * a label outside [0, classes), a NaN or infinite loss (naming the step).
+ * Every pipeline thread is joined before it returns. */
+SL_API int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *dataset,
+                          sl_callback *const *callbacks, size_t ncallbacks);
+/* Asks train() to stop after the current step (from a callback or another
+ * thread). */
+SL_API void sl_model_stop(sl_model *m);
+/* Runs the network over one pass of dataset: accuracy and mean loss. A
+ * last batch smaller than the model's batch is padded, and only its real
+ * rows are counted. */
+SL_API int sl_model_eval(sl_model *m, sl_dataset *dataset, sl_metrics *out);
+/* Compute-only timing: runs the training step `steps` times on one batch
+ * (the model's shapes, fixed values) and returns samples per second. */
+SL_API int sl_model_bench_steps(sl_model *m, int64_t steps, double *samples_per_s);
+
+SL_API int sl_model_save(sl_model *m, const char *path);
+SL_API int sl_model_load(sl_model *m, const char *path);
+/* Steps trained so far (restored by load). */
+SL_API int64_t sl_model_global_step(const sl_model *m);
+/* The compiled training step, for its per-node times and memory. */
+SL_API sl_step *sl_model_train_step(sl_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

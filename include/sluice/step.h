@@ -1,0 +1,84 @@
+/* step.h: running a graph. An executor owns the threads that compute: one
+ * thread of its own, which runs every step, plus helpers that share each
+ * op's work. A step is part of a graph (what some outputs need, and for
+ * training the parameter updates) compiled for one executor:
+ *
+ *   GRAPH mode plans memory once: every intermediate value gets a slot in
+ *   one arena, reused once its last reader has run, so running allocates
+ *   nothing. PYNATIVE mode runs the same ops one by one, allocating each
+ *   value as it goes and freeing it after its last reader. Both run the
+ *   same kernels in the same order and give the same numbers, bit for bit.
+ *
+ * Results are bit-identical whatever the number of threads: each op splits
+ * its outputs between threads, never a sum. */
+#ifndef SLUICE_STEP_H
+#define SLUICE_STEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/export.h"
+#include "sluice/graph.h"
+#include "sluice/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum sl_mode {
+    SL_GRAPH_MODE = 0,
+    SL_PYNATIVE_MODE = 1
+} sl_mode;
+
+typedef struct sl_executor sl_executor;
+typedef struct sl_step sl_step;
+
+typedef struct sl_executor_options {
+    int threads;      /* compute threads, the executor's own included (default 1) */
+    int blas_threads; /* OpenBLAS's threads (default 1; it is process-wide) */
+} sl_executor_options;
+
+SL_API void sl_executor_options_init(sl_executor_options *o);
+/* Starts the executor's threads (o may be NULL). *out is yours
+ * (sl_executor_free). Fails with SL_EINVAL for threads outside [1, 64],
+ * SL_ETHREAD when a thread cannot start. */
+SL_API int sl_executor_new(sl_executor **out, const sl_executor_options *o);
+/* Wakes and joins every thread. Free the executor's steps first. */
+SL_API void sl_executor_free(sl_executor *ex);
+SL_API int sl_executor_threads(const sl_executor *ex);
+
+/* Compiles the nodes that outputs[0..noutputs) need, plus, when train is 1,
+ * the graph's parameter updates and what they need. The graph must outlive
+ * the step and gain no nodes meanwhile. On failure the message is in
+ * sl_graph_last_error(g). */
+SL_API int sl_step_new(sl_step **out, sl_graph *g, sl_executor *ex, sl_mode mode,
+                       const int *outputs, size_t noutputs, int train);
+SL_API void sl_step_free(sl_step *s);
+SL_API const char *sl_step_last_error(const sl_step *s);
+
+/* The graph inputs the step reads, in the order sl_step_run takes them. */
+SL_API size_t sl_step_num_inputs(const sl_step *s);
+SL_API int sl_step_input_node(const sl_step *s, size_t i);
+
+/* Runs the step once on the executor's threads, inputs[i] feeding input i
+ * (dtype and shape must match exactly; nothing is copied). The caller's
+ * thread waits. Errors (a mismatched input, a label out of range) leave a
+ * message naming the op and the values in sl_step_last_error(). */
+SL_API int sl_step_run(sl_step *s, sl_tensor *const *inputs, size_t ninputs);
+/* Output k's values after the last run (valid until the next run or the
+ * step is freed) and its spec. */
+SL_API const void *sl_step_output(const sl_step *s, size_t k, sl_tensor_spec *spec);
+
+/* Bytes of the arena (GRAPH) or the most held at once (PYNATIVE). */
+SL_API size_t sl_step_memory_bytes(const sl_step *s);
+/* Where the time went: per node of the step, in run order, its name, op
+ * and the total milliseconds over every run since the last reset. */
+SL_API size_t sl_step_num_nodes(const sl_step *s);
+SL_API int sl_step_node_time(const sl_step *s, size_t i, const char **name, const char **op,
+                             double *ms);
+SL_API void sl_step_reset_times(sl_step *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
