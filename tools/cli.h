@@ -166,5 +166,15 @@ int cli_inspect_main(int argc, char **argv);
 void cli_inspect_usage(FILE *f);
 int cli_bench_pipeline_main(int argc, char **argv);
 void cli_bench_pipeline_usage(FILE *f);
+int cli_train_main(int argc, char **argv);
+void cli_train_usage(FILE *f);
+int cli_eval_main(int argc, char **argv);
+void cli_eval_usage(FILE *f);
+int cli_bench_train_main(int argc, char **argv);
+void cli_bench_train_usage(FILE *f);
+
+/* --mode and --model values (train.c); -1 with a message when unknown. */
+int cli_parse_mode(const char *cmd, const char *s, sl_mode *out);
+int cli_parse_model(const char *cmd, const char *s, sl_network_kind *out);
 
 #endif

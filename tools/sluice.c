@@ -1,5 +1,5 @@
 /* sluice.c: the `sluice` program: global options and dispatch to the
- * subcommands (inspect.c, bench_pipeline.c). */
+ * subcommands (inspect.c, train.c, bench_pipeline.c, bench_train.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -22,7 +22,11 @@ static void bench_usage(FILE *f);
 static const command commands[] = {
     {"inspect", "describe a dataset folder (kind, samples, columns, classes)",
      cli_inspect_main, cli_inspect_usage},
-    {"bench", "benchmarks: 'bench pipeline' times the dataset pipeline",
+    {"train", "train LeNet5 or an MLP on an MNIST folder, then evaluate it",
+     cli_train_main, cli_train_usage},
+    {"eval", "evaluate a checkpoint on an MNIST folder's test split",
+     cli_eval_main, cli_eval_usage},
+    {"bench", "benchmarks: 'bench pipeline' (dataset), 'bench train' (training)",
      bench_main, bench_usage},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -31,6 +35,8 @@ static const command commands[] = {
 static const command bench_commands[] = {
     {"pipeline", "time full epochs of a pipeline at several worker counts",
      cli_bench_pipeline_main, cli_bench_pipeline_usage},
+    {"train", "training throughput: compute-only (GRAPH, PYNATIVE) and end to end",
+     cli_bench_train_main, cli_bench_train_usage},
 };
 #define NBENCH (sizeof bench_commands / sizeof bench_commands[0])
 

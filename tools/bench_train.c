@@ -1,0 +1,353 @@
+/* bench_train.c: `sluice bench train`: training throughput of LeNet5 (or an
+ * MLP) in samples/s: compute-only (one batch reused) in GRAPH and PYNATIVE
+ * mode, and end to end from the seeds' MNIST pipeline; plus where the
+ * GRAPH step's time goes, per op. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/sluice.h"
+#include "cli.h"
+
+#define CMD "bench"
+#define MAX_REPEATS 100
+
+enum {
+    OPT_MODEL = 256, OPT_BATCH, OPT_THREADS, OPT_BLAS_THREADS, OPT_STEPS, OPT_REPEATS,
+    OPT_DATA, OPT_WORKERS, OPT_E2E_STEPS, OPT_NO_E2E, OPT_JSON
+};
+
+typedef struct bench_args {
+    sl_network_kind model;
+    int64_t batch, threads, blas_threads, steps, repeats, workers, e2e_steps;
+    const char *data;
+    int no_e2e, json;
+} bench_args;
+
+void cli_bench_train_usage(FILE *f)
+{
+    fputs("Usage: sluice bench train [OPTIONS...]\n"
+          "\n"
+          "Measures training throughput in samples/s, the median of --repeats runs:\n"
+          "  compute, GRAPH     the compiled step run --steps times on one batch (fixed\n"
+          "                     values), after a warm-up: no data pipeline\n"
+          "  compute, PYNATIVE  the same, op by op, allocating as it goes\n"
+          "  end to end         GRAPH-mode training from the seeds' MNIST pipeline for\n"
+          "                     --e2e-steps steps (non-sink: the host feeds every step)\n"
+          "Runs of the three take turns, round by round. Then it lists where the GRAPH\n"
+          "step's time went, per op and per node.\n"
+          "\n"
+          "Options:\n"
+          "  --model lenet|mlp   network (default lenet)\n"
+          "  --batch N           batch size (default 32)\n"
+          "  --threads N         executor compute threads (default 2)\n"
+          "  --blas-threads N    OpenBLAS threads (default 1)\n"
+          "  --steps N           steps per compute-only run (default 2000)\n"
+          "  --repeats N         runs of each (default 3)\n"
+          "  --data DIR          MNIST folder for end to end (default " CLI_DEFAULT_DATA ")\n"
+          "  --workers N         pipeline workers for end to end (default 2)\n"
+          "  --e2e-steps N       steps per end-to-end run (default 1875: one epoch)\n"
+          "  --no-e2e            skip the end-to-end runs\n"
+          "  --json              print one JSON object: compute_graph_samples_per_s,\n"
+          "                      compute_pynative_samples_per_s, end_to_end_samples_per_s\n"
+          "                      (medians), their runs, and per_op_ms_per_step\n"
+          "  -h, --help          show this help and exit\n",
+          f);
+}
+
+static int parse_args(int argc, char **argv, bench_args *a)
+{
+    static const struct option longopts[] = {
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"blas-threads", required_argument, NULL, OPT_BLAS_THREADS},
+        {"steps", required_argument, NULL, OPT_STEPS},
+        {"repeats", required_argument, NULL, OPT_REPEATS},
+        {"data", required_argument, NULL, OPT_DATA},
+        {"workers", required_argument, NULL, OPT_WORKERS},
+        {"e2e-steps", required_argument, NULL, OPT_E2E_STEPS},
+        {"no-e2e", no_argument, NULL, OPT_NO_E2E},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt, bad = 0;
+
+    memset(a, 0, sizeof *a);
+    a->model = SL_NETWORK_LENET5;
+    a->batch = 32;
+    a->threads = 2;
+    a->blas_threads = 1;
+    a->steps = 2000;
+    a->repeats = 3;
+    a->data = CLI_DEFAULT_DATA;
+    a->workers = 2;
+    a->e2e_steps = 1875;
+    optind = 0;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1 && !bad) {
+        switch (opt) {
+        case 'h': cli_bench_train_usage(stdout); return -1;
+        case OPT_MODEL: bad = cli_parse_model(CMD, optarg, &a->model); break;
+        case OPT_BATCH: bad = cli_parse_int64(CMD, "--batch", optarg, 1, 65536, &a->batch); break;
+        case OPT_THREADS: bad = cli_parse_int64(CMD, "--threads", optarg, 1, 64, &a->threads); break;
+        case OPT_BLAS_THREADS:
+            bad = cli_parse_int64(CMD, "--blas-threads", optarg, 1, 64, &a->blas_threads);
+            break;
+        case OPT_STEPS: bad = cli_parse_int64(CMD, "--steps", optarg, 1, INT64_MAX, &a->steps); break;
+        case OPT_REPEATS:
+            bad = cli_parse_int64(CMD, "--repeats", optarg, 1, MAX_REPEATS, &a->repeats);
+            break;
+        case OPT_DATA: a->data = optarg; break;
+        case OPT_WORKERS: bad = cli_parse_int64(CMD, "--workers", optarg, 1, 64, &a->workers); break;
+        case OPT_E2E_STEPS:
+            bad = cli_parse_int64(CMD, "--e2e-steps", optarg, 1, INT64_MAX, &a->e2e_steps);
+            break;
+        case OPT_NO_E2E: a->no_e2e = 1; break;
+        case OPT_JSON: a->json = 1; break;
+        default:
+            cli_bad_option(CMD, opt, argv, longopts);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (bad)
+        return CLI_EXIT_USAGE;
+    if (optind < argc) {
+        cli_error(CMD, "unexpected argument '%s' (see --help)", argv[optind]);
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+static sl_model *make_model(const bench_args *a, sl_mode mode)
+{
+    sl_model_options o;
+    sl_model *m = NULL;
+    char err[512];
+    int rc;
+    sl_model_options_init(&o);
+    o.network.kind = a->model;
+    o.network.batch = a->batch;
+    o.context.mode = mode;
+    o.context.threads = (int)a->threads;
+    o.context.blas_threads = (int)a->blas_threads;
+    rc = sl_model_new(&m, &o, err, sizeof err);
+    if (rc < 0)
+        cli_error(CMD, "%s", cli_lib_message(err, rc));
+    return m;
+}
+
+static int by_value(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static double median(const double *v, size_t n)
+{
+    double s[MAX_REPEATS];
+    memcpy(s, v, n * sizeof *s);
+    qsort(s, n, sizeof *s, by_value);
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
+}
+
+/* Stops end-to-end training after its steps. */
+typedef struct step_limit {
+    int64_t max_steps, start;
+} step_limit;
+
+static int step_limit_step(void *self, const sl_train_info *info)
+{
+    step_limit *s = self;
+    return info->global_step - s->start >= s->max_steps ? 1 : 0;
+}
+
+static int end_to_end(const bench_args *a, sl_model *m, sl_dataset *ds, int64_t steps,
+                      double *samples_per_s)
+{
+    step_limit limit = {steps, sl_model_global_step(m)};
+    sl_callback cb;
+    sl_callback *list[1] = {&cb};
+    double t0, ms;
+    int rc;
+    memset(&cb, 0, sizeof cb);
+    cb.self = &limit;
+    cb.step_end = step_limit_step;
+    t0 = cli_now_ms();
+    rc = sl_model_train(m, 1000000, ds, list, 1);
+    ms = cli_now_ms() - t0;
+    if (rc < 0) {
+        cli_error(CMD, "end to end: %s", cli_lib_message(sl_model_last_error(m), rc));
+        return rc;
+    }
+    *samples_per_s = (double)(sl_model_global_step(m) - limit.start) * (double)a->batch /
+                     (ms / 1e3);
+    return SL_OK;
+}
+
+/* Per-op totals of the GRAPH step's node times. */
+#define MAX_OPS 32
+typedef struct op_time {
+    const char *op;
+    double ms;
+    int nodes;
+} op_time;
+
+static size_t collect_ops(sl_step *s, op_time *ops)
+{
+    size_t nops = 0;
+    for (size_t i = 0; i < sl_step_num_nodes(s); i++) {
+        const char *op;
+        double ms;
+        size_t k;
+        sl_step_node_time(s, i, NULL, &op, &ms);
+        if (strcmp(op, "input") == 0 || strcmp(op, "param") == 0 || strcmp(op, "reshape") == 0)
+            continue;
+        for (k = 0; k < nops && strcmp(ops[k].op, op) != 0; k++)
+            ;
+        if (k == nops) {
+            if (nops == MAX_OPS)
+                continue;
+            ops[nops].op = op;
+            ops[nops].ms = 0.0;
+            ops[nops].nodes = 0;
+            nops++;
+        }
+        ops[k].ms += ms;
+        ops[k].nodes++;
+    }
+    for (size_t i = 1; i < nops; i++) /* largest first */
+        for (size_t j = i; j > 0 && ops[j].ms > ops[j - 1].ms; j--) {
+            op_time t = ops[j];
+            ops[j] = ops[j - 1];
+            ops[j - 1] = t;
+        }
+    return nops;
+}
+
+static void print_runs(FILE *f, const char *key, const double *v, size_t n)
+{
+    fprintf(f, ", \"%s\": [", key);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%.1f", i ? ", " : "", v[i]);
+    fprintf(f, "]");
+}
+
+int cli_bench_train_main(int argc, char **argv)
+{
+    bench_args a;
+    sl_model *graph = NULL, *pynative = NULL;
+    sl_dataset *ds = NULL;
+    double g[MAX_REPEATS], p[MAX_REPEATS], e[MAX_REPEATS], warm;
+    int64_t timed_steps = 0;
+    op_time ops[MAX_OPS];
+    size_t nops;
+    sl_step *step;
+    int rc = parse_args(argc, argv, &a), exit_code = CLI_EXIT_FAIL;
+
+    if (rc != CLI_EXIT_OK)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (!a.no_e2e) {
+        cli_pipeline pl;
+        cli_kind kind;
+        if (cli_detect_kind(CMD, a.data, &kind) != 0)
+            return CLI_EXIT_FAIL;
+        if (!(cli_mnist_splits(a.data) & CLI_SPLIT_TRAIN)) {
+            cli_error(CMD, "%s holds no MNIST train split; give --data or --no-e2e", a.data);
+            return CLI_EXIT_FAIL;
+        }
+        cli_pipeline_default(&pl, a.data, CLI_KIND_MNIST, SL_MNIST_TRAIN);
+        pl.batch = a.batch;
+        if (cli_pipeline_build(CMD, &pl, (int)a.workers, &ds) != SL_OK)
+            return CLI_EXIT_FAIL;
+    }
+    graph = make_model(&a, SL_GRAPH_MODE);
+    pynative = graph ? make_model(&a, SL_PYNATIVE_MODE) : NULL;
+    if (!graph || !pynative)
+        goto out;
+    step = sl_model_train_step(graph);
+    /* Warm-ups, untimed: caches, OpenBLAS's buffers, the pipeline's one-time
+     * load of the MNIST pixels. */
+    if (sl_model_bench_steps(graph, 50, &warm) < 0 || sl_model_bench_steps(pynative, 20, &warm) < 0) {
+        cli_error(CMD, "%s",
+                  sl_model_last_error(sl_model_last_error(graph)[0] ? graph : pynative));
+        goto out;
+    }
+    if (ds && end_to_end(&a, graph, ds, 20, &warm) < 0)
+        goto out;
+    sl_step_reset_times(step);
+    for (int64_t r = 0; r < a.repeats; r++) {
+        if (!a.json)
+            fprintf(stderr, "round %" PRId64 "/%" PRId64 "...\n", r + 1, a.repeats);
+        if (sl_model_bench_steps(graph, a.steps, &g[r]) < 0) {
+            cli_error(CMD, "%s", sl_model_last_error(graph));
+            goto out;
+        }
+        timed_steps += a.steps;
+        if (sl_model_bench_steps(pynative, a.steps, &p[r]) < 0) {
+            cli_error(CMD, "%s", sl_model_last_error(pynative));
+            goto out;
+        }
+        if (ds && end_to_end(&a, graph, ds, a.e2e_steps, &e[r]) < 0)
+            goto out;
+    }
+    /* Node times accumulate over compute and end-to-end runs alike; scale
+     * by all the steps the GRAPH model ran since the reset. */
+    timed_steps += ds ? a.repeats * a.e2e_steps : 0;
+    nops = collect_ops(step, ops);
+    if (a.json) {
+        printf("{\"model\": \"%s\", \"batch\": %" PRId64 ", \"threads\": %" PRId64
+               ", \"blas_threads\": %" PRId64 ", \"steps\": %" PRId64 ", \"repeats\": %" PRId64,
+               sl_network_kind_name(a.model), a.batch, a.threads, a.blas_threads, a.steps,
+               a.repeats);
+        printf(", \"compute_graph_samples_per_s\": %.1f", median(g, (size_t)a.repeats));
+        printf(", \"compute_pynative_samples_per_s\": %.1f", median(p, (size_t)a.repeats));
+        if (ds)
+            printf(", \"end_to_end_samples_per_s\": %.1f, \"workers\": %" PRId64,
+                   median(e, (size_t)a.repeats), a.workers);
+        print_runs(stdout, "compute_graph_runs", g, (size_t)a.repeats);
+        print_runs(stdout, "compute_pynative_runs", p, (size_t)a.repeats);
+        if (ds)
+            print_runs(stdout, "end_to_end_runs", e, (size_t)a.repeats);
+        printf(", \"graph_arena_bytes\": %zu, \"pynative_peak_bytes\": %zu",
+               sl_step_memory_bytes(step),
+               sl_step_memory_bytes(sl_model_train_step(pynative)));
+        printf(", \"per_op_ms_per_step\": {");
+        for (size_t i = 0; i < nops; i++)
+            printf("%s\"%s\": %.4f", i ? ", " : "", ops[i].op, ops[i].ms / (double)timed_steps);
+        printf("}}\n");
+    } else {
+        double total = 0.0;
+        printf("%s, batch %" PRId64 ", %" PRId64 " compute thread%s, %" PRId64
+               " OpenBLAS; medians of %" PRId64 " runs\n",
+               sl_network_kind_name(a.model), a.batch, a.threads, a.threads == 1 ? "" : "s",
+               a.blas_threads, a.repeats);
+        printf("  compute, GRAPH     %10.0f samples/s  (%" PRId64 " steps per run)\n",
+               median(g, (size_t)a.repeats), a.steps);
+        printf("  compute, PYNATIVE  %10.0f samples/s\n", median(p, (size_t)a.repeats));
+        if (ds)
+            printf("  end to end         %10.0f samples/s  (%" PRId64 " steps, %" PRId64
+                   " pipeline workers)\n",
+                   median(e, (size_t)a.repeats), a.e2e_steps, a.workers);
+        printf("  memory: GRAPH arena %.2f MiB, PYNATIVE peak %.2f MiB\n",
+               (double)sl_step_memory_bytes(step) / 1048576.0,
+               (double)sl_step_memory_bytes(sl_model_train_step(pynative)) / 1048576.0);
+        for (size_t i = 0; i < nops; i++)
+            total += ops[i].ms;
+        printf("where a GRAPH step's time goes (ms per step, all runs):\n");
+        for (size_t i = 0; i < nops; i++)
+            printf("  %-28s %8.4f  %5.1f%%  (%d node%s)\n", ops[i].op,
+                   ops[i].ms / (double)timed_steps, 100.0 * ops[i].ms / total, ops[i].nodes,
+                   ops[i].nodes == 1 ? "" : "s");
+        printf("  %-28s %8.4f\n", "total", total / (double)timed_steps);
+    }
+    exit_code = CLI_EXIT_OK;
+out:
+    sl_model_free(graph);
+    sl_model_free(pynative);
+    sl_dataset_free(ds);
+    return exit_code;
+}
