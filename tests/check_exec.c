@@ -1,0 +1,647 @@
+/* check_exec.c: the executor layer: graph building and its errors,
+ * autodiff (whole graphs against finite differences), the memory plan,
+ * GRAPH against PYNATIVE and 1 against 2 threads (bit for bit), runtime
+ * errors, checkpoints and graph dumps. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/rng.h"
+#include "exec/model_impl.h"
+#include "exec/step_impl.h"
+#include "sluice/sluice.h"
+#include "testutil.h"
+
+Suite *make_exec_suite(void);
+
+/* --- helpers ---------------------------------------------------------- */
+
+static sl_tensor *tensor_f32(int ndim, const int64_t *shape, uint64_t seed, float spread)
+{
+    sl_tensor *t = NULL;
+    sl_rng rng;
+    ck_assert_int_eq(sl_tensor_new(&t, SL_FLOAT32, ndim, shape), SL_OK);
+    sl__rng_seed(&rng, seed, 1, 2, 3);
+    for (size_t i = 0; i < sl_tensor_numel(t); i++)
+        ((float *)sl_tensor_data(t))[i] = (float)((sl__rng_uniform(&rng) * 2.0 - 1.0) * spread);
+    return t;
+}
+
+static sl_tensor *labels_i32(int64_t n, int classes)
+{
+    sl_tensor *t = NULL;
+    ck_assert_int_eq(sl_tensor_new(&t, SL_INT32, 1, &n), SL_OK);
+    for (int64_t i = 0; i < n; i++)
+        ((int32_t *)sl_tensor_data(t))[i] = (int32_t)((i * 7 + 3) % classes);
+    return t;
+}
+
+static sl_executor *executor(int threads)
+{
+    sl_executor_options o;
+    sl_executor *ex = NULL;
+    sl_executor_options_init(&o);
+    o.threads = threads;
+    ck_assert_int_eq(sl_executor_new(&ex, &o), SL_OK);
+    return ex;
+}
+
+/* A small network touching every op: conv (stride 1, pad 1), relu,
+ * max-pool, a second conv (stride 2), a value used twice (relu and add),
+ * flatten, dense with and without bias, and the loss. */
+typedef struct small_net {
+    int image, label, logits, loss;
+} small_net;
+
+static sl_graph *small_graph(small_net *n, uint64_t seed)
+{
+    sl_graph *g = sl_graph_new();
+    sl_init tn = {SL_INIT_TRUNCATED_NORMAL, 0.3f};
+    int64_t is[4] = {3, 2, 9, 9}, ls[1] = {3};
+    int64_t w1s[4] = {4, 2, 3, 3}, w2s[4] = {3, 4, 2, 2}, d1s[2] = {5, 12}, b1s[1] = {5},
+            d2s[2] = {4, 5};
+    int x, w1, w2, d1, b1, d2, r;
+    sl_graph_set_seed(g, seed);
+    n->image = sl_graph_input(g, "image", SL_FLOAT32, 4, is);
+    n->label = sl_graph_input(g, "label", SL_INT32, 1, ls);
+    w1 = sl_graph_param(g, "c1.weight", 4, w1s, tn);
+    x = sl_graph_conv2d(g, "c1", n->image, w1, 1, 1);   /* (3, 4, 9, 9) */
+    r = sl_graph_relu(g, "r1", x);
+    x = sl_graph_add(g, "skip", r, x);                  /* x read twice */
+    x = sl_graph_max_pool2d(g, "p1", x, 2, 2);          /* (3, 4, 4, 4) */
+    w2 = sl_graph_param(g, "c2.weight", 4, w2s, tn);
+    x = sl_graph_conv2d(g, "c2", x, w2, 2, 0);          /* (3, 3, 2, 2) */
+    x = sl_graph_flatten(g, NULL, x);                   /* (3, 12) */
+    d1 = sl_graph_param(g, "d1.weight", 2, d1s, tn);
+    b1 = sl_graph_param(g, "d1.bias", 1, b1s, tn);
+    x = sl_graph_dense(g, "d1", x, d1, b1);
+    x = sl_graph_relu(g, NULL, x);
+    d2 = sl_graph_param(g, "d2.weight", 2, d2s, tn);
+    n->logits = sl_graph_dense(g, "d2", x, d2, -1);
+    n->loss = sl_graph_softmax_cross_entropy(g, "loss", n->logits, n->label);
+    ck_assert_msg(n->loss >= 0, "%s", sl_graph_last_error(g));
+    return g;
+}
+
+static float run_loss(sl_step *s, sl_tensor *image, sl_tensor *label)
+{
+    sl_tensor *feed[2] = {image, label};
+    ck_assert_int_eq(sl_step_run(s, feed, 2), SL_OK);
+    return *(const float *)sl_step_output(s, 0, NULL);
+}
+
+static sl_model *lenet_model(sl_mode mode, int threads, uint64_t seed, char *err)
+{
+    sl_model_options o;
+    sl_model *m = NULL;
+    sl_model_options_init(&o);
+    o.context.mode = mode;
+    o.context.threads = threads;
+    o.seed = seed;
+    ck_assert_msg(sl_model_new(&m, &o, err, 512) == SL_OK, "%s", err);
+    return m;
+}
+
+/* Every parameter's bytes, concatenated (malloc'd). */
+static unsigned char *param_bytes(sl_graph *g, size_t *len)
+{
+    size_t total = 0, at = 0;
+    unsigned char *out;
+    for (size_t i = 0; i < sl_graph_num_params(g); i++) {
+        size_t n;
+        sl_graph_param_data(g, sl_graph_param_at(g, i), &n);
+        total += n * sizeof(float);
+    }
+    out = malloc(total ? total : 1);
+    for (size_t i = 0; i < sl_graph_num_params(g); i++) {
+        size_t n;
+        float *d = sl_graph_param_data(g, sl_graph_param_at(g, i), &n);
+        memcpy(out + at, d, n * sizeof(float));
+        at += n * sizeof(float);
+    }
+    *len = total;
+    return out;
+}
+
+/* --- building --------------------------------------------------------- */
+
+START_TEST(test_build_shapes)
+{
+    small_net n;
+    sl_graph *g = small_graph(&n, 1);
+    sl_tensor_spec spec;
+    ck_assert_int_eq(sl_graph_node_spec(g, n.logits, &spec), SL_OK);
+    ck_assert_int_eq(spec.ndim, 2);
+    ck_assert_int_eq(spec.shape[0], 3);
+    ck_assert_int_eq(spec.shape[1], 4);
+    ck_assert_int_eq(sl_graph_node_spec(g, sl_graph_find(g, "c2"), &spec), SL_OK);
+    ck_assert_int_eq(spec.shape[1], 3);
+    ck_assert_int_eq(spec.shape[2], 2);
+    ck_assert_int_eq(spec.shape[3], 2);
+    ck_assert_str_eq(sl_graph_node_op(g, n.loss), "softmax_cross_entropy");
+    ck_assert_int_eq(sl_graph_num_params(g), 5);
+    sl_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_build_errors)
+{
+    sl_graph *g = sl_graph_new();
+    sl_init z = {SL_INIT_ZEROS, 0};
+    int64_t is[4] = {32, 3, 32, 32}, ws[4] = {6, 1, 5, 5}, big[4] = {6, 3, 40, 40};
+    int64_t ls[1] = {32}, fl[2] = {32, 3072}, dw[2] = {10, 100};
+    int x = sl_graph_input(g, "image", SL_FLOAT32, 4, is);
+    int w = sl_graph_param(g, "conv1.weight", 4, ws, z);
+    int c, k;
+    const char *msg;
+
+    /* conv channel mismatch: names the op, the nodes and both shapes */
+    c = sl_graph_conv2d(g, "conv1", x, w, 1, 0);
+    ck_assert_int_eq(c, SL_ESHAPE);
+    msg = sl_graph_last_error(g);
+    ck_assert_msg(strstr(msg, "conv2d 'conv1'") && strstr(msg, "(32, 3, 32, 32)") &&
+                      strstr(msg, "(6, 1, 5, 5)"),
+                  "%s", msg);
+    /* a failed builder's result passed on keeps the first message */
+    k = sl_graph_relu(g, "r", c);
+    ck_assert_int_lt(k, 0);
+    ck_assert_str_eq(sl_graph_last_error(g), msg);
+    /* kernel larger than the input */
+    w = sl_graph_param(g, "big", 4, big, z);
+    ck_assert_int_eq(sl_graph_conv2d(g, NULL, x, w, 1, 0), SL_ESHAPE);
+    ck_assert_ptr_nonnull(strstr(sl_graph_last_error(g), "does not fit"));
+    /* dense needs (N, IN) matching the weight */
+    x = sl_graph_reshape(g, "flat", x, 2, fl);
+    ck_assert_int_ge(x, 0);
+    w = sl_graph_param(g, "fc.weight", 2, dw, z);
+    ck_assert_int_eq(sl_graph_dense(g, "fc", x, w, -1), SL_ESHAPE);
+    ck_assert_ptr_nonnull(strstr(sl_graph_last_error(g), "dense 'fc'"));
+    /* reshape to a different count */
+    ck_assert_int_eq(sl_graph_reshape(g, NULL, x, 2, dw), SL_ESHAPE);
+    /* duplicate names, unnamed params, bad ids */
+    ck_assert_int_eq(sl_graph_param(g, "fc.weight", 2, dw, z), SL_EINVAL);
+    ck_assert_int_eq(sl_graph_param(g, NULL, 2, dw, z), SL_EINVAL);
+    ck_assert_int_eq(sl_graph_relu(g, NULL, 9999), SL_EINVAL);
+    /* labels must be int32 of the batch */
+    k = sl_graph_input(g, "flabel", SL_FLOAT32, 1, ls);
+    ck_assert_int_eq(sl_graph_softmax_cross_entropy(g, NULL, x, k), SL_ESHAPE);
+    ck_assert_ptr_nonnull(strstr(sl_graph_last_error(g), "int32"));
+    /* backward needs a loss node */
+    ck_assert_int_eq(sl_graph_backward(g, x), SL_EINVAL);
+    /* an optimizer needs gradients */
+    ck_assert_int_eq(sl_graph_momentum(g, 0.01f, 0.9f), SL_ESTATE);
+    sl_graph_free(g);
+}
+END_TEST
+
+/* --- autodiff ---------------------------------------------------------- */
+
+/* Every gradient of the small network against central differences of the
+ * loss, computed through a forward-only step. */
+START_TEST(test_autodiff_finite_differences)
+{
+    small_net n;
+    sl_graph *g = small_graph(&n, 7);
+    sl_executor *ex = executor(1);
+    int outs[6];
+    size_t nouts = 0;
+    sl_step *grads = NULL, *fwd = NULL;
+    int64_t is[4] = {3, 2, 9, 9};
+    sl_tensor *image = tensor_f32(4, is, 3, 1.0f), *label = labels_i32(3, 4);
+    sl_tensor *feed[2] = {image, label};
+    int params[5];
+
+    ck_assert_int_eq(sl_graph_backward(g, n.loss), SL_OK);
+    outs[nouts++] = n.loss;
+    for (size_t i = 0; i < 5; i++) {
+        params[i] = sl_graph_param_at(g, i);
+        outs[nouts++] = sl_graph_grad(g, params[i]);
+        ck_assert_int_ge(outs[nouts - 1], 0);
+    }
+    ck_assert_int_eq(sl_step_new(&grads, g, ex, SL_GRAPH_MODE, outs, nouts, 0), SL_OK);
+    ck_assert_int_eq(sl_step_new(&fwd, g, ex, SL_GRAPH_MODE, &n.loss, 1, 0), SL_OK);
+    ck_assert_int_eq(sl_step_run(grads, feed, 2), SL_OK);
+    for (size_t p = 0; p < 5; p++) {
+        size_t numel;
+        float *w = sl_graph_param_data(g, params[p], &numel);
+        const float *dw = sl_step_output(grads, p + 1, NULL);
+        for (size_t i = 0; i < numel; i += 1 + numel / 17) {
+            float keep = w[i];
+            double up, down, fd, eps = 1e-2;
+            w[i] = keep + (float)eps;
+            up = run_loss(fwd, image, label);
+            w[i] = keep - (float)eps;
+            down = run_loss(fwd, image, label);
+            w[i] = keep;
+            fd = (up - down) / (2 * eps);
+            ck_assert_msg(fabs(fd - dw[i]) <= 1e-3 + 3e-2 * fabs(fd),
+                          "%s[%zu]: autodiff %g, finite difference %g",
+                          sl_graph_node_name(g, params[p]), i, (double)dw[i], fd);
+        }
+    }
+    sl_step_free(grads);
+    sl_step_free(fwd);
+    sl_executor_free(ex);
+    sl_graph_free(g);
+    sl_tensor_release(image);
+    sl_tensor_release(label);
+}
+END_TEST
+
+/* --- the memory plan --------------------------------------------------- */
+
+START_TEST(test_plan_no_overlap)
+{
+    small_net n;
+    sl_graph *g = small_graph(&n, 2);
+    sl_executor *ex = executor(2);
+    sl_step *s = NULL;
+    size_t sum = 0;
+
+    ck_assert_int_eq(sl_graph_backward(g, n.loss), SL_OK);
+    ck_assert_int_eq(sl_graph_momentum(g, 0.01f, 0.9f), SL_OK);
+    ck_assert_int_eq(sl_step_new(&s, g, ex, SL_GRAPH_MODE, &n.loss, 1, 1), SL_OK);
+    /* Two values alive at the same node never share bytes; a node's
+     * scratch overlaps nothing alive at it. */
+    for (int a = 0; a < s->nslots; a++) {
+        const sl__slot *x = &s->slots[a];
+        if (x->storage != SL__STORE_TEMP)
+            continue;
+        sum += x->bytes;
+        ck_assert_uint_le(x->offset + x->bytes, s->arena_bytes);
+        for (int b = a + 1; b < s->nslots; b++) {
+            const sl__slot *y = &s->slots[b];
+            int alive_together = b <= x->last_use;
+            if (alive_together && y->storage == SL__STORE_TEMP)
+                ck_assert_msg(x->offset + x->bytes <= y->offset ||
+                                  y->offset + y->bytes <= x->offset,
+                              "slots %d and %d overlap", a, b);
+            if (alive_together && y->scratch > 0)
+                ck_assert(x->offset + x->bytes <= y->scratch_offset ||
+                          y->scratch_offset + y->scratch * 2 <= x->offset);
+        }
+    }
+    /* ... and the arena reuses memory: smaller than every value at once */
+    ck_assert_uint_lt(s->arena_bytes, sum);
+    sl_step_free(s);
+    sl_executor_free(ex);
+    sl_graph_free(g);
+}
+END_TEST
+
+/* --- same numbers, whatever the mode or the threads ----------------------- */
+
+/* Trains LeNet 20 steps on a fixed batch in the given mode and threads;
+ * returns the losses and the final parameters. */
+static unsigned char *lenet_20_steps(sl_mode mode, int threads, float *losses, size_t *len)
+{
+    char err[512];
+    sl_model *m = lenet_model(mode, threads, 5, err);
+    int64_t is[4] = {32, 1, 32, 32};
+    sl_tensor *image = tensor_f32(4, is, 11, 1.5f), *label = labels_i32(32, 10);
+    unsigned char *bytes;
+    for (int i = 0; i < 20; i++)
+        losses[i] = run_loss(sl_model_train_step(m), image, label);
+    bytes = param_bytes(sl_model_graph(m), len);
+    sl_tensor_release(image);
+    sl_tensor_release(label);
+    sl_model_free(m);
+    return bytes;
+}
+
+START_TEST(test_graph_equals_pynative)
+{
+    float lg[20], lp[20], l2[20];
+    size_t ng, np, n2;
+    unsigned char *g = lenet_20_steps(SL_GRAPH_MODE, 1, lg, &ng);
+    unsigned char *p = lenet_20_steps(SL_PYNATIVE_MODE, 1, lp, &np);
+    unsigned char *t2 = lenet_20_steps(SL_GRAPH_MODE, 2, l2, &n2);
+    for (int i = 0; i < 20; i++) {
+        ck_assert_msg(fabsf(lg[i] - lp[i]) <= 1e-6f * fabsf(lg[i]),
+                      "step %d: GRAPH %.9g, PYNATIVE %.9g", i + 1, (double)lg[i], (double)lp[i]);
+        ck_assert_msg(lg[i] == l2[i], "step %d: 1 thread %.9g, 2 threads %.9g", i + 1,
+                      (double)lg[i], (double)l2[i]);
+    }
+    /* the loss moved: the steps trained */
+    ck_assert_float_lt(lg[19], lg[0]);
+    /* bit for bit, in fact */
+    ck_assert_uint_eq(ng, np);
+    ck_assert_int_eq(memcmp(g, p, ng), 0);
+    ck_assert_int_eq(memcmp(g, t2, ng), 0);
+    free(g);
+    free(p);
+    free(t2);
+}
+END_TEST
+
+START_TEST(test_memory_figures)
+{
+    char err[512];
+    sl_model *g = lenet_model(SL_GRAPH_MODE, 1, 0, err);
+    sl_model *p = lenet_model(SL_PYNATIVE_MODE, 1, 0, err);
+    double sps;
+    ck_assert_int_eq(sl_model_bench_steps(p, 2, &sps), SL_OK);
+    /* The arena holds at least what PYNATIVE holds at its peak (the same
+     * values live at once), and first-fit wastes little beyond it. */
+    ck_assert_uint_gt(sl_step_memory_bytes(sl_model_train_step(p)), 0);
+    ck_assert_uint_ge(sl_step_memory_bytes(sl_model_train_step(g)),
+                      sl_step_memory_bytes(sl_model_train_step(p)));
+    ck_assert_uint_le(sl_step_memory_bytes(sl_model_train_step(g)),
+                      sl_step_memory_bytes(sl_model_train_step(p)) * 2);
+    sl_model_free(g);
+    sl_model_free(p);
+}
+END_TEST
+
+/* --- runtime errors ---------------------------------------------------- */
+
+START_TEST(test_wrong_input_shape)
+{
+    char err[512];
+    sl_model *m = lenet_model(SL_GRAPH_MODE, 1, 0, err);
+    int64_t is[4] = {32, 1, 28, 28};
+    sl_tensor *image = tensor_f32(4, is, 1, 1.0f), *label = labels_i32(32, 10);
+    sl_tensor *feed[2] = {image, label};
+    const char *msg;
+    ck_assert_int_eq(sl_step_run(sl_model_train_step(m), feed, 2), SL_ESHAPE);
+    msg = sl_step_last_error(sl_model_train_step(m));
+    ck_assert_msg(strstr(msg, "conv2d 'conv1'") && strstr(msg, "(32, 1, 28, 28)") &&
+                      strstr(msg, "(32, 1, 32, 32)"),
+                  "%s", msg);
+    sl_tensor_release(image);
+    sl_tensor_release(label);
+    sl_model_free(m);
+}
+END_TEST
+
+START_TEST(test_label_out_of_range)
+{
+    char err[512];
+    sl_model *m = lenet_model(SL_PYNATIVE_MODE, 2, 0, err);
+    int64_t is[4] = {32, 1, 32, 32};
+    sl_tensor *image = tensor_f32(4, is, 1, 1.0f), *label = labels_i32(32, 10);
+    sl_tensor *feed[2] = {image, label};
+    size_t before_len, after_len;
+    unsigned char *before = param_bytes(sl_model_graph(m), &before_len), *after;
+    ((int32_t *)sl_tensor_data(label))[5] = 12;
+    ck_assert_int_eq(sl_step_run(sl_model_train_step(m), feed, 2), SL_EINVAL);
+    ck_assert_msg(strstr(sl_step_last_error(sl_model_train_step(m)), "label 12 of sample 5"),
+                  "%s", sl_step_last_error(sl_model_train_step(m)));
+    /* the step stopped before any update */
+    after = param_bytes(sl_model_graph(m), &after_len);
+    ck_assert_int_eq(memcmp(before, after, before_len), 0);
+    ((int32_t *)sl_tensor_data(label))[5] = -1;
+    ck_assert_int_eq(sl_step_run(sl_model_train_step(m), feed, 2), SL_EINVAL);
+    /* and the step still works with good labels */
+    ((int32_t *)sl_tensor_data(label))[5] = 1;
+    ck_assert_int_eq(sl_step_run(sl_model_train_step(m), feed, 2), SL_OK);
+    free(before);
+    free(after);
+    sl_tensor_release(image);
+    sl_tensor_release(label);
+    sl_model_free(m);
+}
+END_TEST
+
+START_TEST(test_context_errors)
+{
+    sl_model_options o;
+    sl_model *m = NULL;
+    char err[512];
+    sl_model_options_init(&o);
+    o.context.device_target = "GPU";
+    ck_assert_int_eq(sl_model_new(&m, &o, err, sizeof err), SL_EINVAL);
+    ck_assert_ptr_null(m);
+    ck_assert_ptr_nonnull(strstr(err, "GPU"));
+    sl_model_options_init(&o);
+    o.network.height = 28;
+    ck_assert_int_eq(sl_model_new(&m, &o, err, sizeof err), SL_ESHAPE);
+    ck_assert_ptr_nonnull(strstr(err, "32x32"));
+    sl_model_options_init(&o);
+    o.learning_rate = -1.0f;
+    ck_assert_int_eq(sl_model_new(&m, &o, err, sizeof err), SL_EINVAL);
+}
+END_TEST
+
+/* --- checkpoints ------------------------------------------------------- */
+
+START_TEST(test_checkpoint_roundtrip_and_damage)
+{
+    char err[512], *dir = tu_mkdtemp(), *path = tu_path(dir, "m.ckpt");
+    char *bad = tu_path(dir, "bad.ckpt");
+    sl_model *a = lenet_model(SL_GRAPH_MODE, 1, 1, err), *b = lenet_model(SL_GRAPH_MODE, 1, 2, err);
+    size_t la, lb, n;
+    unsigned char *pa, *pb, *file;
+    double sps;
+    ck_assert_int_eq(sl_model_bench_steps(a, 3, &sps), SL_OK); /* moments non-zero */
+    ck_assert_int_eq(sl_model_save(a, path), SL_OK);
+    /* no temporary file is left beside it */
+    {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "test $(ls '%s' | wc -l) -eq 1", dir);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+    ck_assert_int_eq(sl_model_load(b, path), SL_OK);
+    ck_assert_int_eq(sl_model_global_step(b), 3);
+    pa = param_bytes(sl_model_graph(a), &la);
+    pb = param_bytes(sl_model_graph(b), &lb);
+    ck_assert_uint_eq(la, lb);
+    ck_assert_int_eq(memcmp(pa, pb, la), 0);
+    free(pb);
+
+    ck_assert_int_eq(tu_read_file(path, (void **)&file, &n), 0);
+    /* a flipped byte in the values: corrupt, and nothing changes */
+    file[n / 2] ^= 0x40;
+    ck_assert_int_eq(tu_write_bytes(bad, file, n, 0), 0);
+    ck_assert_int_eq(sl_model_load(b, bad), SL_EFORMAT);
+    ck_assert_msg(strstr(sl_model_last_error(b), "corrupt") && strstr(sl_model_last_error(b), bad),
+                  "%s", sl_model_last_error(b));
+    pb = param_bytes(sl_model_graph(b), &lb);
+    ck_assert_int_eq(memcmp(pa, pb, la), 0);
+    free(pb);
+    file[n / 2] ^= 0x40;
+    /* truncated */
+    ck_assert_int_eq(tu_write_bytes(bad, file, n - 100, 0), 0);
+    ck_assert_int_eq(sl_model_load(b, bad), SL_EFORMAT);
+    ck_assert_msg(strstr(sl_model_last_error(b), "truncated"), "%s", sl_model_last_error(b));
+    ck_assert_int_eq(tu_write_bytes(bad, file, 10, 0), 0);
+    ck_assert_int_eq(sl_model_load(b, bad), SL_EFORMAT);
+    /* not a checkpoint at all */
+    ck_assert_int_eq(tu_write_bytes(bad, "hello, world, this is text", 26, 0), 0);
+    ck_assert_int_eq(sl_model_load(b, bad), SL_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(sl_model_last_error(b), "not a sluice checkpoint"));
+    /* missing */
+    ck_assert_int_eq(sl_model_load(b, "/nonexistent/x.ckpt"), SL_EIO);
+    /* another network's checkpoint */
+    {
+        sl_model_options o;
+        sl_model *mlp = NULL;
+        sl_model_options_init(&o);
+        o.network.kind = SL_NETWORK_MLP;
+        o.context.threads = 1;
+        ck_assert_int_eq(sl_model_new(&mlp, &o, err, sizeof err), SL_OK);
+        ck_assert_int_eq(sl_model_load(mlp, path), SL_EFORMAT);
+        ck_assert_msg(strstr(sl_model_last_error(mlp), "in the file but") ||
+                          strstr(sl_model_last_error(mlp), "another network"),
+                      "%s", sl_model_last_error(mlp));
+        sl_model_free(mlp);
+    }
+    /* an unwritable place */
+    ck_assert_int_eq(sl_model_save(a, "/nonexistent/dir/m.ckpt"), SL_EIO);
+    ck_assert_ptr_nonnull(strstr(sl_model_last_error(a), "/nonexistent/dir/m.ckpt"));
+    free(pa);
+    free(file);
+    sl_model_free(a);
+    sl_model_free(b);
+    tu_rmtree(dir);
+    free(dir);
+    free(path);
+    free(bad);
+}
+END_TEST
+
+START_TEST(test_save_graphs)
+{
+    sl_model_options o;
+    sl_model *m = NULL;
+    char err[512], *dir = tu_mkdtemp(), *ir = tu_path(dir, "train_step.ir");
+    char *dot = tu_path(dir, "train_step.dot"), *eval_ir = tu_path(dir, "eval_step.ir");
+    void *text;
+    size_t n;
+    sl_model_options_init(&o);
+    o.context.save_graphs = 1;
+    o.context.save_graphs_path = dir;
+    o.context.threads = 1;
+    ck_assert_int_eq(sl_model_new(&m, &o, err, sizeof err), SL_OK);
+    ck_assert_int_eq(tu_read_file(ir, &text, &n), 0);
+    ck_assert_ptr_nonnull(strstr(text, "conv2d \"conv1\""));
+    ck_assert_ptr_nonnull(strstr(text, "momentum"));
+    ck_assert_ptr_nonnull(strstr(text, "arena"));
+    free(text);
+    ck_assert_int_eq(tu_read_file(dot, &text, &n), 0);
+    ck_assert_ptr_nonnull(strstr(text, "digraph"));
+    free(text);
+    ck_assert_int_eq(tu_read_file(eval_ir, &text, &n), 0);
+    ck_assert_ptr_null(strstr(text, "momentum")); /* forward only */
+    free(text);
+    sl_model_free(m);
+    /* an unwritable folder fails the model with a message naming it */
+    o.context.save_graphs_path = "/nonexistent/graphs";
+    ck_assert_int_eq(sl_model_new(&m, &o, err, sizeof err), SL_EIO);
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/graphs"));
+    tu_rmtree(dir);
+    free(dir);
+    free(ir);
+    free(dot);
+    free(eval_ir);
+}
+END_TEST
+
+/* --- threads ----------------------------------------------------------- */
+
+START_TEST(test_executors_start_and_stop)
+{
+    for (int t = 1; t <= 4; t++) {
+        sl_executor *ex = executor(t);
+        ck_assert_int_eq(sl_executor_threads(ex), t);
+        sl_executor_free(ex);
+    }
+    {
+        sl_executor_options o;
+        sl_executor *ex = NULL;
+        sl_executor_options_init(&o);
+        o.threads = 0;
+        ck_assert_int_eq(sl_executor_new(&ex, &o), SL_EINVAL);
+        ck_assert_ptr_null(ex);
+    }
+}
+END_TEST
+
+/* Many short steps on 3 threads: the team's hand-offs under load. */
+START_TEST(test_many_small_steps)
+{
+    small_net n;
+    sl_graph *g = small_graph(&n, 3);
+    sl_executor *ex = executor(3);
+    sl_step *s = NULL;
+    int64_t is[4] = {3, 2, 9, 9};
+    sl_tensor *image = tensor_f32(4, is, 3, 1.0f), *label = labels_i32(3, 4);
+    float first, last = 0;
+    ck_assert_int_eq(sl_graph_backward(g, n.loss), SL_OK);
+    ck_assert_int_eq(sl_graph_sgd(g, 0.05f), SL_OK);
+    ck_assert_int_eq(sl_step_new(&s, g, ex, SL_GRAPH_MODE, &n.loss, 1, 1), SL_OK);
+    first = run_loss(s, image, label);
+    for (int i = 0; i < 300; i++)
+        last = run_loss(s, image, label);
+    ck_assert_float_lt(last, first);
+    sl_step_free(s);
+    sl_executor_free(ex);
+    sl_graph_free(g);
+    sl_tensor_release(image);
+    sl_tensor_release(label);
+}
+END_TEST
+
+/* --- the loss line's number ------------------------------------------- */
+
+START_TEST(test_format_float32)
+{
+    char buf[64];
+    static const struct {
+        float v;
+        const char *s;
+    } cases[] = {
+        {0.110185064f, "0.110185064"}, {0.5399815f, "0.5399815"}, {2.0f, "2.0"},
+        {0.00017951085f, "0.00017951085"}, {1.5e-05f, "1.5e-05"}, {-3.25f, "-3.25"},
+        {0.1f, "0.1"}, {123456.0f, "123456.0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sl__format_float32(buf, sizeof buf, cases[i].v);
+        ck_assert_str_eq(buf, cases[i].s);
+    }
+}
+END_TEST
+
+Suite *make_exec_suite(void)
+{
+    Suite *s = suite_create("exec");
+    TCase *tc = tcase_create("graph");
+    tcase_add_test(tc, test_build_shapes);
+    tcase_add_test(tc, test_build_errors);
+    tcase_add_test(tc, test_autodiff_finite_differences);
+    tcase_add_test(tc, test_plan_no_overlap);
+    tcase_add_test(tc, test_format_float32);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("run");
+    tcase_add_test(tc, test_graph_equals_pynative);
+    tcase_add_test(tc, test_memory_figures);
+    tcase_add_test(tc, test_wrong_input_shape);
+    tcase_add_test(tc, test_label_out_of_range);
+    tcase_add_test(tc, test_context_errors);
+    tcase_add_test(tc, test_checkpoint_roundtrip_and_damage);
+    tcase_add_test(tc, test_save_graphs);
+    tcase_set_timeout(tc, 300);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("threads");
+    tcase_add_test(tc, test_executors_start_and_stop);
+    tcase_add_test(tc, test_many_small_steps);
+    tcase_set_timeout(tc, 300);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(make_exec_suite());
+    int failed;
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

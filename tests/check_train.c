@@ -1,0 +1,457 @@
+/* check_train.c: training end to end through sl_model: LeNet on the real
+ * Fashion-MNIST files (a short run must learn), determinism whatever the
+ * pipeline's workers, and every way train() can fail or stop: a pipeline
+ * error mid-epoch, labels out of range, a wrong shape, a diverging loss,
+ * a stop request. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sluice/sluice.h"
+#include "testutil.h"
+
+Suite *make_train_suite(void);
+
+#define FASHION "/usr/share/datasets/fashion-mnist"
+
+/* The seeds' LeNet pipeline over an MNIST folder (resize optional, to make
+ * a wrong shape on purpose). */
+static sl_dataset *mnist_pipeline(const char *dir, sl_mnist_usage usage, int workers,
+                                  uint64_t seed, int resize, int drop_remainder)
+{
+    sl_mnist_options mo;
+    sl_dataset *ds = sl_dataset_new();
+    sl_op *cast, *rs, *r1, *r2, *chw;
+    sl_mnist_options_init(&mo);
+    mo.dataset_dir = dir;
+    mo.usage = usage;
+    mo.sampler.seed = seed;
+    mo.sampler.shuffle = usage == SL_MNIST_TRAIN;
+    ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
+    sl_dataset_set_seed(ds, seed);
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&r1, 1.0 / 255.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&r2, 1 / 0.3081, -1 * 0.1307 / 0.3081), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, workers), SL_OK);
+    if (resize)
+        ck_assert_int_eq(sl_dataset_map(ds, &rs, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &r1, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &r2, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, workers), SL_OK);
+    if (usage == SL_MNIST_TRAIN)
+        ck_assert_int_eq(sl_dataset_shuffle(ds, 10000), SL_OK);
+    ck_assert_int_eq(sl_dataset_batch(ds, 32, drop_remainder, workers), SL_OK);
+    sl_op_release(cast);
+    sl_op_release(rs);
+    sl_op_release(r1);
+    sl_op_release(r2);
+    sl_op_release(chw);
+    return ds;
+}
+
+static sl_model *model_with(sl_model_options *o)
+{
+    sl_model *m = NULL;
+    char err[512];
+    ck_assert_msg(sl_model_new(&m, o, err, sizeof err) == SL_OK, "%s", err);
+    return m;
+}
+
+/* A callback that stops training after `after` steps and counts calls. */
+typedef struct counter {
+    int64_t after;
+    int64_t steps, epochs_ended, begins, ends;
+    float last_loss;
+} counter;
+
+static int count_step(void *self, const sl_train_info *info)
+{
+    counter *c = self;
+    c->steps++;
+    c->last_loss = info->loss;
+    return c->after > 0 && info->global_step >= c->after ? 1 : 0;
+}
+
+static int count_epoch_end(void *self, const sl_train_info *info)
+{
+    (void)info;
+    ((counter *)self)->epochs_ended++;
+    return 0;
+}
+
+static int count_begin(void *self, const sl_train_info *info)
+{
+    (void)info;
+    ((counter *)self)->begins++;
+    return 0;
+}
+
+static int count_end(void *self, const sl_train_info *info)
+{
+    (void)info;
+    ((counter *)self)->ends++;
+    return 0;
+}
+
+static sl_callback counting(counter *c)
+{
+    sl_callback cb;
+    memset(&cb, 0, sizeof cb);
+    cb.self = c;
+    cb.begin = count_begin;
+    cb.step_end = count_step;
+    cb.epoch_end = count_epoch_end;
+    cb.end = count_end;
+    return cb;
+}
+
+static int fashion_present(void)
+{
+    return access(FASHION "/train-images-idx3-ubyte.gz", R_OK) == 0 &&
+           access(FASHION "/t10k-images-idx3-ubyte.gz", R_OK) == 0;
+}
+
+/* --- learning on real data --------------------------------------------- */
+
+static void collect_line(void *user, const char *line)
+{
+    snprintf(user, 256, "%s", line);
+}
+
+START_TEST(test_lenet_learns_fashion_mnist)
+{
+    sl_model_options o;
+    sl_model *m;
+    sl_dataset *train, *test;
+    counter c = {2000, 0, 0, 0, 0, 0};
+    sl_callback cb = counting(&c), monitor;
+    sl_callback *cbs[2] = {&cb, &monitor};
+    sl_metrics metrics;
+    char line[256] = "";
+    ck_assert_msg(fashion_present(), "install dataset-fashion-mnist (%s)", FASHION);
+    sl_model_options_init(&o);
+    m = model_with(&o);
+    train = mnist_pipeline(FASHION, SL_MNIST_TRAIN, 2, 0, 1, 1);
+    test = mnist_pipeline(FASHION, SL_MNIST_TEST, 2, 0, 1, 0);
+    ck_assert_int_eq(sl_callback_loss_monitor(&monitor, 1000, 0, collect_line, line), SL_OK);
+    ck_assert_msg(sl_model_train(m, 2, train, cbs, 2) == SL_OK, "%s", sl_model_last_error(m));
+    ck_assert_int_eq(c.steps, 2000);
+    ck_assert_int_eq(sl_model_global_step(m), 2000);
+    ck_assert_int_eq(c.epochs_ended, 1); /* 1875 steps, then 125 of the second */
+    /* the seeds' loss line: the monitor prints every 1000th step of an
+     * epoch, so the last one was epoch 1 step 1000 */
+    ck_assert_msg(strncmp(line, "epoch: 1 step: 1000, loss is ", 29) == 0, "%s", line);
+    ck_assert_msg(sl_model_eval(m, test, &metrics) == SL_OK, "%s", sl_model_last_error(m));
+    ck_assert_int_eq(metrics.samples, 10000); /* the short last batch counts */
+    ck_assert_msg(metrics.accuracy >= 0.80, "test accuracy %.4f after 2000 steps",
+                  metrics.accuracy);
+    ck_assert(metrics.loss > 0.0 && metrics.loss < 0.7);
+    sl_callback_release(&monitor);
+    sl_dataset_free(train);
+    sl_dataset_free(test);
+    sl_model_free(m);
+}
+END_TEST
+
+/* The same seed gives the same parameters bit for bit after 200 steps,
+ * run twice, whatever the number of pipeline workers. */
+static unsigned char *train_200(int workers, size_t *len)
+{
+    sl_model_options o;
+    sl_model *m;
+    sl_dataset *ds;
+    counter c = {200, 0, 0, 0, 0, 0};
+    sl_callback cb = counting(&c);
+    sl_callback *cbs[1] = {&cb};
+    sl_graph *g;
+    unsigned char *out;
+    size_t total = 0, at = 0;
+    sl_model_options_init(&o);
+    o.seed = 42;
+    m = model_with(&o);
+    ds = mnist_pipeline(FASHION, SL_MNIST_TRAIN, workers, 42, 1, 1);
+    ck_assert_msg(sl_model_train(m, 1, ds, cbs, 1) == SL_OK, "%s", sl_model_last_error(m));
+    ck_assert_int_eq(sl_model_global_step(m), 200);
+    g = sl_model_graph(m);
+    for (size_t i = 0; i < sl_graph_num_params(g); i++) {
+        size_t n;
+        sl_graph_param_data(g, sl_graph_param_at(g, i), &n);
+        total += n * sizeof(float);
+    }
+    out = malloc(total);
+    for (size_t i = 0; i < sl_graph_num_params(g); i++) {
+        size_t n;
+        float *d = sl_graph_param_data(g, sl_graph_param_at(g, i), &n);
+        memcpy(out + at, d, n * sizeof(float));
+        at += n * sizeof(float);
+    }
+    *len = total;
+    sl_dataset_free(ds);
+    sl_model_free(m);
+    return out;
+}
+
+START_TEST(test_deterministic_whatever_the_workers)
+{
+    size_t l1, l1b, l3;
+    unsigned char *a, *b, *c;
+    ck_assert_msg(fashion_present(), "install dataset-fashion-mnist (%s)", FASHION);
+    a = train_200(1, &l1);
+    b = train_200(1, &l1b);
+    c = train_200(3, &l3);
+    ck_assert_uint_eq(l1, l3);
+    ck_assert_int_eq(memcmp(a, b, l1), 0);
+    ck_assert_int_eq(memcmp(a, c, l1), 0);
+    free(a);
+    free(b);
+    free(c);
+}
+END_TEST
+
+/* --- failures and stops ------------------------------------------------ */
+
+typedef struct tmp_mnist {
+    char *dir;
+} tmp_mnist;
+
+static tmp_mnist make_mnist(uint32_t n_train, uint32_t n_test)
+{
+    tmp_mnist t;
+    t.dir = tu_mkdtemp();
+    ck_assert_int_eq(tu_make_mnist(t.dir, n_train, n_test, 0), 0);
+    return t;
+}
+
+static void drop_mnist(tmp_mnist *t)
+{
+    tu_rmtree(t->dir);
+    free(t->dir);
+}
+
+START_TEST(test_stop_mid_epoch)
+{
+    tmp_mnist t = make_mnist(640, 64);
+    sl_model_options o;
+    sl_model *m;
+    sl_dataset *ds;
+    counter c = {5, 0, 0, 0, 0, 0};
+    sl_callback cb = counting(&c);
+    sl_callback *cbs[1] = {&cb};
+    sl_model_options_init(&o);
+    m = model_with(&o);
+    ds = mnist_pipeline(t.dir, SL_MNIST_TRAIN, 2, 0, 1, 1);
+    /* stops after step 5 of 20: returns OK, every pipeline thread joined */
+    ck_assert_int_eq(sl_model_train(m, 3, ds, cbs, 1), SL_OK);
+    ck_assert_int_eq(c.steps, 5);
+    ck_assert_int_eq(c.begins, 1);
+    ck_assert_int_eq(c.ends, 1);
+    ck_assert_int_eq(sl_model_global_step(m), 5);
+    /* the model trains on afterwards */
+    c.after = 0;
+    ck_assert_int_eq(sl_model_train(m, 2, ds, cbs, 1), SL_OK);
+    ck_assert_int_eq(c.steps, 5 + 40);
+    ck_assert_int_eq(c.epochs_ended, 2);
+    ck_assert_int_eq(sl_model_global_step(m), 45);
+    sl_dataset_free(ds);
+    sl_model_free(m);
+    drop_mnist(&t);
+}
+END_TEST
+
+START_TEST(test_pipeline_error_mid_epoch)
+{
+    /* An ImageFolder of small JPEGs with one corrupt file in the middle:
+     * an MLP on 3x32x32 images meets the decode error mid-epoch. */
+    char *dir = tu_mkdtemp(), *bad;
+    sl_image_folder_options io;
+    sl_model_options o;
+    sl_model *m;
+    sl_dataset *ds = sl_dataset_new();
+    sl_op *rs, *r, *chw;
+    counter c = {0, 0, 0, 0, 0, 0};
+    sl_callback cb = counting(&c);
+    sl_callback *cbs[1] = {&cb};
+    int rc;
+    ck_assert_int_eq(tu_make_image_folder(dir, 2, 40, 40, 40), 0);
+    bad = tu_path(dir, "class_1/img_20.jpg");
+    ck_assert_int_eq(tu_write_bytes(bad, "\xff\xd8\xff\xe0 not really a jpeg", 24, 0), 0);
+    sl_image_folder_options_init(&io);
+    io.dataset_dir = dir;
+    io.decode = 1;
+    io.sampler.shuffle = 0;
+    ck_assert_int_eq(sl_dataset_image_folder(ds, &io), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&r, 1.0 / 255.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &rs, 1, "image", NULL, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &r, 1, "image", NULL, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_batch(ds, 8, 1, 2), SL_OK);
+    sl_op_release(rs);
+    sl_op_release(r);
+    sl_op_release(chw);
+    sl_model_options_init(&o);
+    o.network.kind = SL_NETWORK_MLP;
+    o.network.channels = 3;
+    o.network.batch = 8;
+    o.network.num_classes = 2;
+    m = model_with(&o);
+    rc = sl_model_train(m, 1, ds, cbs, 1);
+    ck_assert_int_lt(rc, 0);
+    ck_assert_msg(strstr(sl_model_last_error(m), "img_20.jpg") &&
+                      strstr(sl_model_last_error(m), "epoch 1 step"),
+                  "%s", sl_model_last_error(m));
+    /* the batches before the bad file trained */
+    ck_assert_int_ge(c.steps, 5);
+    ck_assert_int_lt(c.steps, 10);
+    ck_assert_int_eq(c.ends, 0);
+    sl_dataset_free(ds);
+    sl_model_free(m);
+    tu_rmtree(dir);
+    free(dir);
+    free(bad);
+}
+END_TEST
+
+START_TEST(test_labels_outside_the_classes)
+{
+    tmp_mnist t = make_mnist(320, 32); /* labels 0..9 */
+    sl_model_options o;
+    sl_model *m;
+    sl_dataset *ds;
+    sl_metrics metrics;
+    sl_model_options_init(&o);
+    o.network.num_classes = 5;
+    m = model_with(&o);
+    ds = mnist_pipeline(t.dir, SL_MNIST_TRAIN, 2, 0, 1, 1);
+    ck_assert_int_eq(sl_model_train(m, 1, ds, NULL, 0), SL_EINVAL);
+    ck_assert_msg(strstr(sl_model_last_error(m), "outside [0, 5)") &&
+                      strstr(sl_model_last_error(m), "epoch 1 step 1"),
+                  "%s", sl_model_last_error(m));
+    sl_dataset_free(ds);
+    ds = mnist_pipeline(t.dir, SL_MNIST_TEST, 2, 0, 1, 0);
+    ck_assert_int_eq(sl_model_eval(m, ds, &metrics), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_model_last_error(m), "outside [0, 5)"));
+    sl_dataset_free(ds);
+    sl_model_free(m);
+    drop_mnist(&t);
+}
+END_TEST
+
+START_TEST(test_wrong_shape_from_the_pipeline)
+{
+    tmp_mnist t = make_mnist(64, 32);
+    sl_model_options o;
+    sl_model *m;
+    sl_dataset *ds;
+    sl_model_options_init(&o);
+    m = model_with(&o);
+    ds = mnist_pipeline(t.dir, SL_MNIST_TRAIN, 1, 0, 0, 1); /* no resize: 28x28 */
+    ck_assert_int_eq(sl_model_train(m, 1, ds, NULL, 0), SL_ESHAPE);
+    ck_assert_msg(strstr(sl_model_last_error(m), "conv2d 'conv1'") &&
+                      strstr(sl_model_last_error(m), "(32, 1, 28, 28)") &&
+                      strstr(sl_model_last_error(m), "(32, 1, 32, 32)"),
+                  "%s", sl_model_last_error(m));
+    sl_dataset_free(ds);
+    sl_model_free(m);
+    drop_mnist(&t);
+}
+END_TEST
+
+START_TEST(test_diverging_loss_stops)
+{
+    tmp_mnist t = make_mnist(3200, 32);
+    sl_model_options o;
+    sl_model *m;
+    sl_dataset *ds;
+    counter c = {0, 0, 0, 0, 0, 0};
+    sl_callback cb = counting(&c);
+    sl_callback *cbs[1] = {&cb};
+    sl_model_options_init(&o);
+    o.learning_rate = 1e8f;
+    o.optimizer = SL_OPTIMIZER_SGD;
+    m = model_with(&o);
+    ds = mnist_pipeline(t.dir, SL_MNIST_TRAIN, 2, 0, 1, 1);
+    ck_assert_int_eq(sl_model_train(m, 5, ds, cbs, 1), SL_ENUMERIC);
+    ck_assert_msg(strstr(sl_model_last_error(m), "step") &&
+                      (strstr(sl_model_last_error(m), "NaN") ||
+                       strstr(sl_model_last_error(m), "infinite")),
+                  "%s", sl_model_last_error(m));
+    ck_assert_int_lt(c.steps, 5 * 100); /* it stopped, it did not run on */
+    sl_dataset_free(ds);
+    sl_model_free(m);
+    drop_mnist(&t);
+}
+END_TEST
+
+START_TEST(test_checkpoint_callback)
+{
+    tmp_mnist t = make_mnist(320, 32);
+    char *ck = tu_mkdtemp(), cmd[1024];
+    sl_model_options o;
+    sl_model *m;
+    sl_dataset *ds;
+    sl_callback save;
+    sl_callback *cbs[1] = {&save};
+    sl_model_options_init(&o);
+    o.context.threads = 1;
+    m = model_with(&o);
+    ds = mnist_pipeline(t.dir, SL_MNIST_TRAIN, 2, 0, 1, 1);
+    ck_assert_int_eq(sl_callback_checkpoint(&save, ck, "lenet", 0, 2), SL_OK);
+    ck_assert_int_eq(sl_model_train(m, 3, ds, cbs, 1), SL_OK);
+    /* 3 epochs of 10 steps, the newest 2 kept */
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && test \"$(ls | tr '\\n' ' ')\" = 'lenet-2_10.ckpt lenet-3_10.ckpt '", ck);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/lenet-3_10.ckpt", ck);
+    ck_assert_int_eq(sl_model_load(m, cmd), SL_OK);
+    ck_assert_int_eq(sl_model_global_step(m), 30);
+    sl_callback_release(&save);
+    /* a folder that cannot be written: training fails naming the file */
+    ck_assert_int_eq(sl_callback_checkpoint(&save, "/nonexistent", "lenet", 0, 2), SL_OK);
+    ck_assert_int_eq(sl_model_train(m, 1, ds, cbs, 1), SL_EIO);
+    ck_assert_ptr_nonnull(strstr(sl_model_last_error(m), "/nonexistent/lenet-1_10.ckpt"));
+    sl_callback_release(&save);
+    sl_dataset_free(ds);
+    sl_model_free(m);
+    tu_rmtree(ck);
+    free(ck);
+    drop_mnist(&t);
+}
+END_TEST
+
+Suite *make_train_suite(void)
+{
+    Suite *s = suite_create("train");
+    TCase *tc = tcase_create("fashion_mnist");
+    tcase_add_test(tc, test_lenet_learns_fashion_mnist);
+    tcase_add_test(tc, test_deterministic_whatever_the_workers);
+    tcase_set_timeout(tc, 1200);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("failures");
+    tcase_add_test(tc, test_stop_mid_epoch);
+    tcase_add_test(tc, test_pipeline_error_mid_epoch);
+    tcase_add_test(tc, test_labels_outside_the_classes);
+    tcase_add_test(tc, test_wrong_shape_from_the_pipeline);
+    tcase_add_test(tc, test_diverging_loss_stops);
+    tcase_add_test(tc, test_checkpoint_callback);
+    tcase_set_timeout(tc, 300);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(make_train_suite());
+    int failed;
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
