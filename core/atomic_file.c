@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int sl__atomic_open(sl__atomic_file *af, const char *path, sl__error *err)
@@ -55,4 +56,31 @@ int sl__atomic_close(sl__atomic_file *af, int failed, sl__error *err)
     if (failed || e != 0)
         return sl__errf(err, SL_EIO, "%s: cannot write: %s", af->path, strerror(e));
     return SL_OK;
+}
+
+int sl__make_dirs(const char *path, sl__error *err)
+{
+    size_t len = strlen(path);
+    char *p = malloc(len + 1);
+    int rc = SL_OK;
+    if (!p)
+        return sl__errf(err, SL_ENOMEM, "%s: out of memory", path);
+    memcpy(p, path, len + 1);
+    /* Each prefix that ends a component, then the whole path. */
+    for (size_t i = 1; i <= len && rc == SL_OK; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        p[i] = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            rc = sl__errf(err, SL_EIO, "cannot make the folder %s: %s", p, strerror(errno));
+        if (i < len)
+            p[i] = '/';
+    }
+    if (rc == SL_OK) {
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+            rc = sl__errf(err, SL_EIO, "%s is not a folder", path);
+    }
+    free(p);
+    return rc;
 }

@@ -23,4 +23,8 @@ int sl__atomic_open(sl__atomic_file *af, const char *path, sl__error *err);
  * err naming path). */
 int sl__atomic_close(sl__atomic_file *af, int failed, sl__error *err);
 
+/* Makes the folder path and its missing parents (mkdir -p). SL_EIO with a
+ * message naming the part that could not be made. */
+int sl__make_dirs(const char *path, sl__error *err);
+
 #endif

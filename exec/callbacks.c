@@ -2,6 +2,7 @@
  * ModelCheckpoint) and the float formatting LossMonitor shares with numpy.
  * They hand their lines to the caller's function: the library never
  * prints. */
+#include "core/atomic_file.h"
 #include "exec/model_impl.h"
 
 #include <errno.h>
@@ -161,10 +162,18 @@ static int checkpointer_save(checkpointer *c, const sl_train_info *info)
 {
     size_t len = strlen(c->dir) + strlen(c->prefix) + 64;
     char *path = malloc(len);
+    sl__error err;
     int rc;
     if (!path) {
         sl_model_set_error(info->model, "checkpoint: out of memory");
         return SL_ENOMEM;
+    }
+    /* made when first needed, as MindSpore's ModelCheckpoint does */
+    rc = sl__make_dirs(c->dir, &err);
+    if (rc < 0) {
+        sl_model_set_error(info->model, "checkpoint: %s", err.msg);
+        free(path);
+        return rc;
     }
     snprintf(path, len, "%s/%s-%lld_%lld.ckpt", c->dir, c->prefix, (long long)info->epoch,
              (long long)info->step_in_epoch);

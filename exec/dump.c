@@ -89,6 +89,7 @@ int sl__dump_step(const sl_step *s, const char *dir, const char *name, sl__error
     int rc = SL_OK;
     if (!path)
         return sl__errf(err, SL_ENOMEM, "save_graphs: out of memory");
+    rc = sl__make_dirs(dir, err);
     for (int kind = 0; kind < 2 && rc == SL_OK; kind++) {
         sl__atomic_file af;
         snprintf(path, len, "%s/%s.%s", dir, name, kind == 0 ? "ir" : "dot");

@@ -214,17 +214,18 @@ static int run_hooks(sl_model *m, sl_callback *const *cbs, size_t n, size_t hook
 
 enum { HOOK_BEGIN, HOOK_EPOCH_BEGIN, HOOK_STEP_END, HOOK_EPOCH_END, HOOK_END };
 
-/* The indices of the image and label columns of ds. */
-static int find_columns(sl_model *m, const sl_dataset *ds, const char *what, int *image,
-                        int *label)
+/* For each input the step reads, the dataset column of the same name. */
+static int map_columns(sl_model *m, const sl_step *step, const sl_dataset *ds, const char *what,
+                       int *cols)
 {
-    *image = sl_dataset_column_index(ds, "image");
-    *label = sl_dataset_column_index(ds, "label");
-    if (*image < 0 || *label < 0)
-        return sl__errf(&m->err, SL_EINVAL,
-                        "%s: the dataset has no '%s' column; the model reads 'image' and "
-                        "'label'",
-                        what, *image < 0 ? "image" : "label");
+    for (size_t i = 0; i < sl_step_num_inputs(step); i++) {
+        const char *name = sl_graph_node_name(m->g, sl_step_input_node(step, i));
+        cols[i] = sl_dataset_column_index(ds, name);
+        if (cols[i] < 0)
+            return sl__errf(&m->err, SL_EINVAL,
+                            "%s: the dataset has no '%s' column, which the network reads", what,
+                            name);
+    }
     return SL_OK;
 }
 
@@ -234,7 +235,7 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
     sl_iterator_options io;
     sl_iterator *it = NULL;
     sl_train_info info;
-    int image_col, label_col, rc;
+    int cols[SL_MAX_COLUMNS], rc;
     double epoch_t0, t0;
 
     sl__err_clear(&m->err);
@@ -242,9 +243,13 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
     if (epochs < 1)
         return sl__errf(&m->err, SL_EINVAL, "train: epochs %lld must be >= 1",
                         (long long)epochs);
-    rc = find_columns(m, ds, "train", &image_col, &label_col);
+    rc = map_columns(m, m->train_step, ds, "train", cols);
     if (rc < 0)
         return rc;
+    if (sl_dataset_get_dataset_size(ds) == 0)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "train: an epoch of the dataset holds no batch (fewer samples than "
+                        "the batch size, with drop_remainder?)");
     sl_iterator_options_init(&io);
     io.num_epochs = epochs;
     rc = sl_iterator_new(&it, ds, &io);
@@ -264,10 +269,15 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
     epoch_t0 = t0 = now_ms();
     while (rc == SL_OK && !atomic_load(&m->stop)) {
         sl_row row;
-        sl_tensor *feed[2];
+        sl_tensor *feed[SL_MAX_COLUMNS];
         int next = sl_iterator_next(it, &row);
         if (next == SL_END_OF_DATA)
             break;
+        if (next == SL_END_OF_EPOCH && info.step_in_epoch == 0) {
+            rc = sl__errf(&m->err, SL_EINVAL, "train: epoch %lld held no batch",
+                          (long long)info.epoch);
+            break;
+        }
         if (next == SL_END_OF_EPOCH) {
             info.epoch_ms = now_ms() - epoch_t0;
             rc = run_hooks(m, cbs, ncbs, HOOK_EPOCH_END, &info);
@@ -285,9 +295,9 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
                           sl_iterator_last_error(it));
             break;
         }
-        feed[0] = row.columns[image_col];
-        feed[1] = row.columns[label_col];
-        rc = sl_step_run(m->train_step, feed, 2);
+        for (size_t i = 0; i < sl_step_num_inputs(m->train_step); i++)
+            feed[i] = row.columns[cols[i]];
+        rc = sl_step_run(m->train_step, feed, sl_step_num_inputs(m->train_step));
         sl_row_clear(&row);
         if (rc < 0) {
             sl__errf(&m->err, rc, "train: epoch %lld step %lld: %s", (long long)info.epoch,
@@ -356,13 +366,17 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
     sl_iterator *it = NULL;
     int64_t classes = m->opts.network.num_classes, correct = 0, seen = 0;
     double loss_sum = 0.0;
-    int image_col, label_col, rc;
+    int image_col = sl_dataset_column_index(ds, "image");
+    int label_col = sl_dataset_column_index(ds, "label"), rc;
 
     sl__err_clear(&m->err);
     memset(out, 0, sizeof *out);
-    rc = find_columns(m, ds, "eval", &image_col, &label_col);
-    if (rc < 0)
-        return rc;
+    /* The eval step reads the image; the labels are scored here. */
+    if (image_col < 0 || label_col < 0)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "eval: the dataset has no '%s' column; evaluation reads 'image' and "
+                        "'label'",
+                        image_col < 0 ? "image" : "label");
     rc = sl_iterator_new(&it, ds, NULL);
     if (rc < 0)
         return sl__errf(&m->err, rc, "eval: %s", sl_dataset_last_error(ds));
@@ -388,9 +402,17 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
             feed[0] = m->pad_image;
             feed[1] = m->pad_label;
         }
-        labels = feed[1]->dtype == SL_INT32 ? feed[1]->data : NULL;
+        if (feed[1]->dtype != SL_INT32 || feed[1]->ndim != 1 ||
+            (size_t)feed[1]->shape[0] < n) {
+            char shape[96];
+            rc = sl__errf(&m->err, SL_ESHAPE,
+                          "eval: batch %lld: labels are %s %s, expected int32 (%zu)",
+                          (long long)batch, sl_dtype_name(feed[1]->dtype),
+                          sl_shape_str(shape, sizeof shape, feed[1]->ndim, feed[1]->shape), n);
+        }
+        labels = feed[1]->data;
         if (rc == SL_OK)
-            rc = sl_step_run(m->eval_step, feed, 2);
+            rc = sl_step_run(m->eval_step, feed, 1);
         if (rc < 0) {
             if (!m->err.msg[0])
                 sl__errf(&m->err, rc, "eval: batch %lld: %s", (long long)batch,
@@ -463,8 +485,10 @@ int sl_model_bench_steps(sl_model *m, int64_t steps, double *samples_per_s)
     for (size_t i = 0; i < feed[1]->numel; i++)
         ((int32_t *)feed[1]->data)[i] = (int32_t)(i % (size_t)no->num_classes);
     t0 = now_ms();
-    for (int64_t i = 0; i < steps && rc == SL_OK; i++)
+    for (int64_t i = 0; i < steps && rc == SL_OK; i++) {
         rc = sl_step_run(m->train_step, feed, 2);
+        m->global_step += rc == SL_OK;
+    }
     ms = now_ms() - t0;
     if (rc < 0)
         sl__errf(&m->err, rc, "bench: %s", sl_step_last_error(m->train_step));

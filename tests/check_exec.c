@@ -212,7 +212,7 @@ START_TEST(test_autodiff_finite_differences)
     int64_t is[4] = {3, 2, 9, 9};
     sl_tensor *image = tensor_f32(4, is, 3, 1.0f), *label = labels_i32(3, 4);
     sl_tensor *feed[2] = {image, label};
-    int params[5];
+    int params[5], checked = 0, skipped = 0;
 
     ck_assert_int_eq(sl_graph_backward(g, n.loss), SL_OK);
     outs[nouts++] = n.loss;
@@ -228,20 +228,32 @@ START_TEST(test_autodiff_finite_differences)
         size_t numel;
         float *w = sl_graph_param_data(g, params[p], &numel);
         const float *dw = sl_step_output(grads, p + 1, NULL);
-        for (size_t i = 0; i < numel; i += 1 + numel / 17) {
+        for (size_t i = 0; i < numel; i++) {
             float keep = w[i];
-            double up, down, fd, eps = 1e-2;
+            double base, up, down, fd, left, right, eps = 1e-3;
+            base = run_loss(fwd, image, label);
             w[i] = keep + (float)eps;
             up = run_loss(fwd, image, label);
             w[i] = keep - (float)eps;
             down = run_loss(fwd, image, label);
             w[i] = keep;
             fd = (up - down) / (2 * eps);
-            ck_assert_msg(fabs(fd - dw[i]) <= 1e-3 + 3e-2 * fabs(fd),
+            /* At a ReLU or max-pool kink the slopes either side differ and
+             * no difference quotient is the derivative: skip those. */
+            left = (base - down) / eps;
+            right = (up - base) / eps;
+            if (fabs(left - right) > 2e-3 + 0.1 * fabs(fd)) {
+                skipped++;
+                continue;
+            }
+            checked++;
+            ck_assert_msg(fabs(fd - dw[i]) <= 2e-3 + 2e-2 * fabs(fd),
                           "%s[%zu]: autodiff %g, finite difference %g",
                           sl_graph_node_name(g, params[p]), i, (double)dw[i], fd);
         }
     }
+    ck_assert_msg(skipped * 10 < checked, "%d kinks skipped, %d values checked", skipped,
+                  checked);
     sl_step_free(grads);
     sl_step_free(fwd);
     sl_executor_free(ex);
@@ -528,10 +540,17 @@ START_TEST(test_save_graphs)
     ck_assert_ptr_null(strstr(text, "momentum")); /* forward only */
     free(text);
     sl_model_free(m);
-    /* an unwritable folder fails the model with a message naming it */
-    o.context.save_graphs_path = "/nonexistent/graphs";
-    ck_assert_int_eq(sl_model_new(&m, &o, err, sizeof err), SL_EIO);
-    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/graphs"));
+    /* a folder that cannot be made (a file is in the way) fails the model
+     * with a message naming it */
+    {
+        char *file = tu_path(dir, "a-file"), *under = tu_path(file, "graphs");
+        ck_assert_int_eq(tu_write_bytes(file, "x", 1, 0), 0);
+        o.context.save_graphs_path = under;
+        ck_assert_int_eq(sl_model_new(&m, &o, err, sizeof err), SL_EIO);
+        ck_assert_msg(strstr(err, "a-file"), "%s", err);
+        free(file);
+        free(under);
+    }
     tu_rmtree(dir);
     free(dir);
     free(ir);

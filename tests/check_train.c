@@ -412,11 +412,18 @@ START_TEST(test_checkpoint_callback)
     ck_assert_int_eq(sl_model_load(m, cmd), SL_OK);
     ck_assert_int_eq(sl_model_global_step(m), 30);
     sl_callback_release(&save);
-    /* a folder that cannot be written: training fails naming the file */
-    ck_assert_int_eq(sl_callback_checkpoint(&save, "/nonexistent", "lenet", 0, 2), SL_OK);
-    ck_assert_int_eq(sl_model_train(m, 1, ds, cbs, 1), SL_EIO);
-    ck_assert_ptr_nonnull(strstr(sl_model_last_error(m), "/nonexistent/lenet-1_10.ckpt"));
-    sl_callback_release(&save);
+    /* a folder that cannot be made (a file is in the way): training fails
+     * naming it */
+    {
+        char *file = tu_path(ck, "a-file"), *under = tu_path(file, "sub");
+        ck_assert_int_eq(tu_write_bytes(file, "x", 1, 0), 0);
+        ck_assert_int_eq(sl_callback_checkpoint(&save, under, "lenet", 0, 2), SL_OK);
+        ck_assert_int_eq(sl_model_train(m, 1, ds, cbs, 1), SL_EIO);
+        ck_assert_msg(strstr(sl_model_last_error(m), "a-file"), "%s", sl_model_last_error(m));
+        sl_callback_release(&save);
+        free(file);
+        free(under);
+    }
     sl_dataset_free(ds);
     sl_model_free(m);
     tu_rmtree(ck);

@@ -368,5 +368,84 @@ expect "bench pipeline test split only" 1 stderr 'holds no train split.*--usage 
 run bench pipeline --data "$TMP/empty"
 expect "bench pipeline empty folder" 1 stderr 'not an MNIST folder either'
 
+# --- train, eval, bench train ---------------------------------------------
+
+run help train
+expect "help train" 0 stdout '^Usage: sluice train'
+run eval --help
+expect "eval --help" 0 stdout '^Usage: sluice eval'
+run bench train --help
+expect "bench train --help" 0 stdout '^Usage: sluice bench train' stdout 'compute_graph_samples_per_s'
+
+# 100 train samples: 3 steps of 32 per epoch; 20 test samples, one short batch.
+run train --data "$MNIST" --epochs 2 --log-every 1 --save "$TMP/m.ckpt"
+expect "train" 0 stdout '^epoch: 1 step: 1, loss is [0-9.]*$' \
+    stdout '^epoch: 2 step: 3, loss is [0-9.]*$' stdout '^trained 6 steps' \
+    stdout '^saved ' stdout '^eval: accuracy [0-9.]* ([0-9]*/20), loss '
+grep '^epoch: \|^eval: ' "$TMP/out" >"$TMP/graph.lines"
+run train --data "$MNIST" --epochs 2 --log-every 1 --mode pynative --threads 1
+grep '^epoch: \|^eval: ' "$TMP/out" >"$TMP/pynative.lines"
+if [ "$rc" -eq 0 ] && cmp -s "$TMP/graph.lines" "$TMP/pynative.lines"; then
+    pass "train: PYNATIVE on 1 thread prints GRAPH's numbers on 2"
+else
+    fail "train: PYNATIVE on 1 thread prints GRAPH's numbers on 2"
+fi
+run eval --data "$MNIST" --load "$TMP/m.ckpt"
+expect "eval" 0 stdout '^eval: accuracy'
+if grep -q "$(grep '^eval: ' "$TMP/out")" "$TMP/graph.lines"; then
+    pass "eval of the saved checkpoint repeats train's evaluation"
+else
+    fail "eval of the saved checkpoint repeats train's evaluation"
+fi
+run eval --data "$MNIST" --load "$TMP/m.ckpt" --json
+expect "eval --json" 0 stdout '^{"model": "lenet", "test_samples": 20, "test_accuracy": '
+run train --data "$MNIST" --max-steps 2 --json --save-graphs "$TMP/graphs" \
+    --ckpt-dir "$TMP/ckpts"
+expect "train --json --max-steps" 0 stdout '^{"model": "lenet", "steps": 2, ' \
+    stdout '"test_accuracy": '
+if [ -s "$TMP/graphs/train_step.ir" ] && [ -s "$TMP/graphs/train_step.dot" ] &&
+    [ -s "$TMP/graphs/eval_step.ir" ] && [ ! -e "$TMP/ckpts/lenet-1_3.ckpt" ]; then
+    pass "train --save-graphs writes the steps; no checkpoint before an epoch ends"
+else
+    fail "train --save-graphs writes the steps; no checkpoint before an epoch ends"
+fi
+run train --data "$MNIST" --epochs 2 --no-eval --ckpt-dir "$TMP/ckpts" --model mlp
+expect "train --model mlp --ckpt-dir" 0 stdout 'mlp on'
+if [ -s "$TMP/ckpts/mlp-1_3.ckpt" ] && [ -s "$TMP/ckpts/mlp-2_3.ckpt" ]; then
+    pass "train --ckpt-dir saves each epoch"
+else
+    fail "train --ckpt-dir saves each epoch"
+fi
+run eval --data "$MNIST" --load "$TMP/ckpts/mlp-2_3.ckpt"
+expect "eval a checkpoint of another network" 1 stderr '^sluice: eval: checkpoint .*mlp-2_3.ckpt'
+head -c 1000 "$TMP/m.ckpt" >"$TMP/short.ckpt"
+run eval --data "$MNIST" --load "$TMP/short.ckpt"
+expect "eval a truncated checkpoint" 1 stderr 'truncated'
+run eval --data "$MNIST" --load "$TMP/missing.ckpt"
+expect "eval a missing checkpoint" 1 stderr 'missing.ckpt: cannot open'
+run eval --data "$MNIST"
+expect "eval without --load" 2 stderr '^sluice: eval: --load CKPT is required'
+run train --data "$TRAIN_ONLY"
+expect "train without a test split" 1 stderr 'holds no MNIST test split'
+run train --data "$TRAIN_ONLY" --no-eval --max-steps 1
+expect "train --no-eval without a test split" 0 stdout '^trained 1 steps'
+run train --data "$IMAGES"
+expect "train on an ImageFolder" 1 stderr 'holds no MNIST train split'
+for bad in "--epochs 0" "--lr -1" "--lr x" "--mode fast" "--model resnet" "--batch 0" \
+    "--threads 0" "--momentum 1" "--optimizer adam" "--ckpt-steps 5" "extra"; do
+    # shellcheck disable=SC2086 # word splitting of $bad is the point
+    run train --data "$MNIST" $bad
+    expect "train $bad" 2 stderr '^sluice: train: '
+done
+run train --data "$MNIST" --batch 200
+expect "train with a batch larger than the data" 1 stderr '^sluice: train: '
+run bench train --no-e2e --steps 3 --repeats 1 --json
+expect "bench train --no-e2e --json" 0 stdout '"compute_graph_samples_per_s": [0-9]' \
+    stdout '"compute_pynative_samples_per_s": [0-9]' stdout '"per_op_ms_per_step": {"'
+run bench train --data "$MNIST" --steps 3 --repeats 1 --e2e-steps 4 --threads 1
+expect "bench train" 0 stdout 'compute, GRAPH' stdout 'end to end' stdout 'conv2d'
+run bench train --repeats 0
+expect "bench train --repeats 0" 2 stderr '^sluice: bench: '
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -385,14 +385,9 @@ static void print_eval(const train_args *a, const sl_metrics *m)
            (int64_t)(m->accuracy * (double)m->samples + 0.5), m->samples, m->loss);
 }
 
-static int run_eval(const train_args *a, sl_model *model, sl_metrics *metrics)
+static int run_eval(const train_args *a, sl_model *model, sl_dataset *test, sl_metrics *metrics)
 {
-    sl_dataset *test = NULL;
-    int rc;
-    if (make_dataset(a, SL_MNIST_TEST, &test) != 0)
-        return CLI_EXIT_FAIL;
-    rc = sl_model_eval(model, test, metrics);
-    sl_dataset_free(test);
+    int rc = sl_model_eval(model, test, metrics);
     if (rc < 0) {
         cli_error(a->cmd, "%s", cli_lib_message(sl_model_last_error(model), rc));
         return CLI_EXIT_FAIL;
@@ -422,7 +417,7 @@ int cli_train_main(int argc, char **argv)
 {
     train_args a;
     sl_model *model = NULL;
-    sl_dataset *train = NULL;
+    sl_dataset *train = NULL, *test = NULL;
     sl_callback cbs[5];
     sl_callback *list[5];
     size_t ncbs = 0;
@@ -436,11 +431,17 @@ int cli_train_main(int argc, char **argv)
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
     memset(cbs, 0, sizeof cbs);
-    if (make_dataset(&a, SL_MNIST_TRAIN, &train) != 0)
+    /* Both splits first: a missing test split should not wait for the end
+     * of training to be reported. */
+    if (make_dataset(&a, SL_MNIST_TRAIN, &train) != 0 ||
+        (!a.no_eval && make_dataset(&a, SL_MNIST_TEST, &test) != 0)) {
+        sl_dataset_free(train);
         return CLI_EXIT_FAIL;
+    }
     model = make_model(&a);
     if (!model) {
         sl_dataset_free(train);
+        sl_dataset_free(test);
         return CLI_EXIT_FAIL;
     }
     start_step = sl_model_global_step(model);
@@ -523,7 +524,7 @@ int cli_train_main(int argc, char **argv)
         printf("saved %s\n", a.save);
     memset(&metrics, 0, sizeof metrics);
     if (!a.no_eval)
-        exit_code = run_eval(&a, model, &metrics);
+        exit_code = run_eval(&a, model, test, &metrics);
     if (a.json && exit_code == CLI_EXIT_OK) {
         printf("{\"model\": \"%s\", \"steps\": %" PRId64 ", \"train_seconds\": %.3f, "
                "\"samples_per_s\": %.1f",
@@ -542,6 +543,7 @@ out:
             sl_callback_release(&cbs[i]);
     sl_model_free(model);
     sl_dataset_free(train);
+    sl_dataset_free(test);
     return exit_code;
 }
 
@@ -549,20 +551,26 @@ int cli_eval_main(int argc, char **argv)
 {
     train_args a;
     sl_model *model;
+    sl_dataset *test = NULL;
     sl_metrics metrics;
     int rc = parse_args(argc, argv, &a, 1);
 
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    model = make_model(&a);
-    if (!model)
+    if (make_dataset(&a, SL_MNIST_TEST, &test) != 0)
         return CLI_EXIT_FAIL;
-    rc = run_eval(&a, model, &metrics);
+    model = make_model(&a);
+    if (!model) {
+        sl_dataset_free(test);
+        return CLI_EXIT_FAIL;
+    }
+    rc = run_eval(&a, model, test, &metrics);
     if (rc == CLI_EXIT_OK && a.json)
         printf("{\"model\": \"%s\", \"test_samples\": %" PRId64
                ", \"test_accuracy\": %.6f, \"test_loss\": %.6f}\n",
                sl_network_kind_name(a.model.network.kind), metrics.samples, metrics.accuracy,
                metrics.loss);
     sl_model_free(model);
+    sl_dataset_free(test);
     return rc;
 }

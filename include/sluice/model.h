@@ -132,7 +132,9 @@ SL_API void sl_model_stop(sl_model *m);
  * rows are counted. */
 SL_API int sl_model_eval(sl_model *m, sl_dataset *dataset, sl_metrics *out);
 /* Compute-only timing: runs the training step `steps` times on one batch
- * (the model's shapes, fixed values) and returns samples per second. */
+ * (the model's shapes, fixed values) and returns samples per second. These
+ * are real training steps: they change the parameters and count in the
+ * global step. */
 SL_API int sl_model_bench_steps(sl_model *m, int64_t steps, double *samples_per_s);
 
 SL_API int sl_model_save(sl_model *m, const char *path);
