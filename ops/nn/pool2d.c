@@ -1,0 +1,120 @@
+/* pool2d.c: 2-D max pooling, no padding, with the argmax the backward
+ * routes each gradient through. */
+#include "ops/nn/nn.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "core/error.h"
+
+int sl__pool2d_dims_init(sl__pool2d_dims *d)
+{
+    size_t t;
+    if (d->n == 0 || d->c == 0 || d->h == 0 || d->w == 0 || d->k == 0 || d->stride == 0)
+        return -1;
+    if (d->k > d->h || d->k > d->w)
+        return -1;
+    /* argmax holds an index into one (H, W) plane as int32 */
+    if (!sl__mul_size(d->h, d->w, &t) || t > INT32_MAX)
+        return -1;
+    if (!sl__mul_size(d->n, d->c, &t) || !sl__mul_size(t, d->h * d->w, &t))
+        return -1;
+    d->oh = (d->h - d->k) / d->stride + 1;
+    d->ow = (d->w - d->k) / d->stride + 1;
+    return 0;
+}
+
+/* Keeps (*v, *best) or takes (xv, at) when xv is strictly greater, so the
+ * first maximum wins. Without a branch: which element wins is data, so a
+ * branch would miss about half the time; the index goes through a mask
+ * (GCC turns a plain conditional into a branch here), the value through a
+ * select that compiles to maxss. */
+static inline void take_max(float xv, size_t at, float *v, size_t *best)
+{
+    const size_t mask = (size_t)0 - (size_t)(xv > *v);
+    *best = (*best & ~mask) | (at & mask);
+    *v = xv > *v ? xv : *v;
+}
+
+/* One output row of LeNet's 2x2 windows with stride 2, from input rows r0
+ * and r1 (r0's first element at index base of the plane): the same
+ * comparisons in the same order as the general loop. Written out in blocks
+ * of a fixed 8 windows with int32 indices, GCC vectorizes it at -O2. */
+static void pool_row_2x2(float *restrict o, int32_t *restrict am, const float *restrict r0,
+                         const float *restrict r1, int32_t base, int32_t w, size_t ow)
+{
+    size_t x = 0;
+    for (; x + 8 <= ow; x += 8) {
+        for (size_t j = x; j < x + 8; j++) {
+            const int32_t at = base + 2 * (int32_t)j;
+            const float a1 = r0[2 * j + 1], a2 = r1[2 * j], a3 = r1[2 * j + 1];
+            float v = r0[2 * j];
+            int32_t best = at;
+            best = a1 > v ? at + 1 : best;
+            v = a1 > v ? a1 : v;
+            best = a2 > v ? at + w : best;
+            v = a2 > v ? a2 : v;
+            best = a3 > v ? at + w + 1 : best;
+            v = a3 > v ? a3 : v;
+            o[j] = v;
+            am[j] = best;
+        }
+    }
+    for (; x < ow; x++) {
+        size_t best = (size_t)base + 2 * x;
+        float v = r0[2 * x];
+        take_max(r0[2 * x + 1], (size_t)base + 2 * x + 1, &v, &best);
+        take_max(r1[2 * x], (size_t)(base + w) + 2 * x, &v, &best);
+        take_max(r1[2 * x + 1], (size_t)(base + w) + 2 * x + 1, &v, &best);
+        o[x] = v;
+        am[x] = (int32_t)best;
+    }
+}
+
+void sl__max_pool2d_forward(float *out, int32_t *argmax, const float *in,
+                            const sl__pool2d_dims *d, size_t n0, size_t n1)
+{
+    const size_t hw = d->h * d->w, ohw = d->oh * d->ow, s = d->stride, k = d->k;
+    SL_ASSERT(n0 <= n1 && n1 <= d->n);
+    for (size_t plane = n0 * d->c; plane < n1 * d->c; plane++) {
+        const float *x = in + plane * hw;   /* (H, W) */
+        float *o = out + plane * ohw;       /* (OH, OW) */
+        int32_t *am = argmax + plane * ohw; /* (OH, OW) */
+        if (k == 2 && s == 2) {
+            for (size_t y = 0; y < d->oh; y++)
+                pool_row_2x2(o + y * d->ow, am + y * d->ow, x + 2 * y * d->w,
+                             x + (2 * y + 1) * d->w, (int32_t)(2 * y * d->w), (int32_t)d->w,
+                             d->ow);
+            continue;
+        }
+        for (size_t y = 0; y < d->oh; y++) {
+            for (size_t xo = 0; xo < d->ow; xo++) {
+                size_t best = y * s * d->w + xo * s;
+                float v = x[best];
+                for (size_t i = 0; i < k; i++) {
+                    const size_t row = (y * s + i) * d->w + xo * s;
+                    for (size_t j = 0; j < k; j++)
+                        take_max(x[row + j], row + j, &v, &best);
+                }
+                o[y * d->ow + xo] = v;
+                am[y * d->ow + xo] = (int32_t)best;
+            }
+        }
+    }
+}
+
+void sl__max_pool2d_backward(float *din, const float *dout, const int32_t *argmax,
+                             const sl__pool2d_dims *d, size_t n0, size_t n1)
+{
+    const size_t hw = d->h * d->w, ohw = d->oh * d->ow;
+    SL_ASSERT(n0 <= n1 && n1 <= d->n);
+    memset(din + n0 * d->c * hw, 0, (n1 - n0) * d->c * hw * sizeof *din);
+    for (size_t plane = n0 * d->c; plane < n1 * d->c; plane++) {
+        float *dx = din + plane * hw;             /* (H, W) */
+        const float *g = dout + plane * ohw;      /* (OH, OW) */
+        const int32_t *am = argmax + plane * ohw; /* (OH, OW) */
+        /* += because overlapping windows (stride < k) can pick one input twice */
+        for (size_t i = 0; i < ohw; i++)
+            dx[am[i]] += g[i];
+    }
+}
