@@ -24,8 +24,10 @@ void sl_step_free(sl_step *s)
         return;
     if (s->mode == SL_PYNATIVE_MODE && s->ptr)
         for (int j = 0; j < s->nslots; j++)
-            if (s->slots[j].storage == SL__STORE_TEMP)
-                free(s->ptr[j]);
+            if (s->slots[j].storage == SL__STORE_TEMP && s->ptr[j])
+                sl__pool_free(s->pool, s->ptr[j]);
+    if (s->pool)
+        sl__pool_release(s->pool);
     free(s->arena);
     free(s->scratch);
     free(s->slots);
@@ -72,6 +74,8 @@ int sl_step_new(sl_step **out, sl_graph *g, sl_executor *ex, sl_mode mode,
                 most = s->slots[j].scratch;
         if (most > 0 && !(s->scratch = alloc64(most * (size_t)ex->team.nthreads)))
             rc = sl__errf(&g->err, SL_ENOMEM, "compile: out of memory for scratch");
+        if (rc == SL_OK && !(s->pool = sl__pool_new()))
+            rc = sl__errf(&g->err, SL_ENOMEM, "compile: out of memory");
     }
     if (rc < 0) {
         sl_step_free(s);
@@ -148,7 +152,7 @@ static void release_after(sl_step *s, int j, size_t *held)
     for (int k = 0; k <= j; k++) {
         sl__slot *sl = &s->slots[k];
         if (sl->storage == SL__STORE_TEMP && sl->last_use == j && s->ptr[k]) {
-            free(s->ptr[k]);
+            sl__pool_free(s->pool, s->ptr[k]);
             s->ptr[k] = NULL;
             *held -= sl->bytes;
         }
@@ -173,8 +177,9 @@ static void run_job(void *arg)
         if (sl->storage == SL__STORE_INPUT || sl->storage == SL__STORE_PARAM)
             continue;
         if (s->mode == SL_PYNATIVE_MODE && sl->storage == SL__STORE_TEMP) {
-            free(s->ptr[j]); /* an output kept from the last run */
-            if (!(s->ptr[j] = alloc64(sl->bytes))) {
+            if (s->ptr[j]) /* an output kept from the last run */
+                sl__pool_free(s->pool, s->ptr[j]);
+            if (!(s->ptr[j] = sl__pool_alloc(s->pool, sl->bytes))) {
                 s->run_status = sl__errf(&s->err, SL_ENOMEM, "%s '%s': out of memory (%zu bytes)",
                                          sl__op_name(nd->op), nd->name, sl->bytes);
                 return;

@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "sluice/step.h"
+#include "core/pool.h"
 #include "exec/graph_impl.h"
 #include "exec/team.h"
 
@@ -62,6 +63,8 @@ struct sl_step {
     size_t arena_bytes;
     void **ptr;          /* (nslots) where each value is during a run */
     void *scratch;       /* PYNATIVE: one block sized for the largest node */
+    sl_pool *pool;       /* PYNATIVE: where values come from and go back to,
+                          * as an eager framework's caching allocator */
     size_t peak_bytes;   /* PYNATIVE: most bytes held at once */
     /* per-run state shared with the threads */
     int current;         /* step index being run */

@@ -128,7 +128,7 @@ START_TEST(test_lenet_learns_fashion_mnist)
     sl_model_options o;
     sl_model *m;
     sl_dataset *train, *test;
-    counter c = {2000, 0, 0, 0, 0, 0};
+    counter c = {2500, 0, 0, 0, 0, 0};
     sl_callback cb = counting(&c), monitor;
     sl_callback *cbs[2] = {&cb, &monitor};
     sl_metrics metrics;
@@ -140,15 +140,19 @@ START_TEST(test_lenet_learns_fashion_mnist)
     test = mnist_pipeline(FASHION, SL_MNIST_TEST, 2, 0, 1, 0);
     ck_assert_int_eq(sl_callback_loss_monitor(&monitor, 1000, 0, collect_line, line), SL_OK);
     ck_assert_msg(sl_model_train(m, 2, train, cbs, 2) == SL_OK, "%s", sl_model_last_error(m));
-    ck_assert_int_eq(c.steps, 2000);
-    ck_assert_int_eq(sl_model_global_step(m), 2000);
-    ck_assert_int_eq(c.epochs_ended, 1); /* 1875 steps, then 125 of the second */
+    /* The seeds' TruncatedNormal(0.02) init keeps the loss near 2.30 for
+     * several hundred steps (how many depends on the seed), so 2,000 steps
+     * give 0.78-0.81 over seeds 0-5, 2,500 give 0.80-0.83. */
+    ck_assert_int_eq(c.steps, 2500);
+    ck_assert_int_eq(sl_model_global_step(m), 2500);
+    ck_assert_int_eq(c.epochs_ended, 1); /* 1875 steps, then 625 of the second */
     /* the seeds' loss line: the monitor prints every 1000th step of an
      * epoch, so the last one was epoch 1 step 1000 */
     ck_assert_msg(strncmp(line, "epoch: 1 step: 1000, loss is ", 29) == 0, "%s", line);
+    ck_assert_msg(strtod(line + 29, NULL) < 2.0, "%s", line);
     ck_assert_msg(sl_model_eval(m, test, &metrics) == SL_OK, "%s", sl_model_last_error(m));
     ck_assert_int_eq(metrics.samples, 10000); /* the short last batch counts */
-    ck_assert_msg(metrics.accuracy >= 0.80, "test accuracy %.4f after 2000 steps",
+    ck_assert_msg(metrics.accuracy >= 0.80, "test accuracy %.4f after 2500 steps",
                   metrics.accuracy);
     ck_assert(metrics.loss > 0.0 && metrics.loss < 0.7);
     sl_callback_release(&monitor);

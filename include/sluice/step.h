@@ -6,8 +6,9 @@
  *   GRAPH mode plans memory once: every intermediate value gets a slot in
  *   one arena, reused once its last reader has run, so running allocates
  *   nothing. PYNATIVE mode runs the same ops one by one, allocating each
- *   value as it goes and freeing it after its last reader. Both run the
- *   same kernels in the same order and give the same numbers, bit for bit.
+ *   value as it goes (from a caching pool, as eager frameworks do) and
+ *   freeing it after its last reader. Both run the same kernels in the same
+ *   order and give the same numbers, bit for bit.
  *
  * Results are bit-identical whatever the number of threads: each op splits
  * its outputs between threads, never a sum. */

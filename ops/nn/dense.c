@@ -87,3 +87,10 @@ void sl__dense_backward_weight(float *dweight, float *dbias, const float *dout,
     if (dbias)
         column_sums(dbias + o0, dout + o0, n, o1 - o0, out_features);
 }
+
+void sl__dense_backward_bias(float *dbias, const float *dout, size_t n, size_t out_features,
+                             size_t o0, size_t o1)
+{
+    SL_ASSERT(o0 <= o1 && o1 <= out_features);
+    column_sums(dbias + o0, dout + o0, n, o1 - o0, out_features);
+}
