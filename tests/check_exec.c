@@ -126,6 +126,20 @@ static unsigned char *param_bytes(sl_graph *g, size_t *len)
     return out;
 }
 
+/* A whole file as a NUL-terminated string (malloc'd). */
+static char *read_text(const char *path)
+{
+    void *data;
+    size_t n;
+    char *text;
+    ck_assert_msg(tu_read_file(path, &data, &n) == 0, "cannot read %s", path);
+    text = malloc(n + 1);
+    memcpy(text, data, n);
+    text[n] = '\0';
+    free(data);
+    return text;
+}
+
 /* --- building --------------------------------------------------------- */
 
 START_TEST(test_build_shapes)
@@ -521,22 +535,21 @@ START_TEST(test_save_graphs)
     sl_model *m = NULL;
     char err[512], *dir = tu_mkdtemp(), *ir = tu_path(dir, "train_step.ir");
     char *dot = tu_path(dir, "train_step.dot"), *eval_ir = tu_path(dir, "eval_step.ir");
-    void *text;
-    size_t n;
+    char *text;
     sl_model_options_init(&o);
     o.context.save_graphs = 1;
     o.context.save_graphs_path = dir;
     o.context.threads = 1;
     ck_assert_int_eq(sl_model_new(&m, &o, err, sizeof err), SL_OK);
-    ck_assert_int_eq(tu_read_file(ir, &text, &n), 0);
+    text = read_text(ir);
     ck_assert_ptr_nonnull(strstr(text, "conv2d \"conv1\""));
     ck_assert_ptr_nonnull(strstr(text, "momentum"));
     ck_assert_ptr_nonnull(strstr(text, "arena"));
     free(text);
-    ck_assert_int_eq(tu_read_file(dot, &text, &n), 0);
+    text = read_text(dot);
     ck_assert_ptr_nonnull(strstr(text, "digraph"));
     free(text);
-    ck_assert_int_eq(tu_read_file(eval_ir, &text, &n), 0);
+    text = read_text(eval_ir);
     ck_assert_ptr_null(strstr(text, "momentum")); /* forward only */
     free(text);
     sl_model_free(m);

@@ -283,7 +283,8 @@ START_TEST(test_pipeline_error_mid_epoch)
     int rc;
     ck_assert_int_eq(tu_make_image_folder(dir, 2, 40, 40, 40), 0);
     bad = tu_path(dir, "class_1/img_20.jpg");
-    ck_assert_int_eq(tu_write_bytes(bad, "\xff\xd8\xff\xe0 not really a jpeg", 24, 0), 0);
+    static const char not_jpeg[] = "\xff\xd8\xff\xe0 not really a jpeg";
+    ck_assert_int_eq(tu_write_bytes(bad, not_jpeg, sizeof not_jpeg - 1, 0), 0);
     sl_image_folder_options_init(&io);
     io.dataset_dir = dir;
     io.decode = 1;

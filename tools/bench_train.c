@@ -154,28 +154,14 @@ static double median(const double *v, size_t n)
     return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
 }
 
-/* Stops end-to-end training after its steps. */
-typedef struct step_limit {
-    int64_t max_steps, start;
-} step_limit;
-
-static int step_limit_step(void *self, const sl_train_info *info)
-{
-    step_limit *s = self;
-    return info->global_step - s->start >= s->max_steps ? 1 : 0;
-}
-
 static int end_to_end(const bench_args *a, sl_model *m, sl_dataset *ds, int64_t steps,
                       double *samples_per_s)
 {
-    step_limit limit = {steps, sl_model_global_step(m)};
-    sl_callback cb;
+    cli_step_limit limit;
+    sl_callback cb = cli_step_limit_callback(&limit, m, steps);
     sl_callback *list[1] = {&cb};
     double t0, ms;
     int rc;
-    memset(&cb, 0, sizeof cb);
-    cb.self = &limit;
-    cb.step_end = step_limit_step;
     t0 = cli_now_ms();
     rc = sl_model_train(m, 1000000, ds, list, 1);
     ms = cli_now_ms() - t0;

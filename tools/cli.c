@@ -672,3 +672,22 @@ int cli_pipeline_build(const char *cmd, const cli_pipeline *p, int workers,
     }
     return rc;
 }
+
+/* --- training -------------------------------------------------------- */
+
+static int step_limit_step(void *self, const sl_train_info *info)
+{
+    const cli_step_limit *limit = self;
+    return info->global_step - limit->start >= limit->steps ? 1 : 0;
+}
+
+sl_callback cli_step_limit_callback(cli_step_limit *limit, const sl_model *m, int64_t steps)
+{
+    sl_callback cb;
+    limit->steps = steps;
+    limit->start = sl_model_global_step(m);
+    memset(&cb, 0, sizeof cb);
+    cb.self = limit;
+    cb.step_end = step_limit_step;
+    return cb;
+}

@@ -154,6 +154,17 @@ int cli_pipeline_build(const char *cmd, const cli_pipeline *p, int workers,
 int cli_pipeline_source(const char *cmd, const cli_pipeline *p, int workers, sl_dataset **out);
 int cli_pipeline_add_nodes(const char *cmd, const cli_pipeline *p, int workers, sl_dataset *ds);
 
+/* --- training -------------------------------------------------------- */
+
+/* A callback that stops training once `steps` more steps have run. */
+typedef struct cli_step_limit {
+    int64_t steps, start;
+} cli_step_limit;
+
+/* Fills limit (counting from m's global step now) and returns the callback
+ * that reads it; limit must outlive the training. */
+sl_callback cli_step_limit_callback(cli_step_limit *limit, const sl_model *m, int64_t steps);
+
 /* Returns a monotonic clock reading in milliseconds. */
 double cli_now_ms(void);
 

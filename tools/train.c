@@ -323,17 +323,6 @@ static void print_line(void *user, const char *line)
 
 /* --- callbacks of the command line ------------------------------------ */
 
-/* Stops training after max_steps steps in all. */
-typedef struct step_limit {
-    int64_t max_steps, start;
-} step_limit;
-
-static int step_limit_step(void *self, const sl_train_info *info)
-{
-    step_limit *s = self;
-    return info->global_step - s->start >= s->max_steps ? 1 : 0;
-}
-
 /* A progress line on stderr, redrawn at most 10 times a second. */
 typedef struct progress {
     double last_ms, start_ms;
@@ -421,7 +410,7 @@ int cli_train_main(int argc, char **argv)
     sl_callback cbs[5];
     sl_callback *list[5];
     size_t ncbs = 0;
-    step_limit limit;
+    cli_step_limit limit;
     progress prog;
     sl_metrics metrics;
     double t0, train_ms;
@@ -486,13 +475,8 @@ int cli_train_main(int argc, char **argv)
         if (rc == SL_OK)
             ncbs++;
     }
-    if (a.max_steps > 0) {
-        limit.max_steps = a.max_steps;
-        limit.start = start_step;
-        cbs[ncbs].self = &limit;
-        cbs[ncbs].step_end = step_limit_step;
-        ncbs++;
-    }
+    if (a.max_steps > 0)
+        cbs[ncbs++] = cli_step_limit_callback(&limit, model, a.max_steps);
     for (size_t i = 0; i < ncbs; i++)
         list[i] = &cbs[i];
     if (rc < 0) {
