@@ -229,6 +229,16 @@ static int map_columns(sl_model *m, const sl_step *step, const sl_dataset *ds, c
     return SL_OK;
 }
 
+/* 1 when t is a short batch of the model's row shape and dtype. */
+static int is_short_batch(const sl_model *m, const sl_tensor *image, const sl_tensor *label)
+{
+    const sl_network_options *no = &m->opts.network;
+    return image->dtype == SL_FLOAT32 && image->ndim == 4 && image->shape[0] < no->batch &&
+           image->shape[1] == no->channels && image->shape[2] == no->height &&
+           image->shape[3] == no->width && label->dtype == SL_INT32 && label->ndim == 1 &&
+           label->shape[0] == image->shape[0];
+}
+
 int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
                    size_t ncbs)
 {
@@ -298,12 +308,18 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
         for (size_t i = 0; i < sl_step_num_inputs(m->train_step); i++)
             feed[i] = row.columns[cols[i]];
         rc = sl_step_run(m->train_step, feed, sl_step_num_inputs(m->train_step));
-        sl_row_clear(&row);
         if (rc < 0) {
-            sl__errf(&m->err, rc, "train: epoch %lld step %lld: %s", (long long)info.epoch,
-                     (long long)info.step_in_epoch + 1, sl_step_last_error(m->train_step));
+            /* A short last batch is the usual cause: say so. */
+            int short_batch = is_short_batch(m, row.columns[cols[0]], row.columns[cols[1]]);
+            sl__errf(&m->err, rc, "train: epoch %lld step %lld: %s%s", (long long)info.epoch,
+                     (long long)info.step_in_epoch + 1, sl_step_last_error(m->train_step),
+                     short_batch ? " (a short last batch: the model's steps have a fixed "
+                                   "batch size, so batch the dataset with drop_remainder)"
+                                 : "");
+            sl_row_clear(&row);
             break;
         }
+        sl_row_clear(&row);
         m->global_step++;
         info.global_step = m->global_step;
         info.step_in_epoch++;
@@ -349,16 +365,6 @@ static int pad_batch(sl_model *m, const sl_tensor *image, const sl_tensor *label
     memcpy(m->pad_label->data, label->data, n * sizeof(int32_t));
     memset((int32_t *)m->pad_label->data + n, 0, ((size_t)no->batch - n) * sizeof(int32_t));
     return SL_OK;
-}
-
-/* 1 when t is a short batch of the model's row shape and dtype. */
-static int is_short_batch(const sl_model *m, const sl_tensor *image, const sl_tensor *label)
-{
-    const sl_network_options *no = &m->opts.network;
-    return image->dtype == SL_FLOAT32 && image->ndim == 4 && image->shape[0] < no->batch &&
-           image->shape[1] == no->channels && image->shape[2] == no->height &&
-           image->shape[3] == no->width && label->dtype == SL_INT32 && label->ndim == 1 &&
-           label->shape[0] == image->shape[0];
 }
 
 int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)

@@ -363,6 +363,18 @@ START_TEST(test_wrong_shape_from_the_pipeline)
                       strstr(sl_model_last_error(m), "(32, 1, 32, 32)"),
                   "%s", sl_model_last_error(m));
     sl_dataset_free(ds);
+    /* a short last batch (64 + 4 samples, batch 32, remainder kept): the
+     * message says what to do */
+    drop_mnist(&t);
+    t = make_mnist(68, 32);
+    ds = mnist_pipeline(t.dir, SL_MNIST_TRAIN, 1, 0, 1, 0);
+    ck_assert_int_eq(sl_model_train(m, 1, ds, NULL, 0), SL_ESHAPE);
+    ck_assert_msg(strstr(sl_model_last_error(m), "step 3") &&
+                      strstr(sl_model_last_error(m), "(4, 1, 32, 32)") &&
+                      strstr(sl_model_last_error(m), "drop_remainder"),
+                  "%s", sl_model_last_error(m));
+    ck_assert_int_eq(sl_model_global_step(m), 2);
+    sl_dataset_free(ds);
     sl_model_free(m);
     drop_mnist(&t);
 }
