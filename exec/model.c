@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sluice/checkpoint.h"
 #include "sluice/iterator.h"
@@ -29,7 +30,9 @@ void sl_context_init(sl_context *c)
     c->device_id = 0;
     c->save_graphs = 0;
     c->save_graphs_path = ".";
-    c->threads = 2;
+    /* Two compute threads, but never more than the machine has: a helper
+     * waiting for a CPU would stall every op. */
+    c->threads = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
     c->blas_threads = 1;
 }
 

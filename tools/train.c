@@ -59,7 +59,7 @@ void cli_train_usage(FILE *f)
           "  --optimizer momentum|sgd  (default momentum)\n"
           "  --seed N            seed of the initial weights and the data order (default 0)\n"
           "  --workers N         pipeline worker threads (default 2)\n"
-          "  --threads N         executor compute threads (default 2)\n"
+          "  --threads N         executor compute threads (default 2; 1 on one CPU)\n"
           "  --blas-threads N    OpenBLAS threads (default 1)\n"
           "  --log-every N       a loss line every N steps (default: each epoch's last)\n"
           "  --time              TimeMonitor lines at each epoch's end\n"
@@ -91,7 +91,7 @@ void cli_eval_usage(FILE *f)
           "  --batch N           batch size (default 32)\n"
           "  --mode graph|pynative  (default graph)\n"
           "  --workers N         pipeline worker threads (default 2)\n"
-          "  --threads N         executor compute threads (default 2)\n"
+          "  --threads N         executor compute threads (default 2; 1 on one CPU)\n"
           "  --blas-threads N    OpenBLAS threads (default 1)\n"
           "  --json              print one JSON object\n"
           "  -h, --help          show this help and exit\n",

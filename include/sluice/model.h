@@ -30,7 +30,8 @@ typedef struct sl_context {
     int device_id;           /* 0 */
     int save_graphs;         /* 1: write the compiled steps as .ir and .dot */
     const char *save_graphs_path; /* where (default ".") */
-    int threads;             /* the executor's compute threads (default 2) */
+    int threads;             /* the executor's compute threads (default 2, or 1
+                              * on a one-CPU machine) */
     int blas_threads;        /* OpenBLAS threads (default 1) */
 } sl_context;
 
