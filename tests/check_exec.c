@@ -3,6 +3,8 @@
  * GRAPH against PYNATIVE and 1 against 2 threads (bit for bit), runtime
  * errors, checkpoints and graph dumps. */
 #include <check.h>
+#include <errno.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,49 @@
 #include "testutil.h"
 
 Suite *make_exec_suite(void);
+
+/* Every allocation in this process is counted (glibc's own allocator does
+ * the work), so a test can say that running steps allocates nothing. The
+ * sanitizers bring their own malloc, so there nothing is counted. */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define COUNTS_ALLOCATIONS 1
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t align, size_t n);
+static atomic_long allocations;
+
+void *malloc(size_t n)
+{
+    atomic_fetch_add(&allocations, 1);
+    return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t size)
+{
+    atomic_fetch_add(&allocations, 1);
+    return __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t n)
+{
+    atomic_fetch_add(&allocations, 1);
+    return __libc_realloc(p, n);
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+    atomic_fetch_add(&allocations, 1);
+    return __libc_memalign(align, n);
+}
+
+int posix_memalign(void **out, size_t align, size_t n)
+{
+    atomic_fetch_add(&allocations, 1);
+    *out = __libc_memalign(align, n);
+    return *out ? 0 : ENOMEM;
+}
+#endif
 
 /* --- helpers ---------------------------------------------------------- */
 
@@ -382,6 +427,39 @@ START_TEST(test_memory_figures)
 }
 END_TEST
 
+/* GRAPH mode allocates nothing per step; PYNATIVE takes its values from a
+ * pool, which after a warm-up step has every size it needs. */
+START_TEST(test_steps_do_not_allocate)
+{
+#ifdef COUNTS_ALLOCATIONS
+    char err[512];
+    sl_model *g = lenet_model(SL_GRAPH_MODE, 2, 0, err);
+    sl_model *p = lenet_model(SL_PYNATIVE_MODE, 2, 0, err);
+    int64_t is[4] = {32, 1, 32, 32};
+    sl_tensor *image = tensor_f32(4, is, 1, 1.0f), *label = labels_i32(32, 10);
+    sl_tensor *feed[2] = {image, label};
+    long before, after;
+    int rc = SL_OK;
+    run_loss(sl_model_train_step(g), image, label);
+    run_loss(sl_model_train_step(p), image, label);
+    /* no ck_assert in the loop: Check allocates to record each one */
+    before = atomic_load(&allocations);
+    for (int i = 0; i < 20 && rc == SL_OK; i++) {
+        rc = sl_step_run(sl_model_train_step(g), feed, 2);
+        if (rc == SL_OK)
+            rc = sl_step_run(sl_model_train_step(p), feed, 2);
+    }
+    after = atomic_load(&allocations);
+    ck_assert_int_eq(rc, SL_OK);
+    ck_assert_int_eq(after, before);
+    sl_tensor_release(image);
+    sl_tensor_release(label);
+    sl_model_free(g);
+    sl_model_free(p);
+#endif
+}
+END_TEST
+
 /* --- runtime errors ---------------------------------------------------- */
 
 START_TEST(test_wrong_input_shape)
@@ -652,6 +730,7 @@ Suite *make_exec_suite(void)
     tc = tcase_create("run");
     tcase_add_test(tc, test_graph_equals_pynative);
     tcase_add_test(tc, test_memory_figures);
+    tcase_add_test(tc, test_steps_do_not_allocate);
     tcase_add_test(tc, test_wrong_input_shape);
     tcase_add_test(tc, test_label_out_of_range);
     tcase_add_test(tc, test_context_errors);
