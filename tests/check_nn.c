@@ -280,8 +280,13 @@ START_TEST(test_conv_dims)
     d = conv_dims(32, 1, 32, 32, 6, 5, 1, 0);
     ck_assert_uint_eq(d.oh, 28);
     ck_assert_uint_eq(d.ow, 28);
-    ck_assert_uint_eq(sl__conv2d_cols_size(&d), (size_t)32 * 25 * 28 * 28);
-    ck_assert_uint_eq(sl__conv2d_dcols_size(&d), (size_t)25 * 28 * 28);
+    /* stride 1, no padding: the direct kernels save no columns; their
+     * scratch is 4 padded samples of dout (6, 36, 36) plus the weights */
+    ck_assert_uint_eq(sl__conv2d_cols_size(&d), 0);
+    ck_assert_uint_eq(sl__conv2d_dcols_size(&d), (size_t)4 * 6 * 36 * 36 + 6 * 25);
+    d = conv_dims(32, 1, 32, 32, 6, 5, 2, 1); /* im2col: columns (N, C*KH*KW, OH*OW) */
+    ck_assert_uint_eq(sl__conv2d_cols_size(&d), (size_t)32 * 25 * 15 * 15);
+    ck_assert_uint_eq(sl__conv2d_dcols_size(&d), (size_t)25 * 15 * 15);
     d = conv_dims(1, 1, 5, 5, 1, 5, 1, 0); /* kernel exactly the input */
     ck_assert_uint_eq(d.oh, 1);
     ck_assert_uint_eq(d.ow, 1);
