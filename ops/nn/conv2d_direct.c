@@ -65,20 +65,6 @@ typedef struct corr_geom {
     size_t ylo, yhi;     /* input rows outside [ylo, yhi) are zero */
 } corr_geom;
 
-/* The taps ky of output rows [y0, y1] that can read a nonzero row:
- * [*ky0, *ky1), maybe empty. */
-static void corr_ky_range(const corr_geom *g, size_t y0, size_t y1, size_t *ky0, size_t *ky1)
-{
-    size_t a = g->ylo > y1 ? g->ylo - y1 : 0;
-    size_t b = g->yhi > y0 ? g->yhi - y0 : 0;
-    if (b > g->kh)
-        b = g->kh;
-    if (a > b)
-        a = b;
-    *ky0 = a;
-    *ky1 = b;
-}
-
 /* --- plain C ----------------------------------------------------------- */
 
 /* Rows go in blocks of a fixed 16 columns, then 4, then one by one: GCC
@@ -171,6 +157,8 @@ static void dw_c(float *restrict dw, const float *restrict dout, const float *re
             }
 }
 
+#ifdef SL_CONV2D_X86
+
 /* --- slots and blocks, shared by the vector paths ------------------------ */
 
 /* Slots per output row of wo columns, vl wide. */
@@ -217,6 +205,20 @@ static void fixed_block(size_t count, size_t k, size_t b, size_t *idx)
         first = count >= k ? count - k : 0;
     for (size_t i = 0; i < k; i++)
         idx[i] = first + i < count ? first + i : count - 1;
+}
+
+/* The taps ky of output rows [y0, y1] that can read a nonzero row:
+ * [*ky0, *ky1), maybe empty. */
+static void corr_ky_range(const corr_geom *g, size_t y0, size_t y1, size_t *ky0, size_t *ky1)
+{
+    size_t a = g->ylo > y1 ? g->ylo - y1 : 0;
+    size_t b = g->yhi > y0 ? g->yhi - y0 : 0;
+    if (b > g->kh)
+        b = g->kh;
+    if (a > b)
+        a = b;
+    *ky0 = a;
+    *ky1 = b;
 }
 
 /* Slot block blk of k slots, the slots of all ns samples in order (sample
@@ -282,8 +284,6 @@ static int dw_tap_block(const sl__conv2d_dims *d, size_t nt, size_t i, size_t *t
         off[t] = tap[t] / d->kw * d->w + tap[t] % d->kw;
     return 0;
 }
-
-#ifdef SL_CONV2D_X86
 
 /* --- AVX-512F ------------------------------------------------------------ */
 
