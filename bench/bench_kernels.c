@@ -5,6 +5,10 @@
  * Run with OPENBLAS_NUM_THREADS=1 (the program also asks OpenBLAS for one
  * thread, as the executor does).
  *
+ * After the table, the conv kernels again on each way conv2d can run:
+ * im2col + OpenBLAS (what stride 1, no padding used before the direct
+ * kernels), then each direct path this CPU supports.
+ *
  * FLOPs counted: conv and dense 2 per multiply-add (im2col/col2im and the
  * bias are not counted); max-pool forward k*k compares per output, backward
  * one add per output; ReLU 1 per element; softmax cross-entropy forward 5
@@ -20,6 +24,7 @@
 #include <time.h>
 
 #include "core/rng.h"
+#include "ops/nn/conv2d_impl.h"
 #include "ops/nn/nn.h"
 
 enum { BATCH = 32 };
@@ -62,6 +67,7 @@ typedef struct bench {
     size_t n, in_f, out_f;
     float *x, *y, *w, *bias, *dy, *dx, *dw, *db, *cols, *dcols, *acc;
     int32_t *labels, *argmax;
+    sl__conv2d_path path; /* for the direct-path rows */
 } bench;
 
 static double seconds_per_kernel = 0.5;
@@ -102,6 +108,37 @@ static void run_conv_bwd_in(bench *b)
 static void run_conv_bwd_w(bench *b)
 {
     sl__conv2d_backward_weight(b->dw, b->dy, b->cols, b->x, &b->conv, 0, b->conv.oc);
+}
+
+static void run_im2col_fwd(bench *b)
+{
+    sl__conv2d_im2col_forward(b->y, b->cols, b->x, b->w, &b->conv, 0, b->conv.n);
+}
+
+static void run_im2col_bwd_in(bench *b)
+{
+    sl__conv2d_im2col_backward_input(b->dx, b->dcols, b->dy, b->w, &b->conv, 0, b->conv.n);
+}
+
+static void run_im2col_bwd_w(bench *b)
+{
+    sl__conv2d_im2col_backward_weight(b->dw, b->dy, b->cols, &b->conv, 0, b->conv.oc);
+}
+
+static void run_direct_fwd(bench *b)
+{
+    sl__conv2d_direct_forward(b->path, b->y, b->x, b->w, &b->conv, 0, b->conv.n);
+}
+
+static void run_direct_bwd_in(bench *b)
+{
+    sl__conv2d_direct_backward_input(b->path, b->dx, b->dcols, b->dy, b->w, &b->conv, 0,
+                                     b->conv.n);
+}
+
+static void run_direct_bwd_w(bench *b)
+{
+    sl__conv2d_direct_backward_weight(b->path, b->dw, b->dy, b->x, &b->conv, 0, b->conv.oc);
 }
 
 static void run_pool_fwd(bench *b)
@@ -162,8 +199,12 @@ static void run_sgd(bench *b)
     sl__sgd_update(b->w, b->dw, 1e-9f, 0, b->n);
 }
 
-static void bench_conv(const char *tag, size_t c, size_t h, size_t oc, size_t k)
+/* way < 0: the public kernels; 0: im2col; 1 + p: direct path p. */
+static void bench_conv(const char *tag, size_t c, size_t h, size_t oc, size_t k, int way)
 {
+    static const char *const way_name[] = {"im2col", "c", "avx2", "avx512"};
+    void (*run[3])(bench *) = {run_conv_fwd, run_conv_bwd_in, run_conv_bwd_w};
+    static const char *const kind[] = {"forward", "backward_input", "backward_weight"};
     bench b;
     char shape[64], name[64];
     size_t nin, nout, nw;
@@ -187,22 +228,38 @@ static void bench_conv(const char *tag, size_t c, size_t h, size_t oc, size_t k)
     b.y = falloc(nout);
     b.dx = falloc(nin);
     b.dw = falloc(nw);
-    b.cols = falloc(sl__conv2d_cols_size(&b.conv));
-    b.dcols = falloc(sl__conv2d_dcols_size(&b.conv));
+    if (way == 0) {
+        run[0] = run_im2col_fwd;
+        run[1] = run_im2col_bwd_in;
+        run[2] = run_im2col_bwd_w;
+        b.cols = falloc(sl__conv2d_im2col_cols_size(&b.conv));
+        b.dcols = falloc(sl__conv2d_im2col_dcols_size(&b.conv));
+        /* the weight gradient reads the forward's columns */
+        sl__conv2d_im2col_forward(b.y, b.cols, b.x, b.w, &b.conv, 0, BATCH);
+    } else {
+        if (way > 0) {
+            b.path = (sl__conv2d_path)(way - 1);
+            run[0] = run_direct_fwd;
+            run[1] = run_direct_bwd_in;
+            run[2] = run_direct_bwd_w;
+        }
+        b.cols = falloc(sl__conv2d_cols_size(&b.conv) + 1);
+        b.dcols = falloc(sl__conv2d_dcols_size(&b.conv));
+        sl__conv2d_forward(b.y, b.cols, b.x, b.w, &b.conv, 0, BATCH);
+    }
     b.flops = 2.0 * (double)nout * (double)(c * k * k);
     snprintf(shape, sizeof shape, "%zux%zux%zux%zu -> %zu, %zux%zu", (size_t)BATCH, c, h, h,
              oc, k, k);
     b.shape = shape;
     b.name = name;
-    snprintf(name, sizeof name, "%s forward", tag);
-    b.run = run_conv_fwd;
-    time_it(&b);
-    snprintf(name, sizeof name, "%s backward_input", tag);
-    b.run = run_conv_bwd_in;
-    time_it(&b);
-    snprintf(name, sizeof name, "%s backward_weight", tag);
-    b.run = run_conv_bwd_w;
-    time_it(&b);
+    for (int i = 0; i < 3; i++) {
+        if (way < 0)
+            snprintf(name, sizeof name, "%s %s", tag, kind[i]);
+        else
+            snprintf(name, sizeof name, "%s %s/%s", tag, kind[i], way_name[way]);
+        b.run = run[i];
+        time_it(&b);
+    }
     free(b.x);
     free(b.w);
     free(b.dy);
@@ -370,14 +427,21 @@ int main(int argc, char **argv)
     }
     openblas_set_num_threads(1);
     printf("%-28s %-28s %10s %9s\n", "kernel", "shape", "us/call", "GFLOP/s");
-    bench_conv("conv1", 1, 32, 6, 5);
+    bench_conv("conv1", 1, 32, 6, 5, -1);
     bench_pool_relu("1", 6, 28);
-    bench_conv("conv2", 6, 14, 16, 5);
+    bench_conv("conv2", 6, 14, 16, 5, -1);
     bench_pool_relu("2", 16, 10);
     bench_dense("dense1", 400, 120);
     bench_dense("dense2", 120, 84);
     bench_dense("dense3", 84, 10);
     bench_xent();
     bench_optimizers();
+    printf("\nconv2d, each way it can run\n");
+    for (int way = 0; way <= SL__CONV2D_PATH_COUNT; way++) {
+        if (way > 0 && !sl__conv2d_path_supported((sl__conv2d_path)(way - 1)))
+            continue;
+        bench_conv("conv1", 1, 32, 6, 5, way);
+        bench_conv("conv2", 6, 14, 16, 5, way);
+    }
     return 0;
 }

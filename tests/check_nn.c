@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "ops/nn/conv2d_impl.h"
 #include "ops/nn/nn.h"
 
 Suite *make_nn_suite(void);
@@ -280,8 +281,13 @@ START_TEST(test_conv_dims)
     d = conv_dims(32, 1, 32, 32, 6, 5, 1, 0);
     ck_assert_uint_eq(d.oh, 28);
     ck_assert_uint_eq(d.ow, 28);
-    ck_assert_uint_eq(sl__conv2d_cols_size(&d), (size_t)32 * 25 * 28 * 28);
-    ck_assert_uint_eq(sl__conv2d_dcols_size(&d), (size_t)25 * 28 * 28);
+    /* stride 1, no padding: the direct kernels save no columns; their
+     * scratch is 4 padded samples of dout (6, 36, 36) plus the weights */
+    ck_assert_uint_eq(sl__conv2d_cols_size(&d), 0);
+    ck_assert_uint_eq(sl__conv2d_dcols_size(&d), (size_t)4 * 6 * 36 * 36 + 6 * 25);
+    d = conv_dims(32, 1, 32, 32, 6, 5, 2, 1); /* im2col: columns (N, C*KH*KW, OH*OW) */
+    ck_assert_uint_eq(sl__conv2d_cols_size(&d), (size_t)32 * 25 * 15 * 15);
+    ck_assert_uint_eq(sl__conv2d_dcols_size(&d), (size_t)25 * 15 * 15);
     d = conv_dims(1, 1, 5, 5, 1, 5, 1, 0); /* kernel exactly the input */
     ck_assert_uint_eq(d.oh, 1);
     ck_assert_uint_eq(d.ow, 1);
@@ -492,6 +498,376 @@ START_TEST(test_conv_split)
     free(c.din);
     free(c.dcols);
     free(c.dw);
+}
+END_TEST
+
+/* --- conv2d, the direct paths ---------------------------------------------
+ * Each path (AVX-512, AVX2, C) the CPU supports, called directly: against
+ * the double reference, against the im2col path, by finite differences, and
+ * range splits bit for bit. A loop test's _i is case * PATHS + path; a path
+ * this CPU lacks passes without checking anything. */
+
+#define PATHS ((int)SL__CONV2D_PATH_COUNT)
+
+static sl__conv2d_dims direct_dims(size_t n, size_t c, size_t h, size_t w, size_t oc,
+                                   size_t kh, size_t kw)
+{
+    sl__conv2d_dims d;
+    memset(&d, 0, sizeof d);
+    d.n = n;
+    d.c = c;
+    d.h = h;
+    d.w = w;
+    d.oc = oc;
+    d.kh = kh;
+    d.kw = kw;
+    d.stride = 1;
+    ck_assert_int_eq(sl__conv2d_dims_init(&d), 0);
+    ck_assert(sl__conv2d_is_direct(&d));
+    return d;
+}
+
+/* LeNet's two convs; then shapes that reach each corner of the vector
+ * paths: output rows narrower than a vector (whole loads past the row,
+ * masked ones at the end of the buffers), wider than 16 and ending in a
+ * partial vector, exactly 16; kernels narrower than 5 columns (taps in
+ * (ky, kx) order) and wider (runs of 5 that overlap); 1x1; a kernel as big
+ * as the input; more channels than one register block; sample counts that
+ * are not a multiple of the input gradient's groups of 4. */
+static sl__conv2d_dims direct_case(int i)
+{
+    switch (i) {
+    case 0:
+        return direct_dims(2, 1, 32, 32, 6, 5, 5);   /* LeNet conv1 */
+    case 1:
+        return direct_dims(2, 6, 14, 14, 16, 5, 5);  /* LeNet conv2 */
+    case 2:
+        return direct_dims(3, 3, 7, 9, 5, 3, 2);     /* odd everything, 3x2 kernel */
+    case 3:
+        return direct_dims(3, 2, 9, 40, 13, 3, 7);   /* 34-wide rows, 7-wide kernel */
+    case 4:
+        return direct_dims(2, 4, 6, 6, 3, 3, 3);     /* 4-wide rows */
+    case 5:
+        return direct_dims(3, 5, 5, 8, 7, 1, 1);     /* 1x1 */
+    case 6:
+        return direct_dims(2, 2, 5, 6, 3, 5, 6);     /* kernel = input: 1x1 output */
+    case 7:
+        return direct_dims(4, 1, 20, 20, 8, 5, 5);   /* 16-wide rows */
+    default:
+        return direct_dims(5, 3, 12, 25, 4, 4, 6);   /* 20-wide rows, 5 samples */
+    }
+}
+#define DIRECT_CASES 9
+
+/* The path of loop index i, or -1 when this CPU lacks it. */
+static int direct_path(int i)
+{
+    sl__conv2d_path p = (sl__conv2d_path)(i % PATHS);
+    return sl__conv2d_path_supported(p) ? (int)p : -1;
+}
+
+/* din and dweight in double; mag gets the sum of |terms| of each. */
+static void ref_conv2d_backward(double *din, double *din_mag, double *dw, double *dw_mag,
+                                const float *dout, const float *in, const float *w,
+                                const sl__conv2d_dims *d)
+{
+    const size_t nin = conv_in_size(d), nw = conv_w_size(d);
+    memset(din, 0, nin * sizeof *din);
+    memset(din_mag, 0, nin * sizeof *din_mag);
+    memset(dw, 0, nw * sizeof *dw);
+    memset(dw_mag, 0, nw * sizeof *dw_mag);
+    for (size_t n = 0; n < d->n; n++)
+        for (size_t o = 0; o < d->oc; o++)
+            for (size_t y = 0; y < d->oh; y++)
+                for (size_t x = 0; x < d->ow; x++) {
+                    double g = dout[((n * d->oc + o) * d->oh + y) * d->ow + x];
+                    for (size_t c = 0; c < d->c; c++)
+                        for (size_t i = 0; i < d->kh; i++)
+                            for (size_t j = 0; j < d->kw; j++) {
+                                size_t ki = ((o * d->c + c) * d->kh + i) * d->kw + j;
+                                size_t ii = ((n * d->c + c) * d->h + y + i) * d->w + x + j;
+                                din[ii] += g * (double)w[ki];
+                                din_mag[ii] += fabs(g * (double)w[ki]);
+                                dw[ki] += g * (double)in[ii];
+                                dw_mag[ki] += fabs(g * (double)in[ii]);
+                            }
+                }
+}
+
+/* One direct case's buffers, filled. */
+typedef struct direct_bufs {
+    sl__conv2d_dims d;
+    size_t nin, nout, nw;
+    float *in, *w, *dout, *out, *din, *dw, *scratch;
+} direct_bufs;
+
+static void direct_init_dims(direct_bufs *b, sl__conv2d_dims d, uint32_t seed)
+{
+    b->d = d;
+    b->nin = conv_in_size(&b->d);
+    b->nout = conv_out_size(&b->d);
+    b->nw = conv_w_size(&b->d);
+    /* exact sizes: under ASan a read past any of them fails the test */
+    b->in = falloc(b->nin);
+    b->w = falloc(b->nw);
+    b->dout = falloc(b->nout);
+    b->out = falloc(b->nout);
+    b->din = falloc(b->nin);
+    b->dw = falloc(b->nw);
+    b->scratch = falloc(sl__conv2d_direct_scratch_size(&b->d));
+    ck_assert_uint_eq(sl__conv2d_dcols_size(&b->d), sl__conv2d_direct_scratch_size(&b->d));
+    fill_uniform(b->in, b->nin, seed, -1.0f, 1.0f);
+    fill_uniform(b->w, b->nw, seed + 1, -1.0f, 1.0f);
+    fill_uniform(b->dout, b->nout, seed + 2, -1.0f, 1.0f);
+    fill_nan(b->out, b->nout); /* the kernels write, they do not accumulate */
+    fill_nan(b->din, b->nin);
+    fill_nan(b->dw, b->nw);
+    fill_nan(b->scratch, sl__conv2d_direct_scratch_size(&b->d));
+}
+
+static void direct_init(direct_bufs *b, int which, uint32_t seed)
+{
+    direct_init_dims(b, direct_case(which), seed);
+}
+
+static void direct_free(direct_bufs *b)
+{
+    free(b->in);
+    free(b->w);
+    free(b->dout);
+    free(b->out);
+    free(b->din);
+    free(b->dw);
+    free(b->scratch);
+}
+
+START_TEST(test_conv_path_choice)
+{
+    sl__conv2d_path best = sl__conv2d_best_path();
+    ck_assert(sl__conv2d_path_supported(SL__CONV2D_PATH_C));
+    ck_assert(sl__conv2d_path_supported(best));
+    ck_assert(!sl__conv2d_path_supported(SL__CONV2D_PATH_COUNT));
+    ck_assert(!sl__conv2d_path_supported((sl__conv2d_path)-1));
+    ck_assert_int_eq(sl__conv2d_best_path(), best); /* found once */
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    ck_assert_int_eq(sl__conv2d_path_supported(SL__CONV2D_PATH_AVX512),
+                     __builtin_cpu_supports("avx512f") != 0);
+    ck_assert_int_eq(sl__conv2d_path_supported(SL__CONV2D_PATH_AVX2),
+                     __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+    if (__builtin_cpu_supports("avx512f"))
+        ck_assert_int_eq(best, SL__CONV2D_PATH_AVX512);
+#endif
+}
+END_TEST
+
+/* Each of the three kernels on one path: against the double reference
+ * (the same tolerance as the forward tests: 1e-5 of the terms' magnitude)
+ * and against the im2col path. */
+START_TEST(test_conv_direct_vs_reference)
+{
+    direct_bufs b;
+    int path = direct_path(_i);
+    double *want, *mag, *want_dw, *mag_dw;
+    float *cols, *dcols, *im_out, *im_din, *im_dw;
+    if (path < 0)
+        return;
+    direct_init(&b, _i / PATHS, 21 + (uint32_t)_i);
+    want = malloc(b.nin * sizeof *want);
+    mag = malloc(b.nin * sizeof *mag);
+    want_dw = malloc(b.nw * sizeof *want_dw);
+    mag_dw = malloc(b.nw * sizeof *mag_dw);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_ptr_nonnull(mag);
+    ck_assert_ptr_nonnull(want_dw);
+    ck_assert_ptr_nonnull(mag_dw);
+    cols = falloc(sl__conv2d_im2col_cols_size(&b.d));
+    dcols = falloc(sl__conv2d_im2col_dcols_size(&b.d));
+    im_out = falloc(b.nout);
+    im_din = falloc(b.nin);
+    im_dw = falloc(b.nw);
+
+    sl__conv2d_direct_forward((sl__conv2d_path)path, b.out, b.in, b.w, &b.d, 0, b.d.n);
+    sl__conv2d_direct_backward_input((sl__conv2d_path)path, b.din, b.scratch, b.dout, b.w,
+                                     &b.d, 0, b.d.n);
+    sl__conv2d_direct_backward_weight((sl__conv2d_path)path, b.dw, b.dout, b.in, &b.d, 0,
+                                      b.d.oc);
+    sl__conv2d_im2col_forward(im_out, cols, b.in, b.w, &b.d, 0, b.d.n);
+    sl__conv2d_im2col_backward_input(im_din, dcols, b.dout, b.w, &b.d, 0, b.d.n);
+    sl__conv2d_im2col_backward_weight(im_dw, b.dout, cols, &b.d, 0, b.d.oc);
+
+    {
+        double *want_out = malloc(b.nout * sizeof *want_out);
+        double *mag_out = malloc(b.nout * sizeof *mag_out);
+        ck_assert_ptr_nonnull(want_out);
+        ck_assert_ptr_nonnull(mag_out);
+        ref_conv2d(want_out, mag_out, b.in, b.w, &b.d);
+        for (size_t i = 0; i < b.nout; i++) {
+            check_close("direct out", i, b.out[i], want_out[i], mag_out[i]);
+            check_close("direct out vs im2col", i, b.out[i], (double)im_out[i], mag_out[i]);
+        }
+        free(want_out);
+        free(mag_out);
+    }
+    ref_conv2d_backward(want, mag, want_dw, mag_dw, b.dout, b.in, b.w, &b.d);
+    for (size_t i = 0; i < b.nin; i++) {
+        check_close("direct din", i, b.din[i], want[i], mag[i]);
+        check_close("direct din vs im2col", i, b.din[i], (double)im_din[i], mag[i]);
+    }
+    for (size_t i = 0; i < b.nw; i++) {
+        check_close("direct dweight", i, b.dw[i], want_dw[i], mag_dw[i]);
+        check_close("direct dweight vs im2col", i, b.dw[i], (double)im_dw[i], mag_dw[i]);
+    }
+    free(want);
+    free(mag);
+    free(want_dw);
+    free(mag_dw);
+    free(cols);
+    free(dcols);
+    free(im_out);
+    free(im_din);
+    free(im_dw);
+    direct_free(&b);
+}
+END_TEST
+
+/* Finite differences of L = sum(out * dout) through the path's own
+ * forward, for its input and weight gradients. */
+typedef struct direct_fd {
+    direct_bufs b;
+    sl__conv2d_path path;
+} direct_fd;
+
+static double direct_loss(direct_fd *f)
+{
+    sl__conv2d_direct_forward(f->path, f->b.out, f->b.in, f->b.w, &f->b.d, 0, f->b.d.n);
+    return dot_d(f->b.out, f->b.dout, f->b.nout);
+}
+
+static void direct_fd_check(direct_fd *f, float *x, size_t nx, const float *grad,
+                            const char *what)
+{
+    const float eps = 1e-2f;
+    size_t step = nx > 600 ? 7 : 1;
+    for (size_t i = 0; i < nx; i += step) {
+        float keep = x[i];
+        double lp, lm;
+        x[i] = keep + eps;
+        lp = direct_loss(f);
+        x[i] = keep - eps;
+        lm = direct_loss(f);
+        x[i] = keep;
+        check_grad(what, i, grad[i], (lp - lm) / (double)((keep + eps) - (keep - eps)), 1e-3);
+    }
+}
+
+START_TEST(test_conv_direct_finite_diff)
+{
+    direct_fd f;
+    int path = direct_path(_i);
+    if (path < 0)
+        return;
+    f.path = (sl__conv2d_path)path;
+    direct_init(&f.b, _i / PATHS, 31 + (uint32_t)_i);
+    sl__conv2d_direct_backward_input(f.path, f.b.din, f.b.scratch, f.b.dout, f.b.w, &f.b.d, 0,
+                                     f.b.d.n);
+    sl__conv2d_direct_backward_weight(f.path, f.b.dw, f.b.dout, f.b.in, &f.b.d, 0, f.b.d.oc);
+    direct_fd_check(&f, f.b.in, f.b.nin, f.b.din, "direct din");
+    direct_fd_check(&f, f.b.w, f.b.nw, f.b.dw, "direct dweight");
+    direct_free(&f.b);
+}
+END_TEST
+
+typedef struct direct_split_ctx {
+    direct_bufs b;
+    sl__conv2d_path path;
+} direct_split_ctx;
+
+static void direct_run_forward(void *p, size_t a, size_t e)
+{
+    direct_split_ctx *c = p;
+    sl__conv2d_direct_forward(c->path, c->b.out, c->b.in, c->b.w, &c->b.d, a, e);
+}
+
+static void direct_run_backward_input(void *p, size_t a, size_t e)
+{
+    direct_split_ctx *c = p;
+    sl__conv2d_direct_backward_input(c->path, c->b.din, c->b.scratch, c->b.dout, c->b.w,
+                                     &c->b.d, a, e);
+}
+
+static void direct_run_backward_weight(void *p, size_t a, size_t e)
+{
+    direct_split_ctx *c = p;
+    sl__conv2d_direct_backward_weight(c->path, c->b.dw, c->b.dout, c->b.in, &c->b.d, a, e);
+}
+
+/* Ranges of samples (forward, input gradient) and of output channels
+ * (weight gradient) give the same bits however they are cut. */
+START_TEST(test_conv_direct_split)
+{
+    direct_split_ctx c;
+    split_case sc;
+    sl__conv2d_dims d;
+    int path = direct_path(_i);
+    if (path < 0)
+        return;
+    c.path = (sl__conv2d_path)path;
+    d = direct_case(_i / PATHS);
+    if (d.n < 3) /* the splits need three samples and three channels */
+        d.n = 3;
+    if (d.oc < 3)
+        d.oc = 3;
+    ck_assert_int_eq(sl__conv2d_dims_init(&d), 0);
+    direct_init_dims(&c.b, d, 41 + (uint32_t)_i);
+
+    memset(&sc, 0, sizeof sc);
+    sc.ctx = &c;
+    sc.run = direct_run_forward;
+    sc.len = c.b.d.n;
+    sc.out[0] = c.b.out;
+    sc.bytes[0] = c.b.nout * sizeof(float);
+    check_split(&sc, "direct forward");
+
+    memset(&sc, 0, sizeof sc);
+    sc.ctx = &c;
+    sc.run = direct_run_backward_input;
+    sc.len = c.b.d.n;
+    sc.out[0] = c.b.din;
+    sc.bytes[0] = c.b.nin * sizeof(float);
+    check_split(&sc, "direct backward_input");
+
+    memset(&sc, 0, sizeof sc);
+    sc.ctx = &c;
+    sc.run = direct_run_backward_weight;
+    sc.len = c.b.d.oc;
+    sc.out[0] = c.b.dw;
+    sc.bytes[0] = c.b.nw * sizeof(float);
+    check_split(&sc, "direct backward_weight");
+    direct_free(&c.b);
+}
+END_TEST
+
+/* The public kernels take the direct path for stride 1 and no padding:
+ * the same bits as the best path called directly, with no columns. */
+START_TEST(test_conv_dispatch)
+{
+    direct_bufs b, e;
+    sl__conv2d_path best = sl__conv2d_best_path();
+    direct_init(&b, _i, 61);
+    direct_init(&e, _i, 61);
+    ck_assert_uint_eq(sl__conv2d_cols_size(&b.d), 0);
+    sl__conv2d_forward(b.out, NULL, b.in, b.w, &b.d, 0, b.d.n);
+    sl__conv2d_backward_input(b.din, b.scratch, b.dout, b.w, &b.d, 0, b.d.n);
+    sl__conv2d_backward_weight(b.dw, b.dout, NULL, b.in, &b.d, 0, b.d.oc);
+    sl__conv2d_direct_forward(best, e.out, e.in, e.w, &e.d, 0, e.d.n);
+    sl__conv2d_direct_backward_input(best, e.din, e.scratch, e.dout, e.w, &e.d, 0, e.d.n);
+    sl__conv2d_direct_backward_weight(best, e.dw, e.dout, e.in, &e.d, 0, e.d.oc);
+    ck_assert(memcmp(b.out, e.out, b.nout * sizeof(float)) == 0);
+    ck_assert(memcmp(b.din, e.din, b.nin * sizeof(float)) == 0);
+    ck_assert(memcmp(b.dw, e.dw, b.nw * sizeof(float)) == 0);
+    direct_free(&b);
+    direct_free(&e);
 }
 END_TEST
 
@@ -1401,6 +1777,15 @@ Suite *make_nn_suite(void)
     tcase_add_loop_test(tc, test_conv_backward_weight, 0, CONV_CASES);
     tcase_add_loop_test(tc, test_conv_split, 0, CONV_CASES);
     tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("conv2d_direct");
+    tcase_add_test(tc, test_conv_path_choice);
+    tcase_add_loop_test(tc, test_conv_direct_vs_reference, 0, DIRECT_CASES * PATHS);
+    tcase_add_loop_test(tc, test_conv_direct_finite_diff, 0, DIRECT_CASES * PATHS);
+    tcase_add_loop_test(tc, test_conv_direct_split, 0, DIRECT_CASES * PATHS);
+    tcase_add_loop_test(tc, test_conv_dispatch, 0, DIRECT_CASES);
+    tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("max_pool2d");

@@ -1,10 +1,18 @@
-/* conv2d.c: 2-D cross-correlation, no bias, through im2col and OpenBLAS.
+/* conv2d.c: 2-D cross-correlation, no bias: the dims, the choice between
+ * the direct kernels (conv2d_direct.c: stride 1, no padding) and im2col,
+ * and the im2col path, through OpenBLAS, for every other stride and padding.
  *
- * Per sample the forward is out (OC, P) = weight (OC, K) . cols (K, P) with
- * K = C*KH*KW and P = OH*OW; the input gradient is dcols (K, P) =
- * weight^T . dout followed by col2im; the weight gradient is
- * dweight[oc] (K) += cols (K, P) . dout[oc] (P), summed over the samples in
- * order.
+ * Why direct kernels where they fit: im2col copies each input KH*KW times
+ * (LeNet's conv1 forward spent half its time there), and the columns the
+ * forward saves for the weight gradient (2.5 MB for conv1 at batch 32) are
+ * written by one core and read by both, which made the two threads fight
+ * over cache lines; the direct weight gradient reads the input (128 KB).
+ *
+ * In the im2col path, per sample the forward is
+ * out (OC, P) = weight (OC, K) . cols (K, P) with K = C*KH*KW and
+ * P = OH*OW; the input gradient is dcols (K, P) = weight^T . dout followed
+ * by col2im; the weight gradient is dweight[oc] (K) += cols (K, P) .
+ * dout[oc] (P), summed over the samples in order.
  *
  * Why the weight gradient is a GEMV per (sample, channel) and not one GEMM
  * over the range [oc0, oc1): OpenBLAS's sgemm tiles C into register blocks
@@ -21,6 +29,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "ops/nn/conv2d_impl.h"
 
 /* One sample's im2col matrix is (C*KH*KW, OH*OW). */
 static size_t conv_rows(const sl__conv2d_dims *d)
@@ -65,17 +74,44 @@ int sl__conv2d_dims_init(sl__conv2d_dims *d)
         !mul3(d->oc, k, 1, &t) ||                                        /* weight */
         !mul3(d->n, k, p, &t))                                           /* cols */
         return -1;
+    /* the direct backward_input's scratch: padded dout plus the weights */
+    if (sl__conv2d_is_direct(d)) {
+        size_t hp2, wp2, padded, wsz;
+        if (d->h > (size_t)-1 - d->kh || d->w > (size_t)-1 - d->kw)
+            return -1;
+        hp2 = d->h + d->kh - 1;   /* OH + 2 (KH - 1) */
+        wp2 = d->w + d->kw - 1;
+        if (!mul3(d->oc, hp2, wp2, &padded) || !sl__mul_size(padded, SL__CONV2D_GROUP, &padded) ||
+            !mul3(d->oc, k, 1, &wsz) || padded > (size_t)-1 - wsz)
+            return -1;
+    }
     return 0;
 }
 
-size_t sl__conv2d_cols_size(const sl__conv2d_dims *d)
+int sl__conv2d_is_direct(const sl__conv2d_dims *d)
+{
+    return d->stride == 1 && d->pad == 0;
+}
+
+size_t sl__conv2d_im2col_cols_size(const sl__conv2d_dims *d)
 {
     return d->n * conv_rows(d) * conv_cols(d);
 }
 
-size_t sl__conv2d_dcols_size(const sl__conv2d_dims *d)
+size_t sl__conv2d_im2col_dcols_size(const sl__conv2d_dims *d)
 {
     return conv_rows(d) * conv_cols(d);
+}
+
+size_t sl__conv2d_cols_size(const sl__conv2d_dims *d)
+{
+    return sl__conv2d_is_direct(d) ? 0 : sl__conv2d_im2col_cols_size(d);
+}
+
+size_t sl__conv2d_dcols_size(const sl__conv2d_dims *d)
+{
+    return sl__conv2d_is_direct(d) ? sl__conv2d_direct_scratch_size(d)
+                                   : sl__conv2d_im2col_dcols_size(d);
 }
 
 /* The outputs o in [0, out) whose input position o * stride + k - pad falls
@@ -203,8 +239,8 @@ static void col2im(float *restrict din, const float *restrict dcols, const sl__c
     }
 }
 
-void sl__conv2d_forward(float *out, float *cols, const float *in, const float *weight,
-                        const sl__conv2d_dims *d, size_t n0, size_t n1)
+void sl__conv2d_im2col_forward(float *out, float *cols, const float *in, const float *weight,
+                               const sl__conv2d_dims *d, size_t n0, size_t n1)
 {
     const size_t k = conv_rows(d), p = conv_cols(d);
     const size_t in_sz = d->c * d->h * d->w;
@@ -218,9 +254,9 @@ void sl__conv2d_forward(float *out, float *cols, const float *in, const float *w
     }
 }
 
-void sl__conv2d_backward_input(float *din, float *dcols, const float *dout,
-                               const float *weight, const sl__conv2d_dims *d, size_t n0,
-                               size_t n1)
+void sl__conv2d_im2col_backward_input(float *din, float *dcols, const float *dout,
+                                      const float *weight, const sl__conv2d_dims *d,
+                                      size_t n0, size_t n1)
 {
     const size_t k = conv_rows(d), p = conv_cols(d);
     const size_t in_sz = d->c * d->h * d->w;
@@ -236,12 +272,10 @@ void sl__conv2d_backward_input(float *din, float *dcols, const float *dout,
     }
 }
 
-void sl__conv2d_backward_weight(float *dweight, const float *dout, const float *cols,
-                                const float *in, const sl__conv2d_dims *d, size_t oc0,
-                                size_t oc1)
+void sl__conv2d_im2col_backward_weight(float *dweight, const float *dout, const float *cols,
+                                       const sl__conv2d_dims *d, size_t oc0, size_t oc1)
 {
     const size_t k = conv_rows(d), p = conv_cols(d);
-    (void)in; /* the forward always saves the columns */
     SL_ASSERT(oc0 <= oc1 && oc1 <= d->oc);
     memset(dweight + oc0 * k, 0, (oc1 - oc0) * k * sizeof *dweight);
     /* Samples outside, channels inside: each sample's columns stay in cache
@@ -252,4 +286,37 @@ void sl__conv2d_backward_weight(float *dweight, const float *dout, const float *
             cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)k, (int)p, 1.0f, col, (int)p,
                         dout + (n * d->oc + oc) * p, 1, 1.0f, dweight + oc * k, 1);
     }
+}
+
+/* --- the kernels of nn.h: direct where it fits, im2col otherwise --------- */
+
+void sl__conv2d_forward(float *out, float *cols, const float *in, const float *weight,
+                        const sl__conv2d_dims *d, size_t n0, size_t n1)
+{
+    if (sl__conv2d_is_direct(d))
+        sl__conv2d_direct_forward(sl__conv2d_best_path(), out, in, weight, d, n0, n1);
+    else
+        sl__conv2d_im2col_forward(out, cols, in, weight, d, n0, n1);
+}
+
+void sl__conv2d_backward_input(float *din, float *dcols, const float *dout,
+                               const float *weight, const sl__conv2d_dims *d, size_t n0,
+                               size_t n1)
+{
+    if (sl__conv2d_is_direct(d))
+        sl__conv2d_direct_backward_input(sl__conv2d_best_path(), din, dcols, dout, weight, d,
+                                         n0, n1);
+    else
+        sl__conv2d_im2col_backward_input(din, dcols, dout, weight, d, n0, n1);
+}
+
+void sl__conv2d_backward_weight(float *dweight, const float *dout, const float *cols,
+                                const float *in, const sl__conv2d_dims *d, size_t oc0,
+                                size_t oc1)
+{
+    if (sl__conv2d_is_direct(d))
+        sl__conv2d_direct_backward_weight(sl__conv2d_best_path(), dweight, dout, in, d, oc0,
+                                          oc1);
+    else
+        sl__conv2d_im2col_backward_weight(dweight, dout, cols, d, oc0, oc1);
 }

@@ -1,0 +1,906 @@
+/* conv2d_direct.c: conv2d with stride 1 and no padding, without columns.
+ *
+ * The forward and the input gradient are one loop, a "valid" correlation
+ * (corr_* below) of a run of samples:
+ *   forward         out (OC, OH, OW) = weight (OC, C, KH, KW) * in (C, H, W)
+ *   input gradient  din (C, H, W) = flipped (C, OC, KH, KW) * dout (OC, OH,
+ *                   OW) with KH-1 rows and KW-1 columns of zeros around it,
+ *                   the "full" correlation, one sample at a time;
+ *                   flipped[c][oc][i][j] = weight[oc][c][KH-1-i][KW-1-j].
+ *                   Taps that would only multiply rows of zeros are skipped.
+ * The weight gradient sums dout[n][oc][y][x] * in[n][c][y+ky][x+kx] over n,
+ * y, x for each (oc, c, ky, kx) of the range (dw_* below).
+ *
+ * The vector paths run along x. Output rows are covered by "slots",
+ * vectors of VL columns (16 for AVX-512, 8 for AVX2): a row narrower than
+ * VL is one slot whose lanes past the row are masked off; a wider row ends
+ * with a slot moved left to end at the last column, overlapping the one
+ * before. A correlation block keeps a few slots (of any rows and samples)
+ * times a few output channels in registers and runs over (c, ky, kx),
+ * loading each input vector once for all its channels and broadcasting each
+ * weight once for all its slots. A weight-gradient block keeps a few
+ * channels times a few taps, each one vector of per-lane partial sums over
+ * (n, y, x) that one fixed horizontal add turns into the result.
+ *
+ * Loads are always whole vectors: on the Zen 5 this was tuned on a masked
+ * load costs about three plain ones (AVX-512 and AVX2 alike), while masking
+ * a store or an FMA costs nothing. Lanes past a row read the next row or
+ * sample; the correlation masks them off when it stores, the weight
+ * gradient in its FMA. Only a block whose whole vectors could run past the
+ * end of a buffer loads with masks.
+ *
+ * Blocks are cut from the shape and, where a count does not divide, the
+ * last block is moved back to overlap the one before (or repeats its last
+ * element): an output or a gradient entry computed twice comes out the same
+ * both times, since each is one chain of FMAs in a fixed order, in its own
+ * lane, whatever block holds it. For the same reason the results do not
+ * depend on the range a thread is given.
+ *
+ * The register blocks are always_inline functions whose block sizes are
+ * constant arguments; switches call them with constants, so GCC unrolls
+ * the loops over a block and keeps it in registers.
+ *
+ * The path is an argument: conv2d.c passes sl__conv2d_best_path(), found
+ * once per process (pthread_once; nothing can change it later), and the
+ * tests pass each supported path in turn. */
+#include "ops/nn/conv2d_impl.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "core/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define SL_CONV2D_X86 1
+#include <immintrin.h>
+#endif
+
+/* A "valid" correlation of ns samples, one after another in in and out. */
+typedef struct corr_geom {
+    size_t ns;
+    int rows_first;      /* slots in (row, sample) order, else (sample, row) */
+    size_t ci, hi, wi;   /* input (NS, CI, HI, WI) */
+    size_t co, kh, kw;   /* weight (CO, CI, KH, KW) */
+    size_t ho, wo;       /* output (NS, CO, HO, WO), HI - KH + 1 by WI - KW + 1 */
+    size_t ylo, yhi;     /* input rows outside [ylo, yhi) are zero */
+} corr_geom;
+
+/* --- plain C ----------------------------------------------------------- */
+
+/* Rows go in blocks of a fixed 16 columns, then 4, then one by one: GCC
+ * vectorizes the fixed blocks at -O2 (restrict: the rows never overlap). */
+
+/* orow[x] += wv * irow[x], x in [0, n). */
+static void axpy_row(float *restrict orow, const float *restrict irow, float wv, size_t n)
+{
+    size_t x = 0;
+    for (; x + 16 <= n; x += 16)
+        for (size_t j = x; j < x + 16; j++)
+            orow[j] += wv * irow[j];
+    for (; x + 4 <= n; x += 4)
+        for (size_t j = x; j < x + 4; j++)
+            orow[j] += wv * irow[j];
+    for (; x < n; x++)
+        orow[x] += wv * irow[x];
+}
+
+/* acc[x] += a[x] * b[x], x in [0, n). */
+static void mac_row(float *restrict acc, const float *restrict a, const float *restrict b,
+                    size_t n)
+{
+    size_t x = 0;
+    for (; x + 16 <= n; x += 16)
+        for (size_t j = x; j < x + 16; j++)
+            acc[j] += a[j] * b[j];
+    for (; x + 4 <= n; x += 4)
+        for (size_t j = x; j < x + 4; j++)
+            acc[j] += a[j] * b[j];
+    for (; x < n; x++)
+        acc[x] += a[x] * b[x];
+}
+
+/* Each output plane is zeroed, then gets one weight times a shifted input
+ * plane at a time, in (c, ky, kx) order. */
+static void corr_c(float *restrict out, const float *restrict in, const float *restrict w,
+                   const corr_geom *g)
+{
+    const size_t taps = g->kh * g->kw, plane = g->hi * g->wi, oplane = g->ho * g->wo;
+    for (size_t s = 0; s < g->ns; s++) {
+        for (size_t o = 0; o < g->co; o++) {
+            float *op = out + (s * g->co + o) * oplane;   /* (HO, WO) */
+            const float *is = in + s * g->ci * plane;      /* (CI, HI, WI) */
+            memset(op, 0, oplane * sizeof *op);
+            for (size_t c = 0; c < g->ci; c++) {
+                for (size_t ky = 0; ky < g->kh; ky++) {
+                    /* output rows y whose input row y + ky is in [ylo, yhi) */
+                    size_t y0 = g->ylo > ky ? g->ylo - ky : 0;
+                    size_t y1 = g->yhi > ky ? g->yhi - ky : 0;
+                    if (y1 > g->ho)
+                        y1 = g->ho;
+                    for (size_t kx = 0; kx < g->kw; kx++) {
+                        const float wv = w[(o * g->ci + c) * taps + ky * g->kw + kx];
+                        for (size_t y = y0; y < y1; y++)
+                            axpy_row(op + y * g->wo, is + c * plane + (y + ky) * g->wi + kx,
+                                     wv, g->wo);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* dweight[oc][c][ky][kx] for oc in [oc0, oc1): per column x, a float sum
+ * over (n, y) (a row at a time, which vectorizes), then the columns added
+ * in double; rows wider than 64 go in chunks of 64 columns. */
+static void dw_c(float *restrict dw, const float *restrict dout, const float *restrict in,
+                 const sl__conv2d_dims *d, size_t oc0, size_t oc1)
+{
+    const size_t taps = d->kh * d->kw, plane = d->h * d->w, oplane = d->oh * d->ow;
+    for (size_t oc = oc0; oc < oc1; oc++)
+        for (size_t c = 0; c < d->c; c++)
+            for (size_t t = 0; t < taps; t++) {
+                const size_t off = t / d->kw * d->w + t % d->kw;
+                double sum = 0.0;
+                for (size_t x0 = 0; x0 < d->ow; x0 += 64) {
+                    const size_t len = d->ow - x0 < 64 ? d->ow - x0 : 64;
+                    float acc[64] = {0};
+                    for (size_t n = 0; n < d->n; n++) {
+                        const float *g = dout + (n * d->oc + oc) * oplane + x0;   /* (OH, OW) */
+                        const float *x = in + (n * d->c + c) * plane + off + x0; /* (H, W) */
+                        for (size_t y = 0; y < d->oh; y++)
+                            mac_row(acc, g + y * d->ow, x + y * d->w, len);
+                    }
+                    for (size_t j = 0; j < len; j++)
+                        sum += (double)acc[j];
+                }
+                dw[(oc * d->c + c) * taps + t] = (float)sum;
+            }
+}
+
+#ifdef SL_CONV2D_X86
+
+/* --- slots and blocks, shared by the vector paths ------------------------ */
+
+/* Slots per output row of wo columns, vl wide. */
+static size_t slots_per_row(size_t wo, size_t vl)
+{
+    return wo <= vl ? 1 : (wo + vl - 1) / vl;
+}
+
+/* Slot j of a sample's rows: its row *y and first column *x (see the top
+ * of the file). */
+static void slot_pos(size_t j, size_t per_row, size_t wo, size_t vl, size_t *y, size_t *x)
+{
+    size_t s = j % per_row;
+    *y = j / per_row;
+    if (wo <= vl)
+        *x = 0;
+    else if (s + 1 == per_row)
+        *x = wo - vl;
+    else
+        *x = s * vl;
+}
+
+/* [0, count) cut into as few blocks of at most `most` as possible, their
+ * sizes as even as possible: block b is [*first, *first + *len). */
+static size_t even_blocks(size_t count, size_t most)
+{
+    return (count + most - 1) / most;
+}
+
+static void even_block(size_t count, size_t most, size_t b, size_t *first, size_t *len)
+{
+    size_t k = even_blocks(count, most);
+    *first = b * count / k;
+    *len = (b + 1) * count / k - *first;
+}
+
+/* The k elements of block b when [0, count) goes in blocks of exactly k:
+ * k consecutive ones, the last block moved back to end at count, or the
+ * last element repeated when count < k. */
+static void fixed_block(size_t count, size_t k, size_t b, size_t *idx)
+{
+    size_t first = b * k;
+    if (first + k > count)
+        first = count >= k ? count - k : 0;
+    for (size_t i = 0; i < k; i++)
+        idx[i] = first + i < count ? first + i : count - 1;
+}
+
+/* The taps ky of output rows [y0, y1] that can read a nonzero row:
+ * [*ky0, *ky1), maybe empty. */
+static void corr_ky_range(const corr_geom *g, size_t y0, size_t y1, size_t *ky0, size_t *ky1)
+{
+    size_t a = g->ylo > y1 ? g->ylo - y1 : 0;
+    size_t b = g->yhi > y0 ? g->yhi - y0 : 0;
+    if (b > g->kh)
+        b = g->kh;
+    if (a > b)
+        a = b;
+    *ky0 = a;
+    *ky1 = b;
+}
+
+/* Slot block blk of k slots, the slots of all ns samples in order (sample
+ * by sample, or row by row across the samples when rows_first: then a
+ * block of the input gradient holds one row of several samples and needs
+ * only that row's taps): where each slot starts in the input (in_off) and
+ * the output (out_off), and the taps [*ky0, *ky1) its rows need. Returns 1
+ * past the farthest input float the block reads with whole vectors of vl,
+ * counting from in. */
+static size_t corr_slots(const corr_geom *g, size_t vl, size_t blk, size_t k, size_t *in_off,
+                         size_t *out_off, size_t *ky0, size_t *ky1)
+{
+    const size_t per_row = slots_per_row(g->wo, vl), per_sample = g->ho * per_row;
+    const size_t in_sz = g->ci * g->hi * g->wi, out_sz = g->co * g->ho * g->wo;
+    size_t idx[8], ymin = (size_t)-1, ymax = 0, far = 0;
+    SL_ASSERT(k <= 8);
+    fixed_block(g->ns * per_sample, k, blk, idx);
+    for (size_t j = 0; j < k; j++) {
+        size_t s = g->rows_first ? idx[j] % g->ns : idx[j] / per_sample;
+        size_t r = g->rows_first ? idx[j] / g->ns : idx[j] % per_sample;
+        size_t y, x;
+        slot_pos(r, per_row, g->wo, vl, &y, &x);
+        in_off[j] = s * in_sz + y * g->wi + x;
+        out_off[j] = s * out_sz + y * g->wo + x;
+        ymin = y < ymin ? y : ymin;
+        ymax = y > ymax ? y : ymax;
+        far = in_off[j] > far ? in_off[j] : far;
+    }
+    corr_ky_range(g, ymin, ymax, ky0, ky1);
+    if (*ky0 == *ky1)
+        return 0;
+    return far + (g->ci - 1) * g->hi * g->wi + (*ky1 - 1) * g->wi + g->kw - 1 + vl;
+}
+
+/* The weight gradient's tap blocks of nt taps each. With KW >= nt, runs of
+ * nt consecutive kx in one kernel row (a row's last run moved back to end
+ * it); else nt taps in (ky, kx) order as fixed_block cuts them. */
+static size_t dw_tap_blocks(const sl__conv2d_dims *d, size_t nt)
+{
+    if (d->kw >= nt)
+        return d->kh * ((d->kw + nt - 1) / nt);
+    return (d->kh * d->kw + nt - 1) / nt;
+}
+
+/* Block i: its taps (ky * KW + kx) and their input offsets (ky * W + kx),
+ * in order; returns 1 when they are consecutive columns of one row. */
+static int dw_tap_block(const sl__conv2d_dims *d, size_t nt, size_t i, size_t *tap,
+                        size_t *off)
+{
+    if (d->kw >= nt) {
+        const size_t runs = (d->kw + nt - 1) / nt, ky = i / runs;
+        size_t kx0 = i % runs * nt;
+        if (kx0 + nt > d->kw)
+            kx0 = d->kw - nt;
+        for (size_t t = 0; t < nt; t++) {
+            tap[t] = ky * d->kw + kx0 + t;
+            off[t] = ky * d->w + kx0 + t;
+        }
+        return 1;
+    }
+    fixed_block(d->kh * d->kw, nt, i, tap);
+    for (size_t t = 0; t < nt; t++)
+        off[t] = tap[t] / d->kw * d->w + tap[t] % d->kw;
+    return 0;
+}
+
+/* --- AVX-512F ------------------------------------------------------------ */
+
+/* A correlation block: 4 slots times up to 6 output channels, 24
+ * accumulators of the 32 registers; per tap, 4 input loads and 6
+ * broadcasts feed 24 FMAs. A dw block: up to 4 channels times 5 taps, 20
+ * accumulators; per slot, 4 dout loads and 5 input loads feed 20 FMAs. */
+enum { X512_VL = 16, X512_SLOTS = 4, X512_OCS = 6, W512_OCS = 4, W512_TAPS = 5 };
+
+/* A vector load kept in a register. Without the empty asm GCC may fold the
+ * load into each FMA that uses the vector, loading it once per FMA; loads,
+ * not FMAs, then bound the loop. */
+__attribute__((target("avx512f"), always_inline)) static inline __m512
+load_avx512(const float *p, __mmask16 m, const int masked)
+{
+    __m512 v = masked ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
+    __asm__("" : "+v"(v));
+    return v;
+}
+
+__attribute__((target("avx512f"), always_inline)) static inline void
+corr_block_avx512(float *out, const float *in, const float *w, const corr_geom *g,
+                  const size_t *in_off, const size_t *out_off, __mmask16 m, size_t ky0,
+                  size_t ky1, size_t o0, const int nob, const int masked)
+{
+    const size_t taps = g->kh * g->kw, ct = g->ci * taps, plane = g->hi * g->wi;
+    const size_t oplane = g->ho * g->wo;
+    __m512 acc[X512_OCS][X512_SLOTS];
+
+#pragma GCC unroll 8
+    for (int b = 0; b < nob; b++)
+#pragma GCC unroll 8
+        for (int j = 0; j < X512_SLOTS; j++)
+            acc[b][j] = _mm512_setzero_ps();
+    for (size_t c = 0; c < g->ci; c++) {
+        for (size_t ky = ky0; ky < ky1; ky++) {
+            const float *ir = in + c * plane + ky * g->wi;             /* input row ky */
+            const float *wr = w + o0 * ct + c * taps + ky * g->kw;     /* weight row ky */
+            for (size_t kx = 0; kx < g->kw; kx++) {
+                __m512 x[X512_SLOTS];
+#pragma GCC unroll 8
+                for (int j = 0; j < X512_SLOTS; j++)
+                    x[j] = load_avx512(ir + in_off[j] + kx, m, masked);
+#pragma GCC unroll 8
+                for (int b = 0; b < nob; b++) {
+                    __m512 wv = _mm512_set1_ps(wr[(size_t)b * ct + kx]);
+#pragma GCC unroll 8
+                    for (int j = 0; j < X512_SLOTS; j++)
+                        acc[b][j] = _mm512_fmadd_ps(wv, x[j], acc[b][j]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < nob; b++)
+#pragma GCC unroll 8
+        for (int j = 0; j < X512_SLOTS; j++)
+            _mm512_mask_storeu_ps(out + (o0 + (size_t)b) * oplane + out_off[j], m, acc[b][j]);
+}
+
+/* One slot block for every output channel, in blocks of at most 6. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+corr_channels_avx512(float *out, const float *in, const float *w, const corr_geom *g,
+                     const size_t *in_off, const size_t *out_off, __mmask16 m, size_t ky0,
+                     size_t ky1, const int masked)
+{
+    const size_t nblk = even_blocks(g->co, X512_OCS);
+    for (size_t b = 0; b < nblk; b++) {
+        size_t o0, nob;
+        even_block(g->co, X512_OCS, b, &o0, &nob);
+        switch (nob) {
+        case 1:
+            corr_block_avx512(out, in, w, g, in_off, out_off, m, ky0, ky1, o0, 1, masked);
+            break;
+        case 2:
+            corr_block_avx512(out, in, w, g, in_off, out_off, m, ky0, ky1, o0, 2, masked);
+            break;
+        case 3:
+            corr_block_avx512(out, in, w, g, in_off, out_off, m, ky0, ky1, o0, 3, masked);
+            break;
+        case 4:
+            corr_block_avx512(out, in, w, g, in_off, out_off, m, ky0, ky1, o0, 4, masked);
+            break;
+        case 5:
+            corr_block_avx512(out, in, w, g, in_off, out_off, m, ky0, ky1, o0, 5, masked);
+            break;
+        default:
+            corr_block_avx512(out, in, w, g, in_off, out_off, m, ky0, ky1, o0, 6, masked);
+            break;
+        }
+    }
+}
+
+/* in may be read up to in + avail. */
+__attribute__((target("avx512f"))) static void corr_avx512(float *out, const float *in,
+                                                           size_t avail, const float *w,
+                                                           const corr_geom *g)
+{
+    const size_t nslots = g->ns * g->ho * slots_per_row(g->wo, X512_VL);
+    const __mmask16 m = g->wo < X512_VL ? (__mmask16)((1u << g->wo) - 1) : (__mmask16)0xFFFF;
+    for (size_t s = 0; s * X512_SLOTS < nslots; s++) {
+        size_t in_off[X512_SLOTS], out_off[X512_SLOTS], ky0, ky1;
+        size_t reach = corr_slots(g, X512_VL, s, X512_SLOTS, in_off, out_off, &ky0, &ky1);
+        if (reach <= avail)
+            corr_channels_avx512(out, in, w, g, in_off, out_off, m, ky0, ky1, 0);
+        else
+            corr_channels_avx512(out, in, w, g, in_off, out_off, m, ky0, ky1, 1);
+    }
+}
+
+/* How a dw step treats the lanes outside mask m. */
+enum { STEP_WHOLE, STEP_MASK_FMA, STEP_MASK_LOAD };
+
+/* One step of a dw block: dout at g (channel b at g + b * oplane) times
+ * the input at xr + off[t] (xr + off[0] + t when row: the taps are
+ * consecutive columns, and constant displacements spare the registers the
+ * offsets would take). STEP_WHOLE: every lane counts; STEP_MASK_FMA: whole
+ * loads, the FMA leaves lanes outside m alone; STEP_MASK_LOAD: lanes
+ * outside m load 0 (near the end of a buffer). */
+__attribute__((target("avx512f"), always_inline)) static inline void
+dw_step_avx512(__m512 acc[W512_OCS][W512_TAPS], const float *g, size_t oplane,
+               const float *xr, const size_t *off, __mmask16 m, const int nob, const int row,
+               const int kind)
+{
+    const float *xb = xr + off[0];
+    __m512 gv[W512_OCS];
+    /* an opaque base, or GCC gives each tap its own pointer register */
+    __asm__("" : "+r"(xb));
+#pragma GCC unroll 8
+    for (int b = 0; b < nob; b++)
+        gv[b] = load_avx512(g + (size_t)b * oplane, m, kind == STEP_MASK_LOAD);
+#pragma GCC unroll 8
+    for (int t = 0; t < W512_TAPS; t++) {
+        const float *xp = row ? xb + t : xr + off[t];
+        __m512 xv = load_avx512(xp, m, kind == STEP_MASK_LOAD);
+#pragma GCC unroll 8
+        for (int b = 0; b < nob; b++)
+            acc[b][t] = kind == STEP_MASK_FMA ? _mm512_mask3_fmadd_ps(gv[b], xv, acc[b][t], m)
+                                              : _mm512_fmadd_ps(gv[b], xv, acc[b][t]);
+    }
+}
+
+/* dweight for output channels [oc, oc + nob), input channel c and the taps
+ * tap[0..W512_TAPS) at input offsets off[] (ky * W + kx), each summed over
+ * (n, y, x) lane by lane, then across the lanes. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+dw_block_avx512(float *dw, const float *dout, const float *in, const sl__conv2d_dims *d,
+                size_t oc, size_t c, const size_t *tap, const size_t *off, const int nob,
+                const int row)
+{
+    const size_t taps = d->kh * d->kw, plane = d->h * d->w, oplane = d->oh * d->ow;
+    const size_t ow = d->ow, w = d->w, whole = ow / X512_VL * X512_VL;
+    const size_t dout_len = d->n * d->oc * oplane, in_len = d->n * d->c * plane;
+    const size_t far = off[W512_TAPS - 1];   /* taps go in order */
+    __m512 acc[W512_OCS][W512_TAPS];
+
+#pragma GCC unroll 8
+    for (int b = 0; b < nob; b++)
+#pragma GCC unroll 8
+        for (int t = 0; t < W512_TAPS; t++)
+            acc[b][t] = _mm512_setzero_ps();
+    if (ow >= X512_VL) {
+        /* whole slots, then one moved left to end the row, counting only
+         * its lanes past the last whole slot; every load stays in the row */
+        const __mmask16 mtail = (__mmask16)(0xFFFFu << (X512_VL - (ow - whole)));
+        for (size_t n = 0; n < d->n; n++) {
+            const float *g = dout + (n * d->oc + oc) * oplane;   /* (nob, OH, OW) */
+            const float *xs = in + (n * d->c + c) * plane;       /* (H, W) */
+            for (size_t y = 0; y < d->oh; y++, g += ow, xs += w) {
+                for (size_t x = 0; x < whole; x += X512_VL)
+                    dw_step_avx512(acc, g + x, oplane, xs + x, off, 0xFFFF, nob, row,
+                                   STEP_WHOLE);
+                if (whole < ow)
+                    dw_step_avx512(acc, g + ow - X512_VL, oplane, xs + ow - X512_VL, off,
+                                   mtail, nob, row, STEP_MASK_FMA);
+            }
+        }
+    } else {
+        /* one slot per row, its lanes past the row masked off; its whole
+         * loads run past the row, so check they stay in the buffers */
+        const __mmask16 m = (__mmask16)((1u << ow) - 1);
+        for (size_t n = 0; n < d->n; n++) {
+            const size_t gi = (n * d->oc + oc) * oplane, xi = (n * d->c + c) * plane;
+            for (size_t y = 0; y < d->oh; y++) {
+                const float *g = dout + gi + y * ow, *xr = in + xi + y * w;
+                if (gi + (nob - 1) * oplane + y * ow + X512_VL <= dout_len &&
+                    xi + y * w + far + X512_VL <= in_len)
+                    dw_step_avx512(acc, g, oplane, xr, off, m, nob, row, STEP_MASK_FMA);
+                else
+                    dw_step_avx512(acc, g, oplane, xr, off, m, nob, row, STEP_MASK_LOAD);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < nob; b++)
+#pragma GCC unroll 8
+        for (int t = 0; t < W512_TAPS; t++)
+            dw[((oc + (size_t)b) * d->c + c) * taps + tap[t]] = _mm512_reduce_add_ps(acc[b][t]);
+}
+
+/* The blocks of one tap layout in a function of their own: GCC allocates
+ * registers per function, and one holding every variant spills. */
+__attribute__((target("avx512f"), noinline)) static void
+dw_row_avx512(float *dw, const float *dout, const float *in, const sl__conv2d_dims *d,
+              size_t oc, size_t c, const size_t *tap, const size_t *off, size_t nob)
+{
+    switch (nob) {
+    case 1:
+        dw_block_avx512(dw, dout, in, d, oc, c, tap, off, 1, 1);
+        break;
+    case 2:
+        dw_block_avx512(dw, dout, in, d, oc, c, tap, off, 2, 1);
+        break;
+    case 3:
+        dw_block_avx512(dw, dout, in, d, oc, c, tap, off, 3, 1);
+        break;
+    default:
+        dw_block_avx512(dw, dout, in, d, oc, c, tap, off, 4, 1);
+        break;
+    }
+}
+
+__attribute__((target("avx512f"), noinline)) static void
+dw_list_avx512(float *dw, const float *dout, const float *in, const sl__conv2d_dims *d,
+               size_t oc, size_t c, const size_t *tap, const size_t *off, size_t nob)
+{
+    switch (nob) {
+    case 1:
+        dw_block_avx512(dw, dout, in, d, oc, c, tap, off, 1, 0);
+        break;
+    case 2:
+        dw_block_avx512(dw, dout, in, d, oc, c, tap, off, 2, 0);
+        break;
+    case 3:
+        dw_block_avx512(dw, dout, in, d, oc, c, tap, off, 3, 0);
+        break;
+    default:
+        dw_block_avx512(dw, dout, in, d, oc, c, tap, off, 4, 0);
+        break;
+    }
+}
+
+__attribute__((target("avx512f"))) static void dw_avx512(float *dw, const float *dout,
+                                                         const float *in,
+                                                         const sl__conv2d_dims *d, size_t oc0,
+                                                         size_t oc1)
+{
+    const size_t nblk = even_blocks(oc1 - oc0, W512_OCS);
+    for (size_t b = 0; b < nblk; b++) {
+        size_t o0, nob;
+        even_block(oc1 - oc0, W512_OCS, b, &o0, &nob);
+        for (size_t c = 0; c < d->c; c++) {
+            for (size_t i = 0; i < dw_tap_blocks(d, W512_TAPS); i++) {
+                size_t tap[W512_TAPS], off[W512_TAPS];
+                if (dw_tap_block(d, W512_TAPS, i, tap, off))
+                    dw_row_avx512(dw, dout, in, d, oc0 + o0, c, tap, off, nob);
+                else
+                    dw_list_avx512(dw, dout, in, d, oc0 + o0, c, tap, off, nob);
+            }
+        }
+    }
+}
+
+/* --- AVX2 + FMA ------------------------------------------------------------ */
+
+/* 16 registers: a correlation block is 2 slots times up to 6 channels (12
+ * accumulators), a dw block up to 2 channels times 5 taps (10). */
+enum { X256_VL = 8, X256_SLOTS = 2, X256_OCS = 6, W256_OCS = 2, W256_TAPS = 5 };
+
+/* Lanes [lo, hi) of a mask, 0 <= lo <= hi <= 8. */
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256i
+mask_avx2(size_t lo, size_t hi)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), lane),
+                            _mm256_cmpgt_epi32(lane, _mm256_set1_epi32((int)lo - 1)));
+}
+
+/* As load_avx512. */
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256
+load_avx2(const float *p, __m256i m, const int masked)
+{
+    __m256 v = masked ? _mm256_maskload_ps(p, m) : _mm256_loadu_ps(p);
+    __asm__("" : "+x"(v));
+    return v;
+}
+
+/* The sum of v's lanes, always in the same order. */
+__attribute__((target("avx2,fma"), always_inline)) static inline float hsum_avx2(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+corr_block_avx2(float *out, const float *in, const float *w, const corr_geom *g,
+                const size_t *in_off, const size_t *out_off, __m256i m, size_t ky0,
+                size_t ky1, size_t o0, const int nob, const int masked)
+{
+    const size_t taps = g->kh * g->kw, ct = g->ci * taps, plane = g->hi * g->wi;
+    const size_t oplane = g->ho * g->wo;
+    __m256 acc[X256_OCS][X256_SLOTS];
+
+#pragma GCC unroll 8
+    for (int b = 0; b < nob; b++)
+#pragma GCC unroll 8
+        for (int j = 0; j < X256_SLOTS; j++)
+            acc[b][j] = _mm256_setzero_ps();
+    for (size_t c = 0; c < g->ci; c++) {
+        for (size_t ky = ky0; ky < ky1; ky++) {
+            const float *ir = in + c * plane + ky * g->wi;
+            const float *wr = w + o0 * ct + c * taps + ky * g->kw;
+            for (size_t kx = 0; kx < g->kw; kx++) {
+                __m256 x[X256_SLOTS];
+#pragma GCC unroll 8
+                for (int j = 0; j < X256_SLOTS; j++)
+                    x[j] = load_avx2(ir + in_off[j] + kx, m, masked);
+#pragma GCC unroll 8
+                for (int b = 0; b < nob; b++) {
+                    __m256 wv = _mm256_broadcast_ss(wr + (size_t)b * ct + kx);
+#pragma GCC unroll 8
+                    for (int j = 0; j < X256_SLOTS; j++)
+                        acc[b][j] = _mm256_fmadd_ps(wv, x[j], acc[b][j]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < nob; b++)
+#pragma GCC unroll 8
+        for (int j = 0; j < X256_SLOTS; j++)
+            _mm256_maskstore_ps(out + (o0 + (size_t)b) * oplane + out_off[j], m, acc[b][j]);
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+corr_channels_avx2(float *out, const float *in, const float *w, const corr_geom *g,
+                   const size_t *in_off, const size_t *out_off, __m256i m, size_t ky0,
+                   size_t ky1, const int masked)
+{
+    const size_t nblk = even_blocks(g->co, X256_OCS);
+    for (size_t b = 0; b < nblk; b++) {
+        size_t o0, nob;
+        even_block(g->co, X256_OCS, b, &o0, &nob);
+        switch (nob) {
+        case 1:
+            corr_block_avx2(out, in, w, g, in_off, out_off, m, ky0, ky1, o0, 1, masked);
+            break;
+        case 2:
+            corr_block_avx2(out, in, w, g, in_off, out_off, m, ky0, ky1, o0, 2, masked);
+            break;
+        case 3:
+            corr_block_avx2(out, in, w, g, in_off, out_off, m, ky0, ky1, o0, 3, masked);
+            break;
+        case 4:
+            corr_block_avx2(out, in, w, g, in_off, out_off, m, ky0, ky1, o0, 4, masked);
+            break;
+        case 5:
+            corr_block_avx2(out, in, w, g, in_off, out_off, m, ky0, ky1, o0, 5, masked);
+            break;
+        default:
+            corr_block_avx2(out, in, w, g, in_off, out_off, m, ky0, ky1, o0, 6, masked);
+            break;
+        }
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void corr_avx2(float *out, const float *in,
+                                                          size_t avail, const float *w,
+                                                          const corr_geom *g)
+{
+    const size_t nslots = g->ns * g->ho * slots_per_row(g->wo, X256_VL);
+    const __m256i m = mask_avx2(0, g->wo < X256_VL ? g->wo : X256_VL);
+    for (size_t s = 0; s * X256_SLOTS < nslots; s++) {
+        size_t in_off[X256_SLOTS], out_off[X256_SLOTS], ky0, ky1;
+        size_t reach = corr_slots(g, X256_VL, s, X256_SLOTS, in_off, out_off, &ky0, &ky1);
+        if (reach <= avail)
+            corr_channels_avx2(out, in, w, g, in_off, out_off, m, ky0, ky1, 0);
+        else
+            corr_channels_avx2(out, in, w, g, in_off, out_off, m, ky0, ky1, 1);
+    }
+}
+
+/* As dw_step_avx512; AVX2 has no masked FMA, so STEP_MASK_FMA zeroes the
+ * lanes outside m in both factors (whatever they held, 0 * 0 adds 0). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+dw_step_avx2(__m256 acc[W256_OCS][W256_TAPS], const float *g, size_t oplane, const float *xr,
+             const size_t *off, __m256i m, const int nob, const int row, const int kind)
+{
+    const __m256 mf = _mm256_castsi256_ps(m);
+    __m256 gv[W256_OCS];
+#pragma GCC unroll 8
+    for (int b = 0; b < nob; b++) {
+        gv[b] = load_avx2(g + (size_t)b * oplane, m, kind == STEP_MASK_LOAD);
+        if (kind == STEP_MASK_FMA)
+            gv[b] = _mm256_and_ps(gv[b], mf);
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < W256_TAPS; t++) {
+        const float *xp = row ? xr + off[0] + t : xr + off[t];
+        __m256 xv = load_avx2(xp, m, kind == STEP_MASK_LOAD);
+        if (kind == STEP_MASK_FMA)
+            xv = _mm256_and_ps(xv, mf);
+#pragma GCC unroll 8
+        for (int b = 0; b < nob; b++)
+            acc[b][t] = _mm256_fmadd_ps(gv[b], xv, acc[b][t]);
+    }
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+dw_block_avx2(float *dw, const float *dout, const float *in, const sl__conv2d_dims *d,
+              size_t oc, size_t c, const size_t *tap, const size_t *off, const int nob,
+              const int row)
+{
+    const size_t taps = d->kh * d->kw, plane = d->h * d->w, oplane = d->oh * d->ow;
+    const size_t ow = d->ow, w = d->w, whole = ow / X256_VL * X256_VL;
+    const size_t dout_len = d->n * d->oc * oplane, in_len = d->n * d->c * plane;
+    const size_t far = off[W256_TAPS - 1];
+    const __m256i all = _mm256_set1_epi32(-1);
+    __m256 acc[W256_OCS][W256_TAPS];
+
+#pragma GCC unroll 8
+    for (int b = 0; b < nob; b++)
+#pragma GCC unroll 8
+        for (int t = 0; t < W256_TAPS; t++)
+            acc[b][t] = _mm256_setzero_ps();
+    if (ow >= X256_VL) {
+        const __m256i mtail = mask_avx2(X256_VL - (ow - whole), X256_VL);
+        for (size_t n = 0; n < d->n; n++) {
+            const float *g = dout + (n * d->oc + oc) * oplane;
+            const float *xs = in + (n * d->c + c) * plane;
+            for (size_t y = 0; y < d->oh; y++, g += ow, xs += w) {
+                for (size_t x = 0; x < whole; x += X256_VL)
+                    dw_step_avx2(acc, g + x, oplane, xs + x, off, all, nob, row, STEP_WHOLE);
+                if (whole < ow)
+                    dw_step_avx2(acc, g + ow - X256_VL, oplane, xs + ow - X256_VL, off, mtail,
+                                 nob, row, STEP_MASK_FMA);
+            }
+        }
+    } else {
+        const __m256i m = mask_avx2(0, ow);
+        for (size_t n = 0; n < d->n; n++) {
+            const size_t gi = (n * d->oc + oc) * oplane, xi = (n * d->c + c) * plane;
+            for (size_t y = 0; y < d->oh; y++) {
+                const float *g = dout + gi + y * ow, *xr = in + xi + y * w;
+                if (gi + (nob - 1) * oplane + y * ow + X256_VL <= dout_len &&
+                    xi + y * w + far + X256_VL <= in_len)
+                    dw_step_avx2(acc, g, oplane, xr, off, m, nob, row, STEP_MASK_FMA);
+                else
+                    dw_step_avx2(acc, g, oplane, xr, off, m, nob, row, STEP_MASK_LOAD);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < nob; b++)
+#pragma GCC unroll 8
+        for (int t = 0; t < W256_TAPS; t++)
+            dw[((oc + (size_t)b) * d->c + c) * taps + tap[t]] = hsum_avx2(acc[b][t]);
+}
+
+__attribute__((target("avx2,fma"))) static void dw_avx2(float *dw, const float *dout,
+                                                        const float *in,
+                                                        const sl__conv2d_dims *d, size_t oc0,
+                                                        size_t oc1)
+{
+    const size_t nblk = even_blocks(oc1 - oc0, W256_OCS);
+    for (size_t b = 0; b < nblk; b++) {
+        size_t o0, nob;
+        even_block(oc1 - oc0, W256_OCS, b, &o0, &nob);
+        for (size_t c = 0; c < d->c; c++) {
+            for (size_t i = 0; i < dw_tap_blocks(d, W256_TAPS); i++) {
+                size_t tap[W256_TAPS], off[W256_TAPS];
+                const int row = dw_tap_block(d, W256_TAPS, i, tap, off);
+                if (nob == 1 && row)
+                    dw_block_avx2(dw, dout, in, d, oc0 + o0, c, tap, off, 1, 1);
+                else if (nob == 1)
+                    dw_block_avx2(dw, dout, in, d, oc0 + o0, c, tap, off, 1, 0);
+                else if (row)
+                    dw_block_avx2(dw, dout, in, d, oc0 + o0, c, tap, off, 2, 1);
+                else
+                    dw_block_avx2(dw, dout, in, d, oc0 + o0, c, tap, off, 2, 0);
+            }
+        }
+    }
+}
+
+#endif /* SL_CONV2D_X86 */
+
+/* --- path choice ----------------------------------------------------------- */
+
+static pthread_once_t paths_once = PTHREAD_ONCE_INIT;
+static int path_ok[SL__CONV2D_PATH_COUNT];   /* written once, by find_paths */
+
+static void find_paths(void)
+{
+    path_ok[SL__CONV2D_PATH_C] = 1;
+#ifdef SL_CONV2D_X86
+    __builtin_cpu_init();
+    /* libgcc's checks include the OS saving the AVX / AVX-512 registers */
+    path_ok[SL__CONV2D_PATH_AVX2] =
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    path_ok[SL__CONV2D_PATH_AVX512] = __builtin_cpu_supports("avx512f");
+#endif
+}
+
+int sl__conv2d_path_supported(sl__conv2d_path p)
+{
+    pthread_once(&paths_once, find_paths);
+    return p >= 0 && p < SL__CONV2D_PATH_COUNT && path_ok[p];
+}
+
+sl__conv2d_path sl__conv2d_best_path(void)
+{
+    if (sl__conv2d_path_supported(SL__CONV2D_PATH_AVX512))
+        return SL__CONV2D_PATH_AVX512;
+    if (sl__conv2d_path_supported(SL__CONV2D_PATH_AVX2))
+        return SL__CONV2D_PATH_AVX2;
+    return SL__CONV2D_PATH_C;
+}
+
+/* The correlation; in may be read up to in + avail. */
+static void corr(sl__conv2d_path p, float *out, const float *in, size_t avail, const float *w,
+                 const corr_geom *g)
+{
+    switch (p) {
+#ifdef SL_CONV2D_X86
+    case SL__CONV2D_PATH_AVX512:
+        corr_avx512(out, in, avail, w, g);
+        return;
+    case SL__CONV2D_PATH_AVX2:
+        corr_avx2(out, in, avail, w, g);
+        return;
+#endif
+    default:
+        (void)avail;
+        corr_c(out, in, w, g);
+        return;
+    }
+}
+
+/* --- the kernels ------------------------------------------------------------- */
+
+void sl__conv2d_direct_forward(sl__conv2d_path p, float *out, const float *in,
+                               const float *weight, const sl__conv2d_dims *d, size_t n0,
+                               size_t n1)
+{
+    const corr_geom g = {n1 - n0, 0,   d->c,  d->h,  d->w, d->oc,
+                         d->kh,   d->kw, d->oh, d->ow, 0,    d->h};
+    const size_t in_sz = d->c * d->h * d->w, out_sz = d->oc * d->oh * d->ow;
+    SL_ASSERT(n0 <= n1 && n1 <= d->n && sl__conv2d_is_direct(d) && sl__conv2d_path_supported(p));
+    /* all the range's samples at once: slot blocks run across samples, so
+     * only the range's very last block can overlap */
+    if (n0 < n1)
+        corr(p, out + n0 * out_sz, in + n0 * in_sz, (d->n - n0) * in_sz, weight, &g);
+}
+
+size_t sl__conv2d_direct_scratch_size(const sl__conv2d_dims *d)
+{
+    /* (GROUP, OC, OH + 2KH - 2, OW + 2KW - 2), then (C, OC, KH, KW) */
+    return SL__CONV2D_GROUP * d->oc * (d->h + d->kh - 1) * (d->w + d->kw - 1) +
+           d->oc * d->c * d->kh * d->kw;
+}
+
+void sl__conv2d_direct_backward_input(sl__conv2d_path p, float *din, float *scratch,
+                                      const float *dout, const float *weight,
+                                      const sl__conv2d_dims *d, size_t n0, size_t n1)
+{
+    const size_t hp = d->h + d->kh - 1, wp = d->w + d->kw - 1;   /* padded dout plane */
+    const size_t taps = d->kh * d->kw, pad_sz = d->oc * hp * wp;
+    const size_t in_sz = d->c * d->h * d->w, out_sz = d->oc * d->oh * d->ow;
+    /* the flipped weights after the padded samples: whole-vector loads that
+     * run past the padded planes read them, not past the scratch */
+    float *pad = scratch;                                  /* (GROUP, OC, HP, WP) */
+    float *flip = scratch + SL__CONV2D_GROUP * pad_sz;     /* (C, OC, KH, KW) */
+    SL_ASSERT(n0 <= n1 && n1 <= d->n && sl__conv2d_is_direct(d) && sl__conv2d_path_supported(p));
+
+    for (size_t c = 0; c < d->c; c++)
+        for (size_t oc = 0; oc < d->oc; oc++)
+            for (size_t t = 0; t < taps; t++)
+                flip[(c * d->oc + oc) * taps + t] = weight[(oc * d->c + c) * taps + taps - 1 - t];
+    /* the borders stay zero: each group rewrites only the insides */
+    memset(pad, 0, SL__CONV2D_GROUP * pad_sz * sizeof *pad);
+    for (size_t n = n0; n < n1; n += SL__CONV2D_GROUP) {
+        const size_t ns = n1 - n < SL__CONV2D_GROUP ? n1 - n : SL__CONV2D_GROUP;
+        const corr_geom g = {ns,    1,     d->oc, hp,        wp,
+                             d->c,  d->kh, d->kw, d->h,      d->w,
+                             d->kh - 1, d->kh - 1 + d->oh};
+        for (size_t s = 0; s < ns; s++)
+            for (size_t oc = 0; oc < d->oc; oc++)
+                for (size_t y = 0; y < d->oh; y++)
+                    memcpy(pad + s * pad_sz + (oc * hp + d->kh - 1 + y) * wp + d->kw - 1,
+                           dout + (n + s) * out_sz + (oc * d->oh + y) * d->ow,
+                           d->ow * sizeof *pad);
+        corr(p, din + n * in_sz, pad, sl__conv2d_direct_scratch_size(d), flip, &g);
+    }
+}
+
+void sl__conv2d_direct_backward_weight(sl__conv2d_path p, float *dweight, const float *dout,
+                                       const float *in, const sl__conv2d_dims *d, size_t oc0,
+                                       size_t oc1)
+{
+    SL_ASSERT(oc0 <= oc1 && oc1 <= d->oc && sl__conv2d_is_direct(d) &&
+              sl__conv2d_path_supported(p));
+    if (oc0 == oc1)
+        return;
+    switch (p) {
+#ifdef SL_CONV2D_X86
+    case SL__CONV2D_PATH_AVX512:
+        dw_avx512(dweight, dout, in, d, oc0, oc1);
+        return;
+    case SL__CONV2D_PATH_AVX2:
+        dw_avx2(dweight, dout, in, d, oc0, oc1);
+        return;
+#endif
+    default:
+        dw_c(dweight, dout, in, d, oc0, oc1);
+        return;
+    }
+}
