@@ -103,15 +103,22 @@ size_t sl__conv2d_im2col_dcols_size(const sl__conv2d_dims *d)
     return conv_rows(d) * conv_cols(d);
 }
 
+/* Direct kernels where they fit and a vector path exists; without one
+ * (no AVX2, or not x86) the plain C direct loops are 3-8x slower than
+ * im2col through OpenBLAS, so im2col it is. */
+static int use_direct(const sl__conv2d_dims *d)
+{
+    return sl__conv2d_is_direct(d) && sl__conv2d_best_path() != SL__CONV2D_PATH_C;
+}
+
 size_t sl__conv2d_cols_size(const sl__conv2d_dims *d)
 {
-    return sl__conv2d_is_direct(d) ? 0 : sl__conv2d_im2col_cols_size(d);
+    return use_direct(d) ? 0 : sl__conv2d_im2col_cols_size(d);
 }
 
 size_t sl__conv2d_dcols_size(const sl__conv2d_dims *d)
 {
-    return sl__conv2d_is_direct(d) ? sl__conv2d_direct_scratch_size(d)
-                                   : sl__conv2d_im2col_dcols_size(d);
+    return use_direct(d) ? sl__conv2d_direct_scratch_size(d) : sl__conv2d_im2col_dcols_size(d);
 }
 
 /* The outputs o in [0, out) whose input position o * stride + k - pad falls
@@ -293,7 +300,7 @@ void sl__conv2d_im2col_backward_weight(float *dweight, const float *dout, const 
 void sl__conv2d_forward(float *out, float *cols, const float *in, const float *weight,
                         const sl__conv2d_dims *d, size_t n0, size_t n1)
 {
-    if (sl__conv2d_is_direct(d))
+    if (use_direct(d))
         sl__conv2d_direct_forward(sl__conv2d_best_path(), out, in, weight, d, n0, n1);
     else
         sl__conv2d_im2col_forward(out, cols, in, weight, d, n0, n1);
@@ -303,7 +310,7 @@ void sl__conv2d_backward_input(float *din, float *dcols, const float *dout,
                                const float *weight, const sl__conv2d_dims *d, size_t n0,
                                size_t n1)
 {
-    if (sl__conv2d_is_direct(d))
+    if (use_direct(d))
         sl__conv2d_direct_backward_input(sl__conv2d_best_path(), din, dcols, dout, weight, d,
                                          n0, n1);
     else
@@ -314,7 +321,7 @@ void sl__conv2d_backward_weight(float *dweight, const float *dout, const float *
                                 const float *in, const sl__conv2d_dims *d, size_t oc0,
                                 size_t oc1)
 {
-    if (sl__conv2d_is_direct(d))
+    if (use_direct(d))
         sl__conv2d_direct_backward_weight(sl__conv2d_best_path(), dweight, dout, in, d, oc0,
                                           oc1);
     else

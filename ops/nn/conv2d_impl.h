@@ -10,7 +10,9 @@
  *   saves the columns its weight gradient reads.
  *
  * sl__conv2d_forward and friends (nn.h) run the direct kernels on the best
- * path of this CPU when sl__conv2d_is_direct(d), im2col otherwise. */
+ * path of this CPU when sl__conv2d_is_direct(d) and that path is a vector
+ * one (AVX2 or AVX-512), im2col otherwise: the plain C direct loops are
+ * slower than im2col through OpenBLAS, so they serve only as a reference. */
 #ifndef SLUICE_OPS_NN_CONV2D_IMPL_H
 #define SLUICE_OPS_NN_CONV2D_IMPL_H
 
