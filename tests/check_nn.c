@@ -97,6 +97,27 @@ static void check_grad(const char *what, size_t i, float analytic, double fd, do
                   fd);
 }
 
+/* Checks grad against central differences of loss(ctx), nudging every
+ * element of x (every 7th when there are more than `dense` of them) by
+ * +-1e-2. The kernels are linear in each argument, so the difference is
+ * exact but for float rounding, which 1e-2 keeps small beside it. */
+static void fd_check(double (*loss)(void *ctx), void *ctx, float *x, size_t nx,
+                     const float *grad, const char *what, size_t dense)
+{
+    const float eps = 1e-2f;
+    size_t step = nx > dense ? 7 : 1;
+    for (size_t i = 0; i < nx; i += step) {
+        float keep = x[i];
+        double lp, lm;
+        x[i] = keep + eps;
+        lp = loss(ctx);
+        x[i] = keep - eps;
+        lm = loss(ctx);
+        x[i] = keep;
+        check_grad(what, i, grad[i], (lp - lm) / (double)((keep + eps) - (keep - eps)), 1e-3);
+    }
+}
+
 /* --- range splitting ------------------------------------------------------ */
 
 /* A ranged kernel under test: run(ctx, a, b) computes the range [a, b) of
@@ -357,30 +378,11 @@ static void conv_fd_free(conv_fd *f)
     free(f->r);
 }
 
-static double conv_loss(conv_fd *f)
+static double conv_loss(void *ctx)
 {
+    conv_fd *f = ctx;
     sl__conv2d_forward(f->out, f->cols, f->in, f->w, &f->d, 0, f->d.n);
     return dot_d(f->out, f->r, conv_out_size(&f->d));
-}
-
-/* Every element of x (or every step-th, for the big LeNet shapes) nudged by
- * +-eps. The conv is linear in x, so the difference is exact but for
- * float rounding; eps 1e-2 keeps that rounding small next to it. */
-static void conv_fd_check(conv_fd *f, float *x, size_t nx, const float *grad,
-                          const char *what)
-{
-    const float eps = 1e-2f;
-    size_t step = nx > 600 ? 7 : 1;
-    for (size_t i = 0; i < nx; i += step) {
-        float keep = x[i];
-        double lp, lm;
-        x[i] = keep + eps;
-        lp = conv_loss(f);
-        x[i] = keep - eps;
-        lm = conv_loss(f);
-        x[i] = keep;
-        check_grad(what, i, grad[i], (lp - lm) / (double)((keep + eps) - (keep - eps)), 1e-3);
-    }
 }
 
 START_TEST(test_conv_backward_input)
@@ -395,7 +397,7 @@ START_TEST(test_conv_backward_input)
     fill_nan(din, nin); /* the kernel writes, it does not accumulate */
     fill_nan(dcols, sl__conv2d_dcols_size(&f.d));
     sl__conv2d_backward_input(din, dcols, f.r, f.w, &f.d, 0, f.d.n);
-    conv_fd_check(&f, f.in, nin, din, "conv2d din");
+    fd_check(conv_loss, &f, f.in, nin, din, "conv2d din", 600);
     free(din);
     free(dcols);
     conv_fd_free(&f);
@@ -413,7 +415,7 @@ START_TEST(test_conv_backward_weight)
     fill_nan(dw, nw);
     conv_loss(&f); /* the forward saves the columns the backward reads */
     sl__conv2d_backward_weight(dw, f.r, f.cols, f.in, &f.d, 0, f.d.oc);
-    conv_fd_check(&f, f.w, nw, dw, "conv2d dweight");
+    fd_check(conv_loss, &f, f.w, nw, dw, "conv2d dweight", 600);
     free(dw);
     conv_fd_free(&f);
 }
@@ -744,27 +746,11 @@ typedef struct direct_fd {
     sl__conv2d_path path;
 } direct_fd;
 
-static double direct_loss(direct_fd *f)
+static double direct_loss(void *ctx)
 {
+    direct_fd *f = ctx;
     sl__conv2d_direct_forward(f->path, f->b.out, f->b.in, f->b.w, &f->b.d, 0, f->b.d.n);
     return dot_d(f->b.out, f->b.dout, f->b.nout);
-}
-
-static void direct_fd_check(direct_fd *f, float *x, size_t nx, const float *grad,
-                            const char *what)
-{
-    const float eps = 1e-2f;
-    size_t step = nx > 600 ? 7 : 1;
-    for (size_t i = 0; i < nx; i += step) {
-        float keep = x[i];
-        double lp, lm;
-        x[i] = keep + eps;
-        lp = direct_loss(f);
-        x[i] = keep - eps;
-        lm = direct_loss(f);
-        x[i] = keep;
-        check_grad(what, i, grad[i], (lp - lm) / (double)((keep + eps) - (keep - eps)), 1e-3);
-    }
 }
 
 START_TEST(test_conv_direct_finite_diff)
@@ -778,8 +764,8 @@ START_TEST(test_conv_direct_finite_diff)
     sl__conv2d_direct_backward_input(f.path, f.b.din, f.b.scratch, f.b.dout, f.b.w, &f.b.d, 0,
                                      f.b.d.n);
     sl__conv2d_direct_backward_weight(f.path, f.b.dw, f.b.dout, f.b.in, &f.b.d, 0, f.b.d.oc);
-    direct_fd_check(&f, f.b.in, f.b.nin, f.b.din, "direct din");
-    direct_fd_check(&f, f.b.w, f.b.nw, f.b.dw, "direct dweight");
+    fd_check(direct_loss, &f, f.b.in, f.b.nin, f.b.din, "direct din", 600);
+    fd_check(direct_loss, &f, f.b.w, f.b.nw, f.b.dw, "direct dweight", 600);
     direct_free(&f.b);
 }
 END_TEST
@@ -1229,27 +1215,11 @@ typedef struct dense_fd {
     float *in, *w, *b, *out, *r;
 } dense_fd;
 
-static double dense_loss(dense_fd *f)
+static double dense_loss(void *ctx)
 {
+    dense_fd *f = ctx;
     sl__dense_forward(f->out, f->in, f->w, f->b, f->n, f->ni, f->no, 0, f->n);
     return dot_d(f->out, f->r, f->n * f->no);
-}
-
-/* Dense is linear in each argument: see conv_fd_check. */
-static void dense_fd_check(dense_fd *f, float *x, size_t nx, const float *grad,
-                           const char *what)
-{
-    const float eps = 1e-2f;
-    for (size_t i = 0; i < nx; i++) {
-        float keep = x[i];
-        double lp, lm;
-        x[i] = keep + eps;
-        lp = dense_loss(f);
-        x[i] = keep - eps;
-        lm = dense_loss(f);
-        x[i] = keep;
-        check_grad(what, i, grad[i], (lp - lm) / (double)((keep + eps) - (keep - eps)), 1e-3);
-    }
 }
 
 START_TEST(test_dense_backward)
@@ -1279,9 +1249,9 @@ START_TEST(test_dense_backward)
     fill_nan(db, f.no);
     sl__dense_backward_input(din, f.r, f.w, f.n, f.ni, f.no, 0, f.n);
     sl__dense_backward_weight(dw, db, f.r, f.in, f.n, f.ni, f.no, 0, f.no);
-    dense_fd_check(&f, f.in, f.n * f.ni, din, "dense din");
-    dense_fd_check(&f, f.w, f.no * f.ni, dw, "dense dweight");
-    dense_fd_check(&f, f.b, f.no, db, "dense dbias");
+    fd_check(dense_loss, &f, f.in, f.n * f.ni, din, "dense din", (size_t)-1);
+    fd_check(dense_loss, &f, f.w, f.no * f.ni, dw, "dense dweight", (size_t)-1);
+    fd_check(dense_loss, &f, f.b, f.no, db, "dense dbias", (size_t)-1);
     /* dbias NULL: the weight gradient alone, the same bits */
     {
         float *dw2 = falloc(f.no * f.ni);
