@@ -1,43 +1,98 @@
 /* executor.c: the executor's own thread. The host posts a job (run this
  * step) and waits; the executor's thread runs it with its team of helpers.
  * Keeping the computation on one long-lived thread is what lets a later
- * device queue feed it without the host in the loop. */
+ * device queue feed it without the host in the loop.
+ *
+ * The job slot holds one job. Posts are numbered (tickets): a poster waits
+ * while the slot is taken, and a waiter waits until the job with its own
+ * ticket is done, so two hosts posting to one executor each get their own
+ * job's completion. Whoever runs on the team holds team_lock: the
+ * executor's thread around each job, or a thread running a step in place.
+ * A job that itself runs a step (a loop of GetNext and steps, say) runs it
+ * in place, on the executor's thread, which already holds the team. */
 #include "exec/step_impl.h"
 
-#include <cblas.h>
+#include <errno.h>
 #include <stdlib.h>
+#include <time.h>
+
+#include "exec/blas.h"
 
 void sl_executor_options_init(sl_executor_options *o)
 {
     o->threads = 1;
     o->blas_threads = 1;
+    o->spin_ns = -1;
 }
 
 static void *executor_main(void *arg)
 {
     sl_executor *ex = arg;
-    int rc = sl__team_init(&ex->team, ex->team.nthreads);
+    int rc = sl__team_init(&ex->team, ex->team.nthreads, ex->spin_ns);
 
     pthread_mutex_lock(&ex->lock);
-    ex->job_done = rc; /* the starter waits for this */
+    ex->init_status = rc; /* the starter waits for this */
     ex->started = rc == SL_OK ? 1 : -1;
     pthread_cond_broadcast(&ex->cond);
     while (rc == SL_OK) {
-        while (!ex->job_posted && !ex->stop)
+        void (*job)(void *);
+        void *job_arg;
+        uint64_t ticket;
+        while (ex->taken == ex->posted && !ex->stop)
             pthread_cond_wait(&ex->cond, &ex->lock);
-        if (ex->stop)
+        if (ex->taken == ex->posted) /* stopping, nothing left */
             break;
-        ex->job_posted = 0;
+        job = ex->job;
+        job_arg = ex->job_arg;
+        ticket = ++ex->taken;
+        pthread_cond_broadcast(&ex->cond); /* the slot is free for the next poster */
         pthread_mutex_unlock(&ex->lock);
-        ex->job(ex->job_arg);
+
+        pthread_mutex_lock(&ex->team_lock);
+        job(job_arg);
+        pthread_mutex_unlock(&ex->team_lock);
+
         pthread_mutex_lock(&ex->lock);
-        ex->job_done = 1;
+        ex->done = ticket;
         pthread_cond_broadcast(&ex->cond);
     }
     pthread_mutex_unlock(&ex->lock);
     if (rc == SL_OK)
         sl__team_destroy(&ex->team);
     return NULL;
+}
+
+/* The executor's lock and condition (on the monotonic clock, for timed
+ * waits), and the team lock. */
+static int init_sync(sl_executor *ex)
+{
+    pthread_condattr_t attr;
+    if (pthread_mutex_init(&ex->lock, NULL) != 0)
+        return SL_ENOMEM;
+    if (pthread_mutex_init(&ex->team_lock, NULL) != 0) {
+        pthread_mutex_destroy(&ex->lock);
+        return SL_ENOMEM;
+    }
+    if (pthread_condattr_init(&attr) != 0)
+        goto fail;
+    if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 ||
+        pthread_cond_init(&ex->cond, &attr) != 0) {
+        pthread_condattr_destroy(&attr);
+        goto fail;
+    }
+    pthread_condattr_destroy(&attr);
+    return SL_OK;
+fail:
+    pthread_mutex_destroy(&ex->team_lock);
+    pthread_mutex_destroy(&ex->lock);
+    return SL_ENOMEM;
+}
+
+static void destroy_sync(sl_executor *ex)
+{
+    pthread_cond_destroy(&ex->cond);
+    pthread_mutex_destroy(&ex->team_lock);
+    pthread_mutex_destroy(&ex->lock);
 }
 
 int sl_executor_new(sl_executor **out, const sl_executor_options *o)
@@ -57,34 +112,36 @@ int sl_executor_new(sl_executor **out, const sl_executor_options *o)
     if (!ex)
         return SL_ENOMEM;
     ex->team.nthreads = o->threads;
+    ex->spin_ns = o->spin_ns;
     ex->blas_threads = o->blas_threads;
-    /* OpenBLAS's thread count is process-wide; the executor states it
-     * rather than inheriting whatever OPENBLAS_NUM_THREADS said. */
-    openblas_set_num_threads(o->blas_threads);
-    if (pthread_mutex_init(&ex->lock, NULL) != 0) {
+    /* OpenBLAS's thread count is process-wide: every executor alive must
+     * agree on it (see blas.h). */
+    rc = sl__blas_acquire(o->blas_threads);
+    if (rc < 0) {
         free(ex);
-        return SL_ENOMEM;
+        return rc;
     }
-    if (pthread_cond_init(&ex->cond, NULL) != 0) {
-        pthread_mutex_destroy(&ex->lock);
+    rc = init_sync(ex);
+    if (rc < 0) {
+        sl__blas_release();
         free(ex);
-        return SL_ENOMEM;
+        return rc;
     }
     if (pthread_create(&ex->thread, NULL, executor_main, ex) != 0) {
-        pthread_cond_destroy(&ex->cond);
-        pthread_mutex_destroy(&ex->lock);
+        destroy_sync(ex);
+        sl__blas_release();
         free(ex);
         return SL_ETHREAD;
     }
     pthread_mutex_lock(&ex->lock);
     while (ex->started == 0)
         pthread_cond_wait(&ex->cond, &ex->lock);
-    rc = ex->started > 0 ? SL_OK : ex->job_done;
+    rc = ex->started > 0 ? SL_OK : ex->init_status;
     pthread_mutex_unlock(&ex->lock);
     if (rc != SL_OK) {
         pthread_join(ex->thread, NULL);
-        pthread_cond_destroy(&ex->cond);
-        pthread_mutex_destroy(&ex->lock);
+        destroy_sync(ex);
+        sl__blas_release();
         free(ex);
         return rc;
     }
@@ -92,17 +149,77 @@ int sl_executor_new(sl_executor **out, const sl_executor_options *o)
     return SL_OK;
 }
 
-void sl__executor_call(sl_executor *ex, void (*job)(void *arg), void *arg)
+int sl__executor_on_own_thread(const sl_executor *ex)
+{
+    return pthread_equal(pthread_self(), ex->thread);
+}
+
+int sl__executor_post(sl_executor *ex, void (*job)(void *arg), void *arg, uint64_t *ticket)
 {
     pthread_mutex_lock(&ex->lock);
+    while (ex->taken != ex->posted && !ex->stop) /* the slot holds another's job */
+        pthread_cond_wait(&ex->cond, &ex->lock);
+    if (ex->stop) {
+        pthread_mutex_unlock(&ex->lock);
+        return SL_ECLOSED;
+    }
     ex->job = job;
     ex->job_arg = arg;
-    ex->job_done = 0;
-    ex->job_posted = 1;
+    *ticket = ++ex->posted;
     pthread_cond_broadcast(&ex->cond);
-    while (!ex->job_done)
-        pthread_cond_wait(&ex->cond, &ex->lock);
     pthread_mutex_unlock(&ex->lock);
+    return SL_OK;
+}
+
+int sl__executor_wait(sl_executor *ex, uint64_t ticket, int timeout_ms)
+{
+    struct timespec until;
+    int rc = SL_OK;
+    if (timeout_ms >= 0) {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    pthread_mutex_lock(&ex->lock);
+    while (ex->done < ticket && rc == SL_OK) {
+        if (timeout_ms < 0)
+            pthread_cond_wait(&ex->cond, &ex->lock);
+        else if (pthread_cond_timedwait(&ex->cond, &ex->lock, &until) == ETIMEDOUT &&
+                 ex->done < ticket)
+            rc = SL_ETIMEDOUT;
+    }
+    pthread_mutex_unlock(&ex->lock);
+    return rc;
+}
+
+void sl__executor_call(sl_executor *ex, void (*job)(void *arg), void *arg)
+{
+    uint64_t ticket;
+    int rc;
+    if (sl__executor_on_own_thread(ex)) { /* inside a job: the team is ours */
+        job(arg);
+        return;
+    }
+    /* Posting fails only once sl_executor_free has begun, which the
+     * caller must not race with. */
+    rc = sl__executor_post(ex, job, arg, &ticket);
+    SL_ASSERT(rc == SL_OK);
+    sl__executor_wait(ex, ticket, -1);
+}
+
+void sl__executor_call_here(sl_executor *ex, void (*job)(void *arg), void *arg)
+{
+    if (sl__executor_on_own_thread(ex)) {
+        job(arg);
+        return;
+    }
+    pthread_mutex_lock(&ex->team_lock);
+    job(arg);
+    pthread_mutex_unlock(&ex->team_lock);
 }
 
 void sl_executor_free(sl_executor *ex)
@@ -114,12 +231,21 @@ void sl_executor_free(sl_executor *ex)
     pthread_cond_broadcast(&ex->cond);
     pthread_mutex_unlock(&ex->lock);
     pthread_join(ex->thread, NULL);
-    pthread_cond_destroy(&ex->cond);
-    pthread_mutex_destroy(&ex->lock);
+    destroy_sync(ex);
+    sl__blas_release();
     free(ex);
 }
 
 int sl_executor_threads(const sl_executor *ex)
 {
     return ex->team.nthreads;
+}
+
+void sl_executor_get_stats(const sl_executor *ex, sl_executor_stats *out)
+{
+    out->threads = ex->team.nthreads;
+    out->blas_threads = ex->blas_threads;
+    out->spin_ns = ex->team.spin_ns;
+    out->helper_sleeps = atomic_load(&((sl_executor *)ex)->team.helper_sleeps);
+    out->caller_sleeps = atomic_load(&((sl_executor *)ex)->team.caller_sleeps);
 }

@@ -18,10 +18,21 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* A posted run not yet waited for is waited for before the step is used
+ * again: its inputs are bound in s->ptr until it has run. */
+static void finish_posted(sl_step *s)
+{
+    if (s->posted) {
+        sl__executor_wait(s->ex, s->ticket, -1);
+        s->posted = 0;
+    }
+}
+
 void sl_step_free(sl_step *s)
 {
     if (!s)
         return;
+    finish_posted(s);
     if (s->mode == SL_PYNATIVE_MODE && s->ptr)
         for (int j = 0; j < s->nslots; j++)
             if (s->slots[j].storage == SL__STORE_TEMP && s->ptr[j])
@@ -209,10 +220,56 @@ static void run_job(void *arg)
 
 int sl_step_run(sl_step *s, sl_tensor *const *inputs, size_t ninputs)
 {
-    int rc = bind_inputs(s, inputs, ninputs);
+    int rc;
+    finish_posted(s);
+    rc = bind_inputs(s, inputs, ninputs);
     if (rc < 0)
         return rc;
     sl__executor_call(s->ex, run_job, s);
+    return s->run_status;
+}
+
+int sl_step_run_here(sl_step *s, sl_tensor *const *inputs, size_t ninputs)
+{
+    int rc;
+    finish_posted(s);
+    rc = bind_inputs(s, inputs, ninputs);
+    if (rc < 0)
+        return rc;
+    sl__executor_call_here(s->ex, run_job, s);
+    return s->run_status;
+}
+
+int sl_step_post(sl_step *s, sl_tensor *const *inputs, size_t ninputs)
+{
+    int rc;
+    finish_posted(s);
+    rc = bind_inputs(s, inputs, ninputs);
+    if (rc < 0)
+        return rc;
+    if (sl__executor_on_own_thread(s->ex)) {
+        /* Posting to ourselves would wait on ourselves: run it now, and
+         * let sl_step_wait return its status. */
+        run_job(s);
+        s->ticket = 0;
+    } else {
+        rc = sl__executor_post(s->ex, run_job, s, &s->ticket);
+        if (rc < 0)
+            return sl__errf(&s->err, rc, "post: the executor is shutting down");
+    }
+    s->posted = 1;
+    return SL_OK;
+}
+
+int sl_step_wait(sl_step *s, int timeout_ms)
+{
+    int rc;
+    if (!s->posted)
+        return sl__errf(&s->err, SL_ESTATE, "wait: no run of the step was posted");
+    rc = sl__executor_wait(s->ex, s->ticket, timeout_ms);
+    if (rc < 0)
+        return sl__errf(&s->err, rc, "wait: the step still runs after %d ms", timeout_ms);
+    s->posted = 0;
     return s->run_status;
 }
 

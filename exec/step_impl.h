@@ -12,16 +12,21 @@
 #include "exec/team.h"
 
 struct sl_executor {
-    sl__team team;          /* thread 0 is the executor's own thread */
+    sl__team team;          /* thread 0 is whoever runs a step: the executor's
+                             * own thread, or a caller running in place */
     pthread_t thread;
-    int started;
+    int started;            /* 1 running, -1 failed to start */
+    int init_status;
     int blas_threads;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    /* the job the host posted and waits for */
+    int64_t spin_ns;        /* asked for (-1: the team's default) */
+    pthread_mutex_t lock;   /* guards the job slot and the tickets */
+    pthread_cond_t cond;    /* slot filled or freed, job done, stop (monotonic) */
+    pthread_mutex_t team_lock; /* held by whoever runs on the team */
+    /* the job slot: the job of ticket `posted`, until the thread takes it */
     void (*job)(void *arg);
     void *job_arg;
-    int job_posted, job_done, stop;
+    uint64_t posted, taken, done; /* tickets handed out, taken, finished */
+    int stop;
 };
 
 /* Where one node's value lives. */
@@ -71,6 +76,8 @@ struct sl_step {
     sl_tensor *const *feed;
     long bad_label;      /* -1, or the sample whose label failed */
     int run_status;
+    uint64_t ticket;     /* of the posted run (sl_step_post) */
+    int posted;          /* 1 while a posted run has not been waited for */
     sl__error err;
 };
 
@@ -82,7 +89,21 @@ int sl__plan_arena(sl_step *s);
 /* Runs thread ith's share of the step's current node. */
 void sl__compute_node(void *step, int ith, int nth);
 
-/* Runs job(arg) on the executor's own thread and waits for it. */
+/* Posts job(arg) to the executor's thread: waits while the slot holds
+ * another caller's job, then returns at once with the job's ticket.
+ * SL_ECLOSED once the executor is being freed. */
+int sl__executor_post(sl_executor *ex, void (*job)(void *arg), void *arg, uint64_t *ticket);
+/* Waits until the job of `ticket` is done: SL_OK, or SL_ETIMEDOUT after
+ * timeout_ms (< 0: no limit); the job still runs, and must be waited for
+ * again before what it uses is freed. */
+int sl__executor_wait(sl_executor *ex, uint64_t ticket, int timeout_ms);
+/* Post and wait; called from within a job (on the executor's own thread)
+ * it runs job(arg) there at once instead of waiting on itself. */
 void sl__executor_call(sl_executor *ex, void (*job)(void *arg), void *arg);
+/* Runs job(arg) on the calling thread with the executor's team, once no
+ * one else runs on it. */
+void sl__executor_call_here(sl_executor *ex, void (*job)(void *arg), void *arg);
+/* 1 on the executor's own thread. */
+int sl__executor_on_own_thread(const sl_executor *ex);
 
 #endif

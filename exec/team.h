@@ -1,37 +1,61 @@
 /* team.h: the threads that share each op's work. The thread that calls
- * sl__team_run is thread 0; nthreads - 1 helpers run the same function with
- * their own index, and sl__team_run returns when all are done. Between
- * calls the helpers spin for a short while (the next op comes within
- * microseconds), then sleep. */
+ * sl__team_run is thread 0 (any thread may be, one at a time: the caller
+ * serialises); nthreads - 1 helpers run the same function with their own
+ * index, and sl__team_run returns when all are done.
+ *
+ * Waiting, on both sides, is a short bounded spin and then a sleep on a
+ * condition variable: helpers wait for the next job, the caller waits for
+ * the helpers to finish. The spin pays only when the thread being waited
+ * for is running on another CPU; when the process may use fewer CPUs than
+ * the team has threads, every wait sleeps at once, so the thread being
+ * waited for gets the CPU. */
 #ifndef SLUICE_EXEC_TEAM_H
 #define SLUICE_EXEC_TEAM_H
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 typedef void (*sl__team_fn)(void *arg, int ith, int nth);
+
+/* How long a waiting thread spins before it sleeps, by default. Measured
+ * with `sluice bench train` on 2 cores (see the note in team.c): the gap
+ * between two ops of a step is a few microseconds, the gap between steps
+ * (the host fetching a batch) tens of microseconds or more. */
+#define SL__TEAM_SPIN_NS_DEFAULT 20000
 
 typedef struct sl__team {
     int nthreads;            /* helpers + 1 */
     int nstarted;            /* helpers running */
     pthread_t *helpers;      /* (nthreads - 1) */
+    int64_t spin_ns;         /* bounded spin before a wait sleeps; 0: none */
     sl__team_fn fn;          /* the current job, set before generation moves */
     void *arg;
     atomic_uint generation;  /* bumped once per job */
     atomic_int pending;      /* helpers still in the current job */
     atomic_int stop;
-    pthread_mutex_t lock;    /* guards sleeping and the wait on wake */
-    pthread_cond_t wake;
+    pthread_mutex_t lock;    /* guards sleeping, caller_sleeping and the waits */
+    pthread_cond_t wake;     /* a new job, or stop: helpers wait here */
+    pthread_cond_t done;     /* the last helper finished: the caller waits here */
     int sleeping;            /* helpers waiting on wake */
+    int caller_sleeping;     /* 1 while the caller waits on done */
+    /* For reports and tests: how often a wait ended in a sleep. */
+    atomic_ulong helper_sleeps;
+    atomic_ulong caller_sleeps;
 } sl__team;
 
-/* Starts nthreads - 1 helpers. Returns SL_OK, or SL_ETHREAD/SL_ENOMEM with
+/* Starts nthreads - 1 helpers. spin_ns < 0 picks the default: no spin when
+ * the process may run on fewer CPUs than nthreads, else
+ * SL__TEAM_SPIN_NS_DEFAULT. Returns SL_OK, or SL_ETHREAD/SL_ENOMEM with
  * nothing left running. */
-int sl__team_init(sl__team *t, int nthreads);
+int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns);
 /* Runs fn(arg, ith, nthreads) on every thread; returns when all are done. */
 void sl__team_run(sl__team *t, sl__team_fn fn, void *arg);
 /* Wakes and joins the helpers. */
 void sl__team_destroy(sl__team *t);
+
+/* The CPUs this process may run on (its affinity mask), at least 1. */
+int sl__cpus_available(void);
 
 /* The share [*begin, *end) of n units that thread ith of nth takes, in
  * blocks of `align` units (the last share takes the rest). */

@@ -36,17 +36,31 @@ typedef struct sl_step sl_step;
 
 typedef struct sl_executor_options {
     int threads;      /* compute threads, the executor's own included (default 1) */
-    int blas_threads; /* OpenBLAS's threads (default 1; it is process-wide) */
+    int blas_threads; /* OpenBLAS's threads (default 1). OpenBLAS's count is
+                       * process-wide: every executor alive at once must ask
+                       * for the same count */
+    int64_t spin_ns;  /* how long a compute thread spins waiting for the
+                       * others before it sleeps (default -1: 20 us, or no
+                       * spin when the process has fewer CPUs than threads) */
 } sl_executor_options;
+
+typedef struct sl_executor_stats {
+    int threads, blas_threads;
+    int64_t spin_ns;          /* the spin in force */
+    uint64_t helper_sleeps;   /* times a helper slept waiting for the next op */
+    uint64_t caller_sleeps;   /* times thread 0 slept waiting for the helpers */
+} sl_executor_stats;
 
 SL_API void sl_executor_options_init(sl_executor_options *o);
 /* Starts the executor's threads (o may be NULL). *out is yours
  * (sl_executor_free). Fails with SL_EINVAL for threads outside [1, 64],
- * SL_ETHREAD when a thread cannot start. */
+ * SL_ETHREAD when a thread cannot start, SL_ESTATE when another live
+ * executor holds a different OpenBLAS thread count. */
 SL_API int sl_executor_new(sl_executor **out, const sl_executor_options *o);
 /* Wakes and joins every thread. Free the executor's steps first. */
 SL_API void sl_executor_free(sl_executor *ex);
 SL_API int sl_executor_threads(const sl_executor *ex);
+SL_API void sl_executor_get_stats(const sl_executor *ex, sl_executor_stats *out);
 
 /* Compiles the nodes that outputs[0..noutputs) need, plus, when train is 1,
  * the graph's parameter updates and what they need. The graph must outlive
@@ -64,8 +78,24 @@ SL_API int sl_step_input_node(const sl_step *s, size_t i);
 /* Runs the step once on the executor's threads, inputs[i] feeding input i
  * (dtype and shape must match exactly; nothing is copied). The caller's
  * thread waits. Errors (a mismatched input, a label out of range) leave a
- * message naming the op and the values in sl_step_last_error(). */
+ * message naming the op and the values in sl_step_last_error().
+ * Any number of threads may run steps of one executor: runs take turns.
+ * One step is run by one thread at a time. Called from the executor's own
+ * thread (from within a posted job), it runs there at once. */
 SL_API int sl_step_run(sl_step *s, sl_tensor *const *inputs, size_t ninputs);
+/* The same, but on the calling thread (as thread 0 of the executor's
+ * team), which saves the hand-off to the executor's thread and back: for
+ * a host loop that would only wait. Takes its turn like sl_step_run. */
+SL_API int sl_step_run_here(sl_step *s, sl_tensor *const *inputs, size_t ninputs);
+/* Posts a run to the executor's thread and returns without waiting; the
+ * inputs must stay valid until sl_step_wait has returned the run's status.
+ * Posting while an earlier post of the same step has not been waited for
+ * waits for it first. */
+SL_API int sl_step_post(sl_step *s, sl_tensor *const *inputs, size_t ninputs);
+/* Waits at most timeout_ms (< 0: without limit) for the posted run: its
+ * status, or SL_ETIMEDOUT while it still runs (wait again), or SL_ESTATE
+ * when no run is posted. */
+SL_API int sl_step_wait(sl_step *s, int timeout_ms);
 /* Output k's values after the last run (valid until the next run or the
  * step is freed) and its spec. */
 SL_API const void *sl_step_output(const sl_step *s, size_t k, sl_tensor_spec *spec);
