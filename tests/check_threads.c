@@ -1,0 +1,447 @@
+/* check_threads.c: the executor's threads. The compute team waits without
+ * holding CPUs (it sleeps after a bounded spin, the caller too); the
+ * executor's job slot serves several callers, each getting its own job's
+ * completion; a step runs from the executor's own thread, in place on the
+ * caller's thread, or posted and waited for with a timeout; OpenBLAS's
+ * process-wide thread count has one owner. */
+#include <check.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sluice/sluice.h"
+#include "exec/blas.h"
+#include "exec/step_impl.h"
+#include "exec/team.h"
+
+/* --- helpers ---------------------------------------------------------- */
+
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static double wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static sl_executor *executor(int threads)
+{
+    sl_executor_options o;
+    sl_executor *ex = NULL;
+    sl_executor_options_init(&o);
+    o.threads = threads;
+    ck_assert_int_eq(sl_executor_new(&ex, &o), SL_OK);
+    return ex;
+}
+
+/* A small trained dense network: x (8, 16) -> dense 16->10 + bias ->
+ * softmax cross-entropy with y (8), SGD. */
+typedef struct tiny {
+    sl_graph *g;
+    sl_step *step;
+    sl_tensor *x, *y;
+} tiny;
+
+static void tiny_make(tiny *t, sl_executor *ex, uint64_t seed)
+{
+    int64_t xs[2] = {8, 16}, ys[1] = {8}, ws[2] = {10, 16}, bs[1] = {10};
+    sl_init tn = {SL_INIT_TRUNCATED_NORMAL, 0.3f};
+    int x, y, w, b, logits, loss;
+    t->g = sl_graph_new();
+    ck_assert_ptr_nonnull(t->g);
+    sl_graph_set_seed(t->g, seed);
+    x = sl_graph_input(t->g, "x", SL_FLOAT32, 2, xs);
+    y = sl_graph_input(t->g, "y", SL_INT32, 1, ys);
+    w = sl_graph_param(t->g, "w", 2, ws, tn);
+    b = sl_graph_param(t->g, "b", 1, bs, tn);
+    logits = sl_graph_dense(t->g, "d", x, w, b);
+    loss = sl_graph_softmax_cross_entropy(t->g, "loss", logits, y);
+    ck_assert_msg(loss >= 0, "%s", sl_graph_last_error(t->g));
+    ck_assert_int_eq(sl_graph_backward(t->g, loss), SL_OK);
+    ck_assert_int_eq(sl_graph_sgd(t->g, 0.1f), SL_OK);
+    ck_assert_int_eq(sl_step_new(&t->step, t->g, ex, SL_GRAPH_MODE, &loss, 1, 1), SL_OK);
+    ck_assert_int_eq(sl_tensor_new(&t->x, SL_FLOAT32, 2, xs), SL_OK);
+    ck_assert_int_eq(sl_tensor_new(&t->y, SL_INT32, 1, ys), SL_OK);
+    for (size_t i = 0; i < sl_tensor_numel(t->x); i++)
+        ((float *)sl_tensor_data(t->x))[i] = (float)((i * 37 + seed * 11) % 17) / 17.0f - 0.5f;
+    for (int i = 0; i < 8; i++)
+        ((int32_t *)sl_tensor_data(t->y))[i] = (int32_t)((i * 3 + (int)seed) % 10);
+}
+
+static void tiny_free(tiny *t)
+{
+    sl_step_free(t->step);
+    sl_graph_free(t->g);
+    sl_tensor_release(t->x);
+    sl_tensor_release(t->y);
+}
+
+static float tiny_loss(const tiny *t)
+{
+    return *(const float *)sl_step_output(t->step, 0, NULL);
+}
+
+typedef int (*run_fn)(sl_step *, sl_tensor *const *, size_t);
+
+/* Runs n steps with run and returns the last loss. */
+static float tiny_train(tiny *t, run_fn run, int n)
+{
+    sl_tensor *feed[2] = {t->x, t->y};
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(run(t->step, feed, 2), SL_OK);
+    return tiny_loss(t);
+}
+
+/* --- the team ---------------------------------------------------------- */
+
+typedef struct slow_share {
+    int sleep_ms;           /* how long helper 1 takes */
+    atomic_int calls[4];    /* per thread index */
+} slow_share;
+
+static void slow_helper_job(void *arg, int ith, int nth)
+{
+    slow_share *s = arg;
+    (void)nth;
+    atomic_fetch_add(&s->calls[ith], 1);
+    if (ith == 1)
+        sleep_ms(s->sleep_ms);
+}
+
+/* While a helper takes long over its share, the caller sleeps rather than
+ * spinning or yielding: the process uses far less CPU than the wall time.
+ * (The old caller spun and then called sched_yield in a loop, using a
+ * whole CPU for the whole wait.) */
+START_TEST(test_team_caller_sleeps)
+{
+    sl__team t;
+    slow_share s;
+    double w0, c0, wall, cpu;
+    memset(&s, 0, sizeof s);
+    s.sleep_ms = 200;
+    ck_assert_int_eq(sl__team_init(&t, 2, SL__TEAM_SPIN_NS_DEFAULT), SL_OK);
+    w0 = wall_ms();
+    c0 = cpu_ms();
+    sl__team_run(&t, slow_helper_job, &s);
+    cpu = cpu_ms() - c0;
+    wall = wall_ms() - w0;
+    ck_assert_int_eq(atomic_load(&s.calls[0]), 1);
+    ck_assert_int_eq(atomic_load(&s.calls[1]), 1);
+    ck_assert_double_ge(wall, 190.0);
+    ck_assert_msg(cpu < 0.25 * wall, "the caller used %.1f ms of CPU over a %.1f ms wait", cpu,
+                  wall);
+    ck_assert_uint_ge(atomic_load(&t.caller_sleeps), 1);
+    sl__team_destroy(&t);
+}
+END_TEST
+
+/* Idle helpers sleep after a bounded spin: over 200 ms of idleness a team
+ * of 3 uses a few milliseconds of CPU at most. */
+START_TEST(test_team_helpers_sleep_when_idle)
+{
+    sl__team t;
+    slow_share s;
+    double c0, cpu;
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(sl__team_init(&t, 3, SL__TEAM_SPIN_NS_DEFAULT), SL_OK);
+    sl__team_run(&t, slow_helper_job, &s);
+    c0 = cpu_ms();
+    sleep_ms(200);
+    cpu = cpu_ms() - c0;
+    ck_assert_msg(cpu < 40.0, "idle helpers used %.1f ms of CPU in 200 ms", cpu);
+    ck_assert_uint_ge(atomic_load(&t.helper_sleeps), 2);
+    sl__team_destroy(&t);
+}
+END_TEST
+
+static void count_job(void *arg, int ith, int nth)
+{
+    atomic_int *calls = arg;
+    ck_assert_int_lt(ith, nth);
+    atomic_fetch_add(&calls[ith], 1);
+}
+
+/* On one CPU, a team of two does not spin by default (spinning could only
+ * take the CPU from the thread being waited for), and thousands of jobs
+ * hand off correctly. */
+START_TEST(test_team_one_cpu)
+{
+    cpu_set_t one, saved;
+    sl__team t;
+    atomic_int calls[2];
+    int cpu;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof saved, &saved), 0);
+    for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &saved); cpu++)
+        ;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+    ck_assert_int_eq(sl__cpus_available(), 1);
+    ck_assert_int_eq(sl__team_init(&t, 2, -1), SL_OK); /* helpers inherit the mask */
+    ck_assert_int_eq(t.spin_ns, 0);
+    atomic_init(&calls[0], 0);
+    atomic_init(&calls[1], 0);
+    for (int i = 0; i < 3000; i++)
+        sl__team_run(&t, count_job, calls);
+    ck_assert_int_eq(atomic_load(&calls[0]), 3000);
+    ck_assert_int_eq(atomic_load(&calls[1]), 3000);
+    sl__team_destroy(&t);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof saved, &saved), 0);
+    if (CPU_COUNT(&saved) >= 2) {
+        ck_assert_int_eq(sl__team_init(&t, 2, -1), SL_OK);
+        ck_assert_int_eq(t.spin_ns, SL__TEAM_SPIN_NS_DEFAULT);
+        sl__team_destroy(&t);
+    }
+}
+END_TEST
+
+/* --- the executor's job slot -------------------------------------------- */
+
+typedef struct caller_arg {
+    sl_executor *ex;
+    atomic_int ran;       /* set by the job */
+    int rounds;
+    int early;            /* times the call returned before the job ran */
+} caller_arg;
+
+static void mark_job(void *arg)
+{
+    caller_arg *c = arg;
+    sleep_ms(1); /* long enough for the other caller to post meanwhile */
+    atomic_store(&c->ran, 1);
+}
+
+static void *caller_main(void *arg)
+{
+    caller_arg *c = arg;
+    for (int i = 0; i < c->rounds; i++) {
+        atomic_store(&c->ran, 0);
+        sl__executor_call(c->ex, mark_job, c);
+        if (!atomic_load(&c->ran))
+            c->early++;
+    }
+    return NULL;
+}
+
+/* Two threads posting to one executor: each call returns after its own
+ * job ran. (The old slot woke the second caller on the first caller's
+ * completion, before its own job had run.) */
+START_TEST(test_executor_two_callers)
+{
+    sl_executor *ex = executor(2);
+    caller_arg a = {ex, 0, 60, 0}, b = {ex, 0, 60, 0};
+    pthread_t ta, tb;
+    ck_assert_int_eq(pthread_create(&ta, NULL, caller_main, &a), 0);
+    ck_assert_int_eq(pthread_create(&tb, NULL, caller_main, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    ck_assert_int_eq(a.early, 0);
+    ck_assert_int_eq(b.early, 0);
+    sl_executor_free(ex);
+}
+END_TEST
+
+typedef struct nested_arg {
+    tiny *t;
+    int rc_run, rc_here, rc_post, rc_wait;
+} nested_arg;
+
+static void nested_job(void *arg)
+{
+    nested_arg *n = arg;
+    sl_tensor *feed[2] = {n->t->x, n->t->y};
+    n->rc_run = sl_step_run(n->t->step, feed, 2);
+    n->rc_here = sl_step_run_here(n->t->step, feed, 2);
+    n->rc_post = sl_step_post(n->t->step, feed, 2);
+    n->rc_wait = sl_step_wait(n->t->step, 1000);
+}
+
+/* A job on the executor's own thread (as a loop of GetNext and steps will
+ * be) runs steps there. (The old executor waited on itself for ever.) */
+START_TEST(test_step_from_executor_thread)
+{
+    sl_executor *ex = executor(2);
+    tiny t, ref;
+    nested_arg n = {&t, 1, 1, 1, 1};
+    tiny_make(&t, ex, 1);
+    tiny_make(&ref, ex, 1);
+    sl__executor_call(ex, nested_job, &n);
+    ck_assert_int_eq(n.rc_run, SL_OK);
+    ck_assert_int_eq(n.rc_here, SL_OK);
+    ck_assert_int_eq(n.rc_post, SL_OK);
+    ck_assert_int_eq(n.rc_wait, SL_OK);
+    /* three steps ran, the same as three from outside */
+    ck_assert_float_eq(tiny_loss(&t), tiny_train(&ref, sl_step_run, 3));
+    tiny_free(&t);
+    tiny_free(&ref);
+    sl_executor_free(ex);
+}
+END_TEST
+
+typedef struct here_arg {
+    tiny *t;
+    run_fn run;
+    int n;
+    float loss;
+} here_arg;
+
+static void *train_main(void *arg)
+{
+    here_arg *h = arg;
+    h->loss = tiny_train(h->t, h->run, h->n);
+    return NULL;
+}
+
+/* Steps run in place and steps run on the executor's thread take turns on
+ * one team, from two threads at once, and give exactly the numbers each
+ * gives alone. */
+START_TEST(test_run_here_and_run_share_the_team)
+{
+    sl_executor *ex = executor(2);
+    tiny a, b, ra, rb;
+    here_arg ha, hb;
+    pthread_t ta, tb;
+    float want_a, want_b;
+    tiny_make(&ra, ex, 3);
+    tiny_make(&rb, ex, 4);
+    want_a = tiny_train(&ra, sl_step_run, 200);
+    want_b = tiny_train(&rb, sl_step_run, 200);
+    tiny_make(&a, ex, 3);
+    tiny_make(&b, ex, 4);
+    ha = (here_arg){&a, sl_step_run_here, 200, 0};
+    hb = (here_arg){&b, sl_step_run, 200, 0};
+    ck_assert_int_eq(pthread_create(&ta, NULL, train_main, &ha), 0);
+    ck_assert_int_eq(pthread_create(&tb, NULL, train_main, &hb), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    ck_assert_float_eq(ha.loss, want_a);
+    ck_assert_float_eq(hb.loss, want_b);
+    tiny_free(&a);
+    tiny_free(&b);
+    tiny_free(&ra);
+    tiny_free(&rb);
+    sl_executor_free(ex);
+}
+END_TEST
+
+typedef struct gate {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int open;
+} gate;
+
+static void gate_job(void *arg)
+{
+    gate *g = arg;
+    pthread_mutex_lock(&g->lock);
+    while (!g->open)
+        pthread_cond_wait(&g->cond, &g->lock);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* Post, then wait with a timeout: a job still running times out, and a
+ * later wait sees it done; a post while the slot is busy queues behind. */
+START_TEST(test_post_and_wait_with_timeout)
+{
+    sl_executor *ex = executor(1);
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    tiny t;
+    uint64_t ticket;
+    double t0;
+    tiny_make(&t, ex, 5);
+    ck_assert_int_eq(sl_step_wait(t.step, 0), SL_ESTATE);
+    ck_assert_int_eq(sl__executor_post(ex, gate_job, &g, &ticket), SL_OK);
+    t0 = wall_ms();
+    ck_assert_int_eq(sl__executor_wait(ex, ticket, 50), SL_ETIMEDOUT);
+    ck_assert_double_ge(wall_ms() - t0, 45.0);
+    {
+        sl_tensor *feed[2] = {t.x, t.y};
+        ck_assert_int_eq(sl_step_post(t.step, feed, 2), SL_OK); /* behind the gate */
+    }
+    ck_assert_int_eq(sl_step_wait(t.step, 20), SL_ETIMEDOUT);
+    ck_assert_ptr_nonnull(strstr(sl_step_last_error(t.step), "still runs"));
+    pthread_mutex_lock(&g.lock);
+    g.open = 1;
+    pthread_cond_broadcast(&g.cond);
+    pthread_mutex_unlock(&g.lock);
+    ck_assert_int_eq(sl__executor_wait(ex, ticket, -1), SL_OK);
+    ck_assert_int_eq(sl_step_wait(t.step, -1), SL_OK);
+    ck_assert_int_eq(sl_step_wait(t.step, 0), SL_ESTATE);
+    tiny_free(&t);
+    sl_executor_free(ex);
+}
+END_TEST
+
+/* --- OpenBLAS's thread count -------------------------------------------- */
+
+START_TEST(test_blas_threads_have_one_owner)
+{
+    sl_executor_options o;
+    sl_executor *a = NULL, *b = NULL, *c = NULL;
+    int held = 0;
+    sl_executor_options_init(&o);
+    o.blas_threads = 1;
+    ck_assert_int_eq(sl_executor_new(&a, &o), SL_OK);
+    ck_assert_int_eq(sl__blas_threads(), 1);
+    o.blas_threads = 2; /* a second executor may not change it under the first */
+    ck_assert_int_eq(sl_executor_new(&b, &o), SL_ESTATE);
+    ck_assert_ptr_null(b);
+    ck_assert_int_eq(sl__blas_acquire_count(2, &held), SL_ESTATE);
+    ck_assert_int_eq(held, 1);
+    o.blas_threads = 1; /* the same count is fine */
+    ck_assert_int_eq(sl_executor_new(&c, &o), SL_OK);
+    sl_executor_free(a);
+    sl_executor_free(c);
+    ck_assert_int_eq(sl__blas_threads(), 0);
+    o.blas_threads = 2; /* once nobody holds it, it may change */
+    ck_assert_int_eq(sl_executor_new(&b, &o), SL_OK);
+    ck_assert_int_eq(sl__blas_threads(), 2);
+    sl_executor_free(b);
+}
+END_TEST
+
+static Suite *make_threads_suite(void)
+{
+    Suite *s = suite_create("threads");
+    TCase *tc = tcase_create("team");
+    tcase_add_test(tc, test_team_caller_sleeps);
+    tcase_add_test(tc, test_team_helpers_sleep_when_idle);
+    tcase_add_test(tc, test_team_one_cpu);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("executor");
+    tcase_add_test(tc, test_executor_two_callers);
+    tcase_add_test(tc, test_step_from_executor_thread);
+    tcase_add_test(tc, test_run_here_and_run_share_the_team);
+    tcase_add_test(tc, test_post_and_wait_with_timeout);
+    tcase_add_test(tc, test_blas_threads_have_one_owner);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(make_threads_suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
