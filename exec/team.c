@@ -56,6 +56,15 @@ static unsigned spin_while_equal(const atomic_uint *v, unsigned old, int64_t spi
     }
 }
 
+/* Thread ith of the active ones runs shares ith, ith + active, ...: the
+ * split into nthreads shares, and so every number, stays the same however
+ * many threads are active. */
+static void run_shares(sl__team *t, int ith)
+{
+    for (int share = ith; share < t->nthreads; share += t->active)
+        t->fn(t->arg, share, t->nthreads);
+}
+
 static void *helper_main(void *p)
 {
     helper_arg *a = p;
@@ -64,6 +73,15 @@ static void *helper_main(void *p)
     unsigned seen = 0;
     free(a);
 
+    if (ith >= t->active) {
+        /* More threads than CPUs: this one has no share to run; it only
+         * waits to be joined. */
+        pthread_mutex_lock(&t->lock);
+        while (!atomic_load(&t->stop))
+            pthread_cond_wait(&t->wake, &t->lock);
+        pthread_mutex_unlock(&t->lock);
+        return NULL;
+    }
     for (;;) {
         unsigned gen = spin_while_equal(&t->generation, seen, t->spin_ns, &t->stop);
         if (gen == seen) {
@@ -78,7 +96,7 @@ static void *helper_main(void *p)
         if (atomic_load(&t->stop))
             return NULL;
         seen = gen;
-        t->fn(t->arg, ith, t->nthreads);
+        run_shares(t, ith);
         if (atomic_fetch_sub_explicit(&t->pending, 1, memory_order_acq_rel) == 1) {
             /* The last one out wakes the caller if it went to sleep. It
              * set caller_sleeping and re-read pending under the lock, so
@@ -103,12 +121,15 @@ int sl__cpus_available(void)
 
 int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns)
 {
+    int cpus;
     t->nthreads = nthreads;
     t->nstarted = 0;
     t->fn = NULL;
     t->arg = NULL;
+    cpus = sl__cpus_available();
+    t->active = cpus < nthreads ? cpus : nthreads;
     if (spin_ns < 0)
-        spin_ns = sl__cpus_available() < nthreads ? 0 : SL__TEAM_SPIN_NS_DEFAULT;
+        spin_ns = cpus < nthreads ? 0 : SL__TEAM_SPIN_NS_DEFAULT;
     t->spin_ns = spin_ns;
     atomic_init(&t->generation, 0);
     atomic_init(&t->pending, 0);
@@ -183,13 +204,13 @@ static void wait_for_helpers(sl__team *t)
 
 void sl__team_run(sl__team *t, sl__team_fn fn, void *arg)
 {
-    if (t->nthreads == 1) {
-        fn(arg, 0, 1);
-        return;
-    }
     t->fn = fn;
     t->arg = arg;
-    atomic_store_explicit(&t->pending, t->nthreads - 1, memory_order_relaxed);
+    if (t->active == 1) {
+        run_shares(t, 0);
+        return;
+    }
+    atomic_store_explicit(&t->pending, t->active - 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->generation, 1, memory_order_release);
     /* A helper that went to sleep checked generation under the lock, so
      * taking it here means it either saw the new value or is waiting. */
@@ -198,7 +219,7 @@ void sl__team_run(sl__team *t, sl__team_fn fn, void *arg)
         pthread_cond_broadcast(&t->wake);
     pthread_mutex_unlock(&t->lock);
 
-    fn(arg, 0, t->nthreads);
+    run_shares(t, 0);
     wait_for_helpers(t);
 }
 

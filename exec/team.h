@@ -8,7 +8,12 @@
  * the helpers to finish. The spin pays only when the thread being waited
  * for is running on another CPU; when the process may use fewer CPUs than
  * the team has threads, every wait sleeps at once, so the thread being
- * waited for gets the CPU. */
+ * waited for gets the CPU.
+ *
+ * A team never runs more threads at once than the process has CPUs: with
+ * nthreads = 2 on one CPU the caller runs both shares itself, one after the
+ * other. Work is still cut into nthreads shares, so every result is the
+ * same bit for bit; only the hand-offs that would buy nothing are gone. */
 #ifndef SLUICE_EXEC_TEAM_H
 #define SLUICE_EXEC_TEAM_H
 
@@ -25,7 +30,8 @@ typedef void (*sl__team_fn)(void *arg, int ith, int nth);
 #define SL__TEAM_SPIN_NS_DEFAULT 20000
 
 typedef struct sl__team {
-    int nthreads;            /* helpers + 1 */
+    int nthreads;            /* helpers + 1: the shares each job is cut into */
+    int active;              /* threads that run shares: min(nthreads, CPUs) */
     int nstarted;            /* helpers running */
     pthread_t *helpers;      /* (nthreads - 1) */
     int64_t spin_ns;         /* bounded spin before a wait sleeps; 0: none */

@@ -177,9 +177,9 @@ static void count_job(void *arg, int ith, int nth)
     atomic_fetch_add(&calls[ith], 1);
 }
 
-/* On one CPU, a team of two does not spin by default (spinning could only
- * take the CPU from the thread being waited for), and thousands of jobs
- * hand off correctly. */
+/* On one CPU, a team of two runs both shares on the caller's thread (a
+ * hand-off could only wait for the one CPU), every share still runs once
+ * per job, and nothing spins. */
 START_TEST(test_team_one_cpu)
 {
     cpu_set_t one, saved;
@@ -195,6 +195,7 @@ START_TEST(test_team_one_cpu)
     ck_assert_int_eq(sl__cpus_available(), 1);
     ck_assert_int_eq(sl__team_init(&t, 2, -1), SL_OK); /* helpers inherit the mask */
     ck_assert_int_eq(t.spin_ns, 0);
+    ck_assert_int_eq(t.active, 1); /* the caller runs both shares */
     atomic_init(&calls[0], 0);
     atomic_init(&calls[1], 0);
     for (int i = 0; i < 3000; i++)
@@ -206,6 +207,7 @@ START_TEST(test_team_one_cpu)
     if (CPU_COUNT(&saved) >= 2) {
         ck_assert_int_eq(sl__team_init(&t, 2, -1), SL_OK);
         ck_assert_int_eq(t.spin_ns, SL__TEAM_SPIN_NS_DEFAULT);
+        ck_assert_int_eq(t.active, 2);
         sl__team_destroy(&t);
     }
 }
