@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sluice/budget.h"
 #include "sluice/checkpoint.h"
 #include "sluice/iterator.h"
 #include "core/rng.h"
@@ -30,10 +31,10 @@ void sl_context_init(sl_context *c)
     c->device_id = 0;
     c->save_graphs = 0;
     c->save_graphs_path = ".";
-    /* Two compute threads, but never more than the machine has: a helper
-     * waiting for a CPU would stall every op. */
-    c->threads = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
-    c->blas_threads = 1;
+    sl_thread_budget b;
+    sl_thread_budget_default(&b);
+    c->threads = b.compute_threads;
+    c->blas_threads = b.blas_threads;
 }
 
 void sl_model_options_init(sl_model_options *o)
@@ -45,6 +46,7 @@ void sl_model_options_init(sl_model_options *o)
     o->momentum = 0.9f;
     o->seed = 0;
     sl_context_init(&o->context);
+    o->data_timeout_ms = 300000;
 }
 
 const char *sl_model_last_error(const sl_model *m)
@@ -265,6 +267,7 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
                         "the batch size, with drop_remainder?)");
     sl_iterator_options_init(&io);
     io.num_epochs = epochs;
+    io.timeout_ms = m->opts.data_timeout_ms;
     rc = sl_iterator_new(&it, ds, &io);
     if (rc < 0)
         return sl__errf(&m->err, rc, "train: %s", sl_dataset_last_error(ds));
@@ -356,12 +359,18 @@ static int pad_batch(sl_model *m, const sl_tensor *image, const sl_tensor *label
     size_t row_bytes = (size_t)(no->channels * no->height * no->width) * sizeof(float);
     size_t n = (size_t)image->shape[0];
     if (!m->pad_image) {
+        /* Both or neither: a later eval must not find half a pad. */
         int64_t is[4] = {no->batch, no->channels, no->height, no->width}, ls[1] = {no->batch};
-        int rc = sl_tensor_new(&m->pad_image, SL_FLOAT32, 4, is);
+        sl_tensor *pi = NULL, *pl = NULL;
+        int rc = sl_tensor_new(&pi, SL_FLOAT32, 4, is);
         if (rc == SL_OK)
-            rc = sl_tensor_new(&m->pad_label, SL_INT32, 1, ls);
-        if (rc < 0)
-            return sl__errf(&m->err, rc, "eval: out of memory");
+            rc = sl_tensor_new(&pl, SL_INT32, 1, ls);
+        if (rc < 0) {
+            sl_tensor_release(pi);
+            return sl__errf(&m->err, rc, "eval: out of memory for the padded last batch");
+        }
+        m->pad_image = pi;
+        m->pad_label = pl;
     }
     memcpy(m->pad_image->data, image->data, n * row_bytes);
     memset((char *)m->pad_image->data + n * row_bytes, 0, ((size_t)no->batch - n) * row_bytes);
@@ -372,6 +381,7 @@ static int pad_batch(sl_model *m, const sl_tensor *image, const sl_tensor *label
 
 int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
 {
+    sl_iterator_options io;
     sl_iterator *it = NULL;
     int64_t classes = m->opts.network.num_classes, correct = 0, seen = 0;
     double loss_sum = 0.0;
@@ -386,7 +396,9 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
                         "eval: the dataset has no '%s' column; evaluation reads 'image' and "
                         "'label'",
                         image_col < 0 ? "image" : "label");
-    rc = sl_iterator_new(&it, ds, NULL);
+    sl_iterator_options_init(&io);
+    io.timeout_ms = m->opts.data_timeout_ms;
+    rc = sl_iterator_new(&it, ds, &io);
     if (rc < 0)
         return sl__errf(&m->err, rc, "eval: %s", sl_dataset_last_error(ds));
     for (int64_t batch = 1;; batch++) {
@@ -408,6 +420,10 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
         n = feed[0]->ndim > 0 ? (size_t)feed[0]->shape[0] : 0;
         if (is_short_batch(m, feed[0], feed[1])) {
             rc = pad_batch(m, feed[0], feed[1]);
+            if (rc < 0) {
+                sl_row_clear(&row);
+                break;
+            }
             feed[0] = m->pad_image;
             feed[1] = m->pad_label;
         }

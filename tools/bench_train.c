@@ -42,12 +42,12 @@ void cli_bench_train_usage(FILE *f)
           "Options:\n"
           "  --model lenet|mlp   network (default lenet)\n"
           "  --batch N           batch size (default 32)\n"
-          "  --threads N         executor compute threads (default 2)\n"
+          "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --blas-threads N    OpenBLAS threads (default 1)\n"
           "  --steps N           steps per compute-only run (default 2000)\n"
           "  --repeats N         runs of each (default 3)\n"
           "  --data DIR          MNIST folder for end to end (default " CLI_DEFAULT_DATA ")\n"
-          "  --workers N         pipeline workers for end to end (default 2)\n"
+          "  --workers N         pipeline workers for end to end (default 2; 1 on one CPU)\n"
           "  --e2e-steps N       steps per end-to-end run (default 1875: one epoch)\n"
           "  --no-e2e            skip the end-to-end runs\n"
           "  --json              print one JSON object: compute_graph_samples_per_s,\n"
@@ -79,12 +79,16 @@ static int parse_args(int argc, char **argv, bench_args *a)
     memset(a, 0, sizeof *a);
     a->model = SL_NETWORK_LENET5;
     a->batch = 32;
-    a->threads = 2;
-    a->blas_threads = 1;
+    {
+        sl_thread_budget b;
+        sl_thread_budget_default(&b);
+        a->threads = b.compute_threads;
+        a->blas_threads = b.blas_threads;
+        a->workers = b.pipeline_workers;
+    }
     a->steps = 2000;
     a->repeats = 3;
     a->data = CLI_DEFAULT_DATA;
-    a->workers = 2;
     a->e2e_steps = 1875;
     optind = 0;
     opterr = 0;
@@ -231,6 +235,8 @@ int cli_bench_train_main(int argc, char **argv)
     int64_t timed_steps = 0;
     op_time ops[MAX_OPS];
     size_t nops;
+    sl_thread_budget budget;
+    char budget_line[256];
     sl_step *step;
     int rc = parse_args(argc, argv, &a), exit_code = CLI_EXIT_FAIL;
 
@@ -284,11 +290,18 @@ int cli_bench_train_main(int argc, char **argv)
      * by all the steps the GRAPH model ran since the reset. */
     timed_steps += ds ? a.repeats * a.e2e_steps : 0;
     nops = collect_ops(step, ops);
+    budget.cpus = sl_cpus_available();
+    budget.compute_threads = (int)a.threads;
+    budget.blas_threads = (int)a.blas_threads;
+    budget.pipeline_workers = ds ? (int)a.workers : 0;
+    budget.transfer_threads = 0;
+    sl_thread_budget_format(&budget, budget_line, sizeof budget_line);
     if (a.json) {
         printf("{\"model\": \"%s\", \"batch\": %" PRId64 ", \"threads\": %" PRId64
                ", \"blas_threads\": %" PRId64 ", \"steps\": %" PRId64 ", \"repeats\": %" PRId64,
                sl_network_kind_name(a.model), a.batch, a.threads, a.blas_threads, a.steps,
                a.repeats);
+        printf(", \"cpus\": %d, \"thread_budget\": \"%s\"", budget.cpus, budget_line);
         printf(", \"compute_graph_samples_per_s\": %.1f", median(g, (size_t)a.repeats));
         printf(", \"compute_pynative_samples_per_s\": %.1f", median(p, (size_t)a.repeats));
         if (ds)
@@ -311,6 +324,7 @@ int cli_bench_train_main(int argc, char **argv)
                " OpenBLAS; medians of %" PRId64 " runs\n",
                sl_network_kind_name(a.model), a.batch, a.threads, a.threads == 1 ? "" : "s",
                a.blas_threads, a.repeats);
+        printf("thread budget: %s\n", budget_line);
         printf("  compute, GRAPH     %10.0f samples/s  (%" PRId64 " steps per run)\n",
                median(g, (size_t)a.repeats), a.steps);
         printf("  compute, PYNATIVE  %10.0f samples/s\n", median(p, (size_t)a.repeats));

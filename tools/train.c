@@ -58,8 +58,8 @@ void cli_train_usage(FILE *f)
           "  --momentum X        Momentum's momentum (default 0.9)\n"
           "  --optimizer momentum|sgd  (default momentum)\n"
           "  --seed N            seed of the initial weights and the data order (default 0)\n"
-          "  --workers N         pipeline worker threads (default 2)\n"
-          "  --threads N         executor compute threads (default 2; 1 on one CPU)\n"
+          "  --workers N         pipeline worker threads (default 2; 1 on one CPU)\n"
+          "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --blas-threads N    OpenBLAS threads (default 1)\n"
           "  --log-every N       a loss line every N steps (default: each epoch's last)\n"
           "  --time              TimeMonitor lines at each epoch's end\n"
@@ -90,8 +90,8 @@ void cli_eval_usage(FILE *f)
           "  --data DIR          MNIST folder (default " CLI_DEFAULT_DATA ")\n"
           "  --batch N           batch size (default 32)\n"
           "  --mode graph|pynative  (default graph)\n"
-          "  --workers N         pipeline worker threads (default 2)\n"
-          "  --threads N         executor compute threads (default 2; 1 on one CPU)\n"
+          "  --workers N         pipeline worker threads (default 2; 1 on one CPU)\n"
+          "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --blas-threads N    OpenBLAS threads (default 1)\n"
           "  --json              print one JSON object\n"
           "  -h, --help          show this help and exit\n",
@@ -245,7 +245,11 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
     sl_model_options_init(&a->model);
     a->data = CLI_DEFAULT_DATA;
     a->epochs = 1;
-    a->workers = 2;
+    {
+        sl_thread_budget b;
+        sl_thread_budget_default(&b);
+        a->workers = b.pipeline_workers;
+    }
     a->ckpt_keep = 5;
 
     optind = 0;
@@ -444,9 +448,14 @@ int cli_train_main(int argc, char **argv)
                (double)a.model.learning_rate,
                a.model.optimizer == SL_OPTIMIZER_SGD ? "SGD" : "Momentum",
                a.load ? " (from the checkpoint)" : "");
-        printf("threads: %d compute, %d OpenBLAS, %" PRId64 " pipeline workers; seed %" PRIu64
-               "\n",
-               a.model.context.threads, a.model.context.blas_threads, a.workers, a.model.seed);
+        sl_thread_budget b;
+        char line[256];
+        sl_thread_budget_default(&b);
+        b.compute_threads = a.model.context.threads;
+        b.blas_threads = a.model.context.blas_threads;
+        b.pipeline_workers = (int)a.workers;
+        sl_thread_budget_format(&b, line, sizeof line);
+        printf("thread budget: %s; seed %" PRIu64 "\n", line, a.model.seed);
         fflush(stdout);
     }
     memset(&prog, 0, sizeof prog);

@@ -47,6 +47,9 @@ typedef struct sl_model_options {
     float momentum;          /* default 0.9 */
     uint64_t seed;           /* parameter initialisation (default 0) */
     sl_context context;
+    int data_timeout_ms;     /* train and eval fail when no batch comes for this
+                              * long, naming the stalled pipeline stage
+                              * (default 300000: 5 minutes; -1: wait for ever) */
 } sl_model_options;
 
 typedef struct sl_model sl_model;
@@ -126,7 +129,7 @@ SL_API sl_graph *sl_model_graph(sl_model *m);
 SL_API int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *dataset,
                           sl_callback *const *callbacks, size_t ncallbacks);
 /* Asks train() to stop after the current step (from a callback or another
- * thread). */
+ * thread); a train() or eval() waiting for a batch is woken at once. */
 SL_API void sl_model_stop(sl_model *m);
 /* Runs the network over one pass of dataset: accuracy and mean loss. A
  * last batch smaller than the model's batch is padded, and only its real

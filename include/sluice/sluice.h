@@ -11,6 +11,7 @@
 #include "sluice/network.h"
 #include "sluice/step.h"
 #include "sluice/checkpoint.h"
+#include "sluice/budget.h"
 #include "sluice/model.h"
 
 #ifdef __cplusplus
