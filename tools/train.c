@@ -15,7 +15,7 @@ enum {
     OPT_MODEL = 256, OPT_DATA, OPT_EPOCHS, OPT_BATCH, OPT_MODE, OPT_LR, OPT_MOMENTUM,
     OPT_OPTIMIZER, OPT_SEED, OPT_WORKERS, OPT_THREADS, OPT_BLAS_THREADS, OPT_SAVE,
     OPT_LOAD, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_CKPT_DIR,
-    OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_JSON
+    OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_JSON, OPT_DATA_TIMEOUT
 };
 
 /* Options both commands share, and train's own. */
@@ -61,6 +61,8 @@ void cli_train_usage(FILE *f)
           "  --workers N         pipeline worker threads (default 2; 1 on one CPU)\n"
           "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --blas-threads N    OpenBLAS threads (default 1)\n"
+          "  --data-timeout S    fail when no batch comes for S seconds, naming the\n"
+          "                      stalled pipeline stage (default 300; 0: wait for ever)\n"
           "  --log-every N       a loss line every N steps (default: each epoch's last)\n"
           "  --time              TimeMonitor lines at each epoch's end\n"
           "  --max-steps N       stop after N steps in all (default: no limit)\n"
@@ -93,6 +95,8 @@ void cli_eval_usage(FILE *f)
           "  --workers N         pipeline worker threads (default 2; 1 on one CPU)\n"
           "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --blas-threads N    OpenBLAS threads (default 1)\n"
+          "  --data-timeout S    fail when no batch comes for S seconds, naming the\n"
+          "                      stalled pipeline stage (default 300; 0: wait for ever)\n"
           "  --json              print one JSON object\n"
           "  -h, --help          show this help and exit\n",
           f);
@@ -178,6 +182,12 @@ static int parse_option(train_args *a, int opt, const char *arg)
             return -1;
         a->model.context.blas_threads = (int)v;
         return 0;
+    case OPT_DATA_TIMEOUT:
+        /* seconds; 0 waits for ever */
+        if (cli_parse_int64(cmd, "--data-timeout", arg, 0, 2000000, &v) != 0)
+            return -1;
+        a->model.data_timeout_ms = v == 0 ? -1 : (int)(v * 1000);
+        return 0;
     case OPT_SAVE: a->save = arg; return 0;
     case OPT_LOAD: a->load = arg; return 0;
     case OPT_SAVE_GRAPHS: a->save_graphs = arg; return 0;
@@ -210,6 +220,7 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"workers", required_argument, NULL, OPT_WORKERS},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"blas-threads", required_argument, NULL, OPT_BLAS_THREADS},
+        {"data-timeout", required_argument, NULL, OPT_DATA_TIMEOUT},
         {"save", required_argument, NULL, OPT_SAVE},
         {"load", required_argument, NULL, OPT_LOAD},
         {"save-graphs", required_argument, NULL, OPT_SAVE_GRAPHS},
@@ -232,6 +243,7 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"workers", required_argument, NULL, OPT_WORKERS},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"blas-threads", required_argument, NULL, OPT_BLAS_THREADS},
+        {"data-timeout", required_argument, NULL, OPT_DATA_TIMEOUT},
         {"load", required_argument, NULL, OPT_LOAD},
         {"json", no_argument, NULL, OPT_JSON},
         {"help", no_argument, NULL, 'h'},
