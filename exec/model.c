@@ -15,6 +15,7 @@
 #include "sluice/checkpoint.h"
 #include "sluice/iterator.h"
 #include "core/rng.h"
+#include "exec/blas.h"
 #include "core/tensor_impl.h"
 
 static double now_ms(void)
@@ -47,6 +48,7 @@ void sl_model_options_init(sl_model_options *o)
     o->seed = 0;
     sl_context_init(&o->context);
     o->data_timeout_ms = 300000;
+    o->compute_spin_ns = -1;
 }
 
 const char *sl_model_last_error(const sl_model *m)
@@ -141,9 +143,16 @@ static int build(sl_model *m)
     sl_executor_options_init(&eo);
     eo.threads = o->context.threads;
     eo.blas_threads = o->context.blas_threads;
+    eo.spin_ns = o->compute_spin_ns;
     rc = sl_executor_new(&m->ex, &eo);
     if (rc < 0)
-        return sl__errf(&m->err, rc, "model: cannot start the executor: %s", sl_strerror(rc));
+        return rc == SL_ESTATE
+                   ? sl__errf(&m->err, rc,
+                              "model: OpenBLAS's thread count is process-wide and another "
+                              "live executor uses %d; ask for the same blas_threads",
+                              sl__blas_threads())
+                   : sl__errf(&m->err, rc, "model: cannot start the executor: %s",
+                              sl_strerror(rc));
     rc = sl_step_new(&m->train_step, m->g, m->ex, o->context.mode, &m->net.loss, 1, 1);
     if (rc == SL_OK)
         rc = sl_step_new(&m->eval_step, m->g, m->ex, o->context.mode, &m->net.logits, 1, 0);

@@ -16,12 +16,12 @@
 
 enum {
     OPT_MODEL = 256, OPT_BATCH, OPT_THREADS, OPT_BLAS_THREADS, OPT_STEPS, OPT_REPEATS,
-    OPT_DATA, OPT_WORKERS, OPT_E2E_STEPS, OPT_NO_E2E, OPT_JSON
+    OPT_DATA, OPT_WORKERS, OPT_E2E_STEPS, OPT_NO_E2E, OPT_JSON, OPT_SPIN_US
 };
 
 typedef struct bench_args {
     sl_network_kind model;
-    int64_t batch, threads, blas_threads, steps, repeats, workers, e2e_steps;
+    int64_t batch, threads, blas_threads, steps, repeats, workers, e2e_steps, spin_us;
     const char *data;
     int no_e2e, json;
 } bench_args;
@@ -48,6 +48,8 @@ void cli_bench_train_usage(FILE *f)
           "  --repeats N         runs of each (default 3)\n"
           "  --data DIR          MNIST folder for end to end (default " CLI_DEFAULT_DATA ")\n"
           "  --workers N         pipeline workers for end to end (default 2; 1 on one CPU)\n"
+          "  --spin-us N         how long a compute thread spins before it sleeps\n"
+          "                      (default 20, or 0 when CPUs < threads)\n"
           "  --e2e-steps N       steps per end-to-end run (default 1875: one epoch)\n"
           "  --no-e2e            skip the end-to-end runs\n"
           "  --json              print one JSON object: compute_graph_samples_per_s,\n"
@@ -68,6 +70,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         {"repeats", required_argument, NULL, OPT_REPEATS},
         {"data", required_argument, NULL, OPT_DATA},
         {"workers", required_argument, NULL, OPT_WORKERS},
+        {"spin-us", required_argument, NULL, OPT_SPIN_US},
         {"e2e-steps", required_argument, NULL, OPT_E2E_STEPS},
         {"no-e2e", no_argument, NULL, OPT_NO_E2E},
         {"json", no_argument, NULL, OPT_JSON},
@@ -90,6 +93,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     a->repeats = 3;
     a->data = CLI_DEFAULT_DATA;
     a->e2e_steps = 1875;
+    a->spin_us = -1;
     optind = 0;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1 && !bad) {
@@ -106,6 +110,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
             bad = cli_parse_int64(CMD, "--repeats", optarg, 1, MAX_REPEATS, &a->repeats);
             break;
         case OPT_DATA: a->data = optarg; break;
+        case OPT_SPIN_US: bad = cli_parse_int64(CMD, "--spin-us", optarg, 0, 100000, &a->spin_us); break;
         case OPT_WORKERS: bad = cli_parse_int64(CMD, "--workers", optarg, 1, 64, &a->workers); break;
         case OPT_E2E_STEPS:
             bad = cli_parse_int64(CMD, "--e2e-steps", optarg, 1, INT64_MAX, &a->e2e_steps);
@@ -138,6 +143,7 @@ static sl_model *make_model(const bench_args *a, sl_mode mode)
     o.context.mode = mode;
     o.context.threads = (int)a->threads;
     o.context.blas_threads = (int)a->blas_threads;
+    o.compute_spin_ns = a->spin_us < 0 ? -1 : a->spin_us * 1000;
     rc = sl_model_new(&m, &o, err, sizeof err);
     if (rc < 0)
         cli_error(CMD, "%s", cli_lib_message(err, rc));

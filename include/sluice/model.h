@@ -50,6 +50,8 @@ typedef struct sl_model_options {
     int data_timeout_ms;     /* train and eval fail when no batch comes for this
                               * long, naming the stalled pipeline stage
                               * (default 300000: 5 minutes; -1: wait for ever) */
+    int64_t compute_spin_ns; /* the executor's spin before a wait sleeps
+                              * (sl_executor_options.spin_ns; default -1) */
 } sl_model_options;
 
 typedef struct sl_model sl_model;
