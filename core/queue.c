@@ -27,6 +27,7 @@ int sl__queue_init(sl_queue *q, size_t capacity)
     q->urgent = NULL;
     q->push_waits = 0;
     q->pop_waits = 0;
+    q->pop_wakeups = 0;
     pthread_mutex_init(&q->lock, NULL);
     /* Timed pops measure against the monotonic clock, immune to clock jumps. */
     pthread_condattr_init(&attr);
@@ -163,6 +164,7 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
             pthread_cond_broadcast(&q->not_full);
         if (timeout_ms < 0 && q->wake_batch == 1) {
             pthread_cond_wait(&q->not_empty, &q->lock);
+            q->pop_wakeups++;
         } else {
             /* A batching consumer sleeps in slices, so that an item that
              * does not complete a batch still waits at most one slice. */
@@ -179,7 +181,9 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
                                          until.tv_nsec > deadline.tv_nsec)))
                     until = deadline;
             }
-            if (pthread_cond_timedwait(&q->not_empty, &q->lock, &until) != ETIMEDOUT ||
+            int woke = pthread_cond_timedwait(&q->not_empty, &q->lock, &until);
+            q->pop_wakeups++;
+            if (woke != ETIMEDOUT ||
                 timeout_ms < 0 || !deadline_passed(&deadline))
                 continue;
             slot = &q->slots[q->head % q->capacity];
@@ -238,6 +242,15 @@ size_t sl__queue_size(sl_queue *q)
     size_t n;
     pthread_mutex_lock(&q->lock);
     n = q->filled;
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+uint64_t sl__queue_pop_wakeups(sl_queue *q)
+{
+    uint64_t n;
+    pthread_mutex_lock(&q->lock);
+    n = q->pop_wakeups;
     pthread_mutex_unlock(&q->lock);
     return n;
 }

@@ -29,9 +29,13 @@ typedef struct sl_queue {
     size_t wake_batch;
     int (*urgent)(const void *item);
     int closed;
-    /* Counters for reports: how often each side had to wait. */
+    /* Counters for reports: how often each side had to wait, and how
+     * often a waiting pop was woken (by a push, a close, a timeout or
+     * spuriously); wake-ups well above waits mean a consumer woken for
+     * nothing. */
     uint64_t push_waits;
     uint64_t pop_waits;
+    uint64_t pop_wakeups;
 } sl_queue;
 
 int sl__queue_init(sl_queue *q, size_t capacity);
@@ -63,5 +67,7 @@ void sl__queue_close(sl_queue *q);
 void sl__queue_drain(sl_queue *q, void (*free_item)(void *));
 /* Items currently held (for reports). */
 size_t sl__queue_size(sl_queue *q);
+/* Times a pop was woken from a wait so far (for reports). */
+uint64_t sl__queue_pop_wakeups(sl_queue *q);
 
 #endif

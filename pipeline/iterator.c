@@ -921,4 +921,5 @@ void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out)
     out->pool_bytes = sl__pool_bytes(it->pool);
     for (size_t s = 0; s < it->nstages; s++)
         out->threads += it->stages[s].nthreads;
+    out->consumer_wakeups = sl__queue_pop_wakeups(&it->stages[it->nstages - 1].out);
 }
