@@ -23,10 +23,10 @@ int sl__queue_init(sl_queue *q, size_t capacity)
     q->closed = 0;
     q->filled = 0;
     q->push_waiters = 0;
-    q->wake_batch = 1;
-    q->urgent = NULL;
+    q->pop_waiters = 0;
     q->push_waits = 0;
     q->pop_waits = 0;
+    q->pop_wakeups = 0;
     pthread_mutex_init(&q->lock, NULL);
     /* Timed pops measure against the monotonic clock, immune to clock jumps. */
     pthread_condattr_init(&attr);
@@ -48,30 +48,6 @@ void sl__queue_destroy(sl_queue *q)
     q->slots = NULL;
 }
 
-void sl__queue_set_wake_batch(sl_queue *q, size_t n, int (*urgent)(const void *item))
-{
-    if (n > q->capacity / 2)
-        n = q->capacity / 2;
-    q->wake_batch = n > 1 ? n : 1;
-    q->urgent = urgent;
-}
-
-#define WAKE_SLICE_NS 1000000L /* a batching consumer looks by itself this often */
-
-/* Whether a consumer sleeping for the head slot should wake now: the head
- * is there, and so are wake_batch items in order or an urgent one. */
-static int ready_to_wake(const sl_queue *q)
-{
-    for (size_t n = 0; n < q->wake_batch; n++) {
-        const void *item = q->slots[(q->head + n) % q->capacity];
-        if (!item)
-            return 0;
-        if (q->urgent && q->urgent(item))
-            return 1;
-    }
-    return 1;
-}
-
 static int push_locked(sl_queue *q, uint64_t seq, void *item)
 {
     SL_ASSERT(item != NULL);
@@ -86,10 +62,10 @@ static int push_locked(sl_queue *q, uint64_t seq, void *item)
     SL_ASSERT(seq >= q->head && q->slots[seq % q->capacity] == NULL);
     q->slots[seq % q->capacity] = item;
     q->filled++;
-    /* Without batching only the head item can complete what a consumer
-     * waits for; with it, any push may (a run, an urgent item, time). */
-    if ((q->wake_batch > 1 || seq == q->head) && ready_to_wake(q))
-        pthread_cond_broadcast(&q->not_empty);
+    /* Only the head item ends a pop's wait. One sleeper is enough: the
+     * pop that takes it wakes the next if the next item is there too. */
+    if (seq == q->head && q->pop_waiters)
+        pthread_cond_signal(&q->not_empty);
     return SL_OK;
 }
 
@@ -113,14 +89,6 @@ int sl__queue_push_next(sl_queue *q, void *item)
     return rc;
 }
 
-static int deadline_passed(const struct timespec *deadline)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return now.tv_sec > deadline->tv_sec ||
-           (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
-}
-
 int sl__queue_try_push_next(sl_queue *q, void *item)
 {
     int rc;
@@ -140,8 +108,8 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
 {
     struct timespec deadline;
     void **slot;
-    int rc = SL_OK;
-    if (timeout_ms >= 0) {
+    int rc = SL_OK, slept = 0, timed_out = 0;
+    if (timeout_ms > 0) {
         clock_gettime(CLOCK_MONOTONIC, &deadline);
         deadline.tv_sec += timeout_ms / 1000;
         deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
@@ -151,42 +119,27 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
         }
     }
     pthread_mutex_lock(&q->lock);
-    /* Re-read head after every wait: another consumer may have advanced it. */
+    /* Re-read head after every wait: another consumer may have advanced it.
+     * An item that arrived as the deadline passed is still taken. */
     while (*(slot = &q->slots[q->head % q->capacity]) == NULL && !q->closed) {
-        if (timeout_ms == 0) { /* just a look */
+        if (timeout_ms == 0 || timed_out) {
             rc = SL_ETIMEDOUT;
             break;
         }
-        q->pop_waits++;
+        if (!slept) {
+            q->pop_waits++;
+            slept = 1;
+        }
         /* About to sleep: whoever may fill the head slot must be awake. */
         if (q->push_waiters)
             pthread_cond_broadcast(&q->not_full);
-        if (timeout_ms < 0 && q->wake_batch == 1) {
+        q->pop_waiters++;
+        if (timeout_ms < 0)
             pthread_cond_wait(&q->not_empty, &q->lock);
-        } else {
-            /* A batching consumer sleeps in slices, so that an item that
-             * does not complete a batch still waits at most one slice. */
-            struct timespec until = deadline;
-            if (q->wake_batch > 1) {
-                clock_gettime(CLOCK_MONOTONIC, &until);
-                until.tv_nsec += WAKE_SLICE_NS;
-                if (until.tv_nsec >= 1000000000L) {
-                    until.tv_sec++;
-                    until.tv_nsec -= 1000000000L;
-                }
-                if (timeout_ms >= 0 && (until.tv_sec > deadline.tv_sec ||
-                                        (until.tv_sec == deadline.tv_sec &&
-                                         until.tv_nsec > deadline.tv_nsec)))
-                    until = deadline;
-            }
-            if (pthread_cond_timedwait(&q->not_empty, &q->lock, &until) != ETIMEDOUT ||
-                timeout_ms < 0 || !deadline_passed(&deadline))
-                continue;
-            slot = &q->slots[q->head % q->capacity];
-            if (*slot == NULL && !q->closed)
-                rc = SL_ETIMEDOUT;
-            break;
-        }
+        else
+            timed_out = pthread_cond_timedwait(&q->not_empty, &q->lock, &deadline) == ETIMEDOUT;
+        q->pop_waiters--;
+        q->pop_wakeups++;
     }
     if (rc == SL_OK) {
         if (*slot == NULL) {
@@ -198,6 +151,10 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
                 *seq = q->head;
             q->head++;
             q->filled--;
+            /* The next item may be there already, with no push to come
+             * for it: pass the wake-up on to another sleeping consumer. */
+            if (q->pop_waiters && q->slots[q->head % q->capacity] != NULL)
+                pthread_cond_signal(&q->not_empty);
             /* Waking producers only once the queue is half empty lets them
              * push several items per wake-up instead of one (fewer context
              * switches); the broadcast before sleeping above keeps this live. */
@@ -238,6 +195,15 @@ size_t sl__queue_size(sl_queue *q)
     size_t n;
     pthread_mutex_lock(&q->lock);
     n = q->filled;
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+uint64_t sl__queue_pop_wakeups(sl_queue *q)
+{
+    uint64_t n;
+    pthread_mutex_lock(&q->lock);
+    n = q->pop_wakeups;
     pthread_mutex_unlock(&q->lock);
     return n;
 }

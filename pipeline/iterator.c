@@ -567,12 +567,6 @@ static int plan_lazy_source(sl_iterator *it)
     return sl__queue_init(&src->out, 4 * src->out.capacity);
 }
 
-/* End of epoch, end of data and errors reach the consumer at once. */
-static int chunk_is_marker(const void *item)
-{
-    return ((const sl__chunk *)item)->kind != SL__CHUNK_ROWS;
-}
-
 static int build_stages(sl_iterator *it)
 {
     sl__schema schema;
@@ -671,10 +665,6 @@ static int build_stages(sl_iterator *it)
     }
     if (rc == SL_OK)
         rc = plan_lazy_source(it);
-    /* The consumer is often faster than the pipeline (a benchmark, a copy
-     * to a device): wake it per few batches rather than per batch. */
-    if (rc == SL_OK)
-        sl__queue_set_wake_batch(&it->stages[it->nstages - 1].out, 4, chunk_is_marker);
     return rc;
 }
 
@@ -921,4 +911,5 @@ void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out)
     out->pool_bytes = sl__pool_bytes(it->pool);
     for (size_t s = 0; s < it->nstages; s++)
         out->threads += it->stages[s].nthreads;
+    out->consumer_wakeups = sl__queue_pop_wakeups(&it->stages[it->nstages - 1].out);
 }

@@ -671,63 +671,79 @@ END_TEST
 
 /* --- queue --------------------------------------------------------------- */
 
-typedef struct batch_waiter {
+#define PACED_ITEMS 20
+
+/* A consumer that pops PACED_ITEMS + 2 items in order and notes when each
+ * pop returned. */
+typedef struct paced_consumer {
     sl_queue *q;
     int timeout_ms;
     int rc;
-    void *item;
-    double waited_s;
-} batch_waiter;
+    double got[PACED_ITEMS + 2];
+} paced_consumer;
 
-static void *batch_waiter_main(void *arg)
+static void *paced_consumer_main(void *arg)
 {
-    batch_waiter *w = arg;
-    double t0 = now_s();
-    w->rc = sl__queue_pop(w->q, &w->item, NULL, w->timeout_ms);
-    w->waited_s = now_s() - t0;
+    paced_consumer *c = arg;
+    c->rc = SL_OK;
+    for (uint64_t i = 0; i < PACED_ITEMS + 2 && c->rc == SL_OK; i++) {
+        void *item;
+        uint64_t seq;
+        c->rc = sl__queue_pop(c->q, &item, &seq, c->timeout_ms);
+        if (c->rc == SL_OK && (seq != i || item != seq_item(i)))
+            c->rc = SL_EINVAL;
+        c->got[i] = now_s();
+    }
     return NULL;
 }
 
-static int is_marker(const void *item)
+static int cmp_double(const void *a, const void *b)
 {
-    return *(const int *)item == -1;
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
 }
 
-/* Starts a consumer that pops with timeout_ms, lets it fall asleep, pushes
- * n items starting at *seq, and returns how long the consumer waited. */
-static double wake_after(sl_queue *q, int *items, int n, uint64_t *seq, int timeout_ms)
+START_TEST(test_queue_wakes_per_item)
 {
-    batch_waiter w = {q, timeout_ms, -99, NULL, 0};
-    pthread_t t;
-    struct timespec nap = {0, 20 * 1000 * 1000};
-    ck_assert_int_eq(pthread_create(&t, NULL, batch_waiter_main, &w), 0);
-    nanosleep(&nap, NULL); /* the consumer is now waiting on an empty head */
-    for (int i = 0; i < n; i++)
-        ck_assert_int_eq(sl__queue_push(q, (*seq)++, &items[i]), SL_OK);
-    pthread_join(t, NULL);
-    ck_assert_int_eq(w.rc, SL_OK);
-    ck_assert_ptr_eq(w.item, &items[0]);
-    return w.waited_s;
-}
-
-START_TEST(test_queue_wake_batch)
-{
-    /* With a wake batch of 4, a sleeping consumer still gets a lone
-     * ordinary item promptly (it looks by itself every millisecond), and
-     * four items or one urgent item wake it. With no timeout at all, the
-     * lone item must not wait forever either. */
-    sl_queue q;
-    int items[8] = {1, 2, 3, 4, 5, 6, 7, -1};
-    uint64_t seq = 0;
-    void *item;
-    ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
-    sl__queue_set_wake_batch(&q, 4, is_marker);
-    ck_assert_double_lt(wake_after(&q, &items[0], 1, &seq, -1), 5.0);
-    ck_assert_double_lt(wake_after(&q, &items[1], 4, &seq, 10000), 5.0);
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(sl__queue_pop(&q, &item, NULL, 0), SL_OK); /* drain 3..5 */
-    ck_assert_double_lt(wake_after(&q, &items[7], 1, &seq, 10000), 5.0);
-    sl__queue_destroy(&q);
+    /* A consumer faster than its producer sleeps for every item: it must be
+     * woken once per item, when the item arrives, with or without a
+     * timeout; never by a clock in between. An item that is not next in
+     * order wakes nobody; the one that completes the order brings both. */
+    for (int timed = 0; timed < 2; timed++) {
+        sl_queue q;
+        paced_consumer c = {&q, timed ? 60000 : -1, -99, {0}};
+        double lag[PACED_ITEMS];
+        pthread_t th;
+        uint64_t woken;
+        ck_assert_int_eq(sl__queue_init(&q, 4), SL_OK);
+        ck_assert_int_eq(pthread_create(&th, NULL, paced_consumer_main, &c), 0);
+        for (uint64_t i = 0; i < PACED_ITEMS; i++) {
+            /* The consumer is asleep for item i (pop_waits counts it under
+             * the lock, which it gives up only by sleeping) ... */
+            ck_assert(wait_queue_waits(&q, 0, i, 5000));
+            sleep_ms(2); /* ... and a timed look would have happened by now */
+            lag[i] = now_s();
+            ck_assert_int_eq(sl__queue_push(&q, i, seq_item(i)), SL_OK);
+        }
+        ck_assert(wait_queue_waits(&q, 0, PACED_ITEMS, 5000));
+        woken = sl__queue_pop_wakeups(&q);
+        ck_assert_int_eq(sl__queue_push(&q, PACED_ITEMS + 1, seq_item(PACED_ITEMS + 1)), SL_OK);
+        sleep_ms(20);
+        ck_assert_uint_eq(sl__queue_pop_wakeups(&q), woken); /* not the head: nobody woke */
+        ck_assert_int_eq(sl__queue_push(&q, PACED_ITEMS, seq_item(PACED_ITEMS)), SL_OK);
+        pthread_join(th, NULL);
+        ck_assert_int_eq(c.rc, SL_OK);
+        woken = sl__queue_pop_wakeups(&q);
+        ck_assert_msg(woken >= PACED_ITEMS + 1 && woken <= PACED_ITEMS + 3,
+                      "woken %llu times for %d items", (unsigned long long)woken,
+                      PACED_ITEMS + 1);
+        for (int i = 0; i < PACED_ITEMS; i++)
+            lag[i] = (c.got[i] - lag[i]) * 1e3;
+        qsort(lag, PACED_ITEMS, sizeof *lag, cmp_double);
+        ck_assert_msg(lag[PACED_ITEMS / 2] < 5.0, "an item waited %.2f ms (median)",
+                      lag[PACED_ITEMS / 2]);
+        sl__queue_destroy(&q);
+    }
 }
 END_TEST
 
@@ -1310,7 +1326,7 @@ Suite *make_core_suite(void)
 
     tc = tcase_create("queue");
     tcase_add_test(tc, test_queue_init);
-    tcase_add_test(tc, test_queue_wake_batch);
+    tcase_add_test(tc, test_queue_wakes_per_item);
     tcase_add_test(tc, test_queue_fifo);
     tcase_add_test(tc, test_queue_out_of_order);
     tcase_add_test(tc, test_queue_backpressure);

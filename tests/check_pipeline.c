@@ -15,6 +15,7 @@
 
 #include "sluice/sluice.h"
 #include "core/queue.h"
+#include "ops/op_impl.h"
 #include "pipeline/nodes.h"
 #include "testutil.h"
 
@@ -910,6 +911,139 @@ START_TEST(test_free_while_other_iterator_loads)
 }
 END_TEST
 
+/* --- a test op that paces or holds rows ----------------------------------- */
+
+/* Replaces a column with the time (now_ms(), float64 scalar) at which the
+ * op let the row go: after delay_ms, and not while the gate is shut. The
+ * consumer can then tell how long a finished row waited for it, and a test
+ * can stall a pipeline until it opens the gate. */
+typedef struct gate {
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /* shut went to 0, or a row arrived */
+    int shut;
+    int arrived;            /* rows that reached the op */
+    long delay_ms;
+} gate;
+
+typedef struct gate_op {
+    sl_op base;
+    gate *gate;
+} gate_op;
+
+static int gate_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                      sl__error *err)
+{
+    (void)op;
+    (void)in;
+    (void)err;
+    memset(out, 0, sizeof *out);
+    out->dtype = SL_FLOAT64;
+    return SL_OK;
+}
+
+static int gate_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
+{
+    gate *g = ((const gate_op *)op)->gate;
+    int rc;
+    sl_tensor_release(in);
+    *out = NULL;
+    if (g->delay_ms > 0) {
+        struct timespec ts = {g->delay_ms / 1000, (g->delay_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+    }
+    pthread_mutex_lock(&g->lock);
+    g->arrived++;
+    pthread_cond_broadcast(&g->changed);
+    while (g->shut)
+        pthread_cond_wait(&g->changed, &g->lock);
+    pthread_mutex_unlock(&g->lock);
+    rc = sl__tensor_alloc(out, ctx->pool, SL_FLOAT64, 0, NULL);
+    if (rc != SL_OK)
+        return sl__errf(ctx->err, rc, "gate: out of memory");
+    *(double *)(*out)->data = now_ms();
+    return SL_OK;
+}
+
+static const sl_op_iface gate_iface = {.name = "gate", .infer = gate_infer, .run = gate_run};
+
+static void gate_init(gate *g, long delay_ms, int shut)
+{
+    memset(g, 0, sizeof *g);
+    ck_assert_int_eq(pthread_mutex_init(&g->lock, NULL), 0);
+    ck_assert_int_eq(pthread_cond_init(&g->changed, NULL), 0);
+    g->delay_ms = delay_ms;
+    g->shut = shut;
+}
+
+static void gate_destroy(gate *g)
+{
+    pthread_cond_destroy(&g->changed);
+    pthread_mutex_destroy(&g->lock);
+}
+
+/* An MNIST dataset of the first `rows` training samples in file order whose
+ * label column goes through gate g (one map worker). */
+static sl_dataset *gated_mnist(gate *g, int64_t rows)
+{
+    sl_mnist_options o;
+    sl_dataset *ds = sl_dataset_new();
+    sl_op *op;
+    ck_assert_ptr_nonnull(ds);
+    sl_mnist_options_init(&o);
+    o.dataset_dir = tmpdir;
+    o.usage = SL_MNIST_TRAIN;
+    o.sampler.shuffle = 0;
+    o.sampler.num_samples = rows;
+    ck_assert_msg(sl_dataset_mnist(ds, &o) == SL_OK, "%s", sl_dataset_last_error(ds));
+    ck_assert_int_eq(sl__op_alloc(&op, sizeof(gate_op), &gate_iface, 0), SL_OK);
+    ((gate_op *)op)->gate = g;
+    ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "label", NULL, 1), SL_OK);
+    sl_op_release(op);
+    return ds;
+}
+
+#define SCARCE_ROWS 20
+
+START_TEST(test_scarce_rows_wake_consumer_once)
+{
+    /* A consumer faster than its pipeline (one row every 10 ms, one row a
+     * chunk) sleeps for each row. It must be woken about once per row, when
+     * the row is there, and get it at once: not woken every millisecond to
+     * look (the old wake batching's timed slices: ~10 wake-ups a row), nor
+     * left waiting for a batch of rows to gather (then rows wait tens of
+     * ms). */
+    gate g;
+    sl_dataset *ds;
+    sl_iterator_options o;
+    sl_iterator_stats stats;
+    sl_iterator *it;
+    sl_row row;
+    double waited[SCARCE_ROWS];
+    gate_init(&g, 10, 0);
+    ds = gated_mnist(&g, SCARCE_ROWS);
+    sl_iterator_options_init(&o);
+    o.chunk_rows = 1;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+    for (int i = 0; i < SCARCE_ROWS; i++) {
+        ck_assert_msg(sl_iterator_next(it, &row) == SL_OK, "%s", sl_iterator_last_error(it));
+        waited[i] = now_ms() - *(const double *)sl_tensor_data(row.columns[1]);
+        sl_row_clear(&row);
+    }
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_EPOCH);
+    sl_iterator_get_stats(it, &stats);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+    gate_destroy(&g);
+    ck_assert_msg(stats.consumer_wakeups <= 2 * SCARCE_ROWS,
+                  "the consumer was woken %llu times for %d rows",
+                  (unsigned long long)stats.consumer_wakeups, SCARCE_ROWS);
+    qsort(waited, SCARCE_ROWS, sizeof *waited, compare_double);
+    ck_assert_msg(waited[SCARCE_ROWS / 2] < 5.0, "a finished row waited %.2f ms (median)",
+                  waited[SCARCE_ROWS / 2]);
+}
+END_TEST
+
 static Suite *make_pipeline_suite(void)
 {
     Suite *s = suite_create("pipeline");
@@ -941,6 +1075,7 @@ static Suite *make_pipeline_suite(void)
     tcase_add_test(conc, test_random_ops_independent_of_workers);
     tcase_add_test(conc, test_destroy_mid_epoch);
     tcase_add_test(conc, test_free_while_other_iterator_loads);
+    tcase_add_test(conc, test_scarce_rows_wake_consumer_once);
     suite_add_tcase(s, core);
     suite_add_tcase(s, conc);
     return s;

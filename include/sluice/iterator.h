@@ -39,6 +39,8 @@ typedef struct sl_iterator_stats {
     uint64_t rows_out;      /* rows handed out by sl_iterator_next */
     size_t pool_bytes;      /* bytes held by the iterator's buffer pool */
     int threads;            /* threads the pipeline runs */
+    uint64_t consumer_wakeups; /* times sl_iterator_next slept waiting for data and was
+                                * woken; about one per wait when nothing polls */
 } sl_iterator_stats;
 
 SL_API void sl_iterator_options_init(sl_iterator_options *o);
