@@ -680,6 +680,9 @@ static void *(*stage_main(stage_kind kind))(void *)
 static void shutdown_stages(sl_iterator *it)
 {
     atomic_store(&it->stop, 1);
+    /* A source thread waiting for another iterator's load sees the flag. */
+    if (it->source->iface->wake)
+        it->source->iface->wake(it->source);
     for (size_t s = 0; s < it->nstages; s++)
         sl__queue_close(&it->stages[s].out);
     for (size_t s = 0; s < it->nstages; s++)

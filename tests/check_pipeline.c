@@ -852,24 +852,18 @@ static void *free_thread(void *arg)
     return NULL;
 }
 
-START_TEST(test_free_while_other_iterator_loads)
+/* Holds up the load of the MNIST pixels: replaces the train images file
+ * with a FIFO and starts iterator *a on ds, whose source thread then blocks
+ * reading it. Returns the FIFO's write end (non-blocking) once *a has the
+ * FIFO open; *bytes and *len are the file's content, for feed_load. */
+static int hold_load(sl_dataset *ds, sl_iterator **a, void **bytes, size_t *len)
 {
-    /* Two iterators of one dataset: A loads the MNIST pixels (held up here
-     * by a FIFO in place of the images file), B waits for that load. Freeing
-     * B must not wait for A's load to finish. */
     char *images = tu_path(tmpdir, "train-images-idx3-ubyte.gz");
-    sl_dataset *ds = mnist(0);
-    sl_iterator *a, *b;
-    free_job job = {0};
-    pthread_t th;
-    void *bytes;
-    size_t len, off = 0;
     int fd = -1;
-    sl_row row;
-    ck_assert_int_eq(tu_read_file(images, &bytes, &len), 0);
+    ck_assert_int_eq(tu_read_file(images, bytes, len), 0);
     ck_assert_int_eq(unlink(images), 0);
     ck_assert_int_eq(mkfifo(images, 0600), 0);
-    ck_assert_int_eq(sl_iterator_new(&a, ds, NULL), SL_OK);
+    ck_assert_int_eq(sl_iterator_new(a, ds, NULL), SL_OK);
     /* A's source thread has the FIFO open once a writer can open it. */
     for (int i = 0; i < 5000 && fd < 0; i++) {
         fd = open(images, O_WRONLY | O_NONBLOCK);
@@ -879,18 +873,14 @@ START_TEST(test_free_while_other_iterator_loads)
         }
     }
     ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(sl_iterator_new(&b, ds, NULL), SL_OK);
-    {
-        struct timespec ts = {0, 50000000L}; /* B reaches the load */
-        nanosleep(&ts, NULL);
-    }
-    job.it = b;
-    ck_assert_int_eq(pthread_create(&th, NULL, free_thread, &job), 0);
-    for (int i = 0; i < 1000 && !atomic_load(&job.done); i++) {
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    /* Now let A's load finish (whether or not B is gone). */
+    free(images);
+    return fd;
+}
+
+/* Lets the held load go on: writes len bytes into the FIFO and closes it. */
+static void feed_load(int fd, const void *bytes, size_t len)
+{
+    size_t off = 0;
     ck_assert_int_eq(fcntl(fd, F_SETFL, 0), 0);
     while (off < len) {
         ssize_t w = write(fd, (const char *)bytes + off, len - off);
@@ -898,6 +888,40 @@ START_TEST(test_free_while_other_iterator_loads)
         off += (size_t)w;
     }
     close(fd);
+}
+
+/* Gives an iterator time to reach the load another one holds (there is
+ * nothing to wait on from outside). */
+static void let_reach_load(void)
+{
+    struct timespec ts = {0, 100000000L};
+    nanosleep(&ts, NULL);
+}
+
+START_TEST(test_free_while_other_iterator_loads)
+{
+    /* Two iterators of one dataset: A loads the MNIST pixels (held up here
+     * by a FIFO in place of the images file), B waits for that load. Freeing
+     * B must not wait for A's load to finish. */
+    sl_dataset *ds = mnist(0);
+    sl_iterator *a, *b;
+    free_job job = {0};
+    pthread_t th;
+    void *bytes;
+    size_t len;
+    int fd;
+    sl_row row;
+    fd = hold_load(ds, &a, &bytes, &len);
+    ck_assert_int_eq(sl_iterator_new(&b, ds, NULL), SL_OK);
+    let_reach_load();
+    job.it = b;
+    ck_assert_int_eq(pthread_create(&th, NULL, free_thread, &job), 0);
+    for (int i = 0; i < 1000 && !atomic_load(&job.done); i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    /* Now let A's load finish (whether or not B is gone). */
+    feed_load(fd, bytes, len);
     pthread_join(th, NULL);
     ck_assert_msg(job.took_ms < 100.0, "freeing B took %.1f ms", job.took_ms);
     /* A read the pixels through the FIFO and works. */
@@ -905,6 +929,74 @@ START_TEST(test_free_while_other_iterator_loads)
     ck_assert_uint_eq(((const uint8_t *)sl_tensor_data(row.columns[0]))[30], tu_pixel(0, 1, 2));
     sl_row_clear(&row);
     sl_iterator_free(a);
+    sl_dataset_free(ds);
+    free(bytes);
+}
+END_TEST
+
+START_TEST(test_waiter_shares_the_load)
+{
+    /* A loads the pixels (held up by a FIFO) while B, on the same dataset,
+     * waits for that load: once it ends, both hand out the same rows. */
+    sl_dataset *ds = mnist(0);
+    sl_iterator *a, *b;
+    sl_row ra, rb;
+    void *bytes;
+    size_t len;
+    int fd = hold_load(ds, &a, &bytes, &len);
+    ck_assert_int_eq(sl_iterator_new(&b, ds, NULL), SL_OK);
+    let_reach_load();
+    feed_load(fd, bytes, len);
+    for (uint32_t i = 0; i < N_TRAIN; i++) {
+        ck_assert_msg(sl_iterator_next(a, &ra) == SL_OK, "%s", sl_iterator_last_error(a));
+        ck_assert_msg(sl_iterator_next(b, &rb) == SL_OK, "%s", sl_iterator_last_error(b));
+        ck_assert_mem_eq(sl_tensor_data(ra.columns[0]), sl_tensor_data(rb.columns[0]),
+                         sl_tensor_nbytes(ra.columns[0]));
+        ck_assert_uint_eq(*(const uint32_t *)sl_tensor_data(rb.columns[1]), tu_label(i));
+        ck_assert_uint_eq(((const uint8_t *)sl_tensor_data(rb.columns[0]))[30], tu_pixel(i, 1, 2));
+        sl_row_clear(&ra);
+        sl_row_clear(&rb);
+    }
+    ck_assert_int_eq(sl_iterator_next(a, &ra), SL_END_OF_EPOCH);
+    ck_assert_int_eq(sl_iterator_next(b, &rb), SL_END_OF_EPOCH);
+    sl_iterator_free(a);
+    sl_iterator_free(b);
+    sl_dataset_free(ds);
+    free(bytes);
+}
+END_TEST
+
+START_TEST(test_waiter_gets_the_load_error)
+{
+    /* A's load fails (the images file ends early); B, which was waiting for
+     * that load, gets the same error instead of loading again by itself
+     * (which here would block on the FIFO for good). */
+    char *images = tu_path(tmpdir, "train-images-idx3-ubyte.gz");
+    sl_dataset *ds = mnist(0);
+    sl_iterator_options o;
+    sl_iterator *a, *b;
+    sl_row row;
+    void *bytes;
+    size_t len;
+    int fd = hold_load(ds, &a, &bytes, &len), rc_a, rc_b;
+    sl_iterator_options_init(&o);
+    o.timeout_ms = 10000; /* a failure, not a hang */
+    ck_assert_int_eq(sl_iterator_new(&b, ds, &o), SL_OK);
+    let_reach_load();
+    feed_load(fd, bytes, len / 2);
+    rc_a = sl_iterator_next(a, &row);
+    rc_b = sl_iterator_next(b, &row);
+    /* Should B have loaded again after all, it is blocked opening the
+     * FIFO: a writer that comes and goes lets it fail, so it can be freed. */
+    fd = open(images, O_WRONLY | O_NONBLOCK);
+    if (fd >= 0)
+        close(fd);
+    ck_assert_msg(rc_a < 0 && rc_a != SL_ETIMEDOUT, "A: %s", sl_iterator_last_error(a));
+    ck_assert_msg(rc_b == rc_a, "B: %d %s", rc_b, sl_iterator_last_error(b));
+    ck_assert_str_eq(sl_iterator_last_error(b), sl_iterator_last_error(a));
+    ck_assert_ptr_nonnull(strstr(sl_iterator_last_error(b), "train-images-idx3-ubyte"));
+    sl_iterator_free(a);
+    sl_iterator_free(b);
     sl_dataset_free(ds);
     free(bytes);
     free(images);
@@ -1075,6 +1167,8 @@ static Suite *make_pipeline_suite(void)
     tcase_add_test(conc, test_random_ops_independent_of_workers);
     tcase_add_test(conc, test_destroy_mid_epoch);
     tcase_add_test(conc, test_free_while_other_iterator_loads);
+    tcase_add_test(conc, test_waiter_shares_the_load);
+    tcase_add_test(conc, test_waiter_gets_the_load_error);
     tcase_add_test(conc, test_scarce_rows_wake_consumer_once);
     suite_add_tcase(s, core);
     suite_add_tcase(s, conc);
