@@ -277,7 +277,7 @@ void sl_mnist_options_init(sl_mnist_options *o)
 int sl__mnist_source_new(sl__source **out, const sl_mnist_options *o, sl__error *err)
 {
     mnist_source *m;
-    int rc = SL_OK;
+    int rc = SL_OK, e;
     *out = NULL;
     if (!o->dataset_dir)
         return sl__errf(err, SL_EINVAL, "mnist: dataset_dir is not set");
@@ -288,8 +288,15 @@ int sl__mnist_source_new(sl__source **out, const sl_mnist_options *o, sl__error 
         return sl__errf(err, SL_ENOMEM, "mnist: out of memory");
     m->base.iface = &mnist_iface;
     atomic_init(&m->base.refs, 1);
-    pthread_mutex_init(&m->load_lock, NULL);
-    pthread_cond_init(&m->load_done, NULL);
+    if ((e = pthread_mutex_init(&m->load_lock, NULL)) != 0) {
+        free(m);
+        return sl__pthread_errf(err, e, "mnist: pthread_mutex_init");
+    }
+    if ((e = pthread_cond_init(&m->load_done, NULL)) != 0) {
+        pthread_mutex_destroy(&m->load_lock);
+        free(m);
+        return sl__pthread_errf(err, e, "mnist: pthread_cond_init");
+    }
     if (o->usage != SL_MNIST_TEST)
         rc = open_part(&m->parts[m->nparts++], o->dataset_dir, "train", err);
     if (rc == SL_OK && o->usage != SL_MNIST_TRAIN)

@@ -2,6 +2,7 @@
  * determinism across worker counts, shuffle, batch, repeat and end-of-epoch
  * placement, take/skip, sizes, and shutdown in the middle of an epoch. */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,6 +18,7 @@
 #include "core/queue.h"
 #include "ops/op_impl.h"
 #include "pipeline/nodes.h"
+#include "fault.h"
 #include "testutil.h"
 
 #define N_TRAIN 300
@@ -580,7 +582,7 @@ START_TEST(test_unread_rows_bound_chunks)
     sl_queue q;
     sl__out out;
     sl__chunk *c;
-    ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 8, NULL), SL_OK);
     memset(&out, 0, sizeof out);
     out.queue = &q;
     out.chunk_rows = 64;
@@ -713,6 +715,67 @@ START_TEST(test_timeout_names_stage)
     ck_assert_int_eq(rc, SL_OK);
     sl_row_clear(&row);
     sl_iterator_free(it);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_mnist_lock_failures)
+{
+    /* The MNIST source's lock and condition variable: a failure to make
+     * either is reported, naming the call, and leaves nothing behind. */
+    static const fault_fn fns[] = {FAULT_MUTEX_INIT, FAULT_COND_INIT};
+    for (size_t i = 0; i < 2; i++) {
+        sl_mnist_options o;
+        sl_dataset *ds = sl_dataset_new();
+        ck_assert_ptr_nonnull(ds);
+        sl_mnist_options_init(&o);
+        o.dataset_dir = tmpdir;
+        fault_arm(fns[i], 0, EAGAIN);
+        ck_assert_int_eq(sl_dataset_mnist(ds, &o), SL_ETHREAD);
+        ck_assert(fault_disarm());
+        ck_assert_msg(strstr(sl_dataset_last_error(ds), i ? "mnist: pthread_cond_init"
+                                                          : "mnist: pthread_mutex_init"),
+                      "%s", sl_dataset_last_error(ds));
+        sl_dataset_free(ds);
+    }
+}
+END_TEST
+
+START_TEST(test_iterator_lock_failures)
+{
+    /* Fails each pthread init that making an iterator does, one at a time
+     * (the k-th call of each function, until there is none left to fail):
+     * sl_iterator_new must refuse with a message naming the stage and the
+     * call, and clean up (ASan/LSan builds check that). */
+    static const fault_fn fns[] = {FAULT_MUTEX_INIT, FAULT_COND_INIT, FAULT_CONDATTR_INIT,
+                                   FAULT_CONDATTR_SETCLOCK};
+    sl_dataset *ds = mnist(1);
+    int failed = 0;
+    add_lenet_ops(ds, 2, 1); /* source, map+batch: lazy source, a queue re-made */
+    ck_assert_int_eq(sl_dataset_repeat(ds, 2), SL_OK); /* and a sequential stage */
+    for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++) {
+        for (int k = 0;; k++) {
+            sl_iterator *it = NULL;
+            int rc, fired;
+            fault_arm(fns[f], k, k % 2 ? ENOMEM : EAGAIN);
+            rc = sl_iterator_new(&it, ds, NULL);
+            fired = fault_disarm();
+            if (!fired) {
+                ck_assert_int_eq(rc, SL_OK); /* every call of fns[f] was failed once */
+                sl_iterator_free(it);
+                break;
+            }
+            ck_assert_msg(rc == (k % 2 ? SL_ENOMEM : SL_ETHREAD),
+                          "call %d of fault %zu: status %d (%s)", k, f, rc,
+                          sl_dataset_last_error(ds));
+            ck_assert_ptr_null(it);
+            ck_assert_msg(strstr(sl_dataset_last_error(ds), "stage '") &&
+                              strstr(sl_dataset_last_error(ds), "pthread_"),
+                          "%s", sl_dataset_last_error(ds));
+            failed++;
+        }
+    }
+    ck_assert_int_ge(failed, 6); /* 3+ queues (a lock and 2 conds each) and the source's lock */
     sl_dataset_free(ds);
 }
 END_TEST
@@ -1157,6 +1220,8 @@ static Suite *make_pipeline_suite(void)
     tcase_add_test(core, test_rows_outlive_iterator);
     tcase_add_test(core, test_timeout_names_stage);
     tcase_add_test(core, test_describe_and_sizes);
+    tcase_add_test(core, test_mnist_lock_failures);
+    tcase_add_test(core, test_iterator_lock_failures);
     tcase_add_test(core, test_read_error_in_workers);
     tcase_add_test(core, test_dataset_copy);
     tcase_add_test(core, test_unread_rows_bound_chunks);
