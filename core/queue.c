@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 
 int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err)
@@ -135,15 +136,8 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
     struct timespec deadline;
     void **slot;
     int rc = SL_OK, slept = 0, timed_out = 0;
-    if (timeout_ms > 0) {
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
-    }
+    if (timeout_ms > 0)
+        sl__deadline_ms(&deadline, timeout_ms);
     pthread_mutex_lock(&q->lock);
     /* Re-read head after every wait: another consumer may have advanced it.
      * An item that arrived as the deadline passed is still taken. */

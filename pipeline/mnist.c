@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/tensor_impl.h"
 #include "pipeline/idx.h"
 #include "pipeline/sampler.h"
@@ -89,13 +89,6 @@ static int open_part(mnist_part *part, const char *dir, const char *prefix, sl__
     return SL_OK;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static int load_labels(mnist_source *m, const mnist_part *part, const atomic_int *stop,
                        sl__error *err)
 {
@@ -150,7 +143,7 @@ static int mnist_prepare(sl__source *src, const atomic_int *stop, sl__error *err
     }
     m->loading = 1;
     pthread_mutex_unlock(&m->load_lock);
-    t0 = now_ms();
+    t0 = sl__now_ms();
     if (!m->images) {
         int64_t shape[4] = {src->num_rows, m->height, m->width, 1};
         rc = sl__tensor_alloc(&m->images, NULL, SL_UINT8, 4, shape);
@@ -175,7 +168,7 @@ done:
     pthread_mutex_lock(&m->load_lock);
     if (rc == SL_OK) {
         m->loaded = 1;
-        m->load_ms = now_ms() - t0;
+        m->load_ms = sl__now_ms() - t0;
         sl__err_clear(&m->load_err);
     } else {
         sl__err_copy(&m->load_err, err);

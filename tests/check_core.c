@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/pool.h"
 #include "core/queue.h"
@@ -32,9 +33,7 @@ Suite *make_core_suite(void);
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return sl__now_ms() * 1e-3;
 }
 
 static void sleep_ms(long ms)
@@ -668,6 +667,29 @@ START_TEST(test_rng_uniform)
     ck_assert_double_gt(hi, 0.999);
     ck_assert_int_gt(below_half, DRAWS / 2 - 1000);
     ck_assert_int_lt(below_half, DRAWS / 2 + 1000);
+}
+END_TEST
+
+/* --- clock --------------------------------------------------------------- */
+
+START_TEST(test_clock_deadline)
+{
+    /* Deadlines land timeout_ms ahead on the monotonic clock, with the
+     * nanoseconds carried into seconds; sl__now_ms does not go back. */
+    static const int timeouts[] = {0, 1, 999, 1000, 1001, 2500, 86400000};
+    double before = sl__now_ms();
+    for (size_t i = 0; i < sizeof timeouts / sizeof timeouts[0]; i++) {
+        struct timespec d, now;
+        double ahead_ms;
+        sl__deadline_ms(&d, timeouts[i]);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        ck_assert_int_ge(d.tv_nsec, 0);
+        ck_assert_int_lt(d.tv_nsec, 1000000000L);
+        ahead_ms = (double)(d.tv_sec - now.tv_sec) * 1e3 + (double)(d.tv_nsec - now.tv_nsec) * 1e-6;
+        ck_assert_msg(ahead_ms <= timeouts[i] && ahead_ms > timeouts[i] - 100.0,
+                      "deadline %d ms ahead is %.3f ms ahead", timeouts[i], ahead_ms);
+    }
+    ck_assert_double_ge(sl__now_ms(), before);
 }
 END_TEST
 
@@ -1365,6 +1387,7 @@ Suite *make_core_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("queue");
+    tcase_add_test(tc, test_clock_deadline);
     tcase_add_test(tc, test_queue_init);
     tcase_add_test(tc, test_queue_init_failures);
     tcase_add_test(tc, test_queue_wakes_per_item);

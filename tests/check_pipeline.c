@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sluice/sluice.h"
+#include "core/clock.h"
 #include "core/queue.h"
 #include "ops/op_impl.h"
 #include "pipeline/nodes.h"
@@ -629,13 +630,6 @@ START_TEST(test_dataset_copy)
 }
 END_TEST
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static int compare_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -664,9 +658,9 @@ START_TEST(test_destroy_mid_epoch)
             ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
             sl_row_clear(&row);
         }
-        t0 = now_ms();
+        t0 = sl__now_ms();
         sl_iterator_free(it);
-        took[i] = now_ms() - t0;
+        took[i] = sl__now_ms() - t0;
         sl_dataset_free(ds);
     }
     qsort(took, 100, sizeof *took, compare_double);
@@ -710,7 +704,7 @@ START_TEST(test_timeout_names_stage)
         ck_assert_int_eq(rc, SL_OK);
     sl_row_clear(&row);
     /* A timeout is not the end: later calls wait again and get rows. */
-    for (double t0 = now_ms(); rc == SL_ETIMEDOUT && now_ms() - t0 < 20000.0;)
+    for (double t0 = sl__now_ms(); rc == SL_ETIMEDOUT && sl__now_ms() - t0 < 20000.0;)
         rc = sl_iterator_next(it, &row);
     ck_assert_int_eq(rc, SL_OK);
     sl_row_clear(&row);
@@ -908,9 +902,9 @@ typedef struct free_job {
 static void *free_thread(void *arg)
 {
     free_job *job = arg;
-    double t0 = now_ms();
+    double t0 = sl__now_ms();
     sl_iterator_free(job->it);
-    job->took_ms = now_ms() - t0;
+    job->took_ms = sl__now_ms() - t0;
     atomic_store(&job->done, 1);
     return NULL;
 }
@@ -1068,7 +1062,7 @@ END_TEST
 
 /* --- a test op that paces or holds rows ----------------------------------- */
 
-/* Replaces a column with the time (now_ms(), float64 scalar) at which the
+/* Replaces a column with the time (sl__now_ms(), float64 scalar) at which the
  * op let the row go: after delay_ms, and not while the gate is shut. The
  * consumer can then tell how long a finished row waited for it, and a test
  * can stall a pipeline until it opens the gate. */
@@ -1116,7 +1110,7 @@ static int gate_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx 
     rc = sl__tensor_alloc(out, ctx->pool, SL_FLOAT64, 0, NULL);
     if (rc != SL_OK)
         return sl__errf(ctx->err, rc, "gate: out of memory");
-    *(double *)(*out)->data = now_ms();
+    *(double *)(*out)->data = sl__now_ms();
     return SL_OK;
 }
 
@@ -1182,7 +1176,7 @@ START_TEST(test_scarce_rows_wake_consumer_once)
     ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
     for (int i = 0; i < SCARCE_ROWS; i++) {
         ck_assert_msg(sl_iterator_next(it, &row) == SL_OK, "%s", sl_iterator_last_error(it));
-        waited[i] = now_ms() - *(const double *)sl_tensor_data(row.columns[1]);
+        waited[i] = sl__now_ms() - *(const double *)sl_tensor_data(row.columns[1]);
         sl_row_clear(&row);
     }
     ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_EPOCH);
