@@ -221,7 +221,7 @@ START_TEST(test_lenet_batches)
         ck_assert_int_eq(sl_dataset_map(ds, image_ops, 4, "image", NULL, 2), SL_OK);
     }
     ck_assert_int_eq(sl_dataset_batch(ds, 32, 1, 2), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), N_TRAIN / 32);
+    ck_assert_int_eq(tu_dataset_size(ds), N_TRAIN / 32);
     ck_assert_int_eq(sl_dataset_column_spec(ds, 0, &spec), SL_OK);
     ck_assert_int_eq(spec.dtype, SL_FLOAT32);
     ck_assert_int_eq(spec.ndim, 4);
@@ -347,7 +347,7 @@ START_TEST(test_batch_remainder)
             size_t batches = 0, rows = 0;
             int rc;
             ck_assert_int_eq(sl_dataset_batch(ds, 32, drop, workers), SL_OK);
-            ck_assert_int_eq(sl_dataset_get_dataset_size(ds), drop ? 9 : 10);
+            ck_assert_int_eq(tu_dataset_size(ds), drop ? 9 : 10);
             ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
             while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
                 int64_t n = sl_tensor_shape(row.columns[0])[0];
@@ -384,7 +384,7 @@ START_TEST(test_repeat_epochs)
     int end;
     size_t n;
     ck_assert_int_eq(sl_dataset_repeat(ds, 3), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 3 * N_TRAIN);
+    ck_assert_int_eq(tu_dataset_size(ds), 3 * N_TRAIN);
     sl_iterator_options_init(&o);
     o.num_epochs = 2;
     ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
@@ -415,7 +415,7 @@ START_TEST(test_batch_then_repeat)
     int rc;
     ck_assert_int_eq(sl_dataset_batch(ds, 64, 0, 1), SL_OK);
     ck_assert_int_eq(sl_dataset_repeat(ds, 2), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 10);
+    ck_assert_int_eq(tu_dataset_size(ds), 10);
     ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
     while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
         ck_assert_uint_lt(n, 16);
@@ -442,7 +442,7 @@ START_TEST(test_take_skip)
     size_t n;
     ck_assert_int_eq(sl_dataset_skip(ds, 7), SL_OK);
     ck_assert_int_eq(sl_dataset_take(ds, 20), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 20);
+    ck_assert_int_eq(tu_dataset_size(ds), 20);
     sl_iterator_options_init(&o);
     o.num_epochs = 2;
     ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
@@ -458,9 +458,9 @@ START_TEST(test_take_skip)
     /* skip past the end leaves nothing; take(-1) keeps everything */
     ds = mnist(0);
     ck_assert_int_eq(sl_dataset_take(ds, -1), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), N_TRAIN);
+    ck_assert_int_eq(tu_dataset_size(ds), N_TRAIN);
     ck_assert_int_eq(sl_dataset_skip(ds, 1000), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 0);
+    ck_assert_int_eq(tu_dataset_size(ds), 0);
     ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
     n = epoch_labels(it, labels, N_TRAIN, &end);
     ck_assert_uint_eq(n, 0);
@@ -477,7 +477,7 @@ START_TEST(test_endless_repeat)
     sl_row row;
     ck_assert_int_eq(sl_dataset_batch(ds, 32, 1, 1), SL_OK);
     ck_assert_int_eq(sl_dataset_repeat(ds, -1), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), -1);
+    ck_assert_int_eq(tu_dataset_size(ds), SL_DATASET_SIZE_ENDLESS);
     ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
     /* far more batches than one pass holds, and never an end */
     for (int i = 0; i < 100; i++) {
@@ -617,8 +617,8 @@ START_TEST(test_dataset_copy)
     ck_assert_int_eq(sl_dataset_take(ds, 40), SL_OK);
     ck_assert_int_eq(sl_dataset_copy(&copy, ds), SL_OK);
     ck_assert_int_eq(sl_dataset_batch(copy, 8, 1, 2), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 40);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(copy), 5);
+    ck_assert_int_eq(tu_dataset_size(ds), 40);
+    ck_assert_int_eq(tu_dataset_size(copy), 5);
     ck_assert_int_eq(sl_dataset_num_columns(copy), 2);
     a = run_trace(ds, 1);
     b = run_trace(copy, 1);
@@ -778,23 +778,49 @@ START_TEST(test_describe_and_sizes)
 {
     sl_dataset *ds = mnist(1);
     char buf[1024];
+    int64_t size;
     add_lenet_ops(ds, 2, 1);
     ck_assert_int_eq(sl_dataset_describe(ds, buf, sizeof buf), SL_OK);
     ck_assert_ptr_nonnull(strstr(buf, "mnist("));
     ck_assert_ptr_nonnull(strstr(buf, "resize"));
     ck_assert_ptr_nonnull(strstr(buf, "shuffle(buffer_size=100)"));
     ck_assert_ptr_nonnull(strstr(buf, "batch(32"));
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), N_TRAIN / 32);
+    ck_assert_int_eq(tu_dataset_size(ds), N_TRAIN / 32);
     ck_assert_int_eq(sl_dataset_repeat(ds, 4), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 4 * (N_TRAIN / 32));
+    ck_assert_int_eq(tu_dataset_size(ds), 4 * (N_TRAIN / 32));
     ck_assert_int_eq(sl_dataset_take(ds, 5), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 5);
+    ck_assert_int_eq(tu_dataset_size(ds), 5);
     sl_dataset_free(ds);
     /* no source yet */
     ds = sl_dataset_new();
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), SL_ESTATE);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds, &size), SL_ESTATE);
+    ck_assert_int_eq(size, 0);
     ck_assert_int_eq(sl_dataset_batch(ds, 2, 0, 1), SL_ESTATE);
     ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "no source"));
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_describe_truncates)
+{
+    /* Into a buffer of any size, describe writes a NUL-terminated prefix of
+     * the full text and never past the end (each buffer is its own heap
+     * block, so ASan sees an overrun). A summary longer than the buffer
+     * must not lead to a pointer beyond it either (dataset.c). */
+    sl_dataset *ds = mnist(1);
+    char full[1024];
+    size_t n;
+    add_lenet_ops(ds, 2, 1);
+    ck_assert_int_eq(sl_dataset_describe(ds, full, sizeof full), SL_OK);
+    n = strlen(full);
+    for (size_t len = 1; len <= n + 1; len++) {
+        char *buf = malloc(len);
+        ck_assert_ptr_nonnull(buf);
+        ck_assert_int_eq(sl_dataset_describe(ds, buf, len), SL_OK);
+        ck_assert_uint_lt(strlen(buf), len);
+        ck_assert_int_eq(strncmp(buf, full, strlen(buf)), 0);
+        free(buf);
+    }
     sl_dataset_free(ds);
 }
 END_TEST
@@ -812,7 +838,7 @@ START_TEST(test_take_after_endless_repeat)
     size_t n;
     ck_assert_int_eq(sl_dataset_repeat(ds, -1), SL_OK);
     ck_assert_int_eq(sl_dataset_take(ds, 5), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 5);
+    ck_assert_int_eq(tu_dataset_size(ds), 5);
     sl_iterator_options_init(&o);
     o.num_epochs = 2;
     o.timeout_ms = 5000; /* a failure, not a hang */
@@ -1214,6 +1240,7 @@ static Suite *make_pipeline_suite(void)
     tcase_add_test(core, test_rows_outlive_iterator);
     tcase_add_test(core, test_timeout_names_stage);
     tcase_add_test(core, test_describe_and_sizes);
+    tcase_add_test(core, test_describe_truncates);
     tcase_add_test(core, test_mnist_lock_failures);
     tcase_add_test(core, test_iterator_lock_failures);
     tcase_add_test(core, test_read_error_in_workers);
