@@ -6,17 +6,16 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 
-int sl__queue_init(sl_queue *q, size_t capacity)
+int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err)
 {
     pthread_condattr_t attr;
+    int e, rc;
     q->slots = NULL; /* so sl__queue_destroy is safe after a failed init */
     if (capacity == 0)
-        return SL_EINVAL;
-    q->slots = calloc(capacity, sizeof *q->slots);
-    if (!q->slots)
-        return SL_ENOMEM;
+        return sl__errf(err, SL_EINVAL, "queue: capacity must be >= 1");
     q->capacity = capacity;
     q->head = 0;
     q->next_seq = 0;
@@ -27,14 +26,42 @@ int sl__queue_init(sl_queue *q, size_t capacity)
     q->push_waits = 0;
     q->pop_waits = 0;
     q->pop_wakeups = 0;
-    pthread_mutex_init(&q->lock, NULL);
-    /* Timed pops measure against the monotonic clock, immune to clock jumps. */
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->not_empty, &attr);
+    if ((e = pthread_mutex_init(&q->lock, NULL)) != 0)
+        return sl__pthread_errf(err, e, "queue: pthread_mutex_init");
+    /* Timed pops measure against the monotonic clock, immune to clock
+     * jumps; without it their deadlines would be wrong, so that fails too. */
+    if ((e = pthread_condattr_init(&attr)) != 0) {
+        rc = sl__pthread_errf(err, e, "queue: pthread_condattr_init");
+        goto no_attr;
+    }
+    if ((e = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)) != 0) {
+        rc = sl__pthread_errf(err, e, "queue: pthread_condattr_setclock(CLOCK_MONOTONIC)");
+        goto no_not_empty;
+    }
+    if ((e = pthread_cond_init(&q->not_empty, &attr)) != 0) {
+        rc = sl__pthread_errf(err, e, "queue: pthread_cond_init");
+        goto no_not_empty;
+    }
+    if ((e = pthread_cond_init(&q->not_full, NULL)) != 0) {
+        rc = sl__pthread_errf(err, e, "queue: pthread_cond_init");
+        goto no_not_full;
+    }
     pthread_condattr_destroy(&attr);
-    pthread_cond_init(&q->not_full, NULL);
+    q->slots = calloc(capacity, sizeof *q->slots);
+    if (!q->slots) {
+        pthread_cond_destroy(&q->not_full);
+        pthread_cond_destroy(&q->not_empty);
+        pthread_mutex_destroy(&q->lock);
+        return sl__errf(err, SL_ENOMEM, "queue: out of memory for %zu slots", capacity);
+    }
     return SL_OK;
+no_not_full:
+    pthread_cond_destroy(&q->not_empty);
+no_not_empty:
+    pthread_condattr_destroy(&attr);
+no_attr:
+    pthread_mutex_destroy(&q->lock);
+    return rc;
 }
 
 void sl__queue_destroy(sl_queue *q)
@@ -109,15 +136,8 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
     struct timespec deadline;
     void **slot;
     int rc = SL_OK, slept = 0, timed_out = 0;
-    if (timeout_ms > 0) {
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
-    }
+    if (timeout_ms > 0)
+        sl__deadline_ms(&deadline, timeout_ms);
     pthread_mutex_lock(&q->lock);
     /* Re-read head after every wait: another consumer may have advanced it.
      * An item that arrived as the deadline passed is still taken. */

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/error.h"
+
 typedef struct sl_queue {
     pthread_mutex_t lock;
     pthread_cond_t not_empty; /* the slot at `head` was filled, or closed */
@@ -39,7 +41,12 @@ typedef struct sl_queue {
     uint64_t pop_wakeups;
 } sl_queue;
 
-int sl__queue_init(sl_queue *q, size_t capacity);
+/* Returns SL_OK, SL_EINVAL (capacity 0), SL_ENOMEM or SL_ETHREAD (a lock
+ * or condition variable could not be made, or the monotonic clock set for
+ * timed pops; the message then goes to err, which may be NULL). After a
+ * failure nothing is left to free, and sl__queue_destroy and
+ * sl__queue_close do nothing. */
+int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err);
 void sl__queue_destroy(sl_queue *q);
 
 /* Places item with sequence number seq; blocks while seq >= head + capacity.

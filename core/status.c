@@ -1,6 +1,5 @@
 /* status.c: names and descriptions of sl_status codes. */
-#include "config.h"
-#include "sluice/sluice.h"
+#include "sluice/status.h"
 
 const char *sl_strerror(int status)
 {
@@ -40,11 +39,4 @@ const char *sl_status_name(int status)
     case SL_END_OF_DATA: return "SL_END_OF_DATA";
     }
     return "SL_UNKNOWN";
-}
-
-#include "sluice/sluice.h"
-
-const char *sl_version(void)
-{
-    return PACKAGE_VERSION;
 }

@@ -501,11 +501,20 @@ static stage *add_stage(sl_iterator *it, stage_kind kind, const char *name, int 
     /* Parallel stages need room for every worker's chunk in the window. */
     if (cap < 2 * (size_t)nthreads)
         cap = 2 * (size_t)nthreads;
-    *rc = sl__queue_init(&st->out, cap);
-    if (*rc != SL_OK)
+    /* A failure here leaves nothing of the stage to free: it is not
+     * counted in nstages yet. */
+    *rc = sl__queue_init(&st->out, cap, &it->error);
+    if (*rc != SL_OK) {
+        sl__err_prefix(&it->error, "stage '%s': ", st->name);
         return NULL;
+    }
     if (kind == STAGE_SOURCE) {
-        pthread_mutex_init(&st->src.lock, NULL);
+        int e = pthread_mutex_init(&st->src.lock, NULL);
+        if (e != 0) {
+            sl__queue_destroy(&st->out);
+            *rc = sl__pthread_errf(&it->error, e, "stage 'source': pthread_mutex_init");
+            return NULL;
+        }
         st->src.out.queue = &st->out;
         st->src.out.chunk_rows = chunk_rows;
         st->src.out.chunk_bytes = CHUNK_BYTES;
@@ -543,6 +552,7 @@ static int add_seq_node(sl_iterator *it, stage *st, const sl__node *d, const sl_
 static int plan_lazy_source(sl_iterator *it)
 {
     stage *src = &it->stages[0];
+    int rc;
     if (it->nstages < 2 || it->stages[1].kind == STAGE_SEQ)
         return SL_OK;
     for (size_t k = 0; k < src->nnodes; k++)
@@ -557,14 +567,17 @@ static int plan_lazy_source(sl_iterator *it)
     src->nthreads = 0;
     src->src.out.nonblocking = 1; /* its workers also consume its queue */
     for (size_t k = 0; k < src->nnodes; k++) {
-        int rc = sl__seq_node_rows_unread(src->nodes[k]);
+        rc = sl__seq_node_rows_unread(src->nodes[k]);
         if (rc != SL_OK)
             return rc;
     }
     /* Unread rows are small: a deeper queue lets the source thread run
      * ahead and sleep (and be woken) less often. */
     sl__queue_destroy(&src->out);
-    return sl__queue_init(&src->out, 4 * src->out.capacity);
+    rc = sl__queue_init(&src->out, 4 * src->out.capacity, &it->error);
+    if (rc != SL_OK)
+        sl__err_prefix(&it->error, "stage '%s': ", src->name);
+    return rc;
 }
 
 static int build_stages(sl_iterator *it)
@@ -680,6 +693,9 @@ static void *(*stage_main(stage_kind kind))(void *)
 static void shutdown_stages(sl_iterator *it)
 {
     atomic_store(&it->stop, 1);
+    /* A source thread waiting for another iterator's load sees the flag. */
+    if (it->source->iface->wake)
+        it->source->iface->wake(it->source);
     for (size_t s = 0; s < it->nstages; s++)
         sl__queue_close(&it->stages[s].out);
     for (size_t s = 0; s < it->nstages; s++)
@@ -759,7 +775,8 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
         rc = build_stages(it);
     }
     if (rc != SL_OK) {
-        sl__errf(&ds->error, rc, "iterator: cannot set up the pipeline: %s", sl_strerror(rc));
+        sl__errf(&ds->error, rc, "iterator: cannot set up the pipeline: %s",
+                 it->error.status != SL_OK ? it->error.msg : sl_strerror(rc));
         sl_iterator_free(it);
         return rc;
     }

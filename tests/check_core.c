@@ -9,6 +9,7 @@
 #endif
 
 #include <check.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,12 +18,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/pool.h"
 #include "core/queue.h"
 #include "core/rng.h"
 #include "core/tensor_impl.h"
 #include "sluice/sluice.h"
+#include "fault.h"
 
 Suite *make_core_suite(void);
 
@@ -30,9 +33,7 @@ Suite *make_core_suite(void);
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return sl__now_ms() * 1e-3;
 }
 
 static void sleep_ms(long ms)
@@ -669,6 +670,29 @@ START_TEST(test_rng_uniform)
 }
 END_TEST
 
+/* --- clock --------------------------------------------------------------- */
+
+START_TEST(test_clock_deadline)
+{
+    /* Deadlines land timeout_ms ahead on the monotonic clock, with the
+     * nanoseconds carried into seconds; sl__now_ms does not go back. */
+    static const int timeouts[] = {0, 1, 999, 1000, 1001, 2500, 86400000};
+    double before = sl__now_ms();
+    for (size_t i = 0; i < sizeof timeouts / sizeof timeouts[0]; i++) {
+        struct timespec d, now;
+        double ahead_ms;
+        sl__deadline_ms(&d, timeouts[i]);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        ck_assert_int_ge(d.tv_nsec, 0);
+        ck_assert_int_lt(d.tv_nsec, 1000000000L);
+        ahead_ms = (double)(d.tv_sec - now.tv_sec) * 1e3 + (double)(d.tv_nsec - now.tv_nsec) * 1e-6;
+        ck_assert_msg(ahead_ms <= timeouts[i] && ahead_ms > timeouts[i] - 100.0,
+                      "deadline %d ms ahead is %.3f ms ahead", timeouts[i], ahead_ms);
+    }
+    ck_assert_double_ge(sl__now_ms(), before);
+}
+END_TEST
+
 /* --- queue --------------------------------------------------------------- */
 
 #define PACED_ITEMS 20
@@ -715,7 +739,7 @@ START_TEST(test_queue_wakes_per_item)
         double lag[PACED_ITEMS];
         pthread_t th;
         uint64_t woken;
-        ck_assert_int_eq(sl__queue_init(&q, 4), SL_OK);
+        ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK);
         ck_assert_int_eq(pthread_create(&th, NULL, paced_consumer_main, &c), 0);
         for (uint64_t i = 0; i < PACED_ITEMS; i++) {
             /* The consumer is asleep for item i (pop_waits counts it under
@@ -751,11 +775,49 @@ START_TEST(test_queue_init)
 {
     sl_queue q;
     memset(&q, 0, sizeof q);
-    ck_assert_int_eq(sl__queue_init(&q, 0), SL_EINVAL);
-    ck_assert_int_eq(sl__queue_init(&q, 3), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 0, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl__queue_init(&q, 3, NULL), SL_OK);
     ck_assert_uint_eq(sl__queue_size(&q), 0);
     sl__queue_destroy(&q);
     sl__queue_destroy(&q); /* a second destroy is harmless */
+}
+END_TEST
+
+START_TEST(test_queue_init_failures)
+{
+    /* Each pthread init the queue needs may fail: the status says so, the
+     * message names the call, and nothing is left behind (destroy and
+     * close do nothing; LSan sees no slots). A monotonic clock that cannot
+     * be set is a failure too: timed pops would measure the wrong clock. */
+    static const struct {
+        fault_fn fn;
+        int skip, err, status;
+        const char *call;
+    } cases[] = {
+        {FAULT_MUTEX_INIT, 0, EAGAIN, SL_ETHREAD, "pthread_mutex_init"},
+        {FAULT_CONDATTR_INIT, 0, ENOMEM, SL_ENOMEM, "pthread_condattr_init"},
+        {FAULT_CONDATTR_SETCLOCK, 0, EINVAL, SL_ETHREAD, "pthread_condattr_setclock"},
+        {FAULT_COND_INIT, 0, EAGAIN, SL_ETHREAD, "pthread_cond_init"},
+        {FAULT_COND_INIT, 1, ENOMEM, SL_ENOMEM, "pthread_cond_init"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sl_queue q;
+        sl__error err;
+        sl__err_clear(&err);
+        fault_arm(cases[i].fn, cases[i].skip, cases[i].err);
+        ck_assert_int_eq(sl__queue_init(&q, 4, &err), cases[i].status);
+        ck_assert(fault_disarm());
+        ck_assert_int_eq(err.status, cases[i].status);
+        ck_assert_msg(strstr(err.msg, cases[i].call) != NULL, "%s", err.msg);
+        ck_assert_ptr_null(q.slots);
+        sl__queue_close(&q);
+        sl__queue_destroy(&q);
+    }
+    {
+        sl_queue q;
+        ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK); /* disarmed: works */
+        sl__queue_destroy(&q);
+    }
 }
 END_TEST
 
@@ -763,7 +825,7 @@ START_TEST(test_queue_fifo)
 {
     int items[5] = {10, 11, 12, 13, 14};
     sl_queue q;
-    ck_assert_int_eq(sl__queue_init(&q, 4), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK);
     for (int round = 0; round < 3; round++) { /* wraps the ring several times */
         for (int i = 0; i < 3; i++)
             ck_assert_int_eq(sl__queue_push_next(&q, &items[i]), SL_OK);
@@ -793,7 +855,7 @@ START_TEST(test_queue_out_of_order)
     sl_queue q;
     void *item = NULL;
     uint64_t seq;
-    ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 8, NULL), SL_OK);
     /* 3 arrived but 0 has not: nothing may leave yet. */
     ck_assert_int_eq(sl__queue_push(&q, 3, seq_item(3)), SL_OK);
     ck_assert_int_eq(sl__queue_pop(&q, &item, &seq, 0), SL_ETIMEDOUT);
@@ -861,7 +923,7 @@ START_TEST(test_queue_backpressure)
     push_job job = {.seq = UINT64_MAX, .item = seq_item(2)};
     void *item;
     uint64_t seq, waits;
-    ck_assert_int_eq(sl__queue_init(&q, 2), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 2, NULL), SL_OK);
     job.q = &q;
     ck_assert_int_eq(sl__queue_push_next(&q, seq_item(0)), SL_OK);
     ck_assert_int_eq(sl__queue_push_next(&q, seq_item(1)), SL_OK);
@@ -916,7 +978,7 @@ START_TEST(test_queue_close_wakes_pop)
     pthread_t th;
     pop_job job = {.timeout_ms = -1};
     double closed_at;
-    ck_assert_int_eq(sl__queue_init(&q, 4), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK);
     job.q = &q;
     ck_assert_int_eq(pthread_create(&th, NULL, pop_thread, &job), 0);
     ck_assert(wait_queue_waits(&q, 0, 0, 5000)); /* the pop is asleep */
@@ -938,7 +1000,7 @@ START_TEST(test_queue_close_wakes_push)
     push_job job = {.seq = UINT64_MAX, .item = seq_item(1)};
     double closed_at;
     void *item = NULL;
-    ck_assert_int_eq(sl__queue_init(&q, 1), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 1, NULL), SL_OK);
     job.q = &q;
     ck_assert_int_eq(sl__queue_push_next(&q, seq_item(0)), SL_OK);
     ck_assert_int_eq(pthread_create(&th, NULL, push_thread, &job), 0);
@@ -981,7 +1043,7 @@ START_TEST(test_queue_pop_after_close)
     sl_queue q;
     void *item = NULL;
     uint64_t seq = 99;
-    ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 8, NULL), SL_OK);
     ck_assert_int_eq(sl__queue_push(&q, 0, boxed(0)), SL_OK);
     ck_assert_int_eq(sl__queue_push(&q, 1, boxed(1)), SL_OK);
     ck_assert_int_eq(sl__queue_push(&q, 3, boxed(3)), SL_OK); /* 2 never comes */
@@ -1014,7 +1076,7 @@ END_TEST
 START_TEST(test_queue_drain)
 {
     sl_queue q;
-    ck_assert_int_eq(sl__queue_init(&q, 16), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 16, NULL), SL_OK);
     for (uint64_t i = 0; i < 16; i++)
         ck_assert_int_eq(sl__queue_push(&q, i, boxed(i)), SL_OK);
     ck_assert_uint_eq(sl__queue_size(&q), 16);
@@ -1038,7 +1100,7 @@ START_TEST(test_queue_timed_pop)
     void *item = NULL;
     uint64_t seq = 99;
     double t0, waited;
-    ck_assert_int_eq(sl__queue_init(&q, 4), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK);
     job.q = &q;
 
     t0 = now_s();
@@ -1093,7 +1155,7 @@ START_TEST(test_queue_concurrent_producers)
     producer_job jobs[CONC_PRODUCERS];
     void *item = NULL;
     uint64_t seq;
-    ck_assert_int_eq(sl__queue_init(&q, 16), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 16, NULL), SL_OK);
     for (int i = 0; i < CONC_PRODUCERS; i++) {
         jobs[i] = (producer_job){.q = &q, .first = (uint64_t)i};
         ck_assert_int_eq(pthread_create(&th[i], NULL, producer_thread, &jobs[i]), 0);
@@ -1168,7 +1230,7 @@ START_TEST(test_queue_concurrent_consumers)
     unsigned char *seen = calloc(MC_ITEMS, 1);
     long total = 0;
     ck_assert_ptr_nonnull(seen);
-    ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 8, NULL), SL_OK);
     for (int i = 0; i < MC_CONSUMERS; i++) {
         cjobs[i] = (consumer_job){.q = &q, .seen = seen};
         ck_assert_int_eq(pthread_create(&cons[i], NULL, consumer_thread, &cjobs[i]), 0);
@@ -1325,7 +1387,9 @@ Suite *make_core_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("queue");
+    tcase_add_test(tc, test_clock_deadline);
     tcase_add_test(tc, test_queue_init);
+    tcase_add_test(tc, test_queue_init_failures);
     tcase_add_test(tc, test_queue_wakes_per_item);
     tcase_add_test(tc, test_queue_fifo);
     tcase_add_test(tc, test_queue_out_of_order);

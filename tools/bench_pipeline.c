@@ -480,6 +480,7 @@ static int build_sets(const bench_args *a, const cli_pipeline *p, const worker_s
                       sl_dataset **ds)
 {
     sl_dataset *base = NULL;
+    int64_t size;
     int rc = SL_OK;
 
     if (p->kind == CLI_KIND_MNIST && (rc = cli_pipeline_source(CMD, p, 1, &base)) != SL_OK)
@@ -496,7 +497,7 @@ static int build_sets(const bench_args *a, const cli_pipeline *p, const worker_s
     sl_dataset_free(base);
     /* An epoch shorter than one dropped batch yields nothing: say so now,
      * before a whole epoch is read to find it out. */
-    if (rc == SL_OK && sl_dataset_get_dataset_size(ds[0]) == 0) {
+    if (rc == SL_OK && sl_dataset_get_dataset_size(ds[0], &size) == SL_OK && size == 0) {
         no_rows_error(p, ds[0]);
         rc = SL_EINVAL;
     }

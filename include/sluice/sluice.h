@@ -3,6 +3,7 @@
 #define SLUICE_H
 
 #include "sluice/status.h"
+#include "sluice/version.h"
 #include "sluice/tensor.h"
 #include "sluice/op.h"
 #include "sluice/dataset.h"
@@ -14,14 +15,4 @@
 #include "sluice/budget.h"
 #include "sluice/model.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/* "0.1.0" */
-SL_API const char *sl_version(void);
-
-#ifdef __cplusplus
-}
-#endif
 #endif

@@ -20,7 +20,7 @@ typedef enum sl_status {
     SL_ESHAPE = -5,    /* a tensor has the wrong shape or type for an op */
     SL_ECLOSED = -6,   /* the queue or pipeline was shut down */
     SL_ETIMEDOUT = -7, /* a blocking call waited longer than allowed */
-    SL_ETHREAD = -8,   /* a thread could not be started */
+    SL_ETHREAD = -8,   /* a thread, lock or condition variable could not be made */
     SL_ESTATE = -9,    /* the call is not valid in the object's state */
     SL_ENUMERIC = -10  /* a computation gave NaN or infinity (a diverging loss) */
 } sl_status;
