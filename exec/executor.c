@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "exec/blas.h"
 
 void sl_executor_options_init(sl_executor_options *o)
@@ -175,15 +176,8 @@ int sl__executor_wait(sl_executor *ex, uint64_t ticket, int timeout_ms)
 {
     struct timespec until;
     int rc = SL_OK;
-    if (timeout_ms >= 0) {
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-    }
+    if (timeout_ms >= 0)
+        sl__deadline_ms(&until, timeout_ms);
     pthread_mutex_lock(&ex->lock);
     while (ex->done < ticket && rc == SL_OK) {
         if (timeout_ms < 0)

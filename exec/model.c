@@ -8,22 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "sluice/budget.h"
 #include "sluice/checkpoint.h"
 #include "sluice/iterator.h"
+#include "core/clock.h"
 #include "core/rng.h"
 #include "exec/blas.h"
 #include "core/tensor_impl.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 void sl_context_init(sl_context *c)
 {
@@ -291,7 +283,7 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
     rc = run_hooks(m, cbs, ncbs, HOOK_BEGIN, &info);
     if (rc == SL_OK)
         rc = run_hooks(m, cbs, ncbs, HOOK_EPOCH_BEGIN, &info);
-    epoch_t0 = t0 = now_ms();
+    epoch_t0 = t0 = sl__now_ms();
     while (rc == SL_OK && !atomic_load(&m->stop)) {
         sl_row row;
         sl_tensor *feed[SL_MAX_COLUMNS];
@@ -304,14 +296,14 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
             break;
         }
         if (next == SL_END_OF_EPOCH) {
-            info.epoch_ms = now_ms() - epoch_t0;
+            info.epoch_ms = sl__now_ms() - epoch_t0;
             rc = run_hooks(m, cbs, ncbs, HOOK_EPOCH_END, &info);
             if (rc < 0 || info.epoch == epochs || atomic_load(&m->stop))
                 break;
             info.epoch++;
             info.step_in_epoch = 0;
             rc = run_hooks(m, cbs, ncbs, HOOK_EPOCH_BEGIN, &info);
-            epoch_t0 = t0 = now_ms();
+            epoch_t0 = t0 = sl__now_ms();
             continue;
         }
         if (next < 0) {
@@ -347,8 +339,8 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
                           (long long)info.global_step, isnan(info.loss) ? "NaN" : "infinite");
             break;
         }
-        info.step_ms = now_ms() - t0;
-        t0 = now_ms();
+        info.step_ms = sl__now_ms() - t0;
+        t0 = sl__now_ms();
         info.epoch_ms = t0 - epoch_t0;
         rc = run_hooks(m, cbs, ncbs, HOOK_STEP_END, &info);
     }
@@ -518,12 +510,12 @@ int sl_model_bench_steps(sl_model *m, int64_t steps, double *samples_per_s)
         ((float *)feed[0]->data)[i] = (float)(sl__rng_uniform(&rng) * 3.0 - 1.5);
     for (size_t i = 0; i < feed[1]->numel; i++)
         ((int32_t *)feed[1]->data)[i] = (int32_t)(i % (size_t)no->num_classes);
-    t0 = now_ms();
+    t0 = sl__now_ms();
     for (int64_t i = 0; i < steps && rc == SL_OK; i++) {
         rc = sl_step_run(m->train_step, feed, 2);
         m->global_step += rc == SL_OK;
     }
-    ms = now_ms() - t0;
+    ms = sl__now_ms() - t0;
     if (rc < 0)
         sl__errf(&m->err, rc, "bench: %s", sl_step_last_error(m->train_step));
     else

@@ -9,14 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/tensor_impl.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* A posted run not yet waited for is waited for before the step is used
  * again: its inputs are bound in s->ptr until it has run. */
@@ -199,10 +193,10 @@ static void run_job(void *arg)
             if (held > s->peak_bytes)
                 s->peak_bytes = held;
         }
-        t0 = now_ms();
+        t0 = sl__now_ms();
         s->current = j;
         sl__team_run(&s->ex->team, sl__compute_node, s);
-        sl->ms += now_ms() - t0;
+        sl->ms += sl__now_ms() - t0;
         if (nd->op == SL__OP_SOFTMAX_XENT && s->bad_label >= 0) {
             const int32_t *labels = s->ptr[sl->in[1]];
             const sl__node *logits = &s->g->nodes[s->slots[sl->in[0]].node];
