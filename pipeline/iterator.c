@@ -80,6 +80,7 @@ struct sl_iterator {
                             * parallel stage reads the samples */
     sl_pool *pool;
     atomic_int stop;
+    atomic_int interrupted; /* sl_iterator_interrupt was called */
     stage *stages;
     size_t nstages;
     sl_iterator_options opts;
@@ -762,6 +763,7 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
     else
         sl_iterator_options_init(&it->opts);
     atomic_init(&it->stop, 0);
+    atomic_init(&it->interrupted, 0);
     it->source = ds->source;
     sl__source_retain(it->source);
     it->seed = ds->seed;
@@ -853,12 +855,30 @@ static int take_error(sl_iterator *it, sl__chunk *chunk)
     return it->status;
 }
 
+/* Makes the interruption the iterator's (sticky) status. */
+static int take_interrupt(sl_iterator *it)
+{
+    it->status = sl__errf(&it->error, SL_ECANCELED,
+                          "iterator: interrupted (sl_iterator_interrupt was called)");
+    return it->status;
+}
+
+void sl_iterator_interrupt(sl_iterator *it)
+{
+    atomic_store(&it->interrupted, 1);
+    /* Wakes a consumer asleep on the last queue; the flag makes later
+     * calls return at once. */
+    sl__queue_interrupt(&it->stages[it->nstages - 1].out);
+}
+
 int sl_iterator_next(sl_iterator *it, sl_row *row)
 {
     stage *last = &it->stages[it->nstages - 1];
     memset(row, 0, sizeof *row);
     if (it->status != SL_OK)
         return it->status;
+    if (atomic_load(&it->interrupted))
+        return take_interrupt(it);
     for (;;) {
         sl__chunk *chunk;
         int rc;
@@ -886,6 +906,8 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
             describe_stall(it, it->opts.timeout_ms);
             return rc;
         }
+        if (rc == SL_ECANCELED)
+            return take_interrupt(it);
         if (rc != SL_OK) {
             it->status = sl__errf(&it->error, SL_ECLOSED,
                                   "iterator: the pipeline stopped without an end of data or an "
