@@ -26,13 +26,13 @@
 #include "pipeline/nodes.h"
 #include "pipeline/sampler.h"
 
-#define CHUNK_BYTES (1u << 20) /* a chunk carries at most ~1 MiB of data */
+#define SL__CHUNK_BYTES (1u << 20) /* a chunk carries at most ~1 MiB of data */
 #define PULL_CHUNKS 8          /* chunks a worker sends per turn at the source */
 
-typedef enum stage_kind { STAGE_SOURCE, STAGE_MAP, STAGE_COLLATE, STAGE_SEQ } stage_kind;
+typedef enum sl__stage_kind { SL__STAGE_SOURCE, SL__STAGE_MAP, SL__STAGE_COLLATE, SL__STAGE_SEQ } sl__stage_kind;
 
-typedef struct stage {
-    stage_kind kind;
+typedef struct sl__stage {
+    sl__stage_kind kind;
     struct sl_iterator *it;
     char name[96];
     sl_queue *in;          /* the previous stage's output (NULL for the source) */
@@ -42,19 +42,19 @@ typedef struct stage {
     int started;           /* threads actually started */
     atomic_int running;    /* threads not yet finished */
     pthread_t *threads;
-    /* STAGE_MAP */
+    /* SL__STAGE_MAP */
     sl__map_step *steps;
     sl__map_work map;
-    int collate;           /* STAGE_MAP: chunks are batch groups to stack after mapping */
-    int reads;             /* STAGE_MAP, STAGE_COLLATE: rows arrive unread (index
+    int collate;           /* SL__STAGE_MAP: chunks are batch groups to stack after mapping */
+    int reads;             /* SL__STAGE_MAP, SL__STAGE_COLLATE: rows arrive unread (index
                             * only) and the workers read them from the source */
-    /* STAGE_MAP and STAGE_COLLATE: the columns of the rows (for messages) */
+    /* SL__STAGE_MAP and SL__STAGE_COLLATE: the columns of the rows (for messages) */
     sl__schema schema;
     sl__collate_work collation;
-    /* STAGE_SOURCE and STAGE_SEQ: the sequential nodes the thread runs */
+    /* SL__STAGE_SOURCE and SL__STAGE_SEQ: the sequential nodes the thread runs */
     sl__seq_node **nodes;
     size_t nnodes;
-    /* STAGE_SOURCE: where reading has got to. Run by the stage's thread,
+    /* SL__STAGE_SOURCE: where reading has got to. Run by the stage's thread,
      * or, when the stage has none (pulled), by whichever worker of the
      * next stage finds its input empty and takes `lock`. */
     struct {
@@ -66,8 +66,8 @@ typedef struct stage {
         int64_t epoch, pos;
         int prepared, ordered, finished;
     } src;
-    int pulls_source;      /* STAGE_MAP, STAGE_COLLATE: its workers run the source */
-} stage;
+    int pulls_source;      /* SL__STAGE_MAP, SL__STAGE_COLLATE: its workers run the source */
+} sl__stage;
 
 struct sl_iterator {
     sl__source *source;
@@ -81,7 +81,7 @@ struct sl_iterator {
     sl_pool *pool;
     atomic_int stop;
     atomic_int interrupted; /* sl_iterator_interrupt was called */
-    stage *stages;
+    sl__stage *stages;
     size_t nstages;
     sl_iterator_options opts;
     /* consumer side */
@@ -124,7 +124,7 @@ static int stopping(const sl_iterator *it)
 
 /* Sends an error downstream in order after what was already sent, then
  * closes the input so upstream stages stop too. */
-static void send_error(stage *st, sl__out *out, const sl__error *err)
+static void send_error(sl__stage *st, sl__out *out, const sl__error *err)
 {
     sl__chunk *c;
     if (st->in)
@@ -141,7 +141,7 @@ static void send_error(stage *st, sl__out *out, const sl__error *err)
  * stage have to stop without sending either (no memory left for the error
  * itself), the stages after it and the consumer see the queue close instead
  * of waiting forever. */
-static void thread_done(stage *st)
+static void thread_done(sl__stage *st)
 {
     if (atomic_fetch_sub_explicit(&st->running, 1, memory_order_acq_rel) == 1)
         sl__queue_close(&st->out);
@@ -152,7 +152,7 @@ static void thread_done(stage *st)
  * what comes out. Stops when the source is finished, or, with until_sent,
  * once PULL_CHUNKS chunks were sent or the queue is full. The caller is
  * the source's thread or holds st->src.lock. */
-static void source_run(stage *st, int until_sent)
+static void source_run(sl__stage *st, int until_sent)
 {
     sl_iterator *it = st->it;
     sl__source *src = it->source;
@@ -248,7 +248,7 @@ finish:
 
 static void *source_main(void *arg)
 {
-    stage *st = arg;
+    sl__stage *st = arg;
     source_run(st, 0);
     thread_done(st);
     return NULL;
@@ -258,7 +258,7 @@ static void *source_main(void *arg)
  * them, and puts each back under its sequence number, so order is kept. */
 /* Reads the samples of a chunk of unread rows. On failure the chunk keeps
  * the rows read before the failing one, as a failing map does. */
-static int read_rows(stage *st, sl__chunk *chunk, sl__error *err)
+static int read_rows(sl__stage *st, sl__chunk *chunk, sl__error *err)
 {
     sl__source *src = st->it->source;
     for (size_t r = 0; r < chunk->nrows; r++) {
@@ -277,7 +277,7 @@ static int read_rows(stage *st, sl__chunk *chunk, sl__error *err)
     return SL_OK;
 }
 
-static int work_chunk(stage *st, sl__chunk **chunk, sl__error *err)
+static int work_chunk(sl__stage *st, sl__chunk **chunk, sl__error *err)
 {
     sl__chunk *in = *chunk, *out;
     sl__row row;
@@ -286,10 +286,10 @@ static int work_chunk(stage *st, sl__chunk **chunk, sl__error *err)
         /* On a read error the rows read before it are still mapped, so
          * they can go on ahead of the error. */
         read_rc = read_rows(st, in, err);
-        if (read_rc != SL_OK && (st->kind != STAGE_MAP || st->collate))
+        if (read_rc != SL_OK && (st->kind != SL__STAGE_MAP || st->collate))
             return read_rc;
     }
-    if (st->kind == STAGE_MAP) {
+    if (st->kind == SL__STAGE_MAP) {
         sl__error map_err;
         sl__err_clear(&map_err);
         rc = sl__map_apply(&st->map, in, st->it->pool, &st->it->stop, &map_err);
@@ -317,7 +317,7 @@ static int work_chunk(stage *st, sl__chunk **chunk, sl__error *err)
 
 static void *worker_main(void *arg)
 {
-    stage *st = arg;
+    sl__stage *st = arg;
     sl__error err;
     sl__err_clear(&err);
     for (;;) {
@@ -329,7 +329,7 @@ static void *worker_main(void *arg)
         if (st->pulls_source) {
             /* Nothing to do: run the source ourselves, unless another
              * worker already is, in which case wait for what it sends. */
-            stage *src = &st->it->stages[0];
+            sl__stage *src = &st->it->stages[0];
             rc = sl__queue_pop(st->in, (void **)&chunk, &seq, 0);
             if (rc == SL_ETIMEDOUT && pthread_mutex_trylock(&src->src.lock) == 0) {
                 source_run(src, 1);
@@ -348,7 +348,7 @@ static void *worker_main(void *arg)
                 break;
             }
             last = 1;
-            if (!st->collate && st->kind == STAGE_MAP && chunk->nrows > 0) {
+            if (!st->collate && st->kind == SL__STAGE_MAP && chunk->nrows > 0) {
                 /* The rows mapped before the failing one go on first (a
                  * batch group's rows are no use without the whole group). */
                 chunk->kind = SL__CHUNK_ERROR;
@@ -382,8 +382,8 @@ static void *worker_main(void *arg)
 
 static void *seq_main(void *arg)
 {
-    stage *st = arg;
-    sl__out out = {.queue = &st->out, .chunk_rows = st->chunk_rows, .chunk_bytes = CHUNK_BYTES};
+    sl__stage *st = arg;
+    sl__out out = {.queue = &st->out, .chunk_rows = st->chunk_rows, .chunk_bytes = SL__CHUNK_BYTES};
     sl__error err;
     sl__chain chain = {st->nodes, st->nnodes, &out, st->it->pool, &err};
     sl__err_clear(&err);
@@ -487,10 +487,10 @@ static const char *node_name(sl__node_kind kind)
     return "?";
 }
 
-static stage *add_stage(sl_iterator *it, stage_kind kind, const char *name, int nthreads,
+static sl__stage *add_stage(sl_iterator *it, sl__stage_kind kind, const char *name, int nthreads,
                         size_t chunk_rows, int *rc)
 {
-    stage *st = &it->stages[it->nstages];
+    sl__stage *st = &it->stages[it->nstages];
     size_t cap = it->opts.queue_chunks;
     memset(st, 0, sizeof *st);
     st->kind = kind;
@@ -509,7 +509,7 @@ static stage *add_stage(sl_iterator *it, stage_kind kind, const char *name, int 
         sl__err_prefix(&it->error, "stage '%s': ", st->name);
         return NULL;
     }
-    if (kind == STAGE_SOURCE) {
+    if (kind == SL__STAGE_SOURCE) {
         int e = pthread_mutex_init(&st->src.lock, NULL);
         if (e != 0) {
             sl__queue_destroy(&st->out);
@@ -518,7 +518,7 @@ static stage *add_stage(sl_iterator *it, stage_kind kind, const char *name, int 
         }
         st->src.out.queue = &st->out;
         st->src.out.chunk_rows = chunk_rows;
-        st->src.out.chunk_bytes = CHUNK_BYTES;
+        st->src.out.chunk_bytes = SL__CHUNK_BYTES;
         sl__err_clear(&st->src.err);
     }
     st->threads = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *st->threads);
@@ -532,7 +532,7 @@ static stage *add_stage(sl_iterator *it, stage_kind kind, const char *name, int 
 }
 
 /* Appends a running form of node d to a sequential stage's chain. */
-static int add_seq_node(sl_iterator *it, stage *st, const sl__node *d, const sl__schema *schema,
+static int add_seq_node(sl_iterator *it, sl__stage *st, const sl__node *d, const sl__schema *schema,
                         int group_only)
 {
     int rc = sl__seq_node_new(&st->nodes[st->nnodes], d, it->seed, d->position, schema,
@@ -552,9 +552,9 @@ static int add_seq_node(sl_iterator *it, stage *st, const sl__node *d, const sl_
  * buffer holds bare indices. */
 static int plan_lazy_source(sl_iterator *it)
 {
-    stage *src = &it->stages[0];
+    sl__stage *src = &it->stages[0];
     int rc;
-    if (it->nstages < 2 || it->stages[1].kind == STAGE_SEQ)
+    if (it->nstages < 2 || it->stages[1].kind == SL__STAGE_SEQ)
         return SL_OK;
     for (size_t k = 0; k < src->nnodes; k++)
         if (sl__seq_node_needs_data(src->nodes[k]))
@@ -584,7 +584,7 @@ static int plan_lazy_source(sl_iterator *it)
 static int build_stages(sl_iterator *it)
 {
     sl__schema schema;
-    stage *seq;     /* the sequential stage nodes go to, or NULL after a parallel one */
+    sl__stage *seq;     /* the sequential stage nodes go to, or NULL after a parallel one */
     int batched = 0;
     size_t i = 0;
     int rc = SL_OK;
@@ -597,14 +597,14 @@ static int build_stages(sl_iterator *it)
     it->stages = calloc(2 * it->nnodes + 1, sizeof *it->stages);
     if (!it->stages)
         return SL_ENOMEM;
-    seq = add_stage(it, STAGE_SOURCE, "source", 1, it->opts.chunk_rows, &rc);
+    seq = add_stage(it, SL__STAGE_SOURCE, "source", 1, it->opts.chunk_rows, &rc);
     while (rc == SL_OK && i < it->nnodes) {
         const sl__node *node = &it->nodes[i];
         size_t chunk_rows = batched ? 1 : it->opts.chunk_rows;
         if (node->kind == SL__NODE_MAP) {
             size_t first = i;
             int workers = 1, fuse_batch;
-            stage *st;
+            sl__stage *st;
             while (i < it->nnodes && it->nodes[i].kind == SL__NODE_MAP) {
                 if (it->nodes[i].workers > workers)
                     workers = it->nodes[i].workers;
@@ -615,13 +615,13 @@ static int build_stages(sl_iterator *it)
             if (fuse_batch) {
                 if (it->nodes[i].workers > workers)
                     workers = it->nodes[i].workers;
-                if (!seq && !(seq = add_stage(it, STAGE_SEQ, "sequential", 1, chunk_rows, &rc)))
+                if (!seq && !(seq = add_stage(it, SL__STAGE_SEQ, "sequential", 1, chunk_rows, &rc)))
                     break;
                 rc = add_seq_node(it, seq, &it->nodes[i], &schema, 1);
                 if (rc != SL_OK)
                     break;
             }
-            st = add_stage(it, STAGE_MAP, "map", workers, chunk_rows, &rc);
+            st = add_stage(it, SL__STAGE_MAP, "map", workers, chunk_rows, &rc);
             if (!st)
                 break;
             seq = NULL;
@@ -650,15 +650,15 @@ static int build_stages(sl_iterator *it)
             }
             continue;
         }
-        if (!seq && !(seq = add_stage(it, STAGE_SEQ, "sequential", 1, chunk_rows, &rc)))
+        if (!seq && !(seq = add_stage(it, SL__STAGE_SEQ, "sequential", 1, chunk_rows, &rc)))
             break;
         if (node->kind == SL__NODE_BATCH && node->workers > 1) {
-            /* group here, stack in parallel in the next stage */
-            stage *st;
+            /* group here, stack in parallel in the next sl__stage */
+            sl__stage *st;
             rc = add_seq_node(it, seq, node, &schema, 1);
             if (rc != SL_OK)
                 break;
-            st = add_stage(it, STAGE_COLLATE, "batch", node->workers, 1, &rc);
+            st = add_stage(it, SL__STAGE_COLLATE, "batch", node->workers, 1, &rc);
             if (!st)
                 break;
             st->schema = schema;
@@ -682,11 +682,11 @@ static int build_stages(sl_iterator *it)
     return rc;
 }
 
-static void *(*stage_main(stage_kind kind))(void *)
+static void *(*stage_main(sl__stage_kind kind))(void *)
 {
     switch (kind) {
-    case STAGE_SOURCE: return source_main;
-    case STAGE_SEQ: return seq_main;
+    case SL__STAGE_SOURCE: return source_main;
+    case SL__STAGE_SEQ: return seq_main;
     default: return worker_main;
     }
 }
@@ -709,10 +709,10 @@ static void shutdown_stages(sl_iterator *it)
 static void free_stages(sl_iterator *it)
 {
     for (size_t s = 0; s < it->nstages; s++) {
-        stage *st = &it->stages[s];
+        sl__stage *st = &it->stages[s];
         sl__queue_drain(&st->out, sl__chunk_free_item);
         sl__queue_destroy(&st->out);
-        if (st->kind == STAGE_SOURCE) {
+        if (st->kind == SL__STAGE_SOURCE) {
             sl__out_discard(&st->src.out);
             free(st->src.order);
             pthread_mutex_destroy(&st->src.lock);
@@ -783,7 +783,7 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
         return rc;
     }
     for (size_t s = 0; s < it->nstages && rc == SL_OK; s++) {
-        stage *st = &it->stages[s];
+        sl__stage *st = &it->stages[s];
         atomic_store(&st->running, st->nthreads);
         for (int t = 0; t < st->nthreads; t++) {
             if (pthread_create(&st->threads[t], NULL, stage_main(st->kind), st) != 0) {
@@ -794,9 +794,9 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
             st->started++;
             /* "sl-source", "sl-map", ...: tells the threads apart in top -H,
              * perf and gdb (names are cut at 15 characters). */
-            pthread_setname_np(st->threads[t], st->kind == STAGE_SOURCE  ? "sl-source"
-                                               : st->kind == STAGE_MAP   ? "sl-map"
-                                               : st->kind == STAGE_COLLATE ? "sl-batch"
+            pthread_setname_np(st->threads[t], st->kind == SL__STAGE_SOURCE  ? "sl-source"
+                                               : st->kind == SL__STAGE_MAP   ? "sl-map"
+                                               : st->kind == SL__STAGE_COLLATE ? "sl-batch"
                                                                           : "sl-sequential");
         }
     }
@@ -873,7 +873,7 @@ void sl_iterator_interrupt(sl_iterator *it)
 
 int sl_iterator_next(sl_iterator *it, sl_row *row)
 {
-    stage *last = &it->stages[it->nstages - 1];
+    sl__stage *last = &it->stages[it->nstages - 1];
     memset(row, 0, sizeof *row);
     if (it->status != SL_OK)
         return it->status;
