@@ -20,6 +20,7 @@ int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err)
     q->head = 0;
     q->next_seq = 0;
     q->closed = 0;
+    q->interrupted = 0;
     q->filled = 0;
     q->push_waiters = 0;
     q->pop_waiters = 0;
@@ -141,7 +142,8 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
     pthread_mutex_lock(&q->lock);
     /* Re-read head after every wait: another consumer may have advanced it.
      * An item that arrived as the deadline passed is still taken. */
-    while (*(slot = &q->slots[q->head % q->capacity]) == NULL && !q->closed) {
+    while (*(slot = &q->slots[q->head % q->capacity]) == NULL && !q->closed &&
+           !q->interrupted) {
         if (timeout_ms == 0 || timed_out) {
             rc = SL_ETIMEDOUT;
             break;
@@ -161,7 +163,9 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
         q->pop_waiters--;
         q->pop_wakeups++;
     }
-    if (rc == SL_OK) {
+    if (q->interrupted) {
+        rc = SL_ECANCELED;
+    } else if (rc == SL_OK) {
         if (*slot == NULL) {
             rc = SL_ECLOSED;
         } else {
@@ -194,6 +198,16 @@ void sl__queue_close(sl_queue *q)
     q->closed = 1;
     pthread_cond_broadcast(&q->not_empty);
     pthread_cond_broadcast(&q->not_full);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void sl__queue_interrupt(sl_queue *q)
+{
+    if (!q->slots)
+        return;
+    pthread_mutex_lock(&q->lock);
+    q->interrupted = 1;
+    pthread_cond_broadcast(&q->not_empty);
     pthread_mutex_unlock(&q->lock);
 }
 

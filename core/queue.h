@@ -9,7 +9,8 @@
  * own deadline; a sleeping push by a pop that leaves the queue half empty,
  * or by a consumer about to sleep.
  * close() wakes everyone: push then fails with SL_ECLOSED, pop returns what
- * is still in order and then SL_ECLOSED. The queue never frees items; the
+ * is still in order and then SL_ECLOSED. interrupt() wakes the consumers
+ * only: every pop then returns SL_ECANCELED at once. The queue never frees items; the
  * owner drains them (sl__queue_drain) after joining its threads. */
 #ifndef SLUICE_CORE_QUEUE_H
 #define SLUICE_CORE_QUEUE_H
@@ -32,6 +33,7 @@ typedef struct sl_queue {
     size_t push_waiters;      /* producers waiting for room */
     size_t pop_waiters;       /* consumers waiting for the head item */
     int closed;
+    int interrupted;          /* pops return SL_ECANCELED (sl__queue_interrupt) */
     /* Counters for reports: how often each side had to wait (pop_waits:
      * pops that had to sleep at least once), and how often a sleeping pop
      * was woken (by a push, a close, its deadline or spuriously). Wake-ups
@@ -58,11 +60,17 @@ int sl__queue_push_next(sl_queue *q, void *item);
 int sl__queue_try_push_next(sl_queue *q, void *item);
 /* Takes the next item in sequence order; timeout_ms < 0 waits forever, 0
  * does not wait at all.
- * Returns SL_OK, SL_ECLOSED (closed and nothing left in order) or
- * SL_ETIMEDOUT. seq may be NULL. */
+ * Returns SL_OK, SL_ECLOSED (closed and nothing left in order),
+ * SL_ETIMEDOUT or SL_ECANCELED (interrupted: nothing taken). seq may be
+ * NULL. */
 int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms);
 /* Also safe on a queue whose init failed (it does nothing). */
 void sl__queue_close(sl_queue *q);
+/* Makes every pop, sleeping or to come, return SL_ECANCELED at once and
+ * take nothing (items stay, for sl__queue_drain); producers are not
+ * affected. For a consumer that must stop waiting while the pipeline runs
+ * on. Safe from any thread; does nothing on a queue whose init failed. */
+void sl__queue_interrupt(sl_queue *q);
 /* Removes every item still held, calling free_item on each (after close and
  * join; no thread may use the queue meanwhile). */
 void sl__queue_drain(sl_queue *q, void (*free_item)(void *));

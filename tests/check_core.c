@@ -993,6 +993,56 @@ START_TEST(test_queue_close_wakes_pop)
 }
 END_TEST
 
+static int drained;
+
+static void free_counted(void *item)
+{
+    drained++;
+    free(item);
+}
+
+static void *boxed(uint64_t seq)
+{
+    uint64_t *p = malloc(sizeof *p);
+    if (p)
+        *p = seq;
+    return p;
+}
+
+START_TEST(test_queue_interrupt_wakes_pop)
+{
+    /* interrupt wakes a sleeping pop, timed or not, which returns
+     * SL_ECANCELED; every later pop does too and takes nothing, while
+     * pushes still work (what they bring stays for drain). */
+    for (int timed = 0; timed < 2; timed++) {
+        sl_queue q;
+        pthread_t th;
+        pop_job job = {.timeout_ms = timed ? 60000 : -1};
+        double at;
+        void *item = NULL;
+        ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK);
+        job.q = &q;
+        ck_assert_int_eq(pthread_create(&th, NULL, pop_thread, &job), 0);
+        ck_assert(wait_queue_waits(&q, 0, 0, 5000)); /* the pop is asleep */
+        ck_assert_int_eq(atomic_load(&job.done), 0);
+        at = now_s();
+        sl__queue_interrupt(&q);
+        ck_assert(wait_flag(&job.done, 2000));
+        pthread_join(th, NULL);
+        ck_assert_int_eq(job.rc, SL_ECANCELED);
+        ck_assert_double_lt(job.finished - at, 0.5);
+        ck_assert_int_eq(sl__queue_push(&q, 0, boxed(0)), SL_OK);
+        ck_assert_int_eq(sl__queue_pop(&q, &item, NULL, 0), SL_ECANCELED);
+        ck_assert_int_eq(sl__queue_pop(&q, &item, NULL, -1), SL_ECANCELED);
+        ck_assert_ptr_null(item);
+        drained = 0;
+        sl__queue_drain(&q, free_counted);
+        ck_assert_int_eq(drained, 1);
+        sl__queue_destroy(&q);
+    }
+}
+END_TEST
+
 START_TEST(test_queue_close_wakes_push)
 {
     sl_queue q;
@@ -1021,22 +1071,6 @@ START_TEST(test_queue_close_wakes_push)
     sl__queue_destroy(&q);
 }
 END_TEST
-
-static int drained;
-
-static void free_counted(void *item)
-{
-    drained++;
-    free(item);
-}
-
-static void *boxed(uint64_t seq)
-{
-    uint64_t *p = malloc(sizeof *p);
-    if (p)
-        *p = seq;
-    return p;
-}
 
 START_TEST(test_queue_pop_after_close)
 {
@@ -1275,14 +1309,15 @@ START_TEST(test_status_names)
         {SL_ESHAPE, "SL_ESHAPE", "wrong shape or type"},
         {SL_ECLOSED, "SL_ECLOSED", "closed"},
         {SL_ETIMEDOUT, "SL_ETIMEDOUT", "timed out"},
-        {SL_ETHREAD, "SL_ETHREAD", "cannot start thread"},
+        {SL_ETHREAD, "SL_ETHREAD", "cannot make a thread or lock"},
         {SL_ESTATE, "SL_ESTATE", "invalid state"},
         {SL_ENUMERIC, "SL_ENUMERIC", "numeric error (NaN or infinity)"},
+        {SL_ECANCELED, "SL_ECANCELED", "interrupted"},
         {SL_END_OF_EPOCH, "SL_END_OF_EPOCH", "end of epoch"},
         {SL_END_OF_DATA, "SL_END_OF_DATA", "end of data"},
     };
     enum { N = sizeof codes / sizeof codes[0] };
-    static const int unknown[] = {-11, -100, 3, 100, INT_MIN, INT_MAX};
+    static const int unknown[] = {-12, -100, 3, 100, INT_MIN, INT_MAX};
     for (int i = 0; i < N; i++) {
         ck_assert_str_eq(sl_status_name(codes[i].code), codes[i].name);
         ck_assert_str_eq(sl_strerror(codes[i].code), codes[i].text);
@@ -1395,6 +1430,7 @@ Suite *make_core_suite(void)
     tcase_add_test(tc, test_queue_out_of_order);
     tcase_add_test(tc, test_queue_backpressure);
     tcase_add_test(tc, test_queue_close_wakes_pop);
+    tcase_add_test(tc, test_queue_interrupt_wakes_pop);
     tcase_add_test(tc, test_queue_close_wakes_push);
     tcase_add_test(tc, test_queue_pop_after_close);
     tcase_add_test(tc, test_queue_drain);

@@ -1144,11 +1144,37 @@ static const sl_op_iface gate_iface = {.name = "gate", .infer = gate_infer, .run
 
 static void gate_init(gate *g, long delay_ms, int shut)
 {
+    pthread_condattr_t attr;
     memset(g, 0, sizeof *g);
     ck_assert_int_eq(pthread_mutex_init(&g->lock, NULL), 0);
-    ck_assert_int_eq(pthread_cond_init(&g->changed, NULL), 0);
+    ck_assert_int_eq(pthread_condattr_init(&attr), 0);
+    ck_assert_int_eq(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC), 0); /* sl__deadline_ms */
+    ck_assert_int_eq(pthread_cond_init(&g->changed, &attr), 0);
+    pthread_condattr_destroy(&attr);
     g->delay_ms = delay_ms;
     g->shut = shut;
+}
+
+static void gate_open(gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->shut = 0;
+    pthread_cond_broadcast(&g->changed);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* Waits (up to 10 s) until n rows have reached the gate. */
+static int gate_wait_arrived(gate *g, int n)
+{
+    struct timespec until;
+    int ok;
+    sl__deadline_ms(&until, 10000);
+    pthread_mutex_lock(&g->lock);
+    while (g->arrived < n && pthread_cond_timedwait(&g->changed, &g->lock, &until) == 0) {
+    }
+    ok = g->arrived >= n;
+    pthread_mutex_unlock(&g->lock);
+    return ok;
 }
 
 static void gate_destroy(gate *g)
@@ -1219,6 +1245,100 @@ START_TEST(test_scarce_rows_wake_consumer_once)
 }
 END_TEST
 
+typedef struct next_job {
+    sl_iterator *it;
+    atomic_int done;
+    int rc;
+    double returned_ms;
+} next_job;
+
+static void *next_thread(void *arg)
+{
+    next_job *job = arg;
+    sl_row row;
+    job->rc = sl_iterator_next(job->it, &row);
+    job->returned_ms = sl__now_ms();
+    if (job->rc == SL_OK)
+        sl_row_clear(&row);
+    atomic_store(&job->done, 1);
+    return NULL;
+}
+
+START_TEST(test_interrupt_wakes_blocked_next)
+{
+    /* A pipeline stalls (its map holds the first row at a shut gate) and a
+     * thread is blocked in sl_iterator_next, with no timeout and with a
+     * long one. sl_iterator_interrupt from this thread wakes it at once:
+     * SL_ECANCELED, and a message saying so; later calls return the same.
+     * Then the gate opens and sl_iterator_free joins every thread. */
+    for (int timed = 0; timed < 2; timed++) {
+        gate g;
+        sl_dataset *ds;
+        sl_iterator_options o;
+        sl_iterator *it;
+        next_job job = {0};
+        pthread_t th;
+        sl_row row;
+        double at;
+        gate_init(&g, 0, 1);
+        ds = gated_mnist(&g, 10);
+        sl_iterator_options_init(&o);
+        o.chunk_rows = 1;
+        o.timeout_ms = timed ? 60000 : -1;
+        ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+        job.it = it;
+        ck_assert_int_eq(pthread_create(&th, NULL, next_thread, &job), 0);
+        ck_assert(gate_wait_arrived(&g, 1));
+        {
+            struct timespec ts = {0, 50000000L}; /* the consumer falls asleep */
+            nanosleep(&ts, NULL);
+        }
+        ck_assert_int_eq(atomic_load(&job.done), 0);
+        at = sl__now_ms();
+        sl_iterator_interrupt(it);
+        pthread_join(th, NULL);
+        ck_assert_int_eq(job.rc, SL_ECANCELED);
+        ck_assert_msg(job.returned_ms - at < 500.0, "woken after %.1f ms", job.returned_ms - at);
+        ck_assert_ptr_nonnull(strstr(sl_iterator_last_error(it), "interrupted"));
+        gate_open(&g); /* rows now flow, but the iterator stays interrupted */
+        ck_assert_int_eq(sl_iterator_next(it, &row), SL_ECANCELED);
+        sl_iterator_interrupt(it); /* twice is harmless */
+        ck_assert_int_eq(sl_iterator_next(it, &row), SL_ECANCELED);
+        sl_iterator_free(it);
+        sl_dataset_free(ds);
+        gate_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(test_interrupt_before_next)
+{
+    /* Interrupting an iterator whose rows are ready (some already taken
+     * into its current chunk) makes the next call return SL_ECANCELED, not
+     * a row; an iterator that already ended keeps its end. */
+    sl_dataset *ds = mnist(0);
+    sl_iterator *it;
+    sl_row row;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+    sl_row_clear(&row);
+    sl_iterator_interrupt(it);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_ECANCELED);
+    ck_assert_ptr_null(row.columns[0]);
+    sl_iterator_free(it);
+    ck_assert_int_eq(sl_dataset_take(ds, 1), SL_OK);
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+    sl_row_clear(&row);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_EPOCH);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_DATA);
+    sl_iterator_interrupt(it);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_DATA);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+}
+END_TEST
+
 static Suite *make_pipeline_suite(void)
 {
     Suite *s = suite_create("pipeline");
@@ -1256,6 +1376,8 @@ static Suite *make_pipeline_suite(void)
     tcase_add_test(conc, test_waiter_shares_the_load);
     tcase_add_test(conc, test_waiter_gets_the_load_error);
     tcase_add_test(conc, test_scarce_rows_wake_consumer_once);
+    tcase_add_test(conc, test_interrupt_wakes_blocked_next);
+    tcase_add_test(core, test_interrupt_before_next);
     suite_add_tcase(s, core);
     suite_add_tcase(s, conc);
     return s;

@@ -61,5 +61,7 @@ int __wrap_pthread_condattr_init(pthread_condattr_t *a)
 
 int __wrap_pthread_condattr_setclock(pthread_condattr_t *a, clockid_t clock)
 {
-    return fail_now(FAULT_CONDATTR_SETCLOCK) ? fail_err : __real_pthread_condattr_setclock(a, clock);
+    if (fail_now(FAULT_CONDATTR_SETCLOCK))
+        return fail_err;
+    return __real_pthread_condattr_setclock(a, clock);
 }
