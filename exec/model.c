@@ -74,6 +74,22 @@ sl_step *sl_model_train_step(sl_model *m)
 void sl_model_stop(sl_model *m)
 {
     atomic_store(&m->stop, 1);
+    pthread_mutex_lock(&m->active_lock);
+    if (m->active)
+        sl_iterator_interrupt(m->active);
+    pthread_mutex_unlock(&m->active_lock);
+}
+
+/* Makes it (or NULL) the iterator that sl_model_stop interrupts. A stop
+ * asked for before train began reading still counts: the new iterator is
+ * interrupted at once. */
+static void set_active(sl_model *m, sl_iterator *it)
+{
+    pthread_mutex_lock(&m->active_lock);
+    m->active = it;
+    if (it && atomic_load(&m->stop))
+        sl_iterator_interrupt(it);
+    pthread_mutex_unlock(&m->active_lock);
 }
 
 void sl_model_free(sl_model *m)
@@ -86,6 +102,8 @@ void sl_model_free(sl_model *m)
     sl_graph_free(m->g);
     sl_tensor_release(m->pad_image);
     sl_tensor_release(m->pad_label);
+    if (m->active_lock_made)
+        pthread_mutex_destroy(&m->active_lock);
     free(m);
 }
 
@@ -171,6 +189,13 @@ int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t er
     }
     m->opts = *o;
     atomic_init(&m->stop, 0);
+    if (pthread_mutex_init(&m->active_lock, NULL) != 0) {
+        if (err && err_len)
+            snprintf(err, err_len, "model: cannot make a mutex");
+        free(m);
+        return SL_ENOMEM;
+    }
+    m->active_lock_made = 1;
     rc = check_context(m, &o->context);
     if (rc == SL_OK)
         rc = build(m);
@@ -272,6 +297,7 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
     rc = sl_iterator_new(&it, ds, &io);
     if (rc < 0)
         return sl__errf(&m->err, rc, "train: %s", sl_dataset_last_error(ds));
+    set_active(m, it);
 
     memset(&info, 0, sizeof info);
     info.epoch = 1;
@@ -306,6 +332,8 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
             epoch_t0 = t0 = sl__now_ms();
             continue;
         }
+        if (next == SL_ECANCELED && atomic_load(&m->stop))
+            break; /* sl_model_stop woke the wait for data */
         if (next < 0) {
             rc = sl__errf(&m->err, next, "train: epoch %lld step %lld: %s",
                           (long long)info.epoch, (long long)info.step_in_epoch + 1,
@@ -345,6 +373,7 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
         rc = run_hooks(m, cbs, ncbs, HOOK_STEP_END, &info);
     }
     /* Joins every pipeline thread, whether the loop ended or stopped. */
+    set_active(m, NULL);
     sl_iterator_free(it);
     if (rc == SL_OK)
         rc = run_hooks(m, cbs, ncbs, HOOK_END, &info);
@@ -402,6 +431,8 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
     rc = sl_iterator_new(&it, ds, &io);
     if (rc < 0)
         return sl__errf(&m->err, rc, "eval: %s", sl_dataset_last_error(ds));
+    atomic_store(&m->stop, 0);
+    set_active(m, it);
     for (int64_t batch = 1;; batch++) {
         sl_row row;
         sl_tensor *feed[2];
@@ -411,6 +442,10 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
         int next = sl_iterator_next(it, &row);
         if (next == SL_END_OF_EPOCH || next == SL_END_OF_DATA)
             break;
+        if (next == SL_ECANCELED && atomic_load(&m->stop)) {
+            rc = sl__errf(&m->err, SL_ECANCELED, "eval: stopped at batch %lld", (long long)batch);
+            break;
+        }
         if (next < 0) {
             rc = sl__errf(&m->err, next, "eval: batch %lld: %s", (long long)batch,
                           sl_iterator_last_error(it));
@@ -472,6 +507,7 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
         if (rc < 0)
             break;
     }
+    set_active(m, NULL);
     sl_iterator_free(it);
     if (rc < 0)
         return rc;

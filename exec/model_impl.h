@@ -3,8 +3,10 @@
 #ifndef SLUICE_EXEC_MODEL_IMPL_H
 #define SLUICE_EXEC_MODEL_IMPL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
+#include "sluice/iterator.h"
 #include "sluice/model.h"
 #include "core/error.h"
 
@@ -21,6 +23,11 @@ struct sl_model {
     sl_tensor *pad_label;
     int64_t global_step;
     atomic_int stop;
+    /* The iterator train or eval is reading, so that sl_model_stop, from
+     * any thread, can wake a wait for data; guarded by active_lock. */
+    pthread_mutex_t active_lock;
+    sl_iterator *active;
+    int active_lock_made;
     sl__error err;
 };
 

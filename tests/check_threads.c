@@ -14,6 +14,8 @@
 
 #include "sluice/sluice.h"
 #include "exec/blas.h"
+#include "ops/op_impl.h"
+#include "testutil.h"
 #include "exec/step_impl.h"
 #include "exec/team.h"
 
@@ -390,6 +392,169 @@ START_TEST(test_post_and_wait_with_timeout)
 }
 END_TEST
 
+
+/* --- the model waiting for data ----------------------------------------- */
+
+/* A map op that passes its input through once its gate opens: a pipeline
+ * stage that stalls for as long as a test wants. */
+typedef struct gate_op {
+    sl_op base;
+    gate *g;
+} gate_op;
+
+static int gate_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
+{
+    (void)ctx;
+    gate_job(((const gate_op *)op)->g);
+    *out = in;
+    return SL_OK;
+}
+
+static int gate_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                      sl__error *err)
+{
+    (void)op;
+    (void)err;
+    *out = *in;
+    return SL_OK;
+}
+
+static const sl_op_iface gate_iface = {"Gate", gate_infer, gate_run, NULL};
+
+static void gate_open(gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->open = 1;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* An MLP over a small generated MNIST whose label map waits at the gate. */
+typedef struct gated_run {
+    char *dir;
+    sl_dataset *ds;
+    sl_model *m;
+    gate g;
+} gated_run;
+
+static void gated_make(gated_run *r, int data_timeout_ms)
+{
+    sl_mnist_options mo;
+    sl_model_options o;
+    sl_op *cast, *rescale, *chw, *gop;
+    char err[512];
+    memset(r, 0, sizeof *r);
+    pthread_mutex_init(&r->g.lock, NULL);
+    pthread_cond_init(&r->g.cond, NULL);
+    r->dir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(r->dir);
+    ck_assert_int_eq(tu_make_mnist(r->dir, 64, 8, 0), 0);
+    r->ds = sl_dataset_new();
+    sl_mnist_options_init(&mo);
+    mo.dataset_dir = r->dir;
+    mo.usage = SL_MNIST_TRAIN;
+    ck_assert_msg(sl_dataset_mnist(r->ds, &mo) == SL_OK, "%s", sl_dataset_last_error(r->ds));
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+    ck_assert_int_eq(sl__op_alloc(&gop, sizeof(gate_op), &gate_iface, 0), SL_OK);
+    ((gate_op *)gop)->g = &r->g;
+    ck_assert_int_eq(sl_dataset_map(r->ds, &gop, 1, "label", NULL, 1), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(r->ds, &cast, 1, "label", NULL, 1), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(r->ds, &rescale, 1, "image", NULL, 1), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(r->ds, &chw, 1, "image", NULL, 1), SL_OK);
+    ck_assert_int_eq(sl_dataset_batch(r->ds, 8, 1, 1), SL_OK);
+    sl_op_release(cast);
+    sl_op_release(rescale);
+    sl_op_release(chw);
+    sl_op_release(gop);
+    sl_model_options_init(&o);
+    o.network.kind = SL_NETWORK_MLP;
+    o.network.batch = 8;
+    o.network.height = 28;
+    o.network.width = 28;
+    o.network.hidden[0] = 16;
+    o.network.nhidden = 1;
+    o.context.threads = 1;
+    o.data_timeout_ms = data_timeout_ms;
+    ck_assert_msg(sl_model_new(&r->m, &o, err, sizeof err) == SL_OK, "%s", err);
+}
+
+static void gated_free(gated_run *r)
+{
+    sl_model_free(r->m);
+    sl_dataset_free(r->ds);
+    tu_rmtree(r->dir);
+    free(r->dir);
+    pthread_cond_destroy(&r->g.cond);
+    pthread_mutex_destroy(&r->g.lock);
+}
+
+typedef struct later {
+    gated_run *r;
+    int stop_after_ms;   /* < 0: do not stop */
+    int open_after_ms;   /* counted after the stop */
+} later;
+
+static void *later_main(void *arg)
+{
+    later *l = arg;
+    if (l->stop_after_ms >= 0) {
+        sleep_ms(l->stop_after_ms);
+        sl_model_stop(l->r->m);
+    }
+    sleep_ms(l->open_after_ms);
+    gate_open(&l->r->g);
+    return NULL;
+}
+
+/* A stalled pipeline makes train fail after data_timeout_ms, naming the
+ * stage, rather than hang; the stage is released later and everything is
+ * joined. */
+START_TEST(test_train_data_timeout_names_the_stage)
+{
+    gated_run r;
+    later l;
+    pthread_t t;
+    double t0, ms;
+    int rc;
+    gated_make(&r, 200);
+    l = (later){&r, -1, 1500};
+    ck_assert_int_eq(pthread_create(&t, NULL, later_main, &l), 0);
+    t0 = wall_ms();
+    rc = sl_model_train(r.m, 1, r.ds, NULL, 0);
+    ms = wall_ms() - t0;
+    pthread_join(t, NULL);
+    ck_assert_int_eq(rc, SL_ETIMEDOUT);
+    ck_assert_msg(strstr(sl_model_last_error(r.m), "no row within 200 ms") &&
+                      strstr(sl_model_last_error(r.m), "stage 'map"),
+                  "%s", sl_model_last_error(r.m));
+    ck_assert_int_eq(sl_model_global_step(r.m), 0);
+    ck_assert_double_ge(ms, 190.0);
+    gated_free(&r);
+}
+END_TEST
+
+/* sl_model_stop from another thread wakes a train waiting for data: it
+ * returns without running another step, though data came later. (Before,
+ * the stop was seen only after the next batch had been trained on.) */
+START_TEST(test_stop_wakes_a_wait_for_data)
+{
+    gated_run r;
+    later l;
+    pthread_t t;
+    int rc;
+    gated_make(&r, -1);
+    l = (later){&r, 200, 300};
+    ck_assert_int_eq(pthread_create(&t, NULL, later_main, &l), 0);
+    rc = sl_model_train(r.m, 1, r.ds, NULL, 0);
+    pthread_join(t, NULL);
+    ck_assert_msg(rc == SL_OK, "%s", sl_model_last_error(r.m));
+    ck_assert_int_eq(sl_model_global_step(r.m), 0);
+    gated_free(&r);
+}
+END_TEST
+
 /* --- OpenBLAS's thread count -------------------------------------------- */
 
 START_TEST(test_blas_threads_have_one_owner)
@@ -433,6 +598,11 @@ static Suite *make_threads_suite(void)
     tcase_add_test(tc, test_run_here_and_run_share_the_team);
     tcase_add_test(tc, test_post_and_wait_with_timeout);
     tcase_add_test(tc, test_blas_threads_have_one_owner);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("model");
+    tcase_add_test(tc, test_train_data_timeout_names_the_stage);
+    tcase_add_test(tc, test_stop_wakes_a_wait_for_data);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

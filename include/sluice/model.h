@@ -131,7 +131,8 @@ SL_API sl_graph *sl_model_graph(sl_model *m);
 SL_API int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *dataset,
                           sl_callback *const *callbacks, size_t ncallbacks);
 /* Asks train() to stop after the current step (from a callback or another
- * thread); a train() or eval() waiting for a batch is woken at once. */
+ * thread); a train() or eval() waiting for a batch is woken at once. A
+ * stopped train returns 0; a stopped eval returns SL_ECANCELED. */
 SL_API void sl_model_stop(sl_model *m);
 /* Runs the network over one pass of dataset: accuracy and mean loss. A
  * last batch smaller than the model's batch is padded, and only its real
