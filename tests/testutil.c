@@ -384,3 +384,19 @@ int64_t tu_dataset_size(const sl_dataset *ds)
     int64_t size;
     return sl_dataset_get_dataset_size(ds, &size) == SL_OK ? size : INT64_MIN;
 }
+
+int tu_shorten(int sanitized, const char *test, const char *what)
+{
+    const char *full = getenv("SLUICE_TESTS_FULL");
+    int forced_full = full && strcmp(full, "1") == 0;
+    if (!sanitized)
+        return 0;
+    if (forced_full)
+        printf("%s: sanitizer build, full length (SLUICE_TESTS_FULL=1)\n", test);
+    else
+        printf("%s: sanitizer build, shortened: %s; the plain build runs it whole "
+               "(so does SLUICE_TESTS_FULL=1)\n",
+               test, what);
+    fflush(stdout);
+    return !forced_full;
+}

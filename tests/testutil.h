@@ -51,4 +51,28 @@ int tu_make_image_folder(const char *dir, int nclasses, int per_class, int w, in
  * INT64_MIN when the call fails: one value to compare in an assertion. */
 int64_t tu_dataset_size(const sl_dataset *ds);
 
+/* --- shorter runs under sanitizers ------------------------------------
+ * TU_SANITIZED is 1 when the file is compiled with AddressSanitizer,
+ * ThreadSanitizer or MemorySanitizer (GCC's __SANITIZE_* macros, clang's
+ * __has_feature), where a training step costs tens of times more. A test
+ * whose length serves its numbers rather than its threads may then run a
+ * shortened form: the same code paths on less data. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TU_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define TU_SANITIZED 1
+#endif
+#endif
+#ifndef TU_SANITIZED
+#define TU_SANITIZED 0
+#endif
+
+/* 1 when test should run its shortened form: a sanitizer build (TU_SANITIZED
+ * as the caller was compiled) unless SLUICE_TESTS_FULL=1 is in the
+ * environment. It says so on stdout, naming the test and, when shortened,
+ * what (a phrase such as "75 steps instead of 2,500"). */
+int tu_shorten(int sanitized, const char *test, const char *what);
+
 #endif
