@@ -823,6 +823,24 @@ START_TEST(test_queue_init_failures)
 }
 END_TEST
 
+/* A pool whose class locks cannot all be made is not made, and the locks
+ * made before the failing one are destroyed (LSan and the count see to
+ * the rest). */
+START_TEST(test_pool_init_failures)
+{
+    for (int skip = 0; skip < 3; skip++) {
+        fault_arm(FAULT_MUTEX_INIT, skip, EAGAIN);
+        ck_assert_ptr_null(sl__pool_new());
+        ck_assert(fault_disarm());
+    }
+    {
+        sl_pool *pool = sl__pool_new(); /* disarmed: works */
+        ck_assert_ptr_nonnull(pool);
+        sl__pool_release(pool);
+    }
+}
+END_TEST
+
 START_TEST(test_queue_fifo)
 {
     int items[5] = {10, 11, 12, 13, 14};
@@ -1427,6 +1445,7 @@ Suite *make_core_suite(void)
     tcase_add_test(tc, test_clock_deadline);
     tcase_add_test(tc, test_queue_init);
     tcase_add_test(tc, test_queue_init_failures);
+    tcase_add_test(tc, test_pool_init_failures);
     tcase_add_test(tc, test_queue_wakes_per_item);
     tcase_add_test(tc, test_queue_fifo);
     tcase_add_test(tc, test_queue_out_of_order);
