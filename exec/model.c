@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "sluice/checkpoint.h"
 #include "sluice/iterator.h"
+#include "core/options.h"
 #include "core/rng.h"
 #include "core/tensor_impl.h"
 
@@ -23,28 +25,65 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-void sl_context_init(sl_context *c)
+/* Embedded in sl_model_options, so it never grows (core/options.h): this
+ * fails when a field is appended. */
+_Static_assert(sizeof(sl_context) == offsetof(sl_context, blas_threads) + sizeof(int),
+               "sl_context is embedded in sl_model_options and must not grow");
+
+/* The end of the first version's fields: fixed forever (core/options.h). */
+static const size_t model_options_v1_size =
+    offsetof(sl_model_options, context) + sizeof(sl_context);
+/* No tail padding, so a caller's size covers only fields it knows; name the
+ * last field here when one is appended. */
+_Static_assert(sizeof(sl_model_options) ==
+                   offsetof(sl_model_options, context) + sizeof(sl_context),
+               "sl_model_options: name its last field here; no tail padding "
+               "(core/options.h)");
+
+void sl_context_init_sized(sl_context *c, size_t size)
 {
-    c->mode = SL_GRAPH_MODE;
-    c->device_target = "CPU";
-    c->device_id = 0;
-    c->save_graphs = 0;
-    c->save_graphs_path = ".";
+    sl_context d;
+    memset(&d, 0, sizeof d);
+    d.mode = SL_GRAPH_MODE;
+    d.device_target = "CPU";
+    d.device_id = 0;
+    d.save_graphs = 0;
+    d.save_graphs_path = ".";
     /* Two compute threads, but never more than the machine has: a helper
      * waiting for a CPU would stall every op. */
-    c->threads = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
-    c->blas_threads = 1;
+    d.threads = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
+    d.blas_threads = 1;
+    sl__options_init(c, size, &d, sizeof d);
 }
 
-void sl_model_options_init(sl_model_options *o)
+void sl_model_options_init_sized(sl_model_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    sl_network_options_init(&o->network);
-    o->optimizer = SL_OPTIMIZER_MOMENTUM;
-    o->learning_rate = 0.01f;
-    o->momentum = 0.9f;
-    o->seed = 0;
-    sl_context_init(&o->context);
+    sl_model_options d;
+    memset(&d, 0, sizeof d);
+    sl_network_options_init(&d.network);
+    d.optimizer = SL_OPTIMIZER_MOMENTUM;
+    d.learning_rate = 0.01f;
+    d.momentum = 0.9f;
+    d.seed = 0;
+    sl_context_init(&d.context);
+    sl__options_init(o, size, &d, sizeof d);
+}
+
+/* The caller's options (NULL: defaults) as this library's full struct. */
+static int read_options(sl_model *m, const sl_model_options *user)
+{
+    int rc;
+    sl_model_options_init(&m->opts);
+    rc = sl__options_read(&m->opts, sizeof m->opts, model_options_v1_size, user,
+                          "sl_model_options", &m->err);
+    if (rc == SL_OK)
+        rc = sl__options_check_embedded(m->opts.network.size, sizeof m->opts.network,
+                                        "sl_network_options", "sl_model_options.network",
+                                        &m->err);
+    if (rc == SL_OK)
+        rc = sl__options_check_embedded(m->opts.context.size, sizeof m->opts.context,
+                                        "sl_context", "sl_model_options.context", &m->err);
+    return rc;
 }
 
 const char *sl_model_last_error(const sl_model *m)
@@ -166,9 +205,10 @@ int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t er
             snprintf(err, err_len, "model: out of memory");
         return SL_ENOMEM;
     }
-    m->opts = *o;
     atomic_init(&m->stop, 0);
-    rc = check_context(m, &o->context);
+    rc = read_options(m, o);
+    if (rc == SL_OK)
+        rc = check_context(m, &m->opts.context);
     if (rc == SL_OK)
         rc = build(m);
     if (rc < 0) {

@@ -1,6 +1,7 @@
 /* check_options.c: versioned options structs (core/options.h). The helper
  * is tested with a test struct in three versions, since today every public
- * struct is still at its first. */
+ * struct is still at its first; then every public struct's init_sized and
+ * every function that reads options. */
 #include <check.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include "core/error.h"
 #include "core/options.h"
 #include "sluice/sluice.h"
+#include "testutil.h"
 
 Suite *make_options_suite(void);
 
@@ -226,6 +228,253 @@ START_TEST(test_embedded_exact_size)
 }
 END_TEST
 
+/* --- every public struct ------------------------------------------------ */
+
+static void init_sampler(void *o, size_t n) { sl_sampler_options_init_sized(o, n); }
+static void init_mnist(void *o, size_t n) { sl_mnist_options_init_sized(o, n); }
+static void init_folder(void *o, size_t n) { sl_image_folder_options_init_sized(o, n); }
+static void init_network(void *o, size_t n) { sl_network_options_init_sized(o, n); }
+static void init_executor(void *o, size_t n) { sl_executor_options_init_sized(o, n); }
+static void init_context(void *o, size_t n) { sl_context_init_sized(o, n); }
+static void init_model(void *o, size_t n) { sl_model_options_init_sized(o, n); }
+
+typedef struct public_struct {
+    const char *name;
+    size_t size;
+    void (*init_sized)(void *o, size_t size);
+    void (*init_inline)(void *o); /* the header's _init, into a struct of size bytes */
+} public_struct;
+
+static void inline_sampler(void *o) { sl_sampler_options_init(o); }
+static void inline_mnist(void *o) { sl_mnist_options_init(o); }
+static void inline_folder(void *o) { sl_image_folder_options_init(o); }
+static void inline_network(void *o) { sl_network_options_init(o); }
+static void inline_executor(void *o) { sl_executor_options_init(o); }
+static void inline_context(void *o) { sl_context_init(o); }
+static void inline_model(void *o) { sl_model_options_init(o); }
+
+static const public_struct publics[] = {
+    {"sl_sampler_options", sizeof(sl_sampler_options), init_sampler, inline_sampler},
+    {"sl_mnist_options", sizeof(sl_mnist_options), init_mnist, inline_mnist},
+    {"sl_image_folder_options", sizeof(sl_image_folder_options), init_folder, inline_folder},
+    {"sl_network_options", sizeof(sl_network_options), init_network, inline_network},
+    {"sl_executor_options", sizeof(sl_executor_options), init_executor, inline_executor},
+    {"sl_context", sizeof(sl_context), init_context, inline_context},
+    {"sl_model_options", sizeof(sl_model_options), init_model, inline_model},
+};
+
+START_TEST(test_public_init_sized)
+{
+    const public_struct *p = &publics[_i];
+    buffer buf, ref;
+    size_t size, small = sizeof(size_t) + 4;
+    ck_assert_uint_le(p->size + 64, sizeof buf.b);
+
+    /* The inline _init records the size the caller was compiled with. */
+    memset(ref.b, CANARY, sizeof ref.b);
+    p->init_inline(ref.b);
+    memcpy(&size, ref.b, sizeof size);
+    ck_assert_msg(size == p->size, "%s: _init recorded %zu, not %zu", p->name, size, p->size);
+    ck_assert_msg(all_bytes(ref.b, p->size, sizeof ref.b, CANARY), "%s: _init overran",
+                  p->name);
+
+    /* A smaller (older) caller's struct: nothing written past its size. */
+    memset(buf.b, CANARY, sizeof buf.b);
+    p->init_sized(buf.b, small);
+    memcpy(&size, buf.b, sizeof size);
+    ck_assert_msg(size == small, "%s: recorded %zu, not %zu", p->name, size, small);
+    ck_assert_msg(memcmp(buf.b + sizeof size, ref.b + sizeof size, small - sizeof size) == 0,
+                  "%s: the first fields are not the defaults", p->name);
+    ck_assert_msg(all_bytes(buf.b, small, sizeof buf.b, CANARY),
+                  "%s: init_sized wrote past %zu bytes", p->name, small);
+
+    /* A bigger (newer) caller's struct: defaults, zeros to its size. */
+    memset(buf.b, CANARY, sizeof buf.b);
+    p->init_sized(buf.b, p->size + 16);
+    ck_assert_msg(memcmp(buf.b + sizeof size, ref.b + sizeof size, p->size - sizeof size) == 0,
+                  "%s: not the defaults", p->name);
+    ck_assert_msg(all_bytes(buf.b, p->size, p->size + 16, 0), "%s: unknown tail not zeroed",
+                  p->name);
+    ck_assert_msg(all_bytes(buf.b, p->size + 16, sizeof buf.b, CANARY),
+                  "%s: init_sized wrote past %zu bytes", p->name, p->size + 16);
+}
+END_TEST
+
+/* --- the functions that read options ----------------------------------- */
+
+static char *tmp_dir;
+
+static void tmp_setup(void)
+{
+    tmp_dir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(tmp_dir);
+    ck_assert_int_eq(tu_make_mnist(tmp_dir, 6, 2, 0), 0);
+}
+
+static void tmp_teardown(void)
+{
+    tu_rmtree(tmp_dir);
+    free(tmp_dir);
+    tmp_dir = NULL;
+}
+
+START_TEST(test_dataset_refuses_bad_options)
+{
+    sl_dataset *ds = sl_dataset_new();
+    sl_mnist_options mo;
+    sl_image_folder_options fo;
+    ck_assert_ptr_nonnull(ds);
+
+    /* Never initialised. */
+    memset(&mo, 0, sizeof mo);
+    mo.dataset_dir = tmp_dir;
+    ck_assert_int_eq(sl_dataset_mnist(ds, &mo), SL_EINVAL);
+    ck_assert_ptr_nonnull(
+        strstr(sl_dataset_last_error(ds), "not initialised with sl_mnist_options_init"));
+
+    /* From a sluice older than any: too small. */
+    sl_mnist_options_init_sized(&mo, sizeof(size_t) + 4);
+    mo.dataset_dir = tmp_dir;
+    ck_assert_int_eq(sl_dataset_mnist(ds, &mo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "older than any"));
+
+    /* An embedded sampler that was never initialised. */
+    sl_mnist_options_init(&mo);
+    mo.dataset_dir = tmp_dir;
+    memset(&mo.sampler, 0, sizeof mo.sampler);
+    mo.sampler.num_shards = 1;
+    ck_assert_int_eq(sl_dataset_mnist(ds, &mo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "sl_mnist_options.sampler"));
+
+    memset(&fo, 0, sizeof fo);
+    fo.dataset_dir = tmp_dir;
+    ck_assert_int_eq(sl_dataset_image_folder(ds, &fo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds),
+                                 "not initialised with sl_image_folder_options_init"));
+    sl_image_folder_options_init(&fo);
+    fo.dataset_dir = tmp_dir;
+    memset(&fo.sampler, 0, sizeof fo.sampler);
+    fo.sampler.num_shards = 1;
+    ck_assert_int_eq(sl_dataset_image_folder(ds, &fo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "sl_image_folder_options.sampler"));
+
+    /* Nothing was set. */
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), SL_ESTATE);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_dataset_newer_options)
+{
+    buffer buf;
+    sl_mnist_options *mo = (sl_mnist_options *)buf.b;
+    sl_dataset *ds = sl_dataset_new();
+    ck_assert_ptr_nonnull(ds);
+
+    /* A caller built against a sluice with one more field, left alone. */
+    memset(buf.b, CANARY, sizeof buf.b);
+    sl_mnist_options_init_sized(mo, sizeof *mo + 8);
+    mo->dataset_dir = tmp_dir;
+    mo->usage = SL_MNIST_TRAIN;
+    mo->sampler.num_samples = 4;
+    ck_assert_int_eq(sl_dataset_mnist(ds, mo), SL_OK);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 4);
+
+    /* ... and set. */
+    buf.b[sizeof *mo + 3] = 1;
+    ck_assert_int_eq(sl_dataset_mnist(ds, mo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "upgrade libsluice"));
+
+    /* NULL means the defaults, which lack a folder. */
+    ck_assert_int_eq(sl_dataset_mnist(ds, NULL), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "dataset_dir is not set"));
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_network_build_options)
+{
+    sl_graph *g = sl_graph_new();
+    sl_network_options no;
+    sl_network net;
+    ck_assert_ptr_nonnull(g);
+    memset(&no, 0, sizeof no);
+    no.batch = 4;
+    ck_assert_int_eq(sl_network_build(g, &no, &net), SL_EINVAL);
+    ck_assert_ptr_nonnull(
+        strstr(sl_graph_last_error(g), "not initialised with sl_network_options_init"));
+    sl_network_options_init_sized(&no, sizeof(size_t) + 4);
+    ck_assert_int_eq(sl_network_build(g, &no, &net), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_graph_last_error(g), "older than any"));
+    /* NULL: LeNet5's defaults. */
+    ck_assert_int_eq(sl_network_build(g, NULL, &net), SL_OK);
+    sl_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_executor_options)
+{
+    buffer buf;
+    sl_executor_options *eo = (sl_executor_options *)buf.b;
+    sl_executor *ex = NULL;
+
+    memset(buf.b, 0, sizeof buf.b);
+    eo->threads = 1;
+    eo->blas_threads = 1;
+    ck_assert_int_eq(sl_executor_new(&ex, eo), SL_EINVAL);
+    ck_assert_ptr_null(ex);
+
+    sl_executor_options_init_sized(eo, sizeof(size_t) + 4);
+    ck_assert_int_eq(sl_executor_new(&ex, eo), SL_EINVAL);
+    ck_assert_ptr_null(ex);
+
+    sl_executor_options_init_sized(eo, sizeof *eo + 8);
+    eo->threads = 1;
+    buf.b[sizeof *eo] = 1;
+    ck_assert_int_eq(sl_executor_new(&ex, eo), SL_EINVAL);
+    ck_assert_ptr_null(ex);
+    buf.b[sizeof *eo] = 0;
+    ck_assert_int_eq(sl_executor_new(&ex, eo), SL_OK);
+    ck_assert_int_eq(sl_executor_threads(ex), 1);
+    sl_executor_free(ex);
+}
+END_TEST
+
+START_TEST(test_model_refuses_bad_options)
+{
+    buffer buf;
+    sl_model_options *mo = (sl_model_options *)buf.b;
+    sl_model *m = NULL;
+    char err[512];
+
+    memset(buf.b, 0, sizeof buf.b);
+    ck_assert_int_eq(sl_model_new(&m, mo, err, sizeof err), SL_EINVAL);
+    ck_assert_ptr_null(m);
+    ck_assert_ptr_nonnull(strstr(err, "not initialised with sl_model_options_init"));
+
+    sl_model_options_init_sized(mo, sizeof(size_t) + 4);
+    ck_assert_int_eq(sl_model_new(&m, mo, err, sizeof err), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "older than any"));
+
+    sl_model_options_init_sized(mo, sizeof *mo + 8);
+    buf.b[sizeof *mo + 7] = 1;
+    ck_assert_int_eq(sl_model_new(&m, mo, err, sizeof err), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "newer than this library"));
+
+    sl_model_options_init(mo);
+    mo->network.size = 0;
+    ck_assert_int_eq(sl_model_new(&m, mo, err, sizeof err), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "sl_model_options.network"));
+
+    sl_model_options_init(mo);
+    memset(&mo->context, 0, sizeof mo->context);
+    mo->context.threads = mo->context.blas_threads = 1;
+    ck_assert_int_eq(sl_model_new(&m, mo, err, sizeof err), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "sl_model_options.context"));
+    ck_assert_ptr_null(m);
+}
+END_TEST
+
 Suite *make_options_suite(void)
 {
     Suite *s = suite_create("options");
@@ -243,6 +492,20 @@ Suite *make_options_suite(void)
     tcase_add_test(tc, test_embedded_exact_size);
     suite_add_tcase(s, tc);
 
+    tc = tcase_create("init");
+    tcase_add_loop_test(tc, test_public_init_sized, 0,
+                        (int)(sizeof publics / sizeof publics[0]));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("readers");
+    tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+    tcase_add_test(tc, test_dataset_refuses_bad_options);
+    tcase_add_test(tc, test_dataset_newer_options);
+    tcase_add_test(tc, test_network_build_options);
+    tcase_add_test(tc, test_executor_options);
+    tcase_add_test(tc, test_model_refuses_bad_options);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
     return s;
 }
 
