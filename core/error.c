@@ -1,6 +1,7 @@
 /* error.c: error message formatting and assertion failure. */
 #include "core/error.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,11 @@ void sl__assert_fail(const char *expr, const char *file, int line)
 {
     fprintf(stderr, "sluice: assertion failed: %s (%s:%d)\n", expr, file, line);
     abort();
+}
+
+int sl__pthread_errf(sl__error *err, int e, const char *what)
+{
+    return sl__errf(err, e == ENOMEM ? SL_ENOMEM : SL_ETHREAD, "%s: %s", what, strerror(e));
 }
 
 int sl__mul_size(size_t a, size_t b, size_t *out)

@@ -29,6 +29,11 @@ void sl__err_copy(sl__error *dst, const sl__error *src);
 void sl__assert_fail(const char *expr, const char *file, int line) __attribute__((noreturn));
 #define SL_ASSERT(x) ((x) ? (void)0 : sl__assert_fail(#x, __FILE__, __LINE__))
 
+/* The status for a pthread_*_init call that returned e: SL_ENOMEM for
+ * ENOMEM, SL_ETHREAD otherwise (EAGAIN: the system lacks resources). Records
+ * "<what>: <strerror(e)>" into err (may be NULL) and returns the status. */
+int sl__pthread_errf(sl__error *err, int e, const char *what);
+
 /* size_t multiplication that reports overflow (returns 0 on overflow). */
 int sl__mul_size(size_t a, size_t b, size_t *out);
 

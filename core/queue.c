@@ -6,35 +6,63 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 
-int sl__queue_init(sl_queue *q, size_t capacity)
+int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err)
 {
     pthread_condattr_t attr;
+    int e, rc;
     q->slots = NULL; /* so sl__queue_destroy is safe after a failed init */
     if (capacity == 0)
-        return SL_EINVAL;
-    q->slots = calloc(capacity, sizeof *q->slots);
-    if (!q->slots)
-        return SL_ENOMEM;
+        return sl__errf(err, SL_EINVAL, "queue: capacity must be >= 1");
     q->capacity = capacity;
     q->head = 0;
     q->next_seq = 0;
     q->closed = 0;
+    q->interrupted = 0;
     q->filled = 0;
     q->push_waiters = 0;
-    q->wake_batch = 1;
-    q->urgent = NULL;
+    q->pop_waiters = 0;
     q->push_waits = 0;
     q->pop_waits = 0;
-    pthread_mutex_init(&q->lock, NULL);
-    /* Timed pops measure against the monotonic clock, immune to clock jumps. */
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->not_empty, &attr);
+    q->pop_wakeups = 0;
+    if ((e = pthread_mutex_init(&q->lock, NULL)) != 0)
+        return sl__pthread_errf(err, e, "queue: pthread_mutex_init");
+    /* Timed pops measure against the monotonic clock, immune to clock
+     * jumps; without it their deadlines would be wrong, so that fails too. */
+    if ((e = pthread_condattr_init(&attr)) != 0) {
+        rc = sl__pthread_errf(err, e, "queue: pthread_condattr_init");
+        goto no_attr;
+    }
+    if ((e = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)) != 0) {
+        rc = sl__pthread_errf(err, e, "queue: pthread_condattr_setclock(CLOCK_MONOTONIC)");
+        goto no_not_empty;
+    }
+    if ((e = pthread_cond_init(&q->not_empty, &attr)) != 0) {
+        rc = sl__pthread_errf(err, e, "queue: pthread_cond_init");
+        goto no_not_empty;
+    }
+    if ((e = pthread_cond_init(&q->not_full, NULL)) != 0) {
+        rc = sl__pthread_errf(err, e, "queue: pthread_cond_init");
+        goto no_not_full;
+    }
     pthread_condattr_destroy(&attr);
-    pthread_cond_init(&q->not_full, NULL);
+    q->slots = calloc(capacity, sizeof *q->slots);
+    if (!q->slots) {
+        pthread_cond_destroy(&q->not_full);
+        pthread_cond_destroy(&q->not_empty);
+        pthread_mutex_destroy(&q->lock);
+        return sl__errf(err, SL_ENOMEM, "queue: out of memory for %zu slots", capacity);
+    }
     return SL_OK;
+no_not_full:
+    pthread_cond_destroy(&q->not_empty);
+no_not_empty:
+    pthread_condattr_destroy(&attr);
+no_attr:
+    pthread_mutex_destroy(&q->lock);
+    return rc;
 }
 
 void sl__queue_destroy(sl_queue *q)
@@ -46,30 +74,6 @@ void sl__queue_destroy(sl_queue *q)
     pthread_cond_destroy(&q->not_full);
     free(q->slots);
     q->slots = NULL;
-}
-
-void sl__queue_set_wake_batch(sl_queue *q, size_t n, int (*urgent)(const void *item))
-{
-    if (n > q->capacity / 2)
-        n = q->capacity / 2;
-    q->wake_batch = n > 1 ? n : 1;
-    q->urgent = urgent;
-}
-
-#define WAKE_SLICE_NS 1000000L /* a batching consumer looks by itself this often */
-
-/* Whether a consumer sleeping for the head slot should wake now: the head
- * is there, and so are wake_batch items in order or an urgent one. */
-static int ready_to_wake(const sl_queue *q)
-{
-    for (size_t n = 0; n < q->wake_batch; n++) {
-        const void *item = q->slots[(q->head + n) % q->capacity];
-        if (!item)
-            return 0;
-        if (q->urgent && q->urgent(item))
-            return 1;
-    }
-    return 1;
 }
 
 static int push_locked(sl_queue *q, uint64_t seq, void *item)
@@ -86,10 +90,10 @@ static int push_locked(sl_queue *q, uint64_t seq, void *item)
     SL_ASSERT(seq >= q->head && q->slots[seq % q->capacity] == NULL);
     q->slots[seq % q->capacity] = item;
     q->filled++;
-    /* Without batching only the head item can complete what a consumer
-     * waits for; with it, any push may (a run, an urgent item, time). */
-    if ((q->wake_batch > 1 || seq == q->head) && ready_to_wake(q))
-        pthread_cond_broadcast(&q->not_empty);
+    /* Only the head item ends a pop's wait. One sleeper is enough: the
+     * pop that takes it wakes the next if the next item is there too. */
+    if (seq == q->head && q->pop_waiters)
+        pthread_cond_signal(&q->not_empty);
     return SL_OK;
 }
 
@@ -113,14 +117,6 @@ int sl__queue_push_next(sl_queue *q, void *item)
     return rc;
 }
 
-static int deadline_passed(const struct timespec *deadline)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return now.tv_sec > deadline->tv_sec ||
-           (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
-}
-
 int sl__queue_try_push_next(sl_queue *q, void *item)
 {
     int rc;
@@ -140,55 +136,36 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
 {
     struct timespec deadline;
     void **slot;
-    int rc = SL_OK;
-    if (timeout_ms >= 0) {
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
-    }
+    int rc = SL_OK, slept = 0, timed_out = 0;
+    if (timeout_ms > 0)
+        sl__deadline_ms(&deadline, timeout_ms);
     pthread_mutex_lock(&q->lock);
-    /* Re-read head after every wait: another consumer may have advanced it. */
-    while (*(slot = &q->slots[q->head % q->capacity]) == NULL && !q->closed) {
-        if (timeout_ms == 0) { /* just a look */
+    /* Re-read head after every wait: another consumer may have advanced it.
+     * An item that arrived as the deadline passed is still taken. */
+    while (*(slot = &q->slots[q->head % q->capacity]) == NULL && !q->closed &&
+           !q->interrupted) {
+        if (timeout_ms == 0 || timed_out) {
             rc = SL_ETIMEDOUT;
             break;
         }
-        q->pop_waits++;
+        if (!slept) {
+            q->pop_waits++;
+            slept = 1;
+        }
         /* About to sleep: whoever may fill the head slot must be awake. */
         if (q->push_waiters)
             pthread_cond_broadcast(&q->not_full);
-        if (timeout_ms < 0 && q->wake_batch == 1) {
+        q->pop_waiters++;
+        if (timeout_ms < 0)
             pthread_cond_wait(&q->not_empty, &q->lock);
-        } else {
-            /* A batching consumer sleeps in slices, so that an item that
-             * does not complete a batch still waits at most one slice. */
-            struct timespec until = deadline;
-            if (q->wake_batch > 1) {
-                clock_gettime(CLOCK_MONOTONIC, &until);
-                until.tv_nsec += WAKE_SLICE_NS;
-                if (until.tv_nsec >= 1000000000L) {
-                    until.tv_sec++;
-                    until.tv_nsec -= 1000000000L;
-                }
-                if (timeout_ms >= 0 && (until.tv_sec > deadline.tv_sec ||
-                                        (until.tv_sec == deadline.tv_sec &&
-                                         until.tv_nsec > deadline.tv_nsec)))
-                    until = deadline;
-            }
-            if (pthread_cond_timedwait(&q->not_empty, &q->lock, &until) != ETIMEDOUT ||
-                timeout_ms < 0 || !deadline_passed(&deadline))
-                continue;
-            slot = &q->slots[q->head % q->capacity];
-            if (*slot == NULL && !q->closed)
-                rc = SL_ETIMEDOUT;
-            break;
-        }
+        else
+            timed_out = pthread_cond_timedwait(&q->not_empty, &q->lock, &deadline) == ETIMEDOUT;
+        q->pop_waiters--;
+        q->pop_wakeups++;
     }
-    if (rc == SL_OK) {
+    if (q->interrupted) {
+        rc = SL_ECANCELED;
+    } else if (rc == SL_OK) {
         if (*slot == NULL) {
             rc = SL_ECLOSED;
         } else {
@@ -198,6 +175,10 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
                 *seq = q->head;
             q->head++;
             q->filled--;
+            /* The next item may be there already, with no push to come
+             * for it: pass the wake-up on to another sleeping consumer. */
+            if (q->pop_waiters && q->slots[q->head % q->capacity] != NULL)
+                pthread_cond_signal(&q->not_empty);
             /* Waking producers only once the queue is half empty lets them
              * push several items per wake-up instead of one (fewer context
              * switches); the broadcast before sleeping above keeps this live. */
@@ -220,6 +201,16 @@ void sl__queue_close(sl_queue *q)
     pthread_mutex_unlock(&q->lock);
 }
 
+void sl__queue_interrupt(sl_queue *q)
+{
+    if (!q->slots)
+        return;
+    pthread_mutex_lock(&q->lock);
+    q->interrupted = 1;
+    pthread_cond_broadcast(&q->not_empty);
+    pthread_mutex_unlock(&q->lock);
+}
+
 void sl__queue_drain(sl_queue *q, void (*free_item)(void *))
 {
     if (!q->slots)
@@ -238,6 +229,15 @@ size_t sl__queue_size(sl_queue *q)
     size_t n;
     pthread_mutex_lock(&q->lock);
     n = q->filled;
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+uint64_t sl__queue_pop_wakeups(sl_queue *q)
+{
+    uint64_t n;
+    pthread_mutex_lock(&q->lock);
+    n = q->pop_wakeups;
     pthread_mutex_unlock(&q->lock);
     return n;
 }

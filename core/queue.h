@@ -4,8 +4,13 @@
  * producer's order. A ring of `capacity` slots: push blocks while its
  * sequence is `capacity` or more ahead of the next one to leave
  * (backpressure); pop blocks until the next one has arrived.
+ * Nothing polls: a sleeping pop is woken by the push of the item it waits
+ * for (one wake-up per item, only when someone sleeps), by close or by its
+ * own deadline; a sleeping push by a pop that leaves the queue half empty,
+ * or by a consumer about to sleep.
  * close() wakes everyone: push then fails with SL_ECLOSED, pop returns what
- * is still in order and then SL_ECLOSED. The queue never frees items; the
+ * is still in order and then SL_ECLOSED. interrupt() wakes the consumers
+ * only: every pop then returns SL_ECANCELED at once. The queue never frees items; the
  * owner drains them (sl__queue_drain) after joining its threads. */
 #ifndef SLUICE_CORE_QUEUE_H
 #define SLUICE_CORE_QUEUE_H
@@ -13,6 +18,8 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "core/error.h"
 
 typedef struct sl_queue {
     pthread_mutex_t lock;
@@ -24,24 +31,24 @@ typedef struct sl_queue {
     uint64_t next_seq;        /* for sl__queue_push_next: the next number to stamp */
     size_t filled;            /* items held */
     size_t push_waiters;      /* producers waiting for room */
-    /* A sleeping consumer is woken once wake_batch items are ready in
-     * order, or an urgent one is (see sl__queue_set_wake_batch). */
-    size_t wake_batch;
-    int (*urgent)(const void *item);
+    size_t pop_waiters;       /* consumers waiting for the head item */
     int closed;
-    /* Counters for reports: how often each side had to wait. */
+    int interrupted;          /* pops return SL_ECANCELED (sl__queue_interrupt) */
+    /* Counters for reports: how often each side had to wait (pop_waits:
+     * pops that had to sleep at least once), and how often a sleeping pop
+     * was woken (by a push, a close, its deadline or spuriously). Wake-ups
+     * well above pop_waits mean a consumer woken for nothing. */
     uint64_t push_waits;
     uint64_t pop_waits;
+    uint64_t pop_wakeups;
 } sl_queue;
 
-int sl__queue_init(sl_queue *q, size_t capacity);
-/* Lets a consumer that had to sleep sleep on until n items are ready in
- * order (default 1), unless urgent(item) says one of them must not wait (an
- * end of data, say); it also looks by itself every millisecond, so no item
- * waits longer than that for it. Fewer wake-ups for a consumer faster than
- * its producers. n is clamped to capacity / 2 so that a full queue always
- * wakes the consumer. */
-void sl__queue_set_wake_batch(sl_queue *q, size_t n, int (*urgent)(const void *item));
+/* Returns SL_OK, SL_EINVAL (capacity 0), SL_ENOMEM or SL_ETHREAD (a lock
+ * or condition variable could not be made, or the monotonic clock set for
+ * timed pops; the message then goes to err, which may be NULL). After a
+ * failure nothing is left to free, and sl__queue_destroy and
+ * sl__queue_close do nothing. */
+int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err);
 void sl__queue_destroy(sl_queue *q);
 
 /* Places item with sequence number seq; blocks while seq >= head + capacity.
@@ -53,15 +60,23 @@ int sl__queue_push_next(sl_queue *q, void *item);
 int sl__queue_try_push_next(sl_queue *q, void *item);
 /* Takes the next item in sequence order; timeout_ms < 0 waits forever, 0
  * does not wait at all.
- * Returns SL_OK, SL_ECLOSED (closed and nothing left in order) or
- * SL_ETIMEDOUT. seq may be NULL. */
+ * Returns SL_OK, SL_ECLOSED (closed and nothing left in order),
+ * SL_ETIMEDOUT or SL_ECANCELED (interrupted: nothing taken). seq may be
+ * NULL. */
 int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms);
 /* Also safe on a queue whose init failed (it does nothing). */
 void sl__queue_close(sl_queue *q);
+/* Makes every pop, sleeping or to come, return SL_ECANCELED at once and
+ * take nothing (items stay, for sl__queue_drain); producers are not
+ * affected. For a consumer that must stop waiting while the pipeline runs
+ * on. Safe from any thread; does nothing on a queue whose init failed. */
+void sl__queue_interrupt(sl_queue *q);
 /* Removes every item still held, calling free_item on each (after close and
  * join; no thread may use the queue meanwhile). */
 void sl__queue_drain(sl_queue *q, void (*free_item)(void *));
 /* Items currently held (for reports). */
 size_t sl__queue_size(sl_queue *q);
+/* Times a pop was woken from a wait so far (for reports). */
+uint64_t sl__queue_pop_wakeups(sl_queue *q);
 
 #endif

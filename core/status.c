@@ -1,6 +1,5 @@
 /* status.c: names and descriptions of sl_status codes. */
-#include "config.h"
-#include "sluice/sluice.h"
+#include "sluice/status.h"
 
 const char *sl_strerror(int status)
 {
@@ -13,9 +12,10 @@ const char *sl_strerror(int status)
     case SL_ESHAPE: return "wrong shape or type";
     case SL_ECLOSED: return "closed";
     case SL_ETIMEDOUT: return "timed out";
-    case SL_ETHREAD: return "cannot start thread";
+    case SL_ETHREAD: return "cannot make a thread or lock";
     case SL_ESTATE: return "invalid state";
     case SL_ENUMERIC: return "numeric error (NaN or infinity)";
+    case SL_ECANCELED: return "interrupted";
     case SL_END_OF_EPOCH: return "end of epoch";
     case SL_END_OF_DATA: return "end of data";
     }
@@ -36,15 +36,9 @@ const char *sl_status_name(int status)
     case SL_ETHREAD: return "SL_ETHREAD";
     case SL_ESTATE: return "SL_ESTATE";
     case SL_ENUMERIC: return "SL_ENUMERIC";
+    case SL_ECANCELED: return "SL_ECANCELED";
     case SL_END_OF_EPOCH: return "SL_END_OF_EPOCH";
     case SL_END_OF_DATA: return "SL_END_OF_DATA";
     }
     return "SL_UNKNOWN";
-}
-
-#include "sluice/sluice.h"
-
-const char *sl_version(void)
-{
-    return PACKAGE_VERSION;
 }

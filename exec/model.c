@@ -299,7 +299,7 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
     rc = map_columns(m, m->train_step, ds, "train", cols);
     if (rc < 0)
         return rc;
-    if (sl_dataset_get_dataset_size(ds) == 0)
+    if (sl_dataset_get_dataset_size(ds, &info.steps_per_epoch) == SL_OK && !info.steps_per_epoch)
         return sl__errf(&m->err, SL_EINVAL,
                         "train: an epoch of the dataset holds no batch (fewer samples than "
                         "the batch size, with drop_remainder?)");
@@ -312,7 +312,7 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
     memset(&info, 0, sizeof info);
     info.epoch = 1;
     info.epoch_num = epochs;
-    info.steps_per_epoch = sl_dataset_get_dataset_size(ds);
+    sl_dataset_get_dataset_size(ds, &info.steps_per_epoch); /* endless: -1, "unknown" */
     info.global_step = m->global_step;
     info.batch_size = m->opts.network.batch;
     info.model = m;

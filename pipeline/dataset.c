@@ -386,9 +386,11 @@ int sl_dataset_skip(sl_dataset *ds, int64_t n)
     return append_take_skip(ds, SL__NODE_SKIP, n);
 }
 
-int64_t sl_dataset_get_dataset_size(const sl_dataset *ds)
+int sl_dataset_get_dataset_size(const sl_dataset *ds, int64_t *size)
 {
+    const int64_t endless = SL_DATASET_SIZE_ENDLESS;
     int64_t n;
+    *size = 0;
     if (!ds->source)
         return SL_ESTATE;
     n = sl__sampler_size(&ds->source->sampler, ds->source->num_rows);
@@ -396,30 +398,30 @@ int64_t sl_dataset_get_dataset_size(const sl_dataset *ds)
         const sl__node *node = &ds->nodes[i];
         switch (node->kind) {
         case SL__NODE_BATCH:
-            if (n >= 0)
+            if (n != endless)
                 n = node->drop_remainder ? n / node->count : (n + node->count - 1) / node->count;
             break;
         case SL__NODE_REPEAT:
-            if (node->count < 0 || n < 0)
-                n = -1;
-            else if (n > INT64_MAX / node->count)
-                n = -1;
+            /* More rows than int64_t holds is endless for every purpose. */
+            if (node->count < 0 || n == endless || n > INT64_MAX / node->count)
+                n = endless;
             else
                 n *= node->count;
             break;
         case SL__NODE_TAKE:
-            if (node->count >= 0 && (n < 0 || node->count < n))
+            if (node->count >= 0 && (n == endless || node->count < n))
                 n = node->count;
             break;
         case SL__NODE_SKIP:
-            if (n >= 0)
+            if (n != endless)
                 n = n > node->count ? n - node->count : 0;
             break;
         default:
             break;
         }
     }
-    return n;
+    *size = n;
+    return SL_OK;
 }
 
 size_t sl_dataset_num_columns(const sl_dataset *ds)
@@ -471,8 +473,6 @@ static size_t describe_node(const sl__node *node, char *buf, size_t len)
 static size_t describe_sampler(const sl_sampler_options *o, int64_t num_rows, char *buf,
                                size_t len)
 {
-    if (len == 0)
-        return 0;
     buf[0] = '\0';
     if (o->num_samples == 0 && o->num_shards == 1)
         return (size_t)snprintf(buf, len, o->shuffle ? "" : " in file order");
@@ -490,9 +490,12 @@ int sl_dataset_describe(const sl_dataset *ds, char *buf, size_t len)
         snprintf(buf, len, "(no source)");
         return SL_ESTATE;
     }
+    /* buf + used is formed only while used < len: beyond the end of buf
+     * even forming the pointer is undefined. */
     used = (size_t)snprintf(buf, len, "%s", ds->source->summary);
-    used += describe_sampler(&ds->source->sampler, ds->source->num_rows, buf + used,
-                             used < len ? len - used : 0);
+    if (used < len)
+        used += describe_sampler(&ds->source->sampler, ds->source->num_rows, buf + used,
+                                 len - used);
     for (size_t i = 0; i < ds->nnodes && used + 4 < len; i++) {
         used += (size_t)snprintf(buf + used, len - used, "\n");
         used += describe_node(&ds->nodes[i], buf + used, len - used);

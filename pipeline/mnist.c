@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/options.h"
 #include "core/tensor_impl.h"
 #include "pipeline/idx.h"
@@ -33,9 +33,11 @@ typedef struct mnist_source {
     int nparts;
     int64_t height, width;
     pthread_mutex_t load_lock;
-    pthread_cond_t load_done; /* `loading` went back to 0 */
+    pthread_cond_t load_done; /* a load ended, or mnist_wake was called */
     int loading;              /* one prepare is reading the files (unlocked) */
     int loaded;
+    uint64_t loads_ended;     /* loads that ended, whether or not they succeeded */
+    sl__error load_err;       /* how the last load ended (status SL_OK: it succeeded) */
     sl_tensor *images;  /* (N, H, W, 1) uint8, filled by prepare */
     uint32_t *labels;   /* N */
     double load_ms;
@@ -88,13 +90,6 @@ static int open_part(mnist_part *part, const char *dir, const char *prefix, sl__
     return SL_OK;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static int load_labels(mnist_source *m, const mnist_part *part, const atomic_int *stop,
                        sl__error *err)
 {
@@ -110,35 +105,46 @@ static int load_labels(mnist_source *m, const mnist_part *part, const atomic_int
     return rc;
 }
 
+static int stopped(const atomic_int *stop)
+{
+    return stop && atomic_load_explicit(stop, memory_order_relaxed);
+}
+
 static int mnist_prepare(sl__source *src, const atomic_int *stop, sl__error *err)
 {
     mnist_source *m = (mnist_source *)src;
     int rc = SL_OK;
     double t0;
     pthread_mutex_lock(&m->load_lock);
-    /* Another iterator is loading: wait for it, but not past our own stop
-     * (the lock is not held while loading, so the wait can look at it). */
-    while (m->loading && !(stop && atomic_load_explicit(stop, memory_order_relaxed))) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 10 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
+    for (;;) {
+        uint64_t ended = m->loads_ended;
+        if (m->loaded) {
+            pthread_mutex_unlock(&m->load_lock);
+            return SL_OK;
         }
-        pthread_cond_timedwait(&m->load_done, &m->load_lock, &ts);
-    }
-    if (m->loading) {
-        pthread_mutex_unlock(&m->load_lock);
-        return sl__errf(err, SL_ECLOSED, "mnist: stopped while waiting for the load");
-    }
-    if (m->loaded) {
-        pthread_mutex_unlock(&m->load_lock);
-        return SL_OK;
+        if (stopped(stop)) {
+            pthread_mutex_unlock(&m->load_lock);
+            return sl__errf(err, SL_ECLOSED, "mnist: stopped while waiting for the load");
+        }
+        if (!m->loading)
+            break; /* this prepare loads */
+        /* Another iterator is loading (without the lock): sleep until its
+         * load ends or our own stop is asked for (mnist_wake). */
+        while (m->loading && m->loads_ended == ended && !stopped(stop))
+            pthread_cond_wait(&m->load_done, &m->load_lock);
+        /* Its failure is ours too, unless it failed only because its own
+         * iterator stopped: then this one loads instead. */
+        if (m->loads_ended != ended && !m->loaded && !stopped(stop) &&
+            m->load_err.status != SL_ECLOSED) {
+            sl__err_copy(err, &m->load_err);
+            rc = m->load_err.status;
+            pthread_mutex_unlock(&m->load_lock);
+            return rc;
+        }
     }
     m->loading = 1;
     pthread_mutex_unlock(&m->load_lock);
-    t0 = now_ms();
+    t0 = sl__now_ms();
     if (!m->images) {
         int64_t shape[4] = {src->num_rows, m->height, m->width, 1};
         rc = sl__tensor_alloc(&m->images, NULL, SL_UINT8, 4, shape);
@@ -163,9 +169,14 @@ done:
     pthread_mutex_lock(&m->load_lock);
     if (rc == SL_OK) {
         m->loaded = 1;
-        m->load_ms = now_ms() - t0;
+        m->load_ms = sl__now_ms() - t0;
+        sl__err_clear(&m->load_err);
+    } else {
+        sl__err_copy(&m->load_err, err);
+        m->load_err.status = rc;
     }
     m->loading = 0;
+    m->loads_ended++;
     pthread_cond_broadcast(&m->load_done);
     pthread_mutex_unlock(&m->load_lock);
     return rc;
@@ -218,6 +229,14 @@ static double mnist_load_ms(const sl__source *src)
     return ms;
 }
 
+static void mnist_wake(sl__source *src)
+{
+    mnist_source *m = (mnist_source *)src;
+    pthread_mutex_lock(&m->load_lock);
+    pthread_cond_broadcast(&m->load_done);
+    pthread_mutex_unlock(&m->load_lock);
+}
+
 static void mnist_destroy(sl__source *src)
 {
     mnist_source *m = (mnist_source *)src;
@@ -234,6 +253,7 @@ static void mnist_destroy(sl__source *src)
 static const sl__source_iface mnist_iface = {
     .kind = "mnist",
     .prepare = mnist_prepare,
+    .wake = mnist_wake,
     .read = mnist_read,
     .size_hint = mnist_size_hint,
     .describe = mnist_describe,
@@ -275,7 +295,7 @@ int sl__mnist_options_read(sl_mnist_options *dst, const sl_mnist_options *src, s
 int sl__mnist_source_new(sl__source **out, const sl_mnist_options *o, sl__error *err)
 {
     mnist_source *m;
-    int rc = SL_OK;
+    int rc = SL_OK, e;
     *out = NULL;
     if (!o->dataset_dir)
         return sl__errf(err, SL_EINVAL, "mnist: dataset_dir is not set");
@@ -286,8 +306,15 @@ int sl__mnist_source_new(sl__source **out, const sl_mnist_options *o, sl__error 
         return sl__errf(err, SL_ENOMEM, "mnist: out of memory");
     m->base.iface = &mnist_iface;
     atomic_init(&m->base.refs, 1);
-    pthread_mutex_init(&m->load_lock, NULL);
-    pthread_cond_init(&m->load_done, NULL);
+    if ((e = pthread_mutex_init(&m->load_lock, NULL)) != 0) {
+        free(m);
+        return sl__pthread_errf(err, e, "mnist: pthread_mutex_init");
+    }
+    if ((e = pthread_cond_init(&m->load_done, NULL)) != 0) {
+        pthread_mutex_destroy(&m->load_lock);
+        free(m);
+        return sl__pthread_errf(err, e, "mnist: pthread_cond_init");
+    }
     if (o->usage != SL_MNIST_TEST)
         rc = open_part(&m->parts[m->nparts++], o->dataset_dir, "train", err);
     if (rc == SL_OK && o->usage != SL_MNIST_TRAIN)

@@ -29,6 +29,10 @@ typedef struct sl__source_iface {
      * must be cheap the second time. Returns early with SL_ECLOSED when
      * *stop becomes non-zero. */
     int (*prepare)(sl__source *src, const atomic_int *stop, sl__error *err);
+    /* Optional (may be NULL): wakes every prepare that is waiting for
+     * another iterator's load, so that one whose *stop was set returns.
+     * Called by an iterator after setting its stop flag. */
+    void (*wake)(sl__source *src);
     /* Fills row with the columns of sample index (tensors from pool). */
     int (*read)(sl__source *src, int64_t index, sl__row *row, sl_pool *pool, sl__error *err);
     /* About how many bytes reading sample index brings (the file's size). */

@@ -9,6 +9,7 @@
 #endif
 
 #include <check.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,12 +18,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/pool.h"
 #include "core/queue.h"
 #include "core/rng.h"
 #include "core/tensor_impl.h"
 #include "sluice/sluice.h"
+#include "fault.h"
 
 Suite *make_core_suite(void);
 
@@ -30,9 +33,7 @@ Suite *make_core_suite(void);
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return sl__now_ms() * 1e-3;
 }
 
 static void sleep_ms(long ms)
@@ -669,65 +670,104 @@ START_TEST(test_rng_uniform)
 }
 END_TEST
 
+/* --- clock --------------------------------------------------------------- */
+
+START_TEST(test_clock_deadline)
+{
+    /* Deadlines land timeout_ms ahead on the monotonic clock, with the
+     * nanoseconds carried into seconds; sl__now_ms does not go back. */
+    static const int timeouts[] = {0, 1, 999, 1000, 1001, 2500, 86400000};
+    double before = sl__now_ms();
+    for (size_t i = 0; i < sizeof timeouts / sizeof timeouts[0]; i++) {
+        struct timespec d, now;
+        double ahead_ms;
+        sl__deadline_ms(&d, timeouts[i]);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        ck_assert_int_ge(d.tv_nsec, 0);
+        ck_assert_int_lt(d.tv_nsec, 1000000000L);
+        ahead_ms = (double)(d.tv_sec - now.tv_sec) * 1e3 + (double)(d.tv_nsec - now.tv_nsec) * 1e-6;
+        ck_assert_msg(ahead_ms <= timeouts[i] && ahead_ms > timeouts[i] - 100.0,
+                      "deadline %d ms ahead is %.3f ms ahead", timeouts[i], ahead_ms);
+    }
+    ck_assert_double_ge(sl__now_ms(), before);
+}
+END_TEST
+
 /* --- queue --------------------------------------------------------------- */
 
-typedef struct batch_waiter {
+#define PACED_ITEMS 20
+
+/* A consumer that pops PACED_ITEMS + 2 items in order and notes when each
+ * pop returned. */
+typedef struct paced_consumer {
     sl_queue *q;
     int timeout_ms;
     int rc;
-    void *item;
-    double waited_s;
-} batch_waiter;
+    double got[PACED_ITEMS + 2];
+} paced_consumer;
 
-static void *batch_waiter_main(void *arg)
+static void *paced_consumer_main(void *arg)
 {
-    batch_waiter *w = arg;
-    double t0 = now_s();
-    w->rc = sl__queue_pop(w->q, &w->item, NULL, w->timeout_ms);
-    w->waited_s = now_s() - t0;
+    paced_consumer *c = arg;
+    c->rc = SL_OK;
+    for (uint64_t i = 0; i < PACED_ITEMS + 2 && c->rc == SL_OK; i++) {
+        void *item;
+        uint64_t seq;
+        c->rc = sl__queue_pop(c->q, &item, &seq, c->timeout_ms);
+        if (c->rc == SL_OK && (seq != i || item != seq_item(i)))
+            c->rc = SL_EINVAL;
+        c->got[i] = now_s();
+    }
     return NULL;
 }
 
-static int is_marker(const void *item)
+static int cmp_double(const void *a, const void *b)
 {
-    return *(const int *)item == -1;
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
 }
 
-/* Starts a consumer that pops with timeout_ms, lets it fall asleep, pushes
- * n items starting at *seq, and returns how long the consumer waited. */
-static double wake_after(sl_queue *q, int *items, int n, uint64_t *seq, int timeout_ms)
+START_TEST(test_queue_wakes_per_item)
 {
-    batch_waiter w = {q, timeout_ms, -99, NULL, 0};
-    pthread_t t;
-    struct timespec nap = {0, 20 * 1000 * 1000};
-    ck_assert_int_eq(pthread_create(&t, NULL, batch_waiter_main, &w), 0);
-    nanosleep(&nap, NULL); /* the consumer is now waiting on an empty head */
-    for (int i = 0; i < n; i++)
-        ck_assert_int_eq(sl__queue_push(q, (*seq)++, &items[i]), SL_OK);
-    pthread_join(t, NULL);
-    ck_assert_int_eq(w.rc, SL_OK);
-    ck_assert_ptr_eq(w.item, &items[0]);
-    return w.waited_s;
-}
-
-START_TEST(test_queue_wake_batch)
-{
-    /* With a wake batch of 4, a sleeping consumer still gets a lone
-     * ordinary item promptly (it looks by itself every millisecond), and
-     * four items or one urgent item wake it. With no timeout at all, the
-     * lone item must not wait forever either. */
-    sl_queue q;
-    int items[8] = {1, 2, 3, 4, 5, 6, 7, -1};
-    uint64_t seq = 0;
-    void *item;
-    ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
-    sl__queue_set_wake_batch(&q, 4, is_marker);
-    ck_assert_double_lt(wake_after(&q, &items[0], 1, &seq, -1), 5.0);
-    ck_assert_double_lt(wake_after(&q, &items[1], 4, &seq, 10000), 5.0);
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(sl__queue_pop(&q, &item, NULL, 0), SL_OK); /* drain 3..5 */
-    ck_assert_double_lt(wake_after(&q, &items[7], 1, &seq, 10000), 5.0);
-    sl__queue_destroy(&q);
+    /* A consumer faster than its producer sleeps for every item: it must be
+     * woken once per item, when the item arrives, with or without a
+     * timeout; never by a clock in between. An item that is not next in
+     * order wakes nobody; the one that completes the order brings both. */
+    for (int timed = 0; timed < 2; timed++) {
+        sl_queue q;
+        paced_consumer c = {&q, timed ? 60000 : -1, -99, {0}};
+        double lag[PACED_ITEMS];
+        pthread_t th;
+        uint64_t woken;
+        ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK);
+        ck_assert_int_eq(pthread_create(&th, NULL, paced_consumer_main, &c), 0);
+        for (uint64_t i = 0; i < PACED_ITEMS; i++) {
+            /* The consumer is asleep for item i (pop_waits counts it under
+             * the lock, which it gives up only by sleeping) ... */
+            ck_assert(wait_queue_waits(&q, 0, i, 5000));
+            sleep_ms(2); /* ... and a timed look would have happened by now */
+            lag[i] = now_s();
+            ck_assert_int_eq(sl__queue_push(&q, i, seq_item(i)), SL_OK);
+        }
+        ck_assert(wait_queue_waits(&q, 0, PACED_ITEMS, 5000));
+        woken = sl__queue_pop_wakeups(&q);
+        ck_assert_int_eq(sl__queue_push(&q, PACED_ITEMS + 1, seq_item(PACED_ITEMS + 1)), SL_OK);
+        sleep_ms(20);
+        ck_assert_uint_eq(sl__queue_pop_wakeups(&q), woken); /* not the head: nobody woke */
+        ck_assert_int_eq(sl__queue_push(&q, PACED_ITEMS, seq_item(PACED_ITEMS)), SL_OK);
+        pthread_join(th, NULL);
+        ck_assert_int_eq(c.rc, SL_OK);
+        woken = sl__queue_pop_wakeups(&q);
+        ck_assert_msg(woken >= PACED_ITEMS + 1 && woken <= PACED_ITEMS + 3,
+                      "woken %llu times for %d items", (unsigned long long)woken,
+                      PACED_ITEMS + 1);
+        for (int i = 0; i < PACED_ITEMS; i++)
+            lag[i] = (c.got[i] - lag[i]) * 1e3;
+        qsort(lag, PACED_ITEMS, sizeof *lag, cmp_double);
+        ck_assert_msg(lag[PACED_ITEMS / 2] < 5.0, "an item waited %.2f ms (median)",
+                      lag[PACED_ITEMS / 2]);
+        sl__queue_destroy(&q);
+    }
 }
 END_TEST
 
@@ -735,11 +775,49 @@ START_TEST(test_queue_init)
 {
     sl_queue q;
     memset(&q, 0, sizeof q);
-    ck_assert_int_eq(sl__queue_init(&q, 0), SL_EINVAL);
-    ck_assert_int_eq(sl__queue_init(&q, 3), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 0, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl__queue_init(&q, 3, NULL), SL_OK);
     ck_assert_uint_eq(sl__queue_size(&q), 0);
     sl__queue_destroy(&q);
     sl__queue_destroy(&q); /* a second destroy is harmless */
+}
+END_TEST
+
+START_TEST(test_queue_init_failures)
+{
+    /* Each pthread init the queue needs may fail: the status says so, the
+     * message names the call, and nothing is left behind (destroy and
+     * close do nothing; LSan sees no slots). A monotonic clock that cannot
+     * be set is a failure too: timed pops would measure the wrong clock. */
+    static const struct {
+        fault_fn fn;
+        int skip, err, status;
+        const char *call;
+    } cases[] = {
+        {FAULT_MUTEX_INIT, 0, EAGAIN, SL_ETHREAD, "pthread_mutex_init"},
+        {FAULT_CONDATTR_INIT, 0, ENOMEM, SL_ENOMEM, "pthread_condattr_init"},
+        {FAULT_CONDATTR_SETCLOCK, 0, EINVAL, SL_ETHREAD, "pthread_condattr_setclock"},
+        {FAULT_COND_INIT, 0, EAGAIN, SL_ETHREAD, "pthread_cond_init"},
+        {FAULT_COND_INIT, 1, ENOMEM, SL_ENOMEM, "pthread_cond_init"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sl_queue q;
+        sl__error err;
+        sl__err_clear(&err);
+        fault_arm(cases[i].fn, cases[i].skip, cases[i].err);
+        ck_assert_int_eq(sl__queue_init(&q, 4, &err), cases[i].status);
+        ck_assert(fault_disarm());
+        ck_assert_int_eq(err.status, cases[i].status);
+        ck_assert_msg(strstr(err.msg, cases[i].call) != NULL, "%s", err.msg);
+        ck_assert_ptr_null(q.slots);
+        sl__queue_close(&q);
+        sl__queue_destroy(&q);
+    }
+    {
+        sl_queue q;
+        ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK); /* disarmed: works */
+        sl__queue_destroy(&q);
+    }
 }
 END_TEST
 
@@ -747,7 +825,7 @@ START_TEST(test_queue_fifo)
 {
     int items[5] = {10, 11, 12, 13, 14};
     sl_queue q;
-    ck_assert_int_eq(sl__queue_init(&q, 4), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK);
     for (int round = 0; round < 3; round++) { /* wraps the ring several times */
         for (int i = 0; i < 3; i++)
             ck_assert_int_eq(sl__queue_push_next(&q, &items[i]), SL_OK);
@@ -777,7 +855,7 @@ START_TEST(test_queue_out_of_order)
     sl_queue q;
     void *item = NULL;
     uint64_t seq;
-    ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 8, NULL), SL_OK);
     /* 3 arrived but 0 has not: nothing may leave yet. */
     ck_assert_int_eq(sl__queue_push(&q, 3, seq_item(3)), SL_OK);
     ck_assert_int_eq(sl__queue_pop(&q, &item, &seq, 0), SL_ETIMEDOUT);
@@ -845,7 +923,7 @@ START_TEST(test_queue_backpressure)
     push_job job = {.seq = UINT64_MAX, .item = seq_item(2)};
     void *item;
     uint64_t seq, waits;
-    ck_assert_int_eq(sl__queue_init(&q, 2), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 2, NULL), SL_OK);
     job.q = &q;
     ck_assert_int_eq(sl__queue_push_next(&q, seq_item(0)), SL_OK);
     ck_assert_int_eq(sl__queue_push_next(&q, seq_item(1)), SL_OK);
@@ -900,7 +978,7 @@ START_TEST(test_queue_close_wakes_pop)
     pthread_t th;
     pop_job job = {.timeout_ms = -1};
     double closed_at;
-    ck_assert_int_eq(sl__queue_init(&q, 4), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK);
     job.q = &q;
     ck_assert_int_eq(pthread_create(&th, NULL, pop_thread, &job), 0);
     ck_assert(wait_queue_waits(&q, 0, 0, 5000)); /* the pop is asleep */
@@ -915,6 +993,56 @@ START_TEST(test_queue_close_wakes_pop)
 }
 END_TEST
 
+static int drained;
+
+static void free_counted(void *item)
+{
+    drained++;
+    free(item);
+}
+
+static void *boxed(uint64_t seq)
+{
+    uint64_t *p = malloc(sizeof *p);
+    if (p)
+        *p = seq;
+    return p;
+}
+
+START_TEST(test_queue_interrupt_wakes_pop)
+{
+    /* interrupt wakes a sleeping pop, timed or not, which returns
+     * SL_ECANCELED; every later pop does too and takes nothing, while
+     * pushes still work (what they bring stays for drain). */
+    for (int timed = 0; timed < 2; timed++) {
+        sl_queue q;
+        pthread_t th;
+        pop_job job = {.timeout_ms = timed ? 60000 : -1};
+        double at;
+        void *item = NULL;
+        ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK);
+        job.q = &q;
+        ck_assert_int_eq(pthread_create(&th, NULL, pop_thread, &job), 0);
+        ck_assert(wait_queue_waits(&q, 0, 0, 5000)); /* the pop is asleep */
+        ck_assert_int_eq(atomic_load(&job.done), 0);
+        at = now_s();
+        sl__queue_interrupt(&q);
+        ck_assert(wait_flag(&job.done, 2000));
+        pthread_join(th, NULL);
+        ck_assert_int_eq(job.rc, SL_ECANCELED);
+        ck_assert_double_lt(job.finished - at, 0.5);
+        ck_assert_int_eq(sl__queue_push(&q, 0, boxed(0)), SL_OK);
+        ck_assert_int_eq(sl__queue_pop(&q, &item, NULL, 0), SL_ECANCELED);
+        ck_assert_int_eq(sl__queue_pop(&q, &item, NULL, -1), SL_ECANCELED);
+        ck_assert_ptr_null(item);
+        drained = 0;
+        sl__queue_drain(&q, free_counted);
+        ck_assert_int_eq(drained, 1);
+        sl__queue_destroy(&q);
+    }
+}
+END_TEST
+
 START_TEST(test_queue_close_wakes_push)
 {
     sl_queue q;
@@ -922,7 +1050,7 @@ START_TEST(test_queue_close_wakes_push)
     push_job job = {.seq = UINT64_MAX, .item = seq_item(1)};
     double closed_at;
     void *item = NULL;
-    ck_assert_int_eq(sl__queue_init(&q, 1), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 1, NULL), SL_OK);
     job.q = &q;
     ck_assert_int_eq(sl__queue_push_next(&q, seq_item(0)), SL_OK);
     ck_assert_int_eq(pthread_create(&th, NULL, push_thread, &job), 0);
@@ -944,28 +1072,12 @@ START_TEST(test_queue_close_wakes_push)
 }
 END_TEST
 
-static int drained;
-
-static void free_counted(void *item)
-{
-    drained++;
-    free(item);
-}
-
-static void *boxed(uint64_t seq)
-{
-    uint64_t *p = malloc(sizeof *p);
-    if (p)
-        *p = seq;
-    return p;
-}
-
 START_TEST(test_queue_pop_after_close)
 {
     sl_queue q;
     void *item = NULL;
     uint64_t seq = 99;
-    ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 8, NULL), SL_OK);
     ck_assert_int_eq(sl__queue_push(&q, 0, boxed(0)), SL_OK);
     ck_assert_int_eq(sl__queue_push(&q, 1, boxed(1)), SL_OK);
     ck_assert_int_eq(sl__queue_push(&q, 3, boxed(3)), SL_OK); /* 2 never comes */
@@ -998,7 +1110,7 @@ END_TEST
 START_TEST(test_queue_drain)
 {
     sl_queue q;
-    ck_assert_int_eq(sl__queue_init(&q, 16), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 16, NULL), SL_OK);
     for (uint64_t i = 0; i < 16; i++)
         ck_assert_int_eq(sl__queue_push(&q, i, boxed(i)), SL_OK);
     ck_assert_uint_eq(sl__queue_size(&q), 16);
@@ -1022,7 +1134,7 @@ START_TEST(test_queue_timed_pop)
     void *item = NULL;
     uint64_t seq = 99;
     double t0, waited;
-    ck_assert_int_eq(sl__queue_init(&q, 4), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK);
     job.q = &q;
 
     t0 = now_s();
@@ -1077,7 +1189,7 @@ START_TEST(test_queue_concurrent_producers)
     producer_job jobs[CONC_PRODUCERS];
     void *item = NULL;
     uint64_t seq;
-    ck_assert_int_eq(sl__queue_init(&q, 16), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 16, NULL), SL_OK);
     for (int i = 0; i < CONC_PRODUCERS; i++) {
         jobs[i] = (producer_job){.q = &q, .first = (uint64_t)i};
         ck_assert_int_eq(pthread_create(&th[i], NULL, producer_thread, &jobs[i]), 0);
@@ -1152,7 +1264,7 @@ START_TEST(test_queue_concurrent_consumers)
     unsigned char *seen = calloc(MC_ITEMS, 1);
     long total = 0;
     ck_assert_ptr_nonnull(seen);
-    ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 8, NULL), SL_OK);
     for (int i = 0; i < MC_CONSUMERS; i++) {
         cjobs[i] = (consumer_job){.q = &q, .seen = seen};
         ck_assert_int_eq(pthread_create(&cons[i], NULL, consumer_thread, &cjobs[i]), 0);
@@ -1197,14 +1309,15 @@ START_TEST(test_status_names)
         {SL_ESHAPE, "SL_ESHAPE", "wrong shape or type"},
         {SL_ECLOSED, "SL_ECLOSED", "closed"},
         {SL_ETIMEDOUT, "SL_ETIMEDOUT", "timed out"},
-        {SL_ETHREAD, "SL_ETHREAD", "cannot start thread"},
+        {SL_ETHREAD, "SL_ETHREAD", "cannot make a thread or lock"},
         {SL_ESTATE, "SL_ESTATE", "invalid state"},
         {SL_ENUMERIC, "SL_ENUMERIC", "numeric error (NaN or infinity)"},
+        {SL_ECANCELED, "SL_ECANCELED", "interrupted"},
         {SL_END_OF_EPOCH, "SL_END_OF_EPOCH", "end of epoch"},
         {SL_END_OF_DATA, "SL_END_OF_DATA", "end of data"},
     };
     enum { N = sizeof codes / sizeof codes[0] };
-    static const int unknown[] = {-11, -100, 3, 100, INT_MIN, INT_MAX};
+    static const int unknown[] = {-12, -100, 3, 100, INT_MIN, INT_MAX};
     for (int i = 0; i < N; i++) {
         ck_assert_str_eq(sl_status_name(codes[i].code), codes[i].name);
         ck_assert_str_eq(sl_strerror(codes[i].code), codes[i].text);
@@ -1309,12 +1422,15 @@ Suite *make_core_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("queue");
+    tcase_add_test(tc, test_clock_deadline);
     tcase_add_test(tc, test_queue_init);
-    tcase_add_test(tc, test_queue_wake_batch);
+    tcase_add_test(tc, test_queue_init_failures);
+    tcase_add_test(tc, test_queue_wakes_per_item);
     tcase_add_test(tc, test_queue_fifo);
     tcase_add_test(tc, test_queue_out_of_order);
     tcase_add_test(tc, test_queue_backpressure);
     tcase_add_test(tc, test_queue_close_wakes_pop);
+    tcase_add_test(tc, test_queue_interrupt_wakes_pop);
     tcase_add_test(tc, test_queue_close_wakes_push);
     tcase_add_test(tc, test_queue_pop_after_close);
     tcase_add_test(tc, test_queue_drain);

@@ -2,6 +2,7 @@
  * determinism across worker counts, shuffle, batch, repeat and end-of-epoch
  * placement, take/skip, sizes, and shutdown in the middle of an epoch. */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,8 +15,11 @@
 #include <unistd.h>
 
 #include "sluice/sluice.h"
+#include "core/clock.h"
 #include "core/queue.h"
+#include "ops/op_impl.h"
 #include "pipeline/nodes.h"
+#include "fault.h"
 #include "testutil.h"
 
 #define N_TRAIN 300
@@ -217,7 +221,7 @@ START_TEST(test_lenet_batches)
         ck_assert_int_eq(sl_dataset_map(ds, image_ops, 4, "image", NULL, 2), SL_OK);
     }
     ck_assert_int_eq(sl_dataset_batch(ds, 32, 1, 2), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), N_TRAIN / 32);
+    ck_assert_int_eq(tu_dataset_size(ds), N_TRAIN / 32);
     ck_assert_int_eq(sl_dataset_column_spec(ds, 0, &spec), SL_OK);
     ck_assert_int_eq(spec.dtype, SL_FLOAT32);
     ck_assert_int_eq(spec.ndim, 4);
@@ -343,7 +347,7 @@ START_TEST(test_batch_remainder)
             size_t batches = 0, rows = 0;
             int rc;
             ck_assert_int_eq(sl_dataset_batch(ds, 32, drop, workers), SL_OK);
-            ck_assert_int_eq(sl_dataset_get_dataset_size(ds), drop ? 9 : 10);
+            ck_assert_int_eq(tu_dataset_size(ds), drop ? 9 : 10);
             ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
             while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
                 int64_t n = sl_tensor_shape(row.columns[0])[0];
@@ -380,7 +384,7 @@ START_TEST(test_repeat_epochs)
     int end;
     size_t n;
     ck_assert_int_eq(sl_dataset_repeat(ds, 3), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 3 * N_TRAIN);
+    ck_assert_int_eq(tu_dataset_size(ds), 3 * N_TRAIN);
     sl_iterator_options_init(&o);
     o.num_epochs = 2;
     ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
@@ -411,7 +415,7 @@ START_TEST(test_batch_then_repeat)
     int rc;
     ck_assert_int_eq(sl_dataset_batch(ds, 64, 0, 1), SL_OK);
     ck_assert_int_eq(sl_dataset_repeat(ds, 2), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 10);
+    ck_assert_int_eq(tu_dataset_size(ds), 10);
     ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
     while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
         ck_assert_uint_lt(n, 16);
@@ -438,7 +442,7 @@ START_TEST(test_take_skip)
     size_t n;
     ck_assert_int_eq(sl_dataset_skip(ds, 7), SL_OK);
     ck_assert_int_eq(sl_dataset_take(ds, 20), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 20);
+    ck_assert_int_eq(tu_dataset_size(ds), 20);
     sl_iterator_options_init(&o);
     o.num_epochs = 2;
     ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
@@ -454,9 +458,9 @@ START_TEST(test_take_skip)
     /* skip past the end leaves nothing; take(-1) keeps everything */
     ds = mnist(0);
     ck_assert_int_eq(sl_dataset_take(ds, -1), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), N_TRAIN);
+    ck_assert_int_eq(tu_dataset_size(ds), N_TRAIN);
     ck_assert_int_eq(sl_dataset_skip(ds, 1000), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 0);
+    ck_assert_int_eq(tu_dataset_size(ds), 0);
     ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
     n = epoch_labels(it, labels, N_TRAIN, &end);
     ck_assert_uint_eq(n, 0);
@@ -473,7 +477,7 @@ START_TEST(test_endless_repeat)
     sl_row row;
     ck_assert_int_eq(sl_dataset_batch(ds, 32, 1, 1), SL_OK);
     ck_assert_int_eq(sl_dataset_repeat(ds, -1), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), -1);
+    ck_assert_int_eq(tu_dataset_size(ds), SL_DATASET_SIZE_ENDLESS);
     ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
     /* far more batches than one pass holds, and never an end */
     for (int i = 0; i < 100; i++) {
@@ -579,7 +583,7 @@ START_TEST(test_unread_rows_bound_chunks)
     sl_queue q;
     sl__out out;
     sl__chunk *c;
-    ck_assert_int_eq(sl__queue_init(&q, 8), SL_OK);
+    ck_assert_int_eq(sl__queue_init(&q, 8, NULL), SL_OK);
     memset(&out, 0, sizeof out);
     out.queue = &q;
     out.chunk_rows = 64;
@@ -613,8 +617,8 @@ START_TEST(test_dataset_copy)
     ck_assert_int_eq(sl_dataset_take(ds, 40), SL_OK);
     ck_assert_int_eq(sl_dataset_copy(&copy, ds), SL_OK);
     ck_assert_int_eq(sl_dataset_batch(copy, 8, 1, 2), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 40);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(copy), 5);
+    ck_assert_int_eq(tu_dataset_size(ds), 40);
+    ck_assert_int_eq(tu_dataset_size(copy), 5);
     ck_assert_int_eq(sl_dataset_num_columns(copy), 2);
     a = run_trace(ds, 1);
     b = run_trace(copy, 1);
@@ -625,13 +629,6 @@ START_TEST(test_dataset_copy)
     sl_dataset_free(copy);
 }
 END_TEST
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int compare_double(const void *a, const void *b)
 {
@@ -661,9 +658,9 @@ START_TEST(test_destroy_mid_epoch)
             ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
             sl_row_clear(&row);
         }
-        t0 = now_ms();
+        t0 = sl__now_ms();
         sl_iterator_free(it);
-        took[i] = now_ms() - t0;
+        took[i] = sl__now_ms() - t0;
         sl_dataset_free(ds);
     }
     qsort(took, 100, sizeof *took, compare_double);
@@ -707,7 +704,7 @@ START_TEST(test_timeout_names_stage)
         ck_assert_int_eq(rc, SL_OK);
     sl_row_clear(&row);
     /* A timeout is not the end: later calls wait again and get rows. */
-    for (double t0 = now_ms(); rc == SL_ETIMEDOUT && now_ms() - t0 < 20000.0;)
+    for (double t0 = sl__now_ms(); rc == SL_ETIMEDOUT && sl__now_ms() - t0 < 20000.0;)
         rc = sl_iterator_next(it, &row);
     ck_assert_int_eq(rc, SL_OK);
     sl_row_clear(&row);
@@ -716,27 +713,114 @@ START_TEST(test_timeout_names_stage)
 }
 END_TEST
 
+START_TEST(test_mnist_lock_failures)
+{
+    /* The MNIST source's lock and condition variable: a failure to make
+     * either is reported, naming the call, and leaves nothing behind. */
+    static const fault_fn fns[] = {FAULT_MUTEX_INIT, FAULT_COND_INIT};
+    for (size_t i = 0; i < 2; i++) {
+        sl_mnist_options o;
+        sl_dataset *ds = sl_dataset_new();
+        ck_assert_ptr_nonnull(ds);
+        sl_mnist_options_init(&o);
+        o.dataset_dir = tmpdir;
+        fault_arm(fns[i], 0, EAGAIN);
+        ck_assert_int_eq(sl_dataset_mnist(ds, &o), SL_ETHREAD);
+        ck_assert(fault_disarm());
+        ck_assert_msg(strstr(sl_dataset_last_error(ds), i ? "mnist: pthread_cond_init"
+                                                          : "mnist: pthread_mutex_init"),
+                      "%s", sl_dataset_last_error(ds));
+        sl_dataset_free(ds);
+    }
+}
+END_TEST
+
+START_TEST(test_iterator_lock_failures)
+{
+    /* Fails each pthread init that making an iterator does, one at a time
+     * (the k-th call of each function, until there is none left to fail):
+     * sl_iterator_new must refuse with a message naming the stage and the
+     * call, and clean up (ASan/LSan builds check that). */
+    static const fault_fn fns[] = {FAULT_MUTEX_INIT, FAULT_COND_INIT, FAULT_CONDATTR_INIT,
+                                   FAULT_CONDATTR_SETCLOCK};
+    sl_dataset *ds = mnist(1);
+    int failed = 0;
+    add_lenet_ops(ds, 2, 1); /* source, map+batch: lazy source, a queue re-made */
+    ck_assert_int_eq(sl_dataset_repeat(ds, 2), SL_OK); /* and a sequential stage */
+    for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++) {
+        for (int k = 0;; k++) {
+            sl_iterator *it = NULL;
+            int rc, fired;
+            fault_arm(fns[f], k, k % 2 ? ENOMEM : EAGAIN);
+            rc = sl_iterator_new(&it, ds, NULL);
+            fired = fault_disarm();
+            if (!fired) {
+                ck_assert_int_eq(rc, SL_OK); /* every call of fns[f] was failed once */
+                sl_iterator_free(it);
+                break;
+            }
+            ck_assert_msg(rc == (k % 2 ? SL_ENOMEM : SL_ETHREAD),
+                          "call %d of fault %zu: status %d (%s)", k, f, rc,
+                          sl_dataset_last_error(ds));
+            ck_assert_ptr_null(it);
+            ck_assert_msg(strstr(sl_dataset_last_error(ds), "stage '") &&
+                              strstr(sl_dataset_last_error(ds), "pthread_"),
+                          "%s", sl_dataset_last_error(ds));
+            failed++;
+        }
+    }
+    ck_assert_int_ge(failed, 6); /* 3+ queues (a lock and 2 conds each) and the source's lock */
+    sl_dataset_free(ds);
+}
+END_TEST
+
 START_TEST(test_describe_and_sizes)
 {
     sl_dataset *ds = mnist(1);
     char buf[1024];
+    int64_t size;
     add_lenet_ops(ds, 2, 1);
     ck_assert_int_eq(sl_dataset_describe(ds, buf, sizeof buf), SL_OK);
     ck_assert_ptr_nonnull(strstr(buf, "mnist("));
     ck_assert_ptr_nonnull(strstr(buf, "resize"));
     ck_assert_ptr_nonnull(strstr(buf, "shuffle(buffer_size=100)"));
     ck_assert_ptr_nonnull(strstr(buf, "batch(32"));
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), N_TRAIN / 32);
+    ck_assert_int_eq(tu_dataset_size(ds), N_TRAIN / 32);
     ck_assert_int_eq(sl_dataset_repeat(ds, 4), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 4 * (N_TRAIN / 32));
+    ck_assert_int_eq(tu_dataset_size(ds), 4 * (N_TRAIN / 32));
     ck_assert_int_eq(sl_dataset_take(ds, 5), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 5);
+    ck_assert_int_eq(tu_dataset_size(ds), 5);
     sl_dataset_free(ds);
     /* no source yet */
     ds = sl_dataset_new();
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), SL_ESTATE);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds, &size), SL_ESTATE);
+    ck_assert_int_eq(size, 0);
     ck_assert_int_eq(sl_dataset_batch(ds, 2, 0, 1), SL_ESTATE);
     ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "no source"));
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_describe_truncates)
+{
+    /* Into a buffer of any size, describe writes a NUL-terminated prefix of
+     * the full text and never past the end (each buffer is its own heap
+     * block, so ASan sees an overrun). A summary longer than the buffer
+     * must not lead to a pointer beyond it either (dataset.c). */
+    sl_dataset *ds = mnist(1);
+    char full[1024];
+    size_t n;
+    add_lenet_ops(ds, 2, 1);
+    ck_assert_int_eq(sl_dataset_describe(ds, full, sizeof full), SL_OK);
+    n = strlen(full);
+    for (size_t len = 1; len <= n + 1; len++) {
+        char *buf = malloc(len);
+        ck_assert_ptr_nonnull(buf);
+        ck_assert_int_eq(sl_dataset_describe(ds, buf, len), SL_OK);
+        ck_assert_uint_lt(strlen(buf), len);
+        ck_assert_int_eq(strncmp(buf, full, strlen(buf)), 0);
+        free(buf);
+    }
     sl_dataset_free(ds);
 }
 END_TEST
@@ -754,7 +838,7 @@ START_TEST(test_take_after_endless_repeat)
     size_t n;
     ck_assert_int_eq(sl_dataset_repeat(ds, -1), SL_OK);
     ck_assert_int_eq(sl_dataset_take(ds, 5), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 5);
+    ck_assert_int_eq(tu_dataset_size(ds), 5);
     sl_iterator_options_init(&o);
     o.num_epochs = 2;
     o.timeout_ms = 5000; /* a failure, not a hang */
@@ -844,31 +928,25 @@ typedef struct free_job {
 static void *free_thread(void *arg)
 {
     free_job *job = arg;
-    double t0 = now_ms();
+    double t0 = sl__now_ms();
     sl_iterator_free(job->it);
-    job->took_ms = now_ms() - t0;
+    job->took_ms = sl__now_ms() - t0;
     atomic_store(&job->done, 1);
     return NULL;
 }
 
-START_TEST(test_free_while_other_iterator_loads)
+/* Holds up the load of the MNIST pixels: replaces the train images file
+ * with a FIFO and starts iterator *a on ds, whose source thread then blocks
+ * reading it. Returns the FIFO's write end (non-blocking) once *a has the
+ * FIFO open; *bytes and *len are the file's content, for feed_load. */
+static int hold_load(sl_dataset *ds, sl_iterator **a, void **bytes, size_t *len)
 {
-    /* Two iterators of one dataset: A loads the MNIST pixels (held up here
-     * by a FIFO in place of the images file), B waits for that load. Freeing
-     * B must not wait for A's load to finish. */
     char *images = tu_path(tmpdir, "train-images-idx3-ubyte.gz");
-    sl_dataset *ds = mnist(0);
-    sl_iterator *a, *b;
-    free_job job = {0};
-    pthread_t th;
-    void *bytes;
-    size_t len, off = 0;
     int fd = -1;
-    sl_row row;
-    ck_assert_int_eq(tu_read_file(images, &bytes, &len), 0);
+    ck_assert_int_eq(tu_read_file(images, bytes, len), 0);
     ck_assert_int_eq(unlink(images), 0);
     ck_assert_int_eq(mkfifo(images, 0600), 0);
-    ck_assert_int_eq(sl_iterator_new(&a, ds, NULL), SL_OK);
+    ck_assert_int_eq(sl_iterator_new(a, ds, NULL), SL_OK);
     /* A's source thread has the FIFO open once a writer can open it. */
     for (int i = 0; i < 5000 && fd < 0; i++) {
         fd = open(images, O_WRONLY | O_NONBLOCK);
@@ -878,18 +956,14 @@ START_TEST(test_free_while_other_iterator_loads)
         }
     }
     ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(sl_iterator_new(&b, ds, NULL), SL_OK);
-    {
-        struct timespec ts = {0, 50000000L}; /* B reaches the load */
-        nanosleep(&ts, NULL);
-    }
-    job.it = b;
-    ck_assert_int_eq(pthread_create(&th, NULL, free_thread, &job), 0);
-    for (int i = 0; i < 1000 && !atomic_load(&job.done); i++) {
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    /* Now let A's load finish (whether or not B is gone). */
+    free(images);
+    return fd;
+}
+
+/* Lets the held load go on: writes len bytes into the FIFO and closes it. */
+static void feed_load(int fd, const void *bytes, size_t len)
+{
+    size_t off = 0;
     ck_assert_int_eq(fcntl(fd, F_SETFL, 0), 0);
     while (off < len) {
         ssize_t w = write(fd, (const char *)bytes + off, len - off);
@@ -897,6 +971,40 @@ START_TEST(test_free_while_other_iterator_loads)
         off += (size_t)w;
     }
     close(fd);
+}
+
+/* Gives an iterator time to reach the load another one holds (there is
+ * nothing to wait on from outside). */
+static void let_reach_load(void)
+{
+    struct timespec ts = {0, 100000000L};
+    nanosleep(&ts, NULL);
+}
+
+START_TEST(test_free_while_other_iterator_loads)
+{
+    /* Two iterators of one dataset: A loads the MNIST pixels (held up here
+     * by a FIFO in place of the images file), B waits for that load. Freeing
+     * B must not wait for A's load to finish. */
+    sl_dataset *ds = mnist(0);
+    sl_iterator *a, *b;
+    free_job job = {0};
+    pthread_t th;
+    void *bytes;
+    size_t len;
+    int fd;
+    sl_row row;
+    fd = hold_load(ds, &a, &bytes, &len);
+    ck_assert_int_eq(sl_iterator_new(&b, ds, NULL), SL_OK);
+    let_reach_load();
+    job.it = b;
+    ck_assert_int_eq(pthread_create(&th, NULL, free_thread, &job), 0);
+    for (int i = 0; i < 1000 && !atomic_load(&job.done); i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    /* Now let A's load finish (whether or not B is gone). */
+    feed_load(fd, bytes, len);
     pthread_join(th, NULL);
     ck_assert_msg(job.took_ms < 100.0, "freeing B took %.1f ms", job.took_ms);
     /* A read the pixels through the FIFO and works. */
@@ -906,7 +1014,328 @@ START_TEST(test_free_while_other_iterator_loads)
     sl_iterator_free(a);
     sl_dataset_free(ds);
     free(bytes);
+}
+END_TEST
+
+START_TEST(test_waiter_shares_the_load)
+{
+    /* A loads the pixels (held up by a FIFO) while B, on the same dataset,
+     * waits for that load: once it ends, both hand out the same rows. */
+    sl_dataset *ds = mnist(0);
+    sl_iterator *a, *b;
+    sl_row ra, rb;
+    void *bytes;
+    size_t len;
+    int fd = hold_load(ds, &a, &bytes, &len);
+    ck_assert_int_eq(sl_iterator_new(&b, ds, NULL), SL_OK);
+    let_reach_load();
+    feed_load(fd, bytes, len);
+    for (uint32_t i = 0; i < N_TRAIN; i++) {
+        ck_assert_msg(sl_iterator_next(a, &ra) == SL_OK, "%s", sl_iterator_last_error(a));
+        ck_assert_msg(sl_iterator_next(b, &rb) == SL_OK, "%s", sl_iterator_last_error(b));
+        ck_assert_mem_eq(sl_tensor_data(ra.columns[0]), sl_tensor_data(rb.columns[0]),
+                         sl_tensor_nbytes(ra.columns[0]));
+        ck_assert_uint_eq(*(const uint32_t *)sl_tensor_data(rb.columns[1]), tu_label(i));
+        ck_assert_uint_eq(((const uint8_t *)sl_tensor_data(rb.columns[0]))[30], tu_pixel(i, 1, 2));
+        sl_row_clear(&ra);
+        sl_row_clear(&rb);
+    }
+    ck_assert_int_eq(sl_iterator_next(a, &ra), SL_END_OF_EPOCH);
+    ck_assert_int_eq(sl_iterator_next(b, &rb), SL_END_OF_EPOCH);
+    sl_iterator_free(a);
+    sl_iterator_free(b);
+    sl_dataset_free(ds);
+    free(bytes);
+}
+END_TEST
+
+START_TEST(test_waiter_gets_the_load_error)
+{
+    /* A's load fails (the images file ends early); B, which was waiting for
+     * that load, gets the same error instead of loading again by itself
+     * (which here would block on the FIFO for good). */
+    char *images = tu_path(tmpdir, "train-images-idx3-ubyte.gz");
+    sl_dataset *ds = mnist(0);
+    sl_iterator_options o;
+    sl_iterator *a, *b;
+    sl_row row;
+    void *bytes;
+    size_t len;
+    int fd = hold_load(ds, &a, &bytes, &len), rc_a, rc_b;
+    sl_iterator_options_init(&o);
+    o.timeout_ms = 10000; /* a failure, not a hang */
+    ck_assert_int_eq(sl_iterator_new(&b, ds, &o), SL_OK);
+    let_reach_load();
+    feed_load(fd, bytes, len / 2);
+    rc_a = sl_iterator_next(a, &row);
+    rc_b = sl_iterator_next(b, &row);
+    /* Should B have loaded again after all, it is blocked opening the
+     * FIFO: a writer that comes and goes lets it fail, so it can be freed. */
+    fd = open(images, O_WRONLY | O_NONBLOCK);
+    if (fd >= 0)
+        close(fd);
+    ck_assert_msg(rc_a < 0 && rc_a != SL_ETIMEDOUT, "A: %s", sl_iterator_last_error(a));
+    ck_assert_msg(rc_b == rc_a, "B: %d %s", rc_b, sl_iterator_last_error(b));
+    ck_assert_str_eq(sl_iterator_last_error(b), sl_iterator_last_error(a));
+    ck_assert_ptr_nonnull(strstr(sl_iterator_last_error(b), "train-images-idx3-ubyte"));
+    sl_iterator_free(a);
+    sl_iterator_free(b);
+    sl_dataset_free(ds);
+    free(bytes);
     free(images);
+}
+END_TEST
+
+/* --- a test op that paces or holds rows ----------------------------------- */
+
+/* Replaces a column with the time (sl__now_ms(), float64 scalar) at which the
+ * op let the row go: after delay_ms, and not while the gate is shut. The
+ * consumer can then tell how long a finished row waited for it, and a test
+ * can stall a pipeline until it opens the gate. */
+typedef struct gate {
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /* shut went to 0, or a row arrived */
+    int shut;
+    int arrived;            /* rows that reached the op */
+    long delay_ms;
+} gate;
+
+typedef struct gate_op {
+    sl_op base;
+    gate *gate;
+} gate_op;
+
+static int gate_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                      sl__error *err)
+{
+    (void)op;
+    (void)in;
+    (void)err;
+    memset(out, 0, sizeof *out);
+    out->dtype = SL_FLOAT64;
+    return SL_OK;
+}
+
+static int gate_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
+{
+    gate *g = ((const gate_op *)op)->gate;
+    int rc;
+    sl_tensor_release(in);
+    *out = NULL;
+    if (g->delay_ms > 0) {
+        struct timespec ts = {g->delay_ms / 1000, (g->delay_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+    }
+    pthread_mutex_lock(&g->lock);
+    g->arrived++;
+    pthread_cond_broadcast(&g->changed);
+    while (g->shut)
+        pthread_cond_wait(&g->changed, &g->lock);
+    pthread_mutex_unlock(&g->lock);
+    rc = sl__tensor_alloc(out, ctx->pool, SL_FLOAT64, 0, NULL);
+    if (rc != SL_OK)
+        return sl__errf(ctx->err, rc, "gate: out of memory");
+    *(double *)(*out)->data = sl__now_ms();
+    return SL_OK;
+}
+
+static const sl_op_iface gate_iface = {.name = "gate", .infer = gate_infer, .run = gate_run};
+
+static void gate_init(gate *g, long delay_ms, int shut)
+{
+    pthread_condattr_t attr;
+    memset(g, 0, sizeof *g);
+    ck_assert_int_eq(pthread_mutex_init(&g->lock, NULL), 0);
+    ck_assert_int_eq(pthread_condattr_init(&attr), 0);
+    ck_assert_int_eq(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC), 0); /* sl__deadline_ms */
+    ck_assert_int_eq(pthread_cond_init(&g->changed, &attr), 0);
+    pthread_condattr_destroy(&attr);
+    g->delay_ms = delay_ms;
+    g->shut = shut;
+}
+
+static void gate_open(gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->shut = 0;
+    pthread_cond_broadcast(&g->changed);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* Waits (up to 10 s) until n rows have reached the gate. */
+static int gate_wait_arrived(gate *g, int n)
+{
+    struct timespec until;
+    int ok;
+    sl__deadline_ms(&until, 10000);
+    pthread_mutex_lock(&g->lock);
+    while (g->arrived < n && pthread_cond_timedwait(&g->changed, &g->lock, &until) == 0) {
+    }
+    ok = g->arrived >= n;
+    pthread_mutex_unlock(&g->lock);
+    return ok;
+}
+
+static void gate_destroy(gate *g)
+{
+    pthread_cond_destroy(&g->changed);
+    pthread_mutex_destroy(&g->lock);
+}
+
+/* An MNIST dataset of the first `rows` training samples in file order whose
+ * label column goes through gate g (one map worker). */
+static sl_dataset *gated_mnist(gate *g, int64_t rows)
+{
+    sl_mnist_options o;
+    sl_dataset *ds = sl_dataset_new();
+    sl_op *op;
+    ck_assert_ptr_nonnull(ds);
+    sl_mnist_options_init(&o);
+    o.dataset_dir = tmpdir;
+    o.usage = SL_MNIST_TRAIN;
+    o.sampler.shuffle = 0;
+    o.sampler.num_samples = rows;
+    ck_assert_msg(sl_dataset_mnist(ds, &o) == SL_OK, "%s", sl_dataset_last_error(ds));
+    ck_assert_int_eq(sl__op_alloc(&op, sizeof(gate_op), &gate_iface, 0), SL_OK);
+    ((gate_op *)op)->gate = g;
+    ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "label", NULL, 1), SL_OK);
+    sl_op_release(op);
+    return ds;
+}
+
+#define SCARCE_ROWS 20
+
+START_TEST(test_scarce_rows_wake_consumer_once)
+{
+    /* A consumer faster than its pipeline (one row every 10 ms, one row a
+     * chunk) sleeps for each row. It must be woken about once per row, when
+     * the row is there, and get it at once: not woken every millisecond to
+     * look (the old wake batching's timed slices: ~10 wake-ups a row), nor
+     * left waiting for a batch of rows to gather (then rows wait tens of
+     * ms). */
+    gate g;
+    sl_dataset *ds;
+    sl_iterator_options o;
+    sl_iterator_stats stats;
+    sl_iterator *it;
+    sl_row row;
+    double waited[SCARCE_ROWS];
+    gate_init(&g, 10, 0);
+    ds = gated_mnist(&g, SCARCE_ROWS);
+    sl_iterator_options_init(&o);
+    o.chunk_rows = 1;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+    for (int i = 0; i < SCARCE_ROWS; i++) {
+        ck_assert_msg(sl_iterator_next(it, &row) == SL_OK, "%s", sl_iterator_last_error(it));
+        waited[i] = sl__now_ms() - *(const double *)sl_tensor_data(row.columns[1]);
+        sl_row_clear(&row);
+    }
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_EPOCH);
+    sl_iterator_get_stats(it, &stats);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+    gate_destroy(&g);
+    ck_assert_msg(stats.consumer_wakeups <= 2 * SCARCE_ROWS,
+                  "the consumer was woken %llu times for %d rows",
+                  (unsigned long long)stats.consumer_wakeups, SCARCE_ROWS);
+    qsort(waited, SCARCE_ROWS, sizeof *waited, compare_double);
+    ck_assert_msg(waited[SCARCE_ROWS / 2] < 5.0, "a finished row waited %.2f ms (median)",
+                  waited[SCARCE_ROWS / 2]);
+}
+END_TEST
+
+typedef struct next_job {
+    sl_iterator *it;
+    atomic_int done;
+    int rc;
+    double returned_ms;
+} next_job;
+
+static void *next_thread(void *arg)
+{
+    next_job *job = arg;
+    sl_row row;
+    job->rc = sl_iterator_next(job->it, &row);
+    job->returned_ms = sl__now_ms();
+    if (job->rc == SL_OK)
+        sl_row_clear(&row);
+    atomic_store(&job->done, 1);
+    return NULL;
+}
+
+START_TEST(test_interrupt_wakes_blocked_next)
+{
+    /* A pipeline stalls (its map holds the first row at a shut gate) and a
+     * thread is blocked in sl_iterator_next, with no timeout and with a
+     * long one. sl_iterator_interrupt from this thread wakes it at once:
+     * SL_ECANCELED, and a message saying so; later calls return the same.
+     * Then the gate opens and sl_iterator_free joins every thread. */
+    for (int timed = 0; timed < 2; timed++) {
+        gate g;
+        sl_dataset *ds;
+        sl_iterator_options o;
+        sl_iterator *it;
+        next_job job = {0};
+        pthread_t th;
+        sl_row row;
+        double at;
+        gate_init(&g, 0, 1);
+        ds = gated_mnist(&g, 10);
+        sl_iterator_options_init(&o);
+        o.chunk_rows = 1;
+        o.timeout_ms = timed ? 60000 : -1;
+        ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+        job.it = it;
+        ck_assert_int_eq(pthread_create(&th, NULL, next_thread, &job), 0);
+        ck_assert(gate_wait_arrived(&g, 1));
+        {
+            struct timespec ts = {0, 50000000L}; /* the consumer falls asleep */
+            nanosleep(&ts, NULL);
+        }
+        ck_assert_int_eq(atomic_load(&job.done), 0);
+        at = sl__now_ms();
+        sl_iterator_interrupt(it);
+        pthread_join(th, NULL);
+        ck_assert_int_eq(job.rc, SL_ECANCELED);
+        ck_assert_msg(job.returned_ms - at < 500.0, "woken after %.1f ms", job.returned_ms - at);
+        ck_assert_ptr_nonnull(strstr(sl_iterator_last_error(it), "interrupted"));
+        gate_open(&g); /* rows now flow, but the iterator stays interrupted */
+        ck_assert_int_eq(sl_iterator_next(it, &row), SL_ECANCELED);
+        sl_iterator_interrupt(it); /* twice is harmless */
+        ck_assert_int_eq(sl_iterator_next(it, &row), SL_ECANCELED);
+        sl_iterator_free(it);
+        sl_dataset_free(ds);
+        gate_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(test_interrupt_before_next)
+{
+    /* Interrupting an iterator whose rows are ready (some already taken
+     * into its current chunk) makes the next call return SL_ECANCELED, not
+     * a row; an iterator that already ended keeps its end. */
+    sl_dataset *ds = mnist(0);
+    sl_iterator *it;
+    sl_row row;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+    sl_row_clear(&row);
+    sl_iterator_interrupt(it);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_ECANCELED);
+    ck_assert_ptr_null(row.columns[0]);
+    sl_iterator_free(it);
+    ck_assert_int_eq(sl_dataset_take(ds, 1), SL_OK);
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+    sl_row_clear(&row);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_EPOCH);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_DATA);
+    sl_iterator_interrupt(it);
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_END_OF_DATA);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
 }
 END_TEST
 
@@ -931,6 +1360,9 @@ static Suite *make_pipeline_suite(void)
     tcase_add_test(core, test_rows_outlive_iterator);
     tcase_add_test(core, test_timeout_names_stage);
     tcase_add_test(core, test_describe_and_sizes);
+    tcase_add_test(core, test_describe_truncates);
+    tcase_add_test(core, test_mnist_lock_failures);
+    tcase_add_test(core, test_iterator_lock_failures);
     tcase_add_test(core, test_read_error_in_workers);
     tcase_add_test(core, test_dataset_copy);
     tcase_add_test(core, test_unread_rows_bound_chunks);
@@ -941,6 +1373,11 @@ static Suite *make_pipeline_suite(void)
     tcase_add_test(conc, test_random_ops_independent_of_workers);
     tcase_add_test(conc, test_destroy_mid_epoch);
     tcase_add_test(conc, test_free_while_other_iterator_loads);
+    tcase_add_test(conc, test_waiter_shares_the_load);
+    tcase_add_test(conc, test_waiter_gets_the_load_error);
+    tcase_add_test(conc, test_scarce_rows_wake_consumer_once);
+    tcase_add_test(conc, test_interrupt_wakes_blocked_next);
+    tcase_add_test(core, test_interrupt_before_next);
     suite_add_tcase(s, core);
     suite_add_tcase(s, conc);
     return s;

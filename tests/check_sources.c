@@ -213,8 +213,8 @@ START_TEST(test_mnist_plain_and_gz_identical)
             sl_dataset *a = mnist_ds(plain, usages[u], &s), *b = mnist_ds(gz, usages[u], &s);
             sl_iterator *ia = start(a, 1), *ib = start(b, 1);
             int64_t rows = 0;
-            ck_assert_int_eq(sl_dataset_get_dataset_size(a), counts[u]);
-            ck_assert_int_eq(sl_dataset_get_dataset_size(b), counts[u]);
+            ck_assert_int_eq(tu_dataset_size(a), counts[u]);
+            ck_assert_int_eq(tu_dataset_size(b), counts[u]);
             for (;;) {
                 sl_row ra, rb;
                 int rca = next(ia, &ra), rcb = next(ib, &rb);
@@ -258,7 +258,7 @@ START_TEST(test_mnist_usage_counts_and_values)
         epoch_ids ep;
         ck_assert_str_eq(sl_dataset_source_kind(ds), "mnist");
         ck_assert_int_eq(sl_dataset_source_rows(ds), counts[u]);
-        ck_assert_int_eq(sl_dataset_get_dataset_size(ds), counts[u]);
+        ck_assert_int_eq(tu_dataset_size(ds), counts[u]);
         ck_assert_uint_eq(sl_dataset_num_classes(ds), 0);
         run_ids(ds, 1, &ep);
         ck_assert_int_eq(ep.n, counts[u]);
@@ -324,7 +324,7 @@ START_TEST(test_sampler_shuffle)
     sl_dataset *ds = mnist_ds(dir, SL_MNIST_TRAIN, &s), *ds2, *ds3;
     epoch_ids a[2], b[2], c[2], d[2];
     int identity = 1;
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 50);
+    ck_assert_int_eq(tu_dataset_size(ds), 50);
     run_ids(ds, 2, a);
     ck_assert(is_permutation(&a[0], 50));
     ck_assert(is_permutation(&a[1], 50));
@@ -365,7 +365,7 @@ START_TEST(test_sampler_num_samples)
 
     s.num_samples = 7;
     ds = mnist_ds(dir, SL_MNIST_TRAIN, &s);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 7);
+    ck_assert_int_eq(tu_dataset_size(ds), 7);
     ck_assert_int_eq(sl_dataset_source_rows(ds), N_TRAIN);
     run_ids(ds, 1, ep);
     ck_assert_int_eq(ep[0].n, 7);
@@ -376,7 +376,7 @@ START_TEST(test_sampler_num_samples)
     /* Shuffled: 7 distinct samples of the whole set, new ones each epoch. */
     s.shuffle = 1;
     ds = mnist_ds(dir, SL_MNIST_ALL, &s);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 7);
+    ck_assert_int_eq(tu_dataset_size(ds), 7);
     run_ids(ds, 2, ep);
     for (int e = 0; e < 2; e++) {
         memset(seen, 0, sizeof seen);
@@ -394,7 +394,7 @@ START_TEST(test_sampler_num_samples)
     s.shuffle = 0;
     s.num_samples = 1000;
     ds = mnist_ds(dir, SL_MNIST_TEST, &s);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), N_TEST);
+    ck_assert_int_eq(tu_dataset_size(ds), N_TEST);
     run_ids(ds, 1, ep);
     ck_assert_int_eq(ep[0].n, N_TEST);
     sl_dataset_free(ds);
@@ -417,16 +417,16 @@ START_TEST(test_sampler_sharding)
             s.num_shards = 3;
             s.shard_id = k;
             ds = mnist_ds(dir, SL_MNIST_TRAIN, &s);
-            ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 4);
+            ck_assert_int_eq(tu_dataset_size(ds), 4);
             ck_assert_int_eq(sl_dataset_source_rows(ds), 10);
             run_ids(ds, 2, ep[k]);
             /* A batch of 3 over a shard: 2 batches, or 1 without the rest. */
             ck_assert_int_eq(sl_dataset_batch(ds, 3, 0, 1), SL_OK);
-            ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 2);
+            ck_assert_int_eq(tu_dataset_size(ds), 2);
             sl_dataset_free(ds);
             ds = mnist_ds(dir, SL_MNIST_TRAIN, &s);
             ck_assert_int_eq(sl_dataset_batch(ds, 3, 1, 1), SL_OK);
-            ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 1);
+            ck_assert_int_eq(tu_dataset_size(ds), 1);
             sl_dataset_free(ds);
         }
         for (int e = 0; e < 2; e++) {
@@ -470,20 +470,31 @@ START_TEST(test_dataset_sizes)
     sl_sampler_options s = sampler(1, 0);
     sl_dataset *ds = mnist_ds(dir, SL_MNIST_ALL, &s);
     sl_dataset *empty = sl_dataset_new();
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 42);
+    int64_t size;
+    ck_assert_int_eq(tu_dataset_size(ds), 42);
     ck_assert_int_eq(sl_dataset_batch(ds, 5, 0, 1), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 9);
+    ck_assert_int_eq(tu_dataset_size(ds), 9);
     ck_assert_int_eq(sl_dataset_repeat(ds, 3), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 27);
+    ck_assert_int_eq(tu_dataset_size(ds), 27);
     ck_assert_int_eq(sl_dataset_repeat(ds, -1), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), -1);
+    /* Endless is a size, not an error: the call succeeds. */
+    ck_assert_int_eq(sl_dataset_get_dataset_size(ds, &size), SL_OK);
+    ck_assert_int_eq(size, SL_DATASET_SIZE_ENDLESS);
+    ck_assert_int_eq(sl_dataset_take(ds, 7), SL_OK);
+    ck_assert_int_eq(tu_dataset_size(ds), 7);
+    sl_dataset_free(ds);
+    /* More rows than int64_t holds count as endless too. */
+    ds = mnist_ds(dir, SL_MNIST_ALL, &s);
+    ck_assert_int_eq(sl_dataset_repeat(ds, INT64_MAX / 2), SL_OK);
+    ck_assert_int_eq(tu_dataset_size(ds), SL_DATASET_SIZE_ENDLESS);
     sl_dataset_free(ds);
     ds = mnist_ds(dir, SL_MNIST_ALL, &s);
     ck_assert_int_eq(sl_dataset_batch(ds, 5, 1, 1), SL_OK);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 8);
+    ck_assert_int_eq(tu_dataset_size(ds), 8);
     sl_dataset_free(ds);
     ck_assert_ptr_nonnull(empty);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(empty), SL_ESTATE);
+    ck_assert_int_eq(sl_dataset_get_dataset_size(empty, &size), SL_ESTATE);
+    ck_assert_int_eq(size, 0);
     sl_dataset_free(empty);
     free(dir);
 }
@@ -651,7 +662,7 @@ START_TEST(test_folder_classes_and_bytes)
     ds = folder_ds(&o);
     ck_assert_str_eq(sl_dataset_source_kind(ds), "image_folder");
     ck_assert_int_eq(sl_dataset_source_rows(ds), TREE_FILES);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), TREE_FILES);
+    ck_assert_int_eq(tu_dataset_size(ds), TREE_FILES);
     ck_assert_uint_eq(sl_dataset_num_classes(ds), 3);
     for (size_t k = 0; k < 3; k++) {
         const char *name;
@@ -794,7 +805,7 @@ START_TEST(test_folder_extensions)
     folder_options(&o, root, 0);
     o.extensions = jpg_only;
     ds = folder_ds(&o);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 2);
+    ck_assert_int_eq(tu_dataset_size(ds), 2);
     ck_assert_int_eq(sl_dataset_class_info(ds, 0, NULL, NULL, &count), SL_OK);
     ck_assert_int_eq(count, 2);
     {
@@ -805,7 +816,7 @@ START_TEST(test_folder_extensions)
 
     o.extensions = jpg_png;
     ds = folder_ds(&o);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 3);
+    ck_assert_int_eq(tu_dataset_size(ds), 3);
     {
         char *expect[] = {a, b, d};
         ck_assert_int_eq(run_folder(ds, expect, zeros, 3), 3);
@@ -815,7 +826,7 @@ START_TEST(test_folder_extensions)
     /* No filter: every file but the hidden one. */
     o.extensions = NULL;
     ds = folder_ds(&o);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 4);
+    ck_assert_int_eq(tu_dataset_size(ds), 4);
     {
         char *expect[] = {a, b, d, notes};
         ck_assert_int_eq(run_folder(ds, expect, zeros, 4), 4);
@@ -850,7 +861,7 @@ START_TEST(test_folder_class_indexing)
     o.num_classes = 2;
     ds = folder_ds(&o);
     ck_assert_uint_eq(sl_dataset_num_classes(ds), 2);
-    ck_assert_int_eq(sl_dataset_get_dataset_size(ds), 5);
+    ck_assert_int_eq(tu_dataset_size(ds), 5);
     for (size_t k = 0; k < 2; k++) {
         const char *name;
         int32_t label;
@@ -915,7 +926,7 @@ START_TEST(test_fashion_mnist)
         sl_iterator *it;
         int64_t rows = 0;
         int epochs = 0;
-        ck_assert_int_eq(sl_dataset_get_dataset_size(ds), counts[u]);
+        ck_assert_int_eq(tu_dataset_size(ds), counts[u]);
         ck_assert_int_eq(sl_dataset_column_spec(ds, 0, &spec), SL_OK);
         ck_assert_int_eq(spec.ndim, 3);
         ck_assert_int_eq(spec.shape[0], 28);

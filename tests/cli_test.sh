@@ -309,7 +309,8 @@ fi
 run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1,2
 expect "bench pipeline --json" 0 stdout '^{"dataset": ' stdout '"kind": "mnist"' \
     stdout '"runs": \[{"workers": 1,' stdout '{"workers": 2,' \
-    stdout '"batches": 3, "images": 96' stdout '"peak_rss_bytes": [0-9]'
+    stdout '"batches": 3, "images": 96' stdout '"consumer_wakeups_per_epoch": [0-9]' \
+    stdout '"peak_rss_bytes": [0-9]'
 if [ "$(wc -l <"$TMP/out")" -ne 1 ]; then
     fail "bench --json prints one line"
 else
@@ -324,7 +325,7 @@ if command -v python3 >/dev/null 2>&1 && python3 -c 'import json' 2>/dev/null; t
 fi
 run bench pipeline --data "$MNIST" --repeats 2 --workers 2
 expect "bench pipeline text" 0 stdout '^pipeline' stdout 'images/s' stdout '^load_ms:' \
-    stdout '^peak RSS: '
+    stdout 'wakeups/epoch' stdout '^peak RSS: '
 if [ -s "$TMP/err" ]; then
     fail "bench pipeline: no progress lines when stderr is not a terminal"
 else

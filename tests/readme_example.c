@@ -98,6 +98,7 @@ int main(int argc, char **argv)
     sl_iterator *it;
     sl_row row;
     char shape[64];
+    int64_t size;
     long batches = 0;
     int rc, bad = 0;
 
@@ -107,7 +108,8 @@ int main(int argc, char **argv)
         sl_dataset_free(ds);
         return 1;
     }
-    printf("dataset size: %lld batches\n", (long long)sl_dataset_get_dataset_size(ds));
+    if (sl_dataset_get_dataset_size(ds, &size) == SL_OK)
+        printf("dataset size: %lld batches\n", (long long)size);
     while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
         if (batches++ == 0) {
             sl_tensor *image = row.columns[0], *label = row.columns[1];

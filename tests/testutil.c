@@ -378,3 +378,9 @@ int tu_make_image_folder(const char *dir, int nclasses, int per_class, int w, in
     free(px);
     return rc;
 }
+
+int64_t tu_dataset_size(const sl_dataset *ds)
+{
+    int64_t size;
+    return sl_dataset_get_dataset_size(ds, &size) == SL_OK ? size : INT64_MIN;
+}

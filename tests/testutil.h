@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sluice/dataset.h"
+#include "sluice/status.h"
+
 /* A fresh temporary directory under $TMPDIR (or /tmp); malloc'd path. */
 char *tu_mkdtemp(void);
 /* Removes path and everything under it (like rm -rf); ignores errors. */
@@ -43,5 +46,9 @@ int tu_encode_jpeg(uint8_t **out, size_t *out_len, const uint8_t *px, int w, int
 /* An ImageFolder tree: for each class k < nclasses, folder "class_<k>"
  * holding per_class JPEGs "img_<j>.jpg" of w x h RGB (pattern seed k*1000+j). */
 int tu_make_image_folder(const char *dir, int nclasses, int per_class, int w, int h);
+
+/* sl_dataset_get_dataset_size's size (SL_DATASET_SIZE_ENDLESS included), or
+ * INT64_MIN when the call fails: one value to compare in an assertion. */
+int64_t tu_dataset_size(const sl_dataset *ds);
 
 #endif

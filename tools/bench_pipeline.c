@@ -56,6 +56,7 @@ typedef struct run_result {
     int64_t batches;         /* rows handed out (batches when batching) */
     int64_t images;
     int threads;
+    double wakeups_per_epoch; /* times the consumer was woken, per epoch */
 } run_result;
 
 /* Every run of one worker count. */
@@ -439,6 +440,7 @@ static int timed_run(sl_dataset *ds, int64_t epochs, int batched, run_result *r)
     sl_iterator_free(it);
 
     r->threads = stats.threads;
+    r->wakeups_per_epoch = (double)stats.consumer_wakeups / (double)epochs;
     r->first_batch_ms = (t_first >= 0 ? t_first : t_end) - t0;
     r->images_per_s = (t_end > t0) ? (double)r->images / ((t_end - t0) / 1e3) : 0.0;
     return SL_OK;
@@ -478,6 +480,7 @@ static int build_sets(const bench_args *a, const cli_pipeline *p, const worker_s
                       sl_dataset **ds)
 {
     sl_dataset *base = NULL;
+    int64_t size;
     int rc = SL_OK;
 
     if (p->kind == CLI_KIND_MNIST && (rc = cli_pipeline_source(CMD, p, 1, &base)) != SL_OK)
@@ -494,7 +497,7 @@ static int build_sets(const bench_args *a, const cli_pipeline *p, const worker_s
     sl_dataset_free(base);
     /* An epoch shorter than one dropped batch yields nothing: say so now,
      * before a whole epoch is read to find it out. */
-    if (rc == SL_OK && sl_dataset_get_dataset_size(ds[0]) == 0) {
+    if (rc == SL_OK && sl_dataset_get_dataset_size(ds[0], &size) == SL_OK && size == 0) {
         no_rows_error(p, ds[0]);
         rc = SL_EINVAL;
     }
@@ -593,7 +596,8 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* The median of the images/s (which = 0) or first batch ms (which = 1). */
+/* The median of the images/s (which = 0), first batch ms (which = 1) or
+ * consumer wake-ups per epoch (which = 2). */
 static double median_of(const run_result *runs, int64_t n, int which)
 {
     double *v = malloc((size_t)n * sizeof *v);
@@ -602,7 +606,9 @@ static double median_of(const run_result *runs, int64_t n, int which)
     if (v == NULL)
         return 0.0;
     for (int64_t i = 0; i < n; i++)
-        v[i] = which == 0 ? runs[i].images_per_s : runs[i].first_batch_ms;
+        v[i] = which == 0   ? runs[i].images_per_s
+               : which == 1 ? runs[i].first_batch_ms
+                            : runs[i].wakeups_per_epoch;
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     m = (n % 2) ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
     free(v);
@@ -681,23 +687,25 @@ static void print_text(const bench_args *a, const char *kind, const char *descri
         printf("load_ms:  %.1f (ImageFolder reads and decodes its files in every epoch,\n"
                "          so the timed runs include all reading)\n",
                sets[0].load_ms);
-    printf("\n%7s %7s %12s %23s %14s %8s %9s  %s\n", "workers", "threads", "images/s",
-           "min..max", "first batch ms", "batches", "images", "all images/s");
+    printf("\n%7s %7s %12s %23s %14s %8s %9s %14s  %s\n", "workers", "threads", "images/s",
+           "min..max", "first batch ms", "batches", "images", "wakeups/epoch", "all images/s");
     for (size_t w = 0; w < a->nworkers; w++) {
         const worker_set *s = &sets[w];
         double lo, hi;
         char range[64];
         min_max_rate(s->runs, a->repeats, &lo, &hi);
         snprintf(range, sizeof range, "%.1f..%.1f", lo, hi);
-        printf("%7d %7d %12.1f %23s %14.2f %8" PRId64 " %9" PRId64 " ", s->workers,
+        printf("%7d %7d %12.1f %23s %14.2f %8" PRId64 " %9" PRId64 " %14.1f ", s->workers,
                s->runs[0].threads, median_of(s->runs, a->repeats, 0), range,
-               median_of(s->runs, a->repeats, 1), s->runs[0].batches, s->runs[0].images);
+               median_of(s->runs, a->repeats, 1), s->runs[0].batches, s->runs[0].images,
+               median_of(s->runs, a->repeats, 2));
         for (int64_t i = 0; i < a->repeats; i++)
             printf(" %.1f", s->runs[i].images_per_s);
         printf("\n");
     }
-    printf("\n(images/s and first batch ms are medians over the runs; threads is what\n"
-           "the pipeline runs, as reported by the iterator)\n");
+    printf("\n(images/s, first batch ms and wakeups/epoch are medians over the runs;\n"
+           "threads is what the pipeline runs, and wakeups/epoch how often the consumer\n"
+           "slept waiting for a batch and was woken, as reported by the iterator)\n");
     printf("peak RSS: %.1f MB\n", (double)peak_rss_bytes() / (1024.0 * 1024.0));
     if (machine > 0)
         printf("machine:  %d threads of independent work (a compute loop) run %.2fx as fast\n"
@@ -725,9 +733,9 @@ static void print_json(const bench_args *a, const char *kind, const char *descri
         for (int64_t i = 0; i < a->repeats; i++)
             printf("%s%.3f", i ? ", " : "", s->runs[i].images_per_s);
         printf("], \"first_batch_ms\": %.3f, \"batches\": %" PRId64 ", \"images\": %" PRId64
-               ", \"load_ms\": %.3f}",
+               ", \"consumer_wakeups_per_epoch\": %.1f, \"load_ms\": %.3f}",
                median_of(s->runs, a->repeats, 1), s->runs[0].batches, s->runs[0].images,
-               s->load_ms);
+               median_of(s->runs, a->repeats, 2), s->load_ms);
     }
     printf("], \"peak_rss_bytes\": %lld", peak_rss_bytes());
     if (machine > 0)

@@ -434,7 +434,7 @@ int cli_train_main(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     start_step = sl_model_global_step(model);
-    steps_per_epoch = sl_dataset_get_dataset_size(train);
+    sl_dataset_get_dataset_size(train, &steps_per_epoch); /* the source is set */
     if (!a.json) {
         printf("train: %s on %s, batch %" PRId64 ", %" PRId64 " steps per epoch, %" PRId64
                " epoch%s, %s mode, lr %g, %s%s\n",

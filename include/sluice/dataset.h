@@ -137,9 +137,15 @@ SL_API int sl_dataset_skip(sl_dataset *ds, int64_t n);
 /* The seed of shuffle nodes and random ops (default 0). */
 SL_API void sl_dataset_set_seed(sl_dataset *ds, uint64_t seed);
 
-/* Rows (or batches) per epoch, from the headers alone; -1 when endless,
- * SL_ESTATE when no source is set. */
-SL_API int64_t sl_dataset_get_dataset_size(const sl_dataset *ds);
+/* The size sl_dataset_get_dataset_size gives an epoch that never ends (a
+ * repeat(-1) that no take bounds). It travels in the out-parameter, never
+ * as a status, so no error can be mistaken for it. */
+#define SL_DATASET_SIZE_ENDLESS ((int64_t)-1)
+
+/* Rows (or batches) per epoch, from the headers alone, into *size: a count
+ * >= 0, or SL_DATASET_SIZE_ENDLESS. Returns SL_OK, or SL_ESTATE when no
+ * source is set (*size is then 0). */
+SL_API int sl_dataset_get_dataset_size(const sl_dataset *ds, int64_t *size);
 SL_API size_t sl_dataset_num_columns(const sl_dataset *ds);
 SL_API const char *sl_dataset_column_name(const sl_dataset *ds, size_t i);
 /* Index of the named column, or -1. */

@@ -2,7 +2,8 @@
  * threads; sl_iterator_next() hands out one row at a time, then the end of
  * each epoch and finally the end of data. Freeing the iterator at any point
  * wakes and joins every thread and frees what they held. One thread at a
- * time may call an iterator's functions. */
+ * time may call an iterator's functions, except sl_iterator_interrupt,
+ * which any thread may call at any time until sl_iterator_free begins. */
 #ifndef SLUICE_ITERATOR_H
 #define SLUICE_ITERATOR_H
 
@@ -39,6 +40,8 @@ typedef struct sl_iterator_stats {
     uint64_t rows_out;      /* rows handed out by sl_iterator_next */
     size_t pool_bytes;      /* bytes held by the iterator's buffer pool */
     int threads;            /* threads the pipeline runs */
+    uint64_t consumer_wakeups; /* times sl_iterator_next slept waiting for data and was
+                                * woken; about one per wait when nothing polls */
 } sl_iterator_stats;
 
 SL_API void sl_iterator_options_init(sl_iterator_options *o);
@@ -48,11 +51,19 @@ SL_API void sl_iterator_options_init(sl_iterator_options *o);
 SL_API int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options *o);
 /* Returns SL_OK with a row, SL_END_OF_EPOCH (row empty) when an epoch
  * ended, SL_END_OF_DATA once every epoch has been delivered (and from then
- * on), or a negative status whose message is in sl_iterator_last_error()
+ * on), SL_ECANCELED once sl_iterator_interrupt was called, or a negative
+ * status whose message is in sl_iterator_last_error()
  * (and is returned again by later calls; but SL_ETIMEDOUT only says that
  * nothing came in time: the next call waits again). */
 SL_API int sl_iterator_next(sl_iterator *it, sl_row *row);
 SL_API const char *sl_iterator_last_error(const sl_iterator *it);
+/* Makes a sl_iterator_next blocked in another thread return SL_ECANCELED
+ * at once (woken, not polled), and every later call too, with a message
+ * saying so in sl_iterator_last_error (an iterator that had already ended
+ * or failed keeps that status). The pipeline's threads run on until
+ * sl_iterator_free stops and joins them. Thread-safe; for stopping a
+ * training loop that waits for data (sl_model_stop). */
+SL_API void sl_iterator_interrupt(sl_iterator *it);
 SL_API void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out);
 /* Stops the pipeline: wakes and joins every thread, frees everything (rows
  * already handed out stay valid until cleared). NULL is ignored. */

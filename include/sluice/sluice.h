@@ -14,6 +14,7 @@
 #define SLUICE_H
 
 #include "sluice/status.h"
+#include "sluice/version.h"
 #include "sluice/tensor.h"
 #include "sluice/op.h"
 #include "sluice/dataset.h"
@@ -24,14 +25,4 @@
 #include "sluice/checkpoint.h"
 #include "sluice/model.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/* "0.1.0" */
-SL_API const char *sl_version(void);
-
-#ifdef __cplusplus
-}
-#endif
 #endif

@@ -20,9 +20,10 @@ typedef enum sl_status {
     SL_ESHAPE = -5,    /* a tensor has the wrong shape or type for an op */
     SL_ECLOSED = -6,   /* the queue or pipeline was shut down */
     SL_ETIMEDOUT = -7, /* a blocking call waited longer than allowed */
-    SL_ETHREAD = -8,   /* a thread could not be started */
+    SL_ETHREAD = -8,   /* a thread, lock or condition variable could not be made */
     SL_ESTATE = -9,    /* the call is not valid in the object's state */
-    SL_ENUMERIC = -10  /* a computation gave NaN or infinity (a diverging loss) */
+    SL_ENUMERIC = -10, /* a computation gave NaN or infinity (a diverging loss) */
+    SL_ECANCELED = -11 /* the call was interrupted (a stop was asked for) */
 } sl_status;
 
 /* Positive results of sl_iterator_next(): not errors, events. */

@@ -1,0 +1,121 @@
+/* iterator_impl.h: what the files that run a dataset share. The iterator
+ * cuts the node chain into stages (iterator_plan.c), each a small set of
+ * threads joined to the next by a bounded queue: the source (stage_source.c),
+ * map / batch workers and sequential nodes (stage_workers.c); the consumer
+ * and the public API are in iterator.c. Private to pipeline/. */
+#ifndef SLUICE_PIPELINE_ITERATOR_IMPL_H
+#define SLUICE_PIPELINE_ITERATOR_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "sluice/iterator.h"
+#include "core/queue.h"
+#include "pipeline/dataset_impl.h"
+#include "pipeline/nodes.h"
+
+#define SL__CHUNK_BYTES (1u << 20) /* a chunk carries at most ~1 MiB of data */
+
+typedef enum sl__stage_kind {
+    SL__STAGE_SOURCE,
+    SL__STAGE_MAP,
+    SL__STAGE_COLLATE,
+    SL__STAGE_SEQ
+} sl__stage_kind;
+
+typedef struct sl__stage {
+    sl__stage_kind kind;
+    struct sl_iterator *it;
+    char name[96];
+    sl_queue *in;          /* the previous stage's output (NULL for the source) */
+    sl_queue out;
+    size_t chunk_rows;     /* rows per output chunk */
+    int nthreads;
+    int started;           /* threads actually started */
+    atomic_int running;    /* threads not yet finished */
+    pthread_t *threads;
+    /* SL__STAGE_MAP */
+    sl__map_step *steps;
+    sl__map_work map;
+    int collate;           /* SL__STAGE_MAP: chunks are batch groups to stack after mapping */
+    int reads;             /* SL__STAGE_MAP, SL__STAGE_COLLATE: rows arrive unread (index
+                            * only) and the workers read them from the source */
+    /* SL__STAGE_MAP and SL__STAGE_COLLATE: the columns of the rows (for messages) */
+    sl__schema schema;
+    sl__collate_work collation;
+    /* SL__STAGE_SOURCE and SL__STAGE_SEQ: the sequential nodes the thread runs */
+    sl__seq_node **nodes;
+    size_t nnodes;
+    /* SL__STAGE_SOURCE: where reading has got to. Run by the stage's thread,
+     * or, when the stage has none (pulled), by whichever worker of the
+     * next stage finds its input empty and takes `lock`. */
+    struct {
+        pthread_mutex_t lock;
+        sl__out out;
+        sl__error err;
+        int64_t *order;        /* this epoch's sample indices */
+        int64_t n;             /* samples per epoch */
+        int64_t epoch, pos;
+        int prepared, ordered, finished;
+    } src;
+    int pulls_source;      /* SL__STAGE_MAP, SL__STAGE_COLLATE: its workers run the source */
+} sl__stage;
+
+struct sl_iterator {
+    sl__source *source;
+    sl__node *nodes;       /* the iterator's own copy of the description */
+    size_t nnodes;
+    sl__schema schema;     /* columns it hands out */
+    uint64_t seed;
+    int64_t passes;        /* passes over the source; -1: without end */
+    int lazy_source;       /* the source thread only orders indices; the first
+                            * parallel stage reads the samples */
+    sl_pool *pool;
+    atomic_int stop;
+    atomic_int interrupted; /* sl_iterator_interrupt was called */
+    sl__stage *stages;
+    size_t nstages;
+    sl_iterator_options opts;
+    /* consumer side */
+    sl__chunk *cur;
+    size_t pos;
+    int status;            /* sticky: SL_END_OF_DATA or an error */
+    int64_t epochs_out;    /* ends of epoch handed out */
+    sl__error error;
+    uint64_t rows_out;
+};
+
+/* Whether the iterator is shutting down (threads return when they see it). */
+static inline int sl__stopping(const sl_iterator *it)
+{
+    return atomic_load_explicit(&it->stop, memory_order_relaxed);
+}
+
+/* --- iterator_plan.c ------------------------------------------------------ */
+
+/* Cuts it->nodes into it->stages (queues made, threads not started). On
+ * failure the message, if any, is in it->error, and sl__stages_free cleans
+ * up what was made. */
+int sl__stages_build(sl_iterator *it);
+/* Frees every stage (after their threads were joined) and what their
+ * queues still hold. */
+void sl__stages_free(sl_iterator *it);
+
+/* --- stage_source.c ------------------------------------------------------- */
+
+/* Advances the source (see stage_source.c); the caller is the source's
+ * thread or holds st->src.lock. */
+void sl__source_run(sl__stage *st, int until_sent);
+/* The source stage's thread. */
+void *sl__source_main(void *arg);
+
+/* --- stage_workers.c ------------------------------------------------------ */
+
+/* The thread function of a stage of this kind. */
+void *(*sl__stage_main(sl__stage_kind kind))(void *);
+/* Sends err downstream after what was already sent and closes the input. */
+void sl__stage_send_error(sl__stage *st, sl__out *out, const sl__error *err);
+/* Called by each thread of st as it ends; the last one closes st's output. */
+void sl__stage_thread_done(sl__stage *st);
+
+#endif

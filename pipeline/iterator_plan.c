@@ -1,0 +1,281 @@
+/* iterator_plan.c: planning how a dataset runs. The node chain is cut into
+ * stages, each a small set of threads joined to the next by a bounded queue:
+ *   source (1 thread, followed by the sequential nodes up to the first map:
+ *   shuffle, batch grouping, repeat, take, skip) -> map (N workers, order
+ *   kept) -> sequential nodes (1 thread) -> ... -> the consumer.
+ * Before cutting, the chain is rewritten in ways that cannot change a
+ * single byte of the output, because map ops depend only on the row (random
+ * ops draw from the row's own seed) while shuffle and batch depend only on
+ * the order of arrival:
+ *   - a shuffle moves ahead of the maps before it, so its buffer holds the
+ *     small source rows instead of the maps' larger results;
+ *   - a batch right after maps groups the rows before them, and the map
+ *     workers stack each group into the batch after transforming it.
+ * Only the moment an error surfaces can differ. When the source's nodes
+ * only reorder or group rows, the next stage's workers read the samples
+ * and run the source themselves (plan_lazy_source). Also frees the stages. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/iterator_impl.h"
+
+static void schema_after(sl__schema *schema, const sl__node *node)
+{
+    if (node->kind == SL__NODE_MAP) {
+        snprintf(schema->names[node->column], SL_COLUMN_NAME_LEN, "%s", node->outname);
+    } else if (node->kind == SL__NODE_BATCH) {
+        for (size_t c = 0; c < schema->ncols; c++) {
+            sl_tensor_spec *spec = &schema->specs[c];
+            memmove(spec->shape + 1, spec->shape, (size_t)spec->ndim * sizeof spec->shape[0]);
+            spec->shape[0] = -1;
+            spec->ndim++;
+        }
+    }
+}
+
+/* Moves every shuffle ahead of the maps right before it (see the top of
+ * this file for why that changes no result). */
+static void plan_nodes(sl__node *nodes, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        for (size_t j = i; j > 0 && nodes[j].kind == SL__NODE_SHUFFLE &&
+                           nodes[j - 1].kind == SL__NODE_MAP;
+             j--) {
+            sl__node t = nodes[j - 1];
+            nodes[j - 1] = nodes[j];
+            nodes[j] = t;
+        }
+    }
+}
+
+static const char *node_name(sl__node_kind kind)
+{
+    switch (kind) {
+    case SL__NODE_MAP: return "map";
+    case SL__NODE_SHUFFLE: return "shuffle";
+    case SL__NODE_BATCH: return "batch";
+    case SL__NODE_REPEAT: return "repeat";
+    case SL__NODE_TAKE: return "take";
+    case SL__NODE_SKIP: return "skip";
+    }
+    return "?";
+}
+
+static sl__stage *add_stage(sl_iterator *it, sl__stage_kind kind, const char *name, int nthreads,
+                        size_t chunk_rows, int *rc)
+{
+    sl__stage *st = &it->stages[it->nstages];
+    size_t cap = it->opts.queue_chunks;
+    memset(st, 0, sizeof *st);
+    st->kind = kind;
+    st->it = it;
+    snprintf(st->name, sizeof st->name, "%s", name);
+    st->nthreads = nthreads;
+    st->chunk_rows = chunk_rows;
+    st->in = it->nstages > 0 ? &it->stages[it->nstages - 1].out : NULL;
+    /* Parallel stages need room for every worker's chunk in the window. */
+    if (cap < 2 * (size_t)nthreads)
+        cap = 2 * (size_t)nthreads;
+    /* A failure here leaves nothing of the stage to free: it is not
+     * counted in nstages yet. */
+    *rc = sl__queue_init(&st->out, cap, &it->error);
+    if (*rc != SL_OK) {
+        sl__err_prefix(&it->error, "stage '%s': ", st->name);
+        return NULL;
+    }
+    if (kind == SL__STAGE_SOURCE) {
+        int e = pthread_mutex_init(&st->src.lock, NULL);
+        if (e != 0) {
+            sl__queue_destroy(&st->out);
+            *rc = sl__pthread_errf(&it->error, e, "stage 'source': pthread_mutex_init");
+            return NULL;
+        }
+        st->src.out.queue = &st->out;
+        st->src.out.chunk_rows = chunk_rows;
+        st->src.out.chunk_bytes = SL__CHUNK_BYTES;
+        sl__err_clear(&st->src.err);
+    }
+    st->threads = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *st->threads);
+    st->nodes = calloc(it->nnodes + 1, sizeof *st->nodes);
+    it->nstages++; /* counted now, so free_stages cleans up after a failure */
+    if (!st->threads || !st->nodes) {
+        *rc = SL_ENOMEM;
+        return NULL;
+    }
+    return st;
+}
+
+/* Appends a running form of node d to a sequential stage's chain. */
+static int add_seq_node(sl_iterator *it, sl__stage *st, const sl__node *d, const sl__schema *schema,
+                        int group_only)
+{
+    int rc = sl__seq_node_new(&st->nodes[st->nnodes], d, it->seed, d->position, schema,
+                              group_only);
+    if (rc != SL_OK)
+        return rc;
+    st->nnodes++;
+    snprintf(st->name + strlen(st->name), sizeof st->name - strlen(st->name), "+%s%s",
+             node_name(d->kind), group_only ? " (grouping)" : "");
+    return SL_OK;
+}
+
+/* When the source thread's nodes only reorder, drop or group rows (shuffle,
+ * repeat, take, skip, batch grouping) and a parallel stage comes next, the
+ * source thread passes unread rows (just their indices) and that stage's
+ * workers read the samples: reading then runs in parallel and the shuffle
+ * buffer holds bare indices. */
+static int plan_lazy_source(sl_iterator *it)
+{
+    sl__stage *src = &it->stages[0];
+    int rc;
+    if (it->nstages < 2 || it->stages[1].kind == SL__STAGE_SEQ)
+        return SL_OK;
+    for (size_t k = 0; k < src->nnodes; k++)
+        if (sl__seq_node_needs_data(src->nodes[k]))
+            return SL_OK;
+    it->lazy_source = 1;
+    it->stages[1].reads = 1;
+    /* The source thread would only order indices: the workers do it
+     * themselves when they run dry, so the pipeline runs exactly the
+     * threads it was given and none sits idle on a small machine. */
+    it->stages[1].pulls_source = 1;
+    src->nthreads = 0;
+    src->src.out.nonblocking = 1; /* its workers also consume its queue */
+    for (size_t k = 0; k < src->nnodes; k++) {
+        rc = sl__seq_node_rows_unread(src->nodes[k]);
+        if (rc != SL_OK)
+            return rc;
+    }
+    /* Unread rows are small: a deeper queue lets the source thread run
+     * ahead and sleep (and be woken) less often. */
+    sl__queue_destroy(&src->out);
+    rc = sl__queue_init(&src->out, 4 * src->out.capacity, &it->error);
+    if (rc != SL_OK)
+        sl__err_prefix(&it->error, "stage '%s': ", src->name);
+    return rc;
+}
+
+int sl__stages_build(sl_iterator *it)
+{
+    sl__schema schema;
+    sl__stage *seq;     /* the sequential stage nodes go to, or NULL after a parallel one */
+    int batched = 0;
+    size_t i = 0;
+    int rc = SL_OK;
+
+    schema.ncols = it->source->ncols;
+    memcpy(schema.names, it->source->names, sizeof schema.names);
+    memcpy(schema.specs, it->source->specs, sizeof schema.specs);
+    plan_nodes(it->nodes, it->nnodes);
+    /* At most two stages per node, plus the source. */
+    it->stages = calloc(2 * it->nnodes + 1, sizeof *it->stages);
+    if (!it->stages)
+        return SL_ENOMEM;
+    seq = add_stage(it, SL__STAGE_SOURCE, "source", 1, it->opts.chunk_rows, &rc);
+    while (rc == SL_OK && i < it->nnodes) {
+        const sl__node *node = &it->nodes[i];
+        size_t chunk_rows = batched ? 1 : it->opts.chunk_rows;
+        if (node->kind == SL__NODE_MAP) {
+            size_t first = i;
+            int workers = 1, fuse_batch;
+            sl__stage *st;
+            while (i < it->nnodes && it->nodes[i].kind == SL__NODE_MAP) {
+                if (it->nodes[i].workers > workers)
+                    workers = it->nodes[i].workers;
+                i++;
+            }
+            /* maps then batch: group before, stack in the map workers */
+            fuse_batch = i < it->nnodes && it->nodes[i].kind == SL__NODE_BATCH;
+            if (fuse_batch) {
+                if (it->nodes[i].workers > workers)
+                    workers = it->nodes[i].workers;
+                if (!seq && !(seq = add_stage(it, SL__STAGE_SEQ, "sequential", 1, chunk_rows, &rc)))
+                    break;
+                rc = add_seq_node(it, seq, &it->nodes[i], &schema, 1);
+                if (rc != SL_OK)
+                    break;
+            }
+            st = add_stage(it, SL__STAGE_MAP, "map", workers, chunk_rows, &rc);
+            if (!st)
+                break;
+            seq = NULL;
+            st->steps = calloc(i - first, sizeof *st->steps);
+            if (!st->steps)
+                return SL_ENOMEM;
+            for (size_t k = first; k < i; k++) {
+                st->steps[k - first].node = &it->nodes[k];
+                st->steps[k - first].salt = it->nodes[k].position;
+                schema_after(&schema, &it->nodes[k]);
+            }
+            st->map.steps = st->steps;
+            st->map.nsteps = i - first;
+            st->map.seed = it->seed;
+            st->map.source = it->source;
+            st->schema = schema;
+            st->map.schema = &st->schema;
+            st->collation.schema = &st->schema;
+            if (fuse_batch) {
+                st->collate = 1;
+                st->chunk_rows = 1;
+                snprintf(st->name, sizeof st->name, "map+batch");
+                schema_after(&schema, &it->nodes[i]);
+                batched = 1;
+                i++;
+            }
+            continue;
+        }
+        if (!seq && !(seq = add_stage(it, SL__STAGE_SEQ, "sequential", 1, chunk_rows, &rc)))
+            break;
+        if (node->kind == SL__NODE_BATCH && node->workers > 1) {
+            /* group here, stack in parallel in the next sl__stage */
+            sl__stage *st;
+            rc = add_seq_node(it, seq, node, &schema, 1);
+            if (rc != SL_OK)
+                break;
+            st = add_stage(it, SL__STAGE_COLLATE, "batch", node->workers, 1, &rc);
+            if (!st)
+                break;
+            st->schema = schema;
+            st->collation.schema = &st->schema;
+            seq = NULL;
+        } else {
+            rc = add_seq_node(it, seq, node, &schema, 0);
+            if (rc != SL_OK)
+                break;
+            if (node->kind == SL__NODE_BATCH)
+                seq->chunk_rows = 1; /* rows from here on are whole batches */
+        }
+        if (node->kind == SL__NODE_BATCH) {
+            schema_after(&schema, node);
+            batched = 1;
+        }
+        i++;
+    }
+    if (rc == SL_OK)
+        rc = plan_lazy_source(it);
+    return rc;
+}
+
+void sl__stages_free(sl_iterator *it)
+{
+    for (size_t s = 0; s < it->nstages; s++) {
+        sl__stage *st = &it->stages[s];
+        sl__queue_drain(&st->out, sl__chunk_free_item);
+        sl__queue_destroy(&st->out);
+        if (st->kind == SL__STAGE_SOURCE) {
+            sl__out_discard(&st->src.out);
+            free(st->src.order);
+            pthread_mutex_destroy(&st->src.lock);
+        }
+        for (size_t k = 0; k < st->nnodes; k++)
+            sl__seq_node_free(st->nodes[k]);
+        free(st->nodes);
+        free(st->steps);
+        free(st->threads);
+    }
+    free(it->stages);
+    it->stages = NULL;
+    it->nstages = 0;
+}

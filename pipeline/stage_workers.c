@@ -1,0 +1,234 @@
+/* stage_workers.c: the threads of the stages after the source. Map and
+ * batch (collate) workers take chunks in turn, read their samples when the
+ * source left them unread, transform or stack them and put each back under
+ * its sequence number, so order is kept; a sequential stage's single thread
+ * runs its nodes on the rows in order. Also the plumbing every stage thread
+ * shares: sending an error downstream, closing the output when the last
+ * thread ends. */
+#include <pthread.h>
+#include <string.h>
+
+#include "pipeline/iterator_impl.h"
+
+/* Sends an error downstream in order after what was already sent, then
+ * closes the input so upstream stages stop too. */
+void sl__stage_send_error(sl__stage *st, sl__out *out, const sl__error *err)
+{
+    sl__chunk *c;
+    if (st->in)
+        sl__queue_close(st->in);
+    if (sl__stopping(st->it))
+        return;
+    c = sl__chunk_error(err);
+    if (c)
+        sl__out_chunk(out, c);
+}
+
+/* The last thread of a stage to finish closes its output: whatever it sent
+ * (ending with an end of data or an error) is still delivered, and should a
+ * stage have to stop without sending either (no memory left for the error
+ * itself), the stages after it and the consumer see the queue close instead
+ * of waiting forever. */
+void sl__stage_thread_done(sl__stage *st)
+{
+    if (atomic_fetch_sub_explicit(&st->running, 1, memory_order_acq_rel) == 1)
+        sl__queue_close(&st->out);
+}
+
+/* Reads the samples of a chunk of unread rows. On failure the chunk keeps
+ * the rows read before the failing one, as a failing map does. */
+static int read_rows(sl__stage *st, sl__chunk *chunk, sl__error *err)
+{
+    sl__source *src = st->it->source;
+    for (size_t r = 0; r < chunk->nrows; r++) {
+        int rc;
+        if (sl__stopping(st->it))
+            return sl__errf(err, SL_ECLOSED, "source: stopped");
+        rc = src->iface->read(src, chunk->rows[r].index, &chunk->rows[r], st->it->pool, err);
+        if (rc != SL_OK) {
+            sl__err_prefix(err, "%s: ", src->iface->kind);
+            for (size_t q = r; q < chunk->nrows; q++)
+                sl__row_clear(&chunk->rows[q]);
+            chunk->nrows = r;
+            return rc;
+        }
+    }
+    return SL_OK;
+}
+
+static int work_chunk(sl__stage *st, sl__chunk **chunk, sl__error *err)
+{
+    sl__chunk *in = *chunk, *out;
+    sl__row row;
+    int rc, read_rc = SL_OK;
+    if (st->reads) {
+        /* On a read error the rows read before it are still mapped, so
+         * they can go on ahead of the error. */
+        read_rc = read_rows(st, in, err);
+        if (read_rc != SL_OK && (st->kind != SL__STAGE_MAP || st->collate))
+            return read_rc;
+    }
+    if (st->kind == SL__STAGE_MAP) {
+        sl__error map_err;
+        sl__err_clear(&map_err);
+        rc = sl__map_apply(&st->map, in, st->it->pool, &st->it->stop, &map_err);
+        if (rc != SL_OK) {
+            sl__err_copy(err, &map_err);
+            return rc;
+        }
+        if (read_rc != SL_OK || !st->collate)
+            return read_rc;
+    }
+    memset(&row, 0, sizeof row);
+    rc = sl__collate(&st->collation, in, &row, st->it->pool, err);
+    if (rc != SL_OK)
+        return rc;
+    out = sl__chunk_new(SL__CHUNK_ROWS, 1);
+    if (!out) {
+        sl__row_clear(&row);
+        return sl__errf(err, SL_ENOMEM, "batch: out of memory");
+    }
+    sl__chunk_push_row(out, &row);
+    sl__chunk_free(in);
+    *chunk = out;
+    return SL_OK;
+}
+
+/* A worker of a map or collate stage: takes chunks in turn, transforms
+ * them, and puts each back under its sequence number, so order is kept. */
+static void *worker_main(void *arg)
+{
+    sl__stage *st = arg;
+    sl__error err;
+    sl__err_clear(&err);
+    for (;;) {
+        sl__chunk *chunk;
+        uint64_t seq;
+        int last, rc = SL_ETIMEDOUT;
+        if (sl__stopping(st->it))
+            break;
+        if (st->pulls_source) {
+            /* Nothing to do: run the source ourselves, unless another
+             * worker already is, in which case wait for what it sends. */
+            sl__stage *src = &st->it->stages[0];
+            rc = sl__queue_pop(st->in, (void **)&chunk, &seq, 0);
+            if (rc == SL_ETIMEDOUT && pthread_mutex_trylock(&src->src.lock) == 0) {
+                sl__source_run(src, 1);
+                pthread_mutex_unlock(&src->src.lock);
+                continue;
+            }
+        }
+        if (rc == SL_ETIMEDOUT)
+            rc = sl__queue_pop(st->in, (void **)&chunk, &seq, -1);
+        if (rc != SL_OK)
+            break;
+        last = chunk->kind == SL__CHUNK_EOF || chunk->kind == SL__CHUNK_ERROR;
+        if (chunk->kind == SL__CHUNK_ROWS && work_chunk(st, &chunk, &err) != SL_OK) {
+            if (err.status == SL_ECLOSED || sl__stopping(st->it)) {
+                sl__chunk_free(chunk);
+                break;
+            }
+            last = 1;
+            if (!st->collate && st->kind == SL__STAGE_MAP && chunk->nrows > 0) {
+                /* The rows mapped before the failing one go on first (a
+                 * batch group's rows are no use without the whole group). */
+                chunk->kind = SL__CHUNK_ERROR;
+                sl__err_copy(&chunk->error, &err);
+            } else {
+                sl__chunk_free(chunk);
+                chunk = sl__chunk_error(&err);
+                if (!chunk) {
+                    /* Not even the error fits in memory: its place in the
+                     * order stays empty, so close both sides rather than
+                     * leave the consumer waiting for it. */
+                    sl__queue_close(st->in);
+                    sl__queue_close(&st->out);
+                    break;
+                }
+            }
+        }
+        if (sl__queue_push(&st->out, seq, chunk) != SL_OK) {
+            sl__chunk_free(chunk);
+            break;
+        }
+        if (last) {
+            /* Nothing follows an end or an error: wake the other workers. */
+            sl__queue_close(st->in);
+            break;
+        }
+    }
+    sl__stage_thread_done(st);
+    return NULL;
+}
+
+static void *seq_main(void *arg)
+{
+    sl__stage *st = arg;
+    sl__out out = {.queue = &st->out, .chunk_rows = st->chunk_rows, .chunk_bytes = SL__CHUNK_BYTES};
+    sl__error err;
+    sl__chain chain = {st->nodes, st->nnodes, &out, st->it->pool, &err};
+    sl__err_clear(&err);
+    for (;;) {
+        sl__chunk *chunk;
+        int rc = SL_OK;
+        if (sl__queue_pop(st->in, (void **)&chunk, NULL, -1) != SL_OK)
+            break;
+        switch (chunk->kind) {
+        case SL__CHUNK_ROWS:
+            for (size_t r = 0; r < chunk->nrows && rc == SL_OK; r++) {
+                /* The row's tensors move down the chain: the chunk lets go. */
+                sl__row row = chunk->rows[r];
+                memset(chunk->rows[r].col, 0, sizeof row.col);
+                rc = sl__chain_row(&chain, 0, &row);
+            }
+            sl__chunk_free(chunk);
+            break;
+        case SL__CHUNK_EOE:
+            sl__chunk_free(chunk);
+            rc = sl__chain_eoe(&chain, 0);
+            break;
+        case SL__CHUNK_EOF:
+            sl__chunk_free(chunk);
+            sl__out_marker(&out, SL__CHUNK_EOF);
+            goto done;
+        case SL__CHUNK_ERROR:
+            if (chunk->nrows == 0) {
+                sl__out_chunk(&out, chunk);
+                goto done;
+            }
+            /* Rows a map finished before it failed come first. */
+            for (size_t r = 0; r < chunk->nrows && rc == SL_OK; r++) {
+                sl__row row = chunk->rows[r];
+                memset(chunk->rows[r].col, 0, sizeof row.col);
+                rc = sl__chain_row(&chain, 0, &row);
+            }
+            if (rc == SL_OK) {
+                sl__err_copy(&err, &chunk->error);
+                rc = err.status != SL_OK ? err.status : SL_EIO;
+            }
+            sl__chunk_free(chunk);
+            break;
+        }
+        if (rc == SL_ECLOSED || sl__stopping(st->it))
+            goto done;
+        if (rc != SL_OK) {
+            if (err.status == SL_OK)
+                sl__errf(&err, rc, "%s: %s", st->name, sl_strerror(rc));
+            sl__stage_send_error(st, &out, &err);
+            goto done;
+        }
+    }
+done:
+    sl__out_discard(&out);
+    sl__stage_thread_done(st);
+    return NULL;
+}
+
+void *(*sl__stage_main(sl__stage_kind kind))(void *)
+{
+    switch (kind) {
+    case SL__STAGE_SOURCE: return sl__source_main;
+    case SL__STAGE_SEQ: return seq_main;
+    default: return worker_main;
+    }
+}
