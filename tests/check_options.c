@@ -233,6 +233,7 @@ END_TEST
 static void init_sampler(void *o, size_t n) { sl_sampler_options_init_sized(o, n); }
 static void init_mnist(void *o, size_t n) { sl_mnist_options_init_sized(o, n); }
 static void init_folder(void *o, size_t n) { sl_image_folder_options_init_sized(o, n); }
+static void init_iterator(void *o, size_t n) { sl_iterator_options_init_sized(o, n); }
 static void init_network(void *o, size_t n) { sl_network_options_init_sized(o, n); }
 static void init_executor(void *o, size_t n) { sl_executor_options_init_sized(o, n); }
 static void init_context(void *o, size_t n) { sl_context_init_sized(o, n); }
@@ -248,6 +249,7 @@ typedef struct public_struct {
 static void inline_sampler(void *o) { sl_sampler_options_init(o); }
 static void inline_mnist(void *o) { sl_mnist_options_init(o); }
 static void inline_folder(void *o) { sl_image_folder_options_init(o); }
+static void inline_iterator(void *o) { sl_iterator_options_init(o); }
 static void inline_network(void *o) { sl_network_options_init(o); }
 static void inline_executor(void *o) { sl_executor_options_init(o); }
 static void inline_context(void *o) { sl_context_init(o); }
@@ -257,6 +259,7 @@ static const public_struct publics[] = {
     {"sl_sampler_options", sizeof(sl_sampler_options), init_sampler, inline_sampler},
     {"sl_mnist_options", sizeof(sl_mnist_options), init_mnist, inline_mnist},
     {"sl_image_folder_options", sizeof(sl_image_folder_options), init_folder, inline_folder},
+    {"sl_iterator_options", sizeof(sl_iterator_options), init_iterator, inline_iterator},
     {"sl_network_options", sizeof(sl_network_options), init_network, inline_network},
     {"sl_executor_options", sizeof(sl_executor_options), init_executor, inline_executor},
     {"sl_context", sizeof(sl_context), init_context, inline_context},
@@ -395,6 +398,64 @@ START_TEST(test_dataset_newer_options)
 }
 END_TEST
 
+/* Rows until the end of data, or a negative status. */
+static int64_t count_rows(sl_iterator *it)
+{
+    sl_row row = {0};
+    int64_t n = 0;
+    int rc;
+    while ((rc = sl_iterator_next(it, &row)) == SL_OK || rc == SL_END_OF_EPOCH) {
+        n += rc == SL_OK;
+        sl_row_clear(&row);
+    }
+    return rc == SL_END_OF_DATA ? n : rc;
+}
+
+START_TEST(test_iterator_options)
+{
+    buffer buf;
+    sl_iterator_options *io = (sl_iterator_options *)buf.b;
+    sl_mnist_options mo;
+    sl_dataset *ds = sl_dataset_new();
+    sl_iterator *it = NULL;
+    ck_assert_ptr_nonnull(ds);
+    sl_mnist_options_init(&mo);
+    mo.dataset_dir = tmp_dir;
+    mo.usage = SL_MNIST_TRAIN;
+    ck_assert_int_eq(sl_dataset_mnist(ds, &mo), SL_OK);
+
+    memset(buf.b, 0, sizeof buf.b);
+    io->num_epochs = 1;
+    io->queue_chunks = io->chunk_rows = 4;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, io), SL_EINVAL);
+    ck_assert_ptr_null(it);
+    ck_assert_ptr_nonnull(
+        strstr(sl_dataset_last_error(ds), "not initialised with sl_iterator_options_init"));
+
+    sl_iterator_options_init_sized(io, sizeof(size_t) + 4);
+    ck_assert_int_eq(sl_iterator_new(&it, ds, io), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "older than any"));
+
+    /* A newer caller's struct: its unknown field set, then left alone. */
+    sl_iterator_options_init_sized(io, sizeof *io + 8);
+    io->num_epochs = 2;
+    buf.b[sizeof *io] = 1;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, io), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "upgrade libsluice"));
+    ck_assert_ptr_null(it);
+    buf.b[sizeof *io] = 0;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, io), SL_OK);
+    ck_assert_int_eq(count_rows(it), 2 * 6);
+    sl_iterator_free(it);
+
+    /* NULL: one epoch. */
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    ck_assert_int_eq(count_rows(it), 6);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+}
+END_TEST
+
 START_TEST(test_network_build_options)
 {
     sl_graph *g = sl_graph_new();
@@ -504,6 +565,7 @@ Suite *make_options_suite(void)
     tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
     tcase_add_test(tc, test_dataset_refuses_bad_options);
     tcase_add_test(tc, test_dataset_newer_options);
+    tcase_add_test(tc, test_iterator_options);
     tcase_add_test(tc, test_network_build_options);
     tcase_add_test(tc, test_executor_options);
     tcase_add_test(tc, test_model_refuses_bad_options);
