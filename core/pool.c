@@ -47,10 +47,21 @@ sl_pool *sl__pool_new(void)
     /* The critical sections are a few pointer moves, taken millions of
      * times a second by several workers: an adaptive mutex spins briefly
      * instead of putting a contending thread to sleep at once. */
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
-    for (int i = 0; i < POOL_CLASSES; i++)
-        pthread_mutex_init(&pool->cls[i].lock, &attr);
+    if (pthread_mutexattr_init(&attr) != 0) {
+        free(pool);
+        return NULL;
+    }
+    /* Without the adaptive kind a plain mutex still works: ignore failure. */
+    (void)pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    for (int i = 0; i < POOL_CLASSES; i++) {
+        if (pthread_mutex_init(&pool->cls[i].lock, &attr) != 0) {
+            while (i-- > 0)
+                pthread_mutex_destroy(&pool->cls[i].lock);
+            pthread_mutexattr_destroy(&attr);
+            free(pool);
+            return NULL;
+        }
+    }
     pthread_mutexattr_destroy(&attr);
     return pool;
 }

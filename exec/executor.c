@@ -13,17 +13,33 @@
 #include "exec/step_impl.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/options.h"
 #include "exec/blas.h"
 
-void sl_executor_options_init(sl_executor_options *o)
+/* The end of the first version's fields: fixed forever (core/options.h). */
+static const size_t executor_options_v1_size =
+    offsetof(sl_executor_options, blas_threads) + sizeof(int);
+/* No tail padding, so a caller's size covers only fields it knows; name the
+ * last field here when one is appended. */
+_Static_assert(sizeof(sl_executor_options) ==
+                   offsetof(sl_executor_options, spin_ns) + sizeof(int64_t),
+               "sl_executor_options: name its last field here; no tail padding "
+               "(core/options.h)");
+
+void sl_executor_options_init_sized(sl_executor_options *o, size_t size)
 {
-    o->threads = 1;
-    o->blas_threads = 1;
-    o->spin_ns = -1;
+    sl_executor_options d;
+    memset(&d, 0, sizeof d);
+    d.threads = 1;
+    d.blas_threads = 1;
+    d.spin_ns = -1;
+    sl__options_init(o, size, &d, sizeof d);
 }
 
 static void *executor_main(void *arg)
@@ -96,17 +112,20 @@ static void destroy_sync(sl_executor *ex)
     pthread_mutex_destroy(&ex->lock);
 }
 
-int sl_executor_new(sl_executor **out, const sl_executor_options *o)
+int sl_executor_new(sl_executor **out, const sl_executor_options *user)
 {
-    sl_executor_options def;
+    sl_executor_options opts;
+    const sl_executor_options *o = &opts;
     sl_executor *ex;
     int rc;
 
     *out = NULL;
-    if (!o) {
-        sl_executor_options_init(&def);
-        o = &def;
-    }
+    /* There is no object yet to carry a message: like the range check
+     * below, a bad struct is SL_EINVAL alone. */
+    sl_executor_options_init(&opts);
+    if (sl__options_read(&opts, sizeof opts, executor_options_v1_size, user,
+                         "sl_executor_options", NULL) != SL_OK)
+        return SL_EINVAL;
     if (o->threads < 1 || o->threads > 64 || o->blas_threads < 1 || o->blas_threads > 64)
         return SL_EINVAL;
     ex = calloc(1, sizeof *ex);

@@ -3,8 +3,10 @@
  * callbacks, again. */
 #include "exec/model_impl.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,34 +15,74 @@
 #include "sluice/checkpoint.h"
 #include "sluice/iterator.h"
 #include "core/clock.h"
+#include "core/options.h"
 #include "core/rng.h"
 #include "exec/blas.h"
 #include "core/tensor_impl.h"
 
-void sl_context_init(sl_context *c)
+/* Embedded in sl_model_options, so it never grows (core/options.h): this
+ * fails when a field is appended. */
+_Static_assert(sizeof(sl_context) == offsetof(sl_context, blas_threads) + sizeof(int),
+               "sl_context is embedded in sl_model_options and must not grow");
+
+/* The end of the first version's fields: fixed forever (core/options.h). */
+static const size_t model_options_v1_size =
+    offsetof(sl_model_options, context) + sizeof(sl_context);
+/* No tail padding, so a caller's size covers only fields it knows; name the
+ * last field here when one is appended. */
+_Static_assert(sizeof(sl_model_options) ==
+                   offsetof(sl_model_options, compute_spin_ns) + sizeof(int64_t),
+               "sl_model_options: name its last field here; no tail padding "
+               "(core/options.h)");
+
+void sl_context_init_sized(sl_context *c, size_t size)
 {
-    c->mode = SL_GRAPH_MODE;
-    c->device_target = "CPU";
-    c->device_id = 0;
-    c->save_graphs = 0;
-    c->save_graphs_path = ".";
+    sl_context d;
     sl_thread_budget b;
+    memset(&d, 0, sizeof d);
+    d.mode = SL_GRAPH_MODE;
+    d.device_target = "CPU";
+    d.device_id = 0;
+    d.save_graphs = 0;
+    d.save_graphs_path = ".";
     sl_thread_budget_default(&b);
-    c->threads = b.compute_threads;
-    c->blas_threads = b.blas_threads;
+    d.threads = b.compute_threads;
+    d.blas_threads = b.blas_threads;
+    sl__options_init(c, size, &d, sizeof d);
+
 }
 
-void sl_model_options_init(sl_model_options *o)
+void sl_model_options_init_sized(sl_model_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    sl_network_options_init(&o->network);
-    o->optimizer = SL_OPTIMIZER_MOMENTUM;
-    o->learning_rate = 0.01f;
-    o->momentum = 0.9f;
-    o->seed = 0;
-    sl_context_init(&o->context);
-    o->data_timeout_ms = 300000;
-    o->compute_spin_ns = -1;
+    sl_model_options d;
+    memset(&d, 0, sizeof d);
+    sl_network_options_init(&d.network);
+    d.optimizer = SL_OPTIMIZER_MOMENTUM;
+    d.learning_rate = 0.01f;
+    d.momentum = 0.9f;
+    d.seed = 0;
+    sl_context_init(&d.context);
+    d.data_timeout_ms = 300000;
+    d.compute_spin_ns = -1;
+    sl__options_init(o, size, &d, sizeof d);
+}
+
+/* The caller's options (NULL: defaults) as this library's full struct. */
+static int read_options(sl_model *m, const sl_model_options *user)
+{
+    int rc;
+    sl_model_options_init(&m->opts);
+    rc = sl__options_read(&m->opts, sizeof m->opts, model_options_v1_size, user,
+                          "sl_model_options", &m->err);
+    if (rc == SL_OK)
+        rc = sl__options_check_embedded(m->opts.network.size, sizeof m->opts.network,
+                                        "sl_network_options", "sl_model_options.network",
+                                        &m->err);
+    if (rc == SL_OK)
+        rc = sl__options_check_embedded(m->opts.context.size, sizeof m->opts.context,
+                                        "sl_context", "sl_model_options.context", &m->err);
+    return rc;
+
 }
 
 const char *sl_model_last_error(const sl_model *m)
@@ -187,7 +229,6 @@ int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t er
             snprintf(err, err_len, "model: out of memory");
         return SL_ENOMEM;
     }
-    m->opts = *o;
     atomic_init(&m->stop, 0);
     if (pthread_mutex_init(&m->active_lock, NULL) != 0) {
         if (err && err_len)
@@ -196,7 +237,9 @@ int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t er
         return SL_ENOMEM;
     }
     m->active_lock_made = 1;
-    rc = check_context(m, &o->context);
+    rc = read_options(m, o);
+    if (rc == SL_OK)
+        rc = check_context(m, &m->opts.context);
     if (rc == SL_OK)
         rc = build(m);
     if (rc < 0) {
@@ -212,6 +255,13 @@ int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t er
 }
 
 /* --- training -------------------------------------------------------- */
+
+/* The iterator's timeout for the model's data_timeout_ms. */
+static int data_timeout(const sl_model *m)
+{
+    int64_t ms = m->opts.data_timeout_ms;
+    return ms < 0 ? -1 : ms > INT_MAX ? INT_MAX : (int)ms;
+}
 
 /* Runs one hook of every callback; the first non-zero result stops. */
 static int run_hooks(sl_model *m, sl_callback *const *cbs, size_t n, size_t hook,
@@ -293,7 +343,7 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
                         "the batch size, with drop_remainder?)");
     sl_iterator_options_init(&io);
     io.num_epochs = epochs;
-    io.timeout_ms = m->opts.data_timeout_ms;
+    io.timeout_ms = data_timeout(m);
     rc = sl_iterator_new(&it, ds, &io);
     if (rc < 0)
         return sl__errf(&m->err, rc, "train: %s", sl_dataset_last_error(ds));
@@ -427,7 +477,7 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
                         "'label'",
                         image_col < 0 ? "image" : "label");
     sl_iterator_options_init(&io);
-    io.timeout_ms = m->opts.data_timeout_ms;
+    io.timeout_ms = data_timeout(m);
     rc = sl_iterator_new(&it, ds, &io);
     if (rc < 0)
         return sl__errf(&m->err, rc, "eval: %s", sl_dataset_last_error(ds));

@@ -1,24 +1,34 @@
 /* networks.c: LeNet5 and an MLP, built with the graph builders. */
 #include "sluice/network.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/options.h"
 #include "exec/graph_impl.h"
 
-void sl_network_options_init(sl_network_options *o)
+/* Embedded in sl_model_options, so it never grows (core/options.h): this
+ * fails when a field is appended. */
+_Static_assert(sizeof(sl_network_options) ==
+                   offsetof(sl_network_options, nhidden) + sizeof(size_t),
+               "sl_network_options is embedded in sl_model_options and must not grow");
+
+void sl_network_options_init_sized(sl_network_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    o->kind = SL_NETWORK_LENET5;
-    o->batch = 32;
-    o->channels = 1;
-    o->height = 32;
-    o->width = 32;
-    o->num_classes = 10;
-    o->init_sigma = 0.02f;
-    o->hidden[0] = 256;
-    o->hidden[1] = 128;
-    o->nhidden = 2;
+    sl_network_options d;
+    memset(&d, 0, sizeof d);
+    d.kind = SL_NETWORK_LENET5;
+    d.batch = 32;
+    d.channels = 1;
+    d.height = 32;
+    d.width = 32;
+    d.num_classes = 10;
+    d.init_sigma = 0.02f;
+    d.hidden[0] = 256;
+    d.hidden[1] = 128;
+    d.nhidden = 2;
+    sl__options_init(o, size, &d, sizeof d);
 }
 
 const char *sl_network_kind_name(sl_network_kind kind)
@@ -94,15 +104,26 @@ static int build_mlp(sl_graph *g, const sl_network_options *o, int x, sl_init in
     return dense_layer(g, name, x, width, o->num_classes, init);
 }
 
-int sl_network_build(sl_graph *g, const sl_network_options *o, sl_network *out)
+int sl_network_build(sl_graph *g, const sl_network_options *user, sl_network *out)
 {
-    sl_init init = {SL_INIT_TRUNCATED_NORMAL, o->init_sigma};
-    int64_t ishape[4] = {o->batch, o->channels, o->height, o->width};
-    int64_t lshape[1] = {o->batch};
+    sl_network_options opts;
+    const sl_network_options *o = &opts;
+    sl_init init;
+    int64_t ishape[4], lshape[1];
     int logits;
+    const char *name;
 
-    const char *name = sl_network_kind_name(o->kind);
-
+    sl_network_options_init(&opts);
+    /* Never grows, so its first version is the whole struct. */
+    if (sl__options_read(&opts, sizeof opts, sizeof opts, user, "sl_network_options",
+                         &g->err) != SL_OK)
+        return SL_EINVAL;
+    init = (sl_init){SL_INIT_TRUNCATED_NORMAL, o->init_sigma};
+    ishape[0] = lshape[0] = o->batch;
+    ishape[1] = o->channels;
+    ishape[2] = o->height;
+    ishape[3] = o->width;
+    name = sl_network_kind_name(o->kind);
     if (o->kind != SL_NETWORK_LENET5 && o->kind != SL_NETWORK_MLP)
         return sl__errf(&g->err, SL_EINVAL, "network: unknown kind %d", (int)o->kind);
     if (o->batch < 1 || o->channels < 1 || o->height < 1 || o->width < 1)

@@ -124,12 +124,18 @@ static void set_source(sl_dataset *ds, sl__source *src)
     sl__err_clear(&ds->error);
 }
 
-int sl_dataset_mnist(sl_dataset *ds, const sl_mnist_options *o)
+int sl_dataset_mnist(sl_dataset *ds, const sl_mnist_options *user)
 {
+    sl_mnist_options o;
     sl__source *src;
-    int rc = sl__mnist_source_new(&src, o, &ds->error);
+    int rc = sl__mnist_options_read(&o, user, &ds->error);
     if (rc != SL_OK) {
-        sl__err_prefix(&ds->error, "MnistDataset(%s): ", o->dataset_dir ? o->dataset_dir : "?");
+        sl__err_prefix(&ds->error, "MnistDataset: ");
+        return rc;
+    }
+    rc = sl__mnist_source_new(&src, &o, &ds->error);
+    if (rc != SL_OK) {
+        sl__err_prefix(&ds->error, "MnistDataset(%s): ", o.dataset_dir ? o.dataset_dir : "?");
         return rc;
     }
     set_source(ds, src);
@@ -254,11 +260,17 @@ int sl_dataset_map(sl_dataset *ds, sl_op *const *ops, size_t nops, const char *i
     return SL_OK;
 }
 
-int sl_dataset_image_folder(sl_dataset *ds, const sl_image_folder_options *o)
+int sl_dataset_image_folder(sl_dataset *ds, const sl_image_folder_options *user)
 {
+    sl_image_folder_options opts;
+    const sl_image_folder_options *o = &opts;
     sl__source *src;
     sl_op *decode;
-    int rc;
+    int rc = sl__image_folder_options_read(&opts, user, &ds->error);
+    if (rc != SL_OK) {
+        sl__err_prefix(&ds->error, "ImageFolderDataset: ");
+        return rc;
+    }
     if (o->decode && (o->num_parallel_workers < 1 || o->num_parallel_workers > 256))
         return sl__errf(&ds->error, SL_EINVAL,
                         "ImageFolderDataset: num_parallel_workers must be in [1, 256], got %d",

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/options.h"
 #include "core/tensor_impl.h"
 #include "pipeline/sampler.h"
 #include "pipeline/source.h"
@@ -252,11 +253,37 @@ static const sl__source_iface folder_iface = {
     .destroy = folder_destroy,
 };
 
-void sl_image_folder_options_init(sl_image_folder_options *o)
+/* The end of the first version's fields: fixed forever (core/options.h). */
+static const size_t folder_options_v1_size =
+    offsetof(sl_image_folder_options, sampler) + sizeof(sl_sampler_options);
+/* No tail padding, so a caller's size covers only fields it knows; name the
+ * last field here when one is appended. */
+_Static_assert(sizeof(sl_image_folder_options) ==
+                   offsetof(sl_image_folder_options, sampler) + sizeof(sl_sampler_options),
+               "sl_image_folder_options: name its last field here; no tail padding "
+               "(core/options.h)");
+
+void sl_image_folder_options_init_sized(sl_image_folder_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    o->num_parallel_workers = 2;
-    sl_sampler_options_init(&o->sampler);
+    sl_image_folder_options d;
+    memset(&d, 0, sizeof d);
+    d.num_parallel_workers = 2;
+    sl_sampler_options_init(&d.sampler);
+    sl__options_init(o, size, &d, sizeof d);
+}
+
+int sl__image_folder_options_read(sl_image_folder_options *dst,
+                                  const sl_image_folder_options *src, sl__error *err)
+{
+    int rc;
+    sl_image_folder_options_init(dst);
+    rc = sl__options_read(dst, sizeof *dst, folder_options_v1_size, src,
+                          "sl_image_folder_options", err);
+    if (rc == SL_OK)
+        rc = sl__options_check_embedded(dst->sampler.size, sizeof dst->sampler,
+                                        "sl_sampler_options", "sl_image_folder_options.sampler",
+                                        err);
+    return rc;
 }
 
 static int scan_classes(folder_source *f, const sl_image_folder_options *o, sl__error *err)

@@ -6,19 +6,34 @@
  * (waking every blocked thread), joins every thread and then frees what the
  * queues still hold. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/options.h"
 #include "core/tensor_impl.h"
 #include "pipeline/iterator_impl.h"
 
-void sl_iterator_options_init(sl_iterator_options *o)
+/* The end of the first version's fields: fixed forever (core/options.h). */
+static const size_t iterator_options_v1_size =
+    offsetof(sl_iterator_options, unused0) + sizeof(int32_t);
+/* No tail padding, so a caller's size covers only fields it knows; name the
+ * last field here when one is appended. */
+_Static_assert(sizeof(sl_iterator_options) ==
+                   offsetof(sl_iterator_options, unused0) + sizeof(int32_t),
+               "sl_iterator_options: name its last field here; no tail padding "
+               "(core/options.h)");
+
+void sl_iterator_options_init_sized(sl_iterator_options *o, size_t size)
 {
-    o->num_epochs = 1;
-    o->queue_chunks = 8;
-    o->chunk_rows = 64;
-    o->timeout_ms = -1;
+    sl_iterator_options d;
+    memset(&d, 0, sizeof d);
+    d.num_epochs = 1;
+    d.queue_chunks = 8;
+    d.chunk_rows = 64;
+    d.timeout_ms = -1;
+    sl__options_init(o, size, &d, sizeof d);
 }
 
 const char *sl_iterator_last_error(const sl_iterator *it)
@@ -65,25 +80,31 @@ static int64_t count_passes(const sl_iterator *it)
     return passes;
 }
 
-int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options *o)
+int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options *user)
 {
+    sl_iterator_options opts;
+    const sl_iterator_options *o = &opts;
     sl_iterator *it;
     int rc;
     *out = NULL;
     if (!ds->source)
         return sl__errf(&ds->error, SL_ESTATE, "iterator: the dataset has no source");
-    if (o && (o->num_epochs == 0 || o->num_epochs < -1))
+    sl_iterator_options_init(&opts);
+    rc = sl__options_read(&opts, sizeof opts, iterator_options_v1_size, user,
+                          "sl_iterator_options", &ds->error);
+    if (rc != SL_OK) {
+        sl__err_prefix(&ds->error, "iterator: ");
+        return rc;
+    }
+    if (o->num_epochs == 0 || o->num_epochs < -1)
         return sl__errf(&ds->error, SL_EINVAL, "iterator: num_epochs must be >= 1 or -1, got %lld",
                         (long long)o->num_epochs);
-    if (o && (o->queue_chunks == 0 || o->chunk_rows == 0))
+    if (o->queue_chunks == 0 || o->chunk_rows == 0)
         return sl__errf(&ds->error, SL_EINVAL, "iterator: queue_chunks and chunk_rows must be >= 1");
     it = calloc(1, sizeof *it);
     if (!it)
         return sl__errf(&ds->error, SL_ENOMEM, "iterator: out of memory");
-    if (o)
-        it->opts = *o;
-    else
-        sl_iterator_options_init(&it->opts);
+    it->opts = opts;
     atomic_init(&it->stop, 0);
     atomic_init(&it->interrupted, 0);
     it->source = ds->source;

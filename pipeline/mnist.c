@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/options.h"
 #include "core/tensor_impl.h"
 #include "pipeline/idx.h"
 #include "pipeline/sampler.h"
@@ -260,11 +261,35 @@ static const sl__source_iface mnist_iface = {
     .destroy = mnist_destroy,
 };
 
-void sl_mnist_options_init(sl_mnist_options *o)
+/* The end of the first version's fields: fixed forever (core/options.h). */
+static const size_t mnist_options_v1_size =
+    offsetof(sl_mnist_options, sampler) + sizeof(sl_sampler_options);
+/* No tail padding, so a caller's size covers only fields it knows; name the
+ * last field here when one is appended. */
+_Static_assert(sizeof(sl_mnist_options) ==
+                   offsetof(sl_mnist_options, sampler) + sizeof(sl_sampler_options),
+               "sl_mnist_options: name its last field here; no tail padding "
+               "(core/options.h)");
+
+void sl_mnist_options_init_sized(sl_mnist_options *o, size_t size)
 {
-    o->dataset_dir = NULL;
-    o->usage = SL_MNIST_ALL;
-    sl_sampler_options_init(&o->sampler);
+    sl_mnist_options d;
+    memset(&d, 0, sizeof d);
+    d.dataset_dir = NULL;
+    d.usage = SL_MNIST_ALL;
+    sl_sampler_options_init(&d.sampler);
+    sl__options_init(o, size, &d, sizeof d);
+}
+
+int sl__mnist_options_read(sl_mnist_options *dst, const sl_mnist_options *src, sl__error *err)
+{
+    int rc;
+    sl_mnist_options_init(dst);
+    rc = sl__options_read(dst, sizeof *dst, mnist_options_v1_size, src, "sl_mnist_options", err);
+    if (rc == SL_OK)
+        rc = sl__options_check_embedded(dst->sampler.size, sizeof dst->sampler,
+                                        "sl_sampler_options", "sl_mnist_options.sampler", err);
+    return rc;
 }
 
 int sl__mnist_source_new(sl__source **out, const sl_mnist_options *o, sl__error *err)

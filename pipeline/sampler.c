@@ -1,17 +1,29 @@
 /* sampler.c: epoch orders for sources (see sampler.h). */
 #include "pipeline/sampler.h"
 
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "core/options.h"
 #include "core/rng.h"
 
-void sl_sampler_options_init(sl_sampler_options *o)
+/* Embedded in the source options, so it never grows (core/options.h): this
+ * fails when a field is appended. */
+_Static_assert(sizeof(sl_sampler_options) ==
+                   offsetof(sl_sampler_options, shard_id) + sizeof(int64_t),
+               "sl_sampler_options is embedded in other options and must not grow");
+
+void sl_sampler_options_init_sized(sl_sampler_options *o, size_t size)
 {
-    o->num_samples = 0;
-    o->shuffle = 1;
-    o->seed = 0;
-    o->num_shards = 1;
-    o->shard_id = 0;
+    sl_sampler_options d;
+    memset(&d, 0, sizeof d);
+    d.num_samples = 0;
+    d.shuffle = 1;
+    d.seed = 0;
+    d.num_shards = 1;
+    d.shard_id = 0;
+    sl__options_init(o, size, &d, sizeof d);
 }
 
 int sl__sampler_check(const sl_sampler_options *o, int64_t num_rows, sl__error *err)

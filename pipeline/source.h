@@ -60,7 +60,15 @@ struct sl__source {
 void sl__source_retain(sl__source *src);
 void sl__source_release(sl__source *src);
 
-/* Constructors: read headers, check options; on failure *out is NULL. */
+/* Resolve the caller's options (NULL: defaults) into a full struct of this
+ * library's version; SL_EINVAL when they were not made by their _init or
+ * set fields this library does not know (core/options.h). */
+int sl__mnist_options_read(sl_mnist_options *dst, const sl_mnist_options *src, sl__error *err);
+int sl__image_folder_options_read(sl_image_folder_options *dst,
+                                  const sl_image_folder_options *src, sl__error *err);
+
+/* Constructors, given options resolved as above: read headers, check
+ * options; on failure *out is NULL. */
 int sl__mnist_source_new(sl__source **out, const sl_mnist_options *o, sl__error *err);
 int sl__image_folder_source_new(sl__source **out, const sl_image_folder_options *o,
                                 sl__error *err);

@@ -184,9 +184,9 @@ static int parse_option(train_args *a, int opt, const char *arg)
         return 0;
     case OPT_DATA_TIMEOUT:
         /* seconds; 0 waits for ever */
-        if (cli_parse_int64(cmd, "--data-timeout", arg, 0, 2000000, &v) != 0)
+        if (cli_parse_int64(cmd, "--data-timeout", arg, 0, 1000000000, &v) != 0)
             return -1;
-        a->model.data_timeout_ms = v == 0 ? -1 : (int)(v * 1000);
+        a->model.data_timeout_ms = v == 0 ? -1 : v * 1000;
         return 0;
     case OPT_SAVE: a->save = arg; return 0;
     case OPT_LOAD: a->load = arg; return 0;

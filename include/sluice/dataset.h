@@ -27,8 +27,14 @@ extern "C" {
 
 typedef struct sl_dataset sl_dataset;
 
-/* Which samples a source yields and in what order; shared by all sources. */
+/* Options structs are versioned (see sluice.h): each starts with its size,
+ * which its _init records; always call the _init before setting fields.
+ * New fields are only ever appended. */
+
+/* Which samples a source yields and in what order; shared by all sources.
+ * It lives inside the source options and so never grows. */
 typedef struct sl_sampler_options {
+    size_t size;         /* sizeof the struct as the caller compiled it; set by the _init */
     int64_t num_samples; /* at most this many per shard per epoch; 0: all */
     int shuffle;         /* 1: a new random order each epoch (default 1) */
     uint64_t seed;       /* seed of that order (default 0) */
@@ -43,12 +49,14 @@ typedef enum sl_mnist_usage {
 } sl_mnist_usage;
 
 typedef struct sl_mnist_options {
+    size_t size;             /* sizeof the struct as the caller compiled it; set by the _init */
     const char *dataset_dir; /* holds train-images-idx3-ubyte[.gz], ... */
     sl_mnist_usage usage;    /* default SL_MNIST_ALL, as MindSpore */
     sl_sampler_options sampler;
 } sl_mnist_options;
 
 typedef struct sl_image_folder_options {
+    size_t size;                   /* sizeof the struct as compiled; set by the _init */
     const char *dataset_dir;       /* one sub-folder per class */
     const char *const *extensions; /* NULL-terminated, e.g. {".jpg", NULL}; NULL: every file */
     /* Optional: only these class folders, with these labels. */
@@ -61,10 +69,27 @@ typedef struct sl_image_folder_options {
 } sl_image_folder_options;
 
 /* Defaults: shuffle 1, seed 0, one shard, all samples; MNIST usage all;
- * ImageFolder every file, no decode, 2 workers. */
-SL_API void sl_sampler_options_init(sl_sampler_options *o);
-SL_API void sl_mnist_options_init(sl_mnist_options *o);
-SL_API void sl_image_folder_options_init(sl_image_folder_options *o);
+ * ImageFolder every file, no decode, 2 workers. The _sized functions write
+ * at most size bytes and are what bindings call; C callers use the inline
+ * _init, which passes the size their struct was compiled with. */
+SL_API void sl_sampler_options_init_sized(sl_sampler_options *o, size_t size);
+SL_API void sl_mnist_options_init_sized(sl_mnist_options *o, size_t size);
+SL_API void sl_image_folder_options_init_sized(sl_image_folder_options *o, size_t size);
+
+static inline void sl_sampler_options_init(sl_sampler_options *o)
+{
+    sl_sampler_options_init_sized(o, sizeof *o);
+}
+
+static inline void sl_mnist_options_init(sl_mnist_options *o)
+{
+    sl_mnist_options_init_sized(o, sizeof *o);
+}
+
+static inline void sl_image_folder_options_init(sl_image_folder_options *o)
+{
+    sl_image_folder_options_init_sized(o, sizeof *o);
+}
 
 /* An empty dataset (NULL when out of memory); free with sl_dataset_free. */
 SL_API sl_dataset *sl_dataset_new(void);
@@ -79,6 +104,8 @@ SL_API const char *sl_dataset_last_error(const sl_dataset *ds);
 
 /* Sources. They read the files' headers now (so counts and shapes are known
  * and bad files are refused early) and the pixels when an iterator runs.
+ * Options not made by their _init (or by a newer sluice, setting fields
+ * this one does not know) are refused with SL_EINVAL.
  * MNIST yields `image` uint8 (28, 28, 1) and `label` uint32 (); ImageFolder
  * yields `image` (the file's bytes, uint8 (n,), or a decoded (H, W, 3)) and
  * `label` int32 (). Setting a source drops any nodes appended before. */

@@ -20,11 +20,15 @@ extern "C" {
 
 typedef struct sl_iterator sl_iterator;
 
+/* Versioned (see sluice.h): call sl_iterator_options_init before setting
+ * fields; new fields are only ever appended. */
 typedef struct sl_iterator_options {
+    size_t size;          /* sizeof the struct as the caller compiled it; set by the _init */
     int64_t num_epochs;   /* epochs to deliver (default 1; -1: without end) */
     size_t queue_chunks;  /* chunks each connector holds (default 8) */
     size_t chunk_rows;    /* rows per chunk between stages (default 64) */
     int timeout_ms;       /* sl_iterator_next waits at most this long (-1: forever, default) */
+    int32_t unused0;      /* ends the struct without padding (see sluice.h); never used */
 } sl_iterator_options;
 
 /* One row: column i is columns[i], in the dataset's column order. The row
@@ -44,10 +48,18 @@ typedef struct sl_iterator_stats {
                                 * woken; about one per wait when nothing polls */
 } sl_iterator_stats;
 
-SL_API void sl_iterator_options_init(sl_iterator_options *o);
+/* The _sized function writes at most size bytes (for bindings); C callers
+ * use the inline _init. */
+SL_API void sl_iterator_options_init_sized(sl_iterator_options *o, size_t size);
+static inline void sl_iterator_options_init(sl_iterator_options *o)
+{
+    sl_iterator_options_init_sized(o, sizeof *o);
+}
 
 /* Starts ds's pipeline (o may be NULL for defaults). On failure the message
- * is in sl_dataset_last_error(ds). */
+ * is in sl_dataset_last_error(ds); options not made by
+ * sl_iterator_options_init (or setting fields this library does not know)
+ * give SL_EINVAL. */
 SL_API int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options *o);
 /* Returns SL_OK with a row, SL_END_OF_EPOCH (row empty) when an epoch
  * ended, SL_END_OF_DATA once every epoch has been delivered (and from then

@@ -23,8 +23,14 @@
 extern "C" {
 #endif
 
-/* MindSpore's context as a value passed to the model (no global state). */
+/* Options structs are versioned (see sluice.h): each starts with its size,
+ * which its _init records; always call the _init before setting fields.
+ * New fields are only ever appended. */
+
+/* MindSpore's context as a value passed to the model (no global state).
+ * It lives inside sl_model_options and so never grows. */
 typedef struct sl_context {
+    size_t size;             /* sizeof the struct as the caller compiled it; set by the _init */
     sl_mode mode;            /* SL_GRAPH_MODE (default) or SL_PYNATIVE_MODE */
     const char *device_target; /* "CPU" (the only device today) */
     int device_id;           /* 0 */
@@ -41,13 +47,14 @@ typedef enum sl_optimizer_kind {
 } sl_optimizer_kind;
 
 typedef struct sl_model_options {
+    size_t size;             /* sizeof the struct as the caller compiled it; set by the _init */
     sl_network_options network;
     sl_optimizer_kind optimizer; /* default Momentum */
     float learning_rate;     /* default 0.01 */
     float momentum;          /* default 0.9 */
     uint64_t seed;           /* parameter initialisation (default 0) */
     sl_context context;
-    int data_timeout_ms;     /* train and eval fail when no batch comes for this
+    int64_t data_timeout_ms; /* train and eval fail when no batch comes for this
                               * long, naming the stalled pipeline stage
                               * (default 300000: 5 minutes; -1: wait for ever) */
     int64_t compute_spin_ns; /* the executor's spin before a wait sleeps
@@ -108,11 +115,24 @@ typedef struct sl_metrics {
     double loss;             /* mean cross-entropy */
 } sl_metrics;
 
-SL_API void sl_context_init(sl_context *c);
-SL_API void sl_model_options_init(sl_model_options *o);
+/* The _sized functions write at most size bytes (for bindings); C callers
+ * use the inline _init, which passes the size their struct was compiled
+ * with. */
+SL_API void sl_context_init_sized(sl_context *c, size_t size);
+SL_API void sl_model_options_init_sized(sl_model_options *o, size_t size);
+static inline void sl_context_init(sl_context *c)
+{
+    sl_context_init_sized(c, sizeof *c);
+}
+static inline void sl_model_options_init(sl_model_options *o)
+{
+    sl_model_options_init_sized(o, sizeof *o);
+}
 /* Builds the network, its gradients and optimizer, starts the executor and
- * compiles the steps. On failure *out is NULL; the message is copied into
- * err (err_len bytes) when err is not NULL. */
+ * compiles the steps (o NULL: the defaults). On failure *out is NULL; the
+ * message is copied into err (err_len bytes) when err is not NULL. Options
+ * not made by sl_model_options_init (or setting fields this library does
+ * not know) fail with SL_EINVAL. */
 SL_API int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t err_len);
 /* Stops the executor's threads and frees everything. */
 SL_API void sl_model_free(sl_model *m);

@@ -23,7 +23,10 @@ typedef enum sl_network_kind {
     SL_NETWORK_MLP
 } sl_network_kind;
 
+/* Versioned (see sluice.h): call sl_network_options_init before setting
+ * fields. It lives inside sl_model_options and so never grows. */
 typedef struct sl_network_options {
+    size_t size;         /* sizeof the struct as the caller compiled it; set by the _init */
     sl_network_kind kind;
     int64_t batch;       /* N (default 32) */
     int64_t channels;    /* C (default 1) */
@@ -42,12 +45,20 @@ typedef struct sl_network {
     int loss;            /* scalar */
 } sl_network;
 
-SL_API void sl_network_options_init(sl_network_options *o);
+/* Defaults: LeNet5, batch 32, 1x32x32, 10 classes, sigma 0.02, MLP layers
+ * 256, 128. The _sized function writes at most size bytes (for bindings);
+ * C callers use the inline _init. */
+SL_API void sl_network_options_init_sized(sl_network_options *o, size_t size);
+static inline void sl_network_options_init(sl_network_options *o)
+{
+    sl_network_options_init_sized(o, sizeof *o);
+}
 /* "lenet", "mlp". */
 SL_API const char *sl_network_kind_name(sl_network_kind kind);
 SL_API int sl_network_kind_parse(const char *name, sl_network_kind *out);
-/* Builds the network into g; on failure the message is in
- * sl_graph_last_error(g). */
+/* Builds the network into g (o NULL: the defaults); on failure the message
+ * is in sl_graph_last_error(g), SL_EINVAL for options not made by
+ * sl_network_options_init. */
 SL_API int sl_network_build(sl_graph *g, const sl_network_options *o, sl_network *out);
 
 #ifdef __cplusplus

@@ -1,4 +1,15 @@
-/* sluice.h: the whole public API of libsluice. */
+/* sluice.h: the whole public API of libsluice.
+ *
+ * Options structs (sl_mnist_options, sl_iterator_options, sl_model_options,
+ * ...) are versioned so that a program compiled against one libsluice runs
+ * against a later one. Each starts with `size_t size`, which its _init sets
+ * to the size your program was compiled with: always call the _init, then
+ * set fields. New fields are only ever appended, and the library reads at
+ * most `size` bytes: an older, smaller struct gets defaults for the fields
+ * it lacks; a newer, bigger one is accepted when every field this library
+ * does not know is still zero, and refused with SL_EINVAL otherwise, as is
+ * a struct that was never initialised. Bindings call the exported
+ * sl_x_init_sized(o, size) with their struct's size. */
 #ifndef SLUICE_H
 #define SLUICE_H
 

@@ -34,7 +34,10 @@ typedef enum sl_mode {
 typedef struct sl_executor sl_executor;
 typedef struct sl_step sl_step;
 
+/* Versioned (see sluice.h): call sl_executor_options_init before setting
+ * fields; new fields are only ever appended. */
 typedef struct sl_executor_options {
+    size_t size;      /* sizeof the struct as the caller compiled it; set by the _init */
     int threads;      /* compute threads, the executor's own included (default 1) */
     int blas_threads; /* OpenBLAS's threads (default 1). OpenBLAS's count is
                        * process-wide: every executor alive at once must ask
@@ -51,11 +54,18 @@ typedef struct sl_executor_stats {
     uint64_t caller_sleeps;   /* times thread 0 slept waiting for the helpers */
 } sl_executor_stats;
 
-SL_API void sl_executor_options_init(sl_executor_options *o);
+/* The _sized function writes at most size bytes (for bindings); C callers
+ * use the inline _init. */
+SL_API void sl_executor_options_init_sized(sl_executor_options *o, size_t size);
+static inline void sl_executor_options_init(sl_executor_options *o)
+{
+    sl_executor_options_init_sized(o, sizeof *o);
+}
 /* Starts the executor's threads (o may be NULL). *out is yours
- * (sl_executor_free). Fails with SL_EINVAL for threads outside [1, 64],
- * SL_ETHREAD when a thread cannot start, SL_ESTATE when another live
- * executor holds a different OpenBLAS thread count. */
+ * (sl_executor_free). Fails with SL_EINVAL for threads outside [1, 64] or
+ * options not made by sl_executor_options_init (or setting fields this
+ * library does not know), SL_ETHREAD when a thread cannot start, SL_ESTATE
+ * when another live executor holds a different OpenBLAS thread count. */
 SL_API int sl_executor_new(sl_executor **out, const sl_executor_options *o);
 /* Wakes and joins every thread. Free the executor's steps first. */
 SL_API void sl_executor_free(sl_executor *ex);
