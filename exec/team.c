@@ -56,13 +56,34 @@ static unsigned spin_while_equal(const atomic_uint *v, unsigned old, int64_t spi
     }
 }
 
-/* Thread ith of the active ones runs shares ith, ith + active, ...: the
- * split into nthreads shares, and so every number, stays the same however
- * many threads are active. */
-static void run_shares(sl__team *t, int ith)
+/* Shares are claimed, not assigned: each thread takes the next unclaimed
+ * share of the current job until none is left. A helper that is slow to
+ * get a CPU (another process holds it) then finds its share already done
+ * by the caller instead of making every op wait for it. The split into
+ * nthreads shares, and so every number, stays the same whoever runs them.
+ * claim holds the job's generation in its high half, so a helper late
+ * from an earlier job cannot claim a share of a newer one. */
+static void claim_shares(sl__team *t, unsigned gen)
 {
-    for (int share = ith; share < t->nthreads; share += t->active)
+    for (;;) {
+        uint64_t c = atomic_load_explicit(&t->claim, memory_order_acquire);
+        int share = (int)(c & 0xffffffffu);
+        if ((unsigned)(c >> 32) != gen || share >= t->nthreads)
+            return;
+        if (!atomic_compare_exchange_weak_explicit(&t->claim, &c, c + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
         t->fn(t->arg, share, t->nthreads);
+        if (atomic_fetch_sub_explicit(&t->left, 1, memory_order_acq_rel) == 1) {
+            /* The last share done wakes the caller if it went to sleep. It
+             * set caller_sleeping and re-read left under the lock, so
+             * either it saw zero or it is waiting and sees this signal. */
+            pthread_mutex_lock(&t->lock);
+            if (t->caller_sleeping)
+                pthread_cond_signal(&t->done);
+            pthread_mutex_unlock(&t->lock);
+        }
+    }
 }
 
 static void *helper_main(void *p)
@@ -96,16 +117,7 @@ static void *helper_main(void *p)
         if (atomic_load(&t->stop))
             return NULL;
         seen = gen;
-        run_shares(t, ith);
-        if (atomic_fetch_sub_explicit(&t->pending, 1, memory_order_acq_rel) == 1) {
-            /* The last one out wakes the caller if it went to sleep. It
-             * set caller_sleeping and re-read pending under the lock, so
-             * either it saw zero or it is waiting and sees this signal. */
-            pthread_mutex_lock(&t->lock);
-            if (t->caller_sleeping)
-                pthread_cond_signal(&t->done);
-            pthread_mutex_unlock(&t->lock);
-        }
+        claim_shares(t, gen);
     }
 }
 
@@ -132,7 +144,8 @@ int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns)
         spin_ns = cpus < nthreads ? 0 : SL__TEAM_SPIN_NS_DEFAULT;
     t->spin_ns = spin_ns;
     atomic_init(&t->generation, 0);
-    atomic_init(&t->pending, 0);
+    atomic_init(&t->claim, 0);
+    atomic_init(&t->left, 0);
     atomic_init(&t->stop, 0);
     atomic_init(&t->helper_sleeps, 0);
     atomic_init(&t->caller_sleeps, 0);
@@ -175,11 +188,11 @@ int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns)
     return SL_OK;
 }
 
-/* Spins, then sleeps, until every helper has finished the current job. */
+/* Spins, then sleeps, until every share of the current job is done. */
 static void wait_for_helpers(sl__team *t)
 {
     int64_t until = 0;
-    for (unsigned i = 1; atomic_load_explicit(&t->pending, memory_order_acquire) > 0; i++) {
+    for (unsigned i = 1; atomic_load_explicit(&t->left, memory_order_acquire) > 0; i++) {
         if (t->spin_ns <= 0)
             break;
         cpu_relax();
@@ -191,12 +204,12 @@ static void wait_for_helpers(sl__team *t)
                 break;
         }
     }
-    if (atomic_load_explicit(&t->pending, memory_order_acquire) == 0)
+    if (atomic_load_explicit(&t->left, memory_order_acquire) == 0)
         return;
     pthread_mutex_lock(&t->lock);
     t->caller_sleeping = 1;
     atomic_fetch_add_explicit(&t->caller_sleeps, 1, memory_order_relaxed);
-    while (atomic_load_explicit(&t->pending, memory_order_acquire) > 0)
+    while (atomic_load_explicit(&t->left, memory_order_acquire) > 0)
         pthread_cond_wait(&t->done, &t->lock);
     t->caller_sleeping = 0;
     pthread_mutex_unlock(&t->lock);
@@ -204,14 +217,19 @@ static void wait_for_helpers(sl__team *t)
 
 void sl__team_run(sl__team *t, sl__team_fn fn, void *arg)
 {
-    t->fn = fn;
-    t->arg = arg;
+    unsigned gen;
     if (t->active == 1) {
-        run_shares(t, 0);
+        /* One CPU (or one thread): every share in turn, no hand-off. */
+        for (int share = 0; share < t->nthreads; share++)
+            fn(arg, share, t->nthreads);
         return;
     }
-    atomic_store_explicit(&t->pending, t->active - 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&t->generation, 1, memory_order_release);
+    t->fn = fn;
+    t->arg = arg;
+    atomic_store_explicit(&t->left, t->nthreads, memory_order_relaxed);
+    gen = atomic_load_explicit(&t->generation, memory_order_relaxed) + 1;
+    atomic_store_explicit(&t->claim, (uint64_t)gen << 32, memory_order_release);
+    atomic_store_explicit(&t->generation, gen, memory_order_release);
     /* A helper that went to sleep checked generation under the lock, so
      * taking it here means it either saw the new value or is waiting. */
     pthread_mutex_lock(&t->lock);
@@ -219,7 +237,7 @@ void sl__team_run(sl__team *t, sl__team_fn fn, void *arg)
         pthread_cond_broadcast(&t->wake);
     pthread_mutex_unlock(&t->lock);
 
-    run_shares(t, 0);
+    claim_shares(t, gen);
     wait_for_helpers(t);
 }
 

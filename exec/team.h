@@ -10,10 +10,13 @@
  * the team has threads, every wait sleeps at once, so the thread being
  * waited for gets the CPU.
  *
- * A team never runs more threads at once than the process has CPUs: with
- * nthreads = 2 on one CPU the caller runs both shares itself, one after the
- * other. Work is still cut into nthreads shares, so every result is the
- * same bit for bit; only the hand-offs that would buy nothing are gone. */
+ * Work is cut into nthreads shares, and threads claim shares rather than
+ * own one: a helper that is late (no free CPU) finds its share done by the
+ * caller, so a busy CPU slows a job to one thread's speed, not to the
+ * scheduler's. A team never runs more threads at once than the process has
+ * CPUs: with nthreads = 2 on one CPU the caller runs both shares itself.
+ * Either way the shares are the same, so every result is the same bit for
+ * bit; only hand-offs that would buy nothing are gone. */
 #ifndef SLUICE_EXEC_TEAM_H
 #define SLUICE_EXEC_TEAM_H
 
@@ -38,7 +41,8 @@ typedef struct sl__team {
     sl__team_fn fn;          /* the current job, set before generation moves */
     void *arg;
     atomic_uint generation;  /* bumped once per job */
-    atomic_int pending;      /* helpers still in the current job */
+    atomic_ullong claim;     /* (generation << 32) | next share to claim */
+    atomic_int left;         /* shares of the current job not yet done */
     atomic_int stop;
     pthread_mutex_t lock;    /* guards sleeping, caller_sleeping and the waits */
     pthread_cond_t wake;     /* a new job, or stop: helpers wait here */
