@@ -2,7 +2,8 @@
  * Fashion-MNIST files (a short run must learn), determinism whatever the
  * pipeline's workers, and every way train() can fail or stop: a pipeline
  * error mid-epoch, labels out of range, a wrong shape, a diverging loss,
- * a stop request. */
+ * a stop request. Built with a sanitizer, the two Fashion-MNIST tests run
+ * shortened (tu_shorten says how); the plain build runs them whole. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -143,11 +144,12 @@ typedef struct lenet_run {
 /* The full run: 2,500 steps over all 60,000 images (1,875 of the first
  * epoch, 625 of the second), evaluated on all 10,000 test images. */
 static const lenet_run lenet_full = {0, 0, 1875, 2500, 1000, 1};
-/* Under a sanitizer a step costs ~100 times more. The same pipeline,
- * threads, epoch boundary, loss line and padded last eval batch then run on
- * 1,600 training images (50 steps an epoch, 75 steps) and 1,000 test images
- * (31 batches and one of 8). The loss stays near 2.30 for several hundred
- * steps, so what it learned is only the full run's to check. */
+/* Under a sanitizer a step costs tens of times more (~35x under TSan).
+ * The same pipeline, threads, epoch boundary, loss line and padded last
+ * eval batch then run on 1,600 training images (50 steps an epoch, 75
+ * steps) and 1,000 test images (31 batches and one of 8). The loss stays
+ * near 2.30 for several hundred steps, so what it learned is only the full
+ * run's to check. */
 static const lenet_run lenet_short = {1600, 1000, 50, 75, 40, 0};
 
 START_TEST(test_lenet_learns_fashion_mnist)

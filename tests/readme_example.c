@@ -10,7 +10,7 @@
 #include <sluice/sluice.h>
 
 /* Not part of the README's example: built with AddressSanitizer or
- * ThreadSanitizer, where a training step costs ~100 times more, the test
+ * ThreadSanitizer, where a training step costs tens of times more, the test
  * stops after the epoch of iteration (its threads are what a sanitizer
  * checks here); check_train trains and evaluates LeNet through this same
  * pipeline there, shortened. The plain build runs all of it, and so does
