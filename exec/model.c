@@ -392,7 +392,10 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
         }
         for (size_t i = 0; i < sl_step_num_inputs(m->train_step); i++)
             feed[i] = row.columns[cols[i]];
-        rc = sl_step_run(m->train_step, feed, sl_step_num_inputs(m->train_step));
+        /* Non-sink: the host drives every step, so it runs the step on its
+         * own thread with the team; handing it to the executor's thread and
+         * back would cost two wake-ups per step for nothing. */
+        rc = sl_step_run_here(m->train_step, feed, sl_step_num_inputs(m->train_step));
         if (rc < 0) {
             /* A short last batch is the usual cause: say so. */
             int short_batch = is_short_batch(m, row.columns[cols[0]], row.columns[cols[1]]);
@@ -598,7 +601,7 @@ int sl_model_bench_steps(sl_model *m, int64_t steps, double *samples_per_s)
         ((int32_t *)feed[1]->data)[i] = (int32_t)(i % (size_t)no->num_classes);
     t0 = sl__now_ms();
     for (int64_t i = 0; i < steps && rc == SL_OK; i++) {
-        rc = sl_step_run(m->train_step, feed, 2);
+        rc = sl_step_run_here(m->train_step, feed, 2); /* as train runs it */
         m->global_step += rc == SL_OK;
     }
     ms = sl__now_ms() - t0;
