@@ -2,8 +2,8 @@
  * compiled once into a training step and an evaluation step, with
  * train(epochs, dataset, callbacks) and eval(dataset). Training here is the
  * non-sink path of the seeds: the host takes each batch from the dataset's
- * iterator, hands it to the executor's thread, waits for the step and runs
- * the callbacks after every step.
+ * iterator, runs the step with the executor's team (on its own thread, as
+ * sl_step_run_here does) and runs the callbacks after every step.
  *
  * Errors: every call returns a status; the message (naming the epoch and
  * step, the op, the file) is in sl_model_last_error(). */
