@@ -1,0 +1,89 @@
+/* device_impl.h: the device interface, a table of functions per kind of
+ * device (ggml's backend pattern), and the handle every kind shares. The
+ * device queue, the transfer thread and the executor's sink loop call the
+ * sl__device_* wrappers below, never a kind's functions directly: the
+ * wrappers count what happened and fall back where an optional entry is
+ * NULL.
+ *
+ * How a CUDA backend would fit, without touching pipeline/ or exec/:
+ *   alloc/free      cudaMalloc/cudaFree for slots; host_alloc (optional)
+ *                   would give pinned staging for the channel's batches.
+ *   copy_in_async   cudaMemcpyAsync on a copy stream, then cudaEventRecord
+ *                   into the slot's event; event_wait is
+ *                   cudaStreamWaitEvent on the compute stream, so a step
+ *                   starts when its slot's bytes have landed while the next
+ *                   slot is still copying.
+ *   launch          runs the sink's function with the compute stream
+ *                   current; the step's kernels would be CUDA kernels
+ *                   compiled for that stream (exec/ would pick the kernel
+ *                   table by the device's kind).
+ *   synchronize     cudaStreamSynchronize before a result is read back.
+ * cpu and sim have no streams: their copies complete before copy_in
+ * returns, so they leave copy_in_async, event_wait and synchronize NULL. */
+#ifndef SLUICE_DEVICES_DEVICE_IMPL_H
+#define SLUICE_DEVICES_DEVICE_IMPL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/device.h"
+
+typedef struct sl__device_event sl__device_event; /* a kind's own completion marker */
+
+typedef struct sl__device_iface {
+    const char *kind;
+    /* Required. Device memory: 64-byte aligned, size bytes. */
+    int (*alloc)(sl_device *d, size_t size, void **mem);
+    void (*free)(sl_device *d, void *mem);
+    /* Required. Copies and returns when the bytes are on the device. */
+    int (*copy_in)(sl_device *d, void *dst, const void *src, size_t n);
+    /* Required. Device to host; returns when the bytes are on the host. */
+    int (*copy_out)(sl_device *d, void *dst, const void *src, size_t n);
+    /* Optional: starts a copy and records its completion in *ev. NULL: the
+     * wrapper copies with copy_in and the event is complete. */
+    int (*copy_in_async)(sl_device *d, void *dst, const void *src, size_t n,
+                         sl__device_event **ev);
+    /* Optional: waits until ev's copy is done (on the device, for the next
+     * launch) and frees ev. */
+    int (*event_wait)(sl_device *d, sl__device_event *ev);
+    /* Optional: waits until all the device's work is done. */
+    int (*synchronize)(sl_device *d);
+    /* Optional: one host<->device interaction that runs fn(arg) as the
+     * device's work (a step, or a sink of many) and returns its status.
+     * NULL: the wrapper calls fn(arg). */
+    int (*launch)(sl_device *d, int (*fn)(void *arg), void *arg);
+    /* Optional: the end of an interaction, when its result comes back. */
+    void (*result)(sl_device *d);
+    /* Optional: frees the kind's own state (impl). */
+    void (*destroy)(sl_device *d);
+} sl__device_iface;
+
+struct sl_device {
+    const sl__device_iface *iface;
+    char name[32];
+    int index;
+    sl_device_options opts;
+    void *impl;                     /* the kind's own state */
+    atomic_ullong interactions, copies_in, bytes_in, bytes_allocated;
+    atomic_ullong modeled_ns;       /* sim: time slept for the model */
+};
+
+/* The kinds there are (devices/cpu.c, devices/sim.c). */
+extern const sl__device_iface sl__cpu_device_iface;
+extern const sl__device_iface sl__sim_device_iface;
+
+/* The wrappers: what the queues and exec call. */
+int sl__device_alloc(sl_device *d, size_t size, void **mem);
+void sl__device_free(sl_device *d, void *mem, size_t size);
+int sl__device_copy_in(sl_device *d, void *dst, const void *src, size_t n);
+int sl__device_copy_out(sl_device *d, void *dst, const void *src, size_t n);
+int sl__device_synchronize(sl_device *d);
+/* One interaction: launch fn(arg) on the device, then its result comes
+ * back; counts two interactions (there and back). */
+int sl__device_run(sl_device *d, int (*fn)(void *arg), void *arg);
+
+/* sim: sleeps ns (the model's delay) and counts it. */
+void sl__device_model_delay(sl_device *d, int64_t ns);
+
+#endif

@@ -1,0 +1,105 @@
+/* device_queue.h: a device's queue of input batches, MindSpore's data queue
+ * `queue_name`. A bounded ring of slots made once, each holding one batch
+ * in the device's memory (one block per column, of the batch's fixed
+ * shape), so nothing is allocated per batch:
+ *
+ *   transfer thread: sl__dq_acquire a free slot, copy a batch into it,
+ *                    sl__dq_commit it (or sl__dq_push_marker: end of
+ *                    epoch, end of data, an error, in order with batches);
+ *   executor:        sl__dq_get_next (GetNext) takes the oldest entry,
+ *                    runs the step on the slot, sl__dq_release gives the
+ *                    slot back.
+ *
+ * Every wait blocks on a condition variable (no polling) with a timeout.
+ * sl__dq_interrupt wakes every waiter with SL_ECANCELED until
+ * sl__dq_resume; sl__dq_close ends the queue for good (the transfer
+ * thread's waits return SL_ECLOSED). */
+#ifndef SLUICE_DEVICES_DEVICE_QUEUE_H
+#define SLUICE_DEVICES_DEVICE_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/tensor_impl.h"
+#include "sluice/dataset.h"
+#include "sluice/device.h"
+
+/* One batch on the device: columns[i] is a tensor whose data is device
+ * memory (do not release it; it belongs to the queue). */
+typedef struct sl__dq_slot {
+    int index;                          /* in the queue's ring */
+    uint64_t batch;                     /* batches committed before this one */
+    size_t ncolumns;
+    sl_tensor columns[SL_MAX_COLUMNS];
+} sl__dq_slot;
+
+typedef struct sl__device_queue sl__device_queue;
+
+/* Explains, on a GetNext timeout, what starves the queue (the transfer
+ * thread's state and the pipeline's); writes at most len bytes. */
+typedef void (*sl__dq_describe_fn)(void *arg, char *buf, size_t len);
+
+typedef struct sl__dq_options {
+    const char *name;          /* queue_name, for messages ("cpu:0/train") */
+    size_t capacity;           /* slots at most (>= 1) */
+    size_t max_bytes;          /* device bytes at most for the slots (0: no cap);
+                                * the queue has min(capacity, max_bytes / slot
+                                * bytes) slots, at least 1 */
+    sl__dq_describe_fn describe; /* may be NULL */
+    void *describe_arg;
+} sl__dq_options;
+
+typedef struct sl__dq_stats {
+    size_t slots;              /* in the ring */
+    size_t slot_bytes;         /* device bytes per slot */
+    uint64_t batches_in, batches_out;
+    double getnext_wait_ms;    /* time GetNext waited for a filled slot */
+    double acquire_wait_ms;    /* time the transfer thread waited for a free slot */
+    size_t filled;             /* slots filled now */
+} sl__dq_stats;
+
+/* Makes a queue on d for batches of columns specs[0..ncolumns) (fixed
+ * shapes, the batch dimension included), allocating every slot now. */
+int sl__dq_new(sl__device_queue **out, sl_device *d, const sl_tensor_spec *specs,
+               size_t ncolumns, const sl__dq_options *o, sl__error *err);
+/* Frees the slots; nobody may be waiting on the queue. NULL is ignored. */
+void sl__dq_free(sl__device_queue *q);
+const char *sl__dq_name(const sl__device_queue *q);
+sl_device *sl__dq_device(const sl__device_queue *q);
+
+/* Transfer side. Waits (timeout_ms < 0: without limit) for a free slot:
+ * SL_OK, SL_ETIMEDOUT, SL_ECANCELED (interrupted) or SL_ECLOSED. */
+int sl__dq_acquire(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms);
+/* Makes an acquired, filled slot the newest entry. */
+void sl__dq_commit(sl__device_queue *q, sl__dq_slot *slot);
+/* Gives back an acquired slot unfilled (the copy failed). */
+void sl__dq_unacquire(sl__device_queue *q, sl__dq_slot *slot);
+/* Appends a marker after the batches committed so far: SL_END_OF_EPOCH,
+ * SL_END_OF_DATA or an error status with its message (err). Waits for
+ * room like sl__dq_acquire; same returns. */
+int sl__dq_push_marker(sl__device_queue *q, int status, const sl__error *err,
+                       int64_t timeout_ms);
+
+/* GetNext: takes the oldest entry, waiting at most timeout_ms (< 0:
+ * without limit). SL_OK with *slot (give it back with sl__dq_release),
+ * SL_END_OF_EPOCH, SL_END_OF_DATA (and from then on), an error status
+ * (the message in err; and from then on), SL_ECANCELED when interrupted,
+ * or SL_ETIMEDOUT with err saying which queue is empty, for how long, and
+ * what the describe function says starves it. */
+int sl__dq_get_next(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms,
+                    sl__error *err);
+void sl__dq_release(sl__device_queue *q, sl__dq_slot *slot);
+
+/* Wakes every waiter with SL_ECANCELED, and makes later waits return it
+ * at once, until sl__dq_resume. Thread-safe. */
+void sl__dq_interrupt(sl__device_queue *q);
+void sl__dq_resume(sl__device_queue *q);
+/* Ends the queue for good: waiters and later acquires/pushes get
+ * SL_ECLOSED; GetNext still drains what was committed, then returns
+ * SL_ECLOSED. Thread-safe. */
+void sl__dq_close(sl__device_queue *q);
+
+void sl__dq_get_stats(sl__device_queue *q, sl__dq_stats *out);
+
+#endif

@@ -1,0 +1,77 @@
+/* device.h: where a compiled step runs and where its input batches live.
+ * A device is found by name, "<kind>:<index>":
+ *
+ *   cpu:N  this machine's CPU. Its memory is its own aligned blocks (device
+ *          slots are never the pipeline's pool buffers); copies are memcpy.
+ *   sim:N  a model of an accelerator on the far side of a bus, for
+ *          benchmarks: its memory is separate, each host-to-device copy
+ *          takes latency + bytes / bandwidth, and each host<->device
+ *          interaction (launching a step or a sink, returning its result)
+ *          takes the launch latency. The delays are slept, not computed;
+ *          the step's arithmetic still runs on the CPU's kernels. The
+ *          defaults model a PCIe 4.0 x16 card (see sl_device_options).
+ *
+ * Behind the handle each kind is a table of functions (devices/device_impl.h);
+ * the queues, the transfer thread and the executor use only that table, so a
+ * new kind (CUDA, say) is a new table, not a change to pipeline/ or exec/. */
+#ifndef SLUICE_DEVICE_H
+#define SLUICE_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sl_device sl_device;
+
+/* Versioned (see sluice.h): call sl_device_options_init before setting
+ * fields; new fields are only ever appended. The sim_ fields are read by
+ * sim devices only. */
+typedef struct sl_device_options {
+    size_t size;                  /* sizeof the struct as the caller compiled it */
+    double sim_bandwidth_gbps;    /* host-to-device bytes per second / 1e9
+                                   * (default 25: PCIe 4.0 x16's 31.5 GB/s less
+                                   * protocol overhead) */
+    int64_t sim_copy_latency_ns;  /* fixed cost of each copy (default 10000: 10 us) */
+    int64_t sim_launch_latency_ns; /* cost of each host<->device interaction
+                                    * (default 20000: 20 us, a launch plus a
+                                    * synchronisation as a GPU runtime pays) */
+} sl_device_options;
+
+/* What a device has done since it was made. */
+typedef struct sl_device_stats {
+    uint64_t interactions;        /* host<->device interactions (launches, results) */
+    uint64_t copies_in;           /* host-to-device copies */
+    uint64_t bytes_in;
+    uint64_t bytes_allocated;     /* device memory held now */
+    double modeled_ms;            /* time the sim model slept (0 on cpu) */
+} sl_device_stats;
+
+SL_API void sl_device_options_init_sized(sl_device_options *o, size_t size);
+static inline void sl_device_options_init(sl_device_options *o)
+{
+    sl_device_options_init_sized(o, sizeof *o);
+}
+
+/* Opens the device called name ("cpu:0", "sim:1"; o may be NULL for the
+ * defaults). *out is yours (sl_device_free). An unknown kind, a bad index
+ * or bad options give SL_EINVAL with a message in err (err_len bytes) that
+ * lists the kinds there are. */
+SL_API int sl_device_new(sl_device **out, const char *name, const sl_device_options *o,
+                         char *err, size_t err_len);
+/* Frees the device; free what uses it (queues, models) first. */
+SL_API void sl_device_free(sl_device *d);
+/* "cpu:0" */
+SL_API const char *sl_device_name(const sl_device *d);
+/* "cpu" or "sim" */
+SL_API const char *sl_device_kind(const sl_device *d);
+SL_API void sl_device_get_stats(const sl_device *d, sl_device_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
