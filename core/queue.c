@@ -27,6 +27,8 @@ int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err)
     q->push_waits = 0;
     q->pop_waits = 0;
     q->pop_wakeups = 0;
+    q->last_push_ms = 0;
+    q->push_wait_ms = 0;
     if ((e = pthread_mutex_init(&q->lock, NULL)) != 0)
         return sl__pthread_errf(err, e, "queue: pthread_mutex_init");
     /* Timed pops measure against the monotonic clock, immune to clock
@@ -78,18 +80,27 @@ void sl__queue_destroy(sl_queue *q)
 
 static int push_locked(sl_queue *q, uint64_t seq, void *item)
 {
+    double now;
     SL_ASSERT(item != NULL);
-    while (!q->closed && seq >= q->head + q->capacity) {
-        q->push_waits++;
-        q->push_waiters++;
-        pthread_cond_wait(&q->not_full, &q->lock);
-        q->push_waiters--;
+    if (!q->closed && seq >= q->head + q->capacity) {
+        double t0 = sl__now_ms();
+        while (!q->closed && seq >= q->head + q->capacity) {
+            q->push_waits++;
+            q->push_waiters++;
+            pthread_cond_wait(&q->not_full, &q->lock);
+            q->push_waiters--;
+        }
+        now = sl__now_ms();
+        q->push_wait_ms += now - t0;
+    } else {
+        now = sl__now_ms();
     }
     if (q->closed)
         return SL_ECLOSED;
     SL_ASSERT(seq >= q->head && q->slots[seq % q->capacity] == NULL);
     q->slots[seq % q->capacity] = item;
     q->filled++;
+    q->last_push_ms = now;
     /* Only the head item ends a pop's wait. One sleeper is enough: the
      * pop that takes it wakes the next if the next item is there too. */
     if (seq == q->head && q->pop_waiters)
@@ -240,4 +251,12 @@ uint64_t sl__queue_pop_wakeups(sl_queue *q)
     n = q->pop_wakeups;
     pthread_mutex_unlock(&q->lock);
     return n;
+}
+
+void sl__queue_push_times(sl_queue *q, double *last_push_ms, double *push_wait_ms)
+{
+    pthread_mutex_lock(&q->lock);
+    *last_push_ms = q->last_push_ms;
+    *push_wait_ms = q->push_wait_ms;
+    pthread_mutex_unlock(&q->lock);
 }

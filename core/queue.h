@@ -41,6 +41,10 @@ typedef struct sl_queue {
     uint64_t push_waits;
     uint64_t pop_waits;
     uint64_t pop_wakeups;
+    /* For stall reports: when the last item came in, and how long
+     * producers have spent blocked on a full queue (monotonic ms). */
+    double last_push_ms;
+    double push_wait_ms;
 } sl_queue;
 
 /* Returns SL_OK, SL_EINVAL (capacity 0), SL_ENOMEM or SL_ETHREAD (a lock
@@ -78,5 +82,8 @@ void sl__queue_drain(sl_queue *q, void (*free_item)(void *));
 size_t sl__queue_size(sl_queue *q);
 /* Times a pop was woken from a wait so far (for reports). */
 uint64_t sl__queue_pop_wakeups(sl_queue *q);
+/* When the last item was pushed (sl__now_ms; 0: never), and the total ms
+ * producers waited for room (for reports). */
+void sl__queue_push_times(sl_queue *q, double *last_push_ms, double *push_wait_ms);
 
 #endif

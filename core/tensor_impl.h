@@ -36,6 +36,10 @@ void sl__tensor_escape(sl_tensor *t);
 /* True if the caller may overwrite t's data in place: one reference and
  * owned data (not a view). */
 int sl__tensor_writable(const sl_tensor *t);
+/* Makes *t (a tensor embedded in another object) describe memory it does
+ * not own: refcount 1, no pool, no base. Never release it. */
+void sl__tensor_init_external(sl_tensor *t, sl_dtype dtype, int ndim, const int64_t *shape,
+                              void *data);
 /* Checks dims and computes numel/nbytes with overflow checks. */
 int sl__shape_numel(int ndim, const int64_t *shape, sl_dtype dtype, size_t *numel,
                     size_t *nbytes);

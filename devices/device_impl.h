@@ -33,6 +33,9 @@ typedef struct sl__device_event sl__device_event; /* a kind's own completion mar
 
 typedef struct sl__device_iface {
     const char *kind;
+    /* 1 when the device's steps can read host memory as it is (cpu): a
+     * non-sink step then needs no copy. */
+    int reads_host;
     /* Required. Device memory: 64-byte aligned, size bytes. */
     int (*alloc)(sl_device *d, size_t size, void **mem);
     void (*free)(sl_device *d, void *mem);
@@ -82,6 +85,9 @@ int sl__device_synchronize(sl_device *d);
 /* One interaction: launch fn(arg) on the device, then its result comes
  * back; counts two interactions (there and back). */
 int sl__device_run(sl_device *d, int (*fn)(void *arg), void *arg);
+
+/* The iface's reads_host. */
+int sl__device_reads_host(const sl_device *d);
 
 /* sim: sleeps ns (the model's delay) and counts it. */
 void sl__device_model_delay(sl_device *d, int64_t ns);

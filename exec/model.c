@@ -18,6 +18,7 @@
 #include "core/options.h"
 #include "core/rng.h"
 #include "exec/blas.h"
+#include "devices/device_impl.h"
 #include "core/tensor_impl.h"
 
 /* Embedded in sl_model_options, so it never grows (core/options.h): this
@@ -31,7 +32,7 @@ static const size_t model_options_v1_size =
 /* No tail padding, so a caller's size covers only fields it knows; name the
  * last field here when one is appended. */
 _Static_assert(sizeof(sl_model_options) ==
-                   offsetof(sl_model_options, compute_spin_ns) + sizeof(int64_t),
+                   offsetof(sl_model_options, device_options) + sizeof(void *),
                "sl_model_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -119,13 +120,34 @@ void sl_model_stop(sl_model *m)
     pthread_mutex_lock(&m->active_lock);
     if (m->active)
         sl_iterator_interrupt(m->active);
+    if (m->active_feeder)
+        sl__dq_interrupt(sl__feeder_queue(m->active_feeder, 0));
     pthread_mutex_unlock(&m->active_lock);
+}
+
+void sl__model_set_active_feeder(sl_model *m, sl__feeder *f)
+{
+    pthread_mutex_lock(&m->active_lock);
+    m->active_feeder = f;
+    if (f && atomic_load(&m->stop))
+        sl__dq_interrupt(sl__feeder_queue(f, 0));
+    pthread_mutex_unlock(&m->active_lock);
+}
+
+sl_device *sl_model_device(sl_model *m)
+{
+    return m->dev;
+}
+
+void sl_model_get_sink_stats(const sl_model *m, sl_sink_stats *out)
+{
+    *out = m->sink_stats;
 }
 
 /* Makes it (or NULL) the iterator that sl_model_stop interrupts. A stop
  * asked for before train began reading still counts: the new iterator is
  * interrupted at once. */
-static void set_active(sl_model *m, sl_iterator *it)
+void sl__model_set_active(sl_model *m, sl_iterator *it)
 {
     pthread_mutex_lock(&m->active_lock);
     m->active = it;
@@ -144,30 +166,44 @@ void sl_model_free(sl_model *m)
     sl_graph_free(m->g);
     sl_tensor_release(m->pad_image);
     sl_tensor_release(m->pad_label);
+    for (size_t i = 0; i < SL_MAX_COLUMNS; i++)
+        if (m->staging[i])
+            sl__device_free(m->dev, m->staging[i], m->staging_bytes[i]);
+    sl_device_free(m->dev);
     if (m->active_lock_made)
         pthread_mutex_destroy(&m->active_lock);
     free(m);
 }
 
-/* Checks the context: the cpu device is the only one this build has. */
+/* Checks the context and opens its device: device_target "CPU" or "SIM"
+ * (any case), device_id its index. */
 static int check_context(sl_model *m, const sl_context *c)
 {
     const char *t = c->device_target ? c->device_target : "CPU";
+    char name[32], err[SL_ERRMSG_LEN];
+    int rc;
     if (c->mode != SL_GRAPH_MODE && c->mode != SL_PYNATIVE_MODE)
         return sl__errf(&m->err, SL_EINVAL, "context: unknown mode %d", (int)c->mode);
-    if (strcasecmp(t, "CPU") != 0)
+    if (strcasecmp(t, "CPU") != 0 && strcasecmp(t, "SIM") != 0)
         return sl__errf(&m->err, SL_EINVAL,
-                        "context: device target '%s' is not available: this build has the "
-                        "CPU device only",
+                        "context: device target '%s' is not available: this build has CPU "
+                        "and SIM (a model of an accelerator)",
                         t);
-    if (c->device_id != 0)
-        return sl__errf(&m->err, SL_EINVAL, "context: CPU device id %d: only device 0 exists",
+    if (c->device_id < 0 || c->device_id > 63)
+        return sl__errf(&m->err, SL_EINVAL, "context: device id %d is outside [0, 63]",
                         c->device_id);
+    snprintf(name, sizeof name, "%s:%d", strcasecmp(t, "CPU") == 0 ? "cpu" : "sim",
+             c->device_id);
+    rc = sl_device_new(&m->dev, name, m->opts.device_options, err, sizeof err);
+    if (rc < 0)
+        return sl__errf(&m->err, rc, "context: %s", err);
+    snprintf(m->device_name, sizeof m->device_name, "%s", name);
     if (c->threads < 1 || c->threads > 64 || c->blas_threads < 1 || c->blas_threads > 64)
         return sl__errf(&m->err, SL_EINVAL,
                         "context: threads %d and blas_threads %d must be in [1, 64]",
                         c->threads, c->blas_threads);
-    snprintf(m->device_target, sizeof m->device_target, "CPU");
+    snprintf(m->device_target, sizeof m->device_target, "%s",
+             strcasecmp(t, "CPU") == 0 ? "CPU" : "SIM");
     snprintf(m->graphs_path, sizeof m->graphs_path, "%s",
              c->save_graphs_path ? c->save_graphs_path : ".");
     return SL_OK;
@@ -257,14 +293,14 @@ int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t er
 /* --- training -------------------------------------------------------- */
 
 /* The iterator's timeout for the model's data_timeout_ms. */
-static int data_timeout(const sl_model *m)
+int sl__model_data_timeout(const sl_model *m)
 {
     int64_t ms = m->opts.data_timeout_ms;
     return ms < 0 ? -1 : ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
 /* Runs one hook of every callback; the first non-zero result stops. */
-static int run_hooks(sl_model *m, sl_callback *const *cbs, size_t n, size_t hook,
+int sl__model_run_hooks(sl_model *m, sl_callback *const *cbs, size_t n, size_t hook,
                      const sl_train_info *info)
 {
     for (size_t i = 0; i < n; i++) {
@@ -293,10 +329,8 @@ static int run_hooks(sl_model *m, sl_callback *const *cbs, size_t n, size_t hook
     return SL_OK;
 }
 
-enum { HOOK_BEGIN, HOOK_EPOCH_BEGIN, HOOK_STEP_END, HOOK_EPOCH_END, HOOK_END };
-
 /* For each input the step reads, the dataset column of the same name. */
-static int map_columns(sl_model *m, const sl_step *step, const sl_dataset *ds, const char *what,
+int sl__model_map_columns(sl_model *m, const sl_step *step, const sl_dataset *ds, const char *what,
                        int *cols)
 {
     for (size_t i = 0; i < sl_step_num_inputs(step); i++) {
@@ -311,126 +345,13 @@ static int map_columns(sl_model *m, const sl_step *step, const sl_dataset *ds, c
 }
 
 /* 1 when t is a short batch of the model's row shape and dtype. */
-static int is_short_batch(const sl_model *m, const sl_tensor *image, const sl_tensor *label)
+int sl__model_is_short_batch(const sl_model *m, const sl_tensor *image, const sl_tensor *label)
 {
     const sl_network_options *no = &m->opts.network;
     return image->dtype == SL_FLOAT32 && image->ndim == 4 && image->shape[0] < no->batch &&
            image->shape[1] == no->channels && image->shape[2] == no->height &&
            image->shape[3] == no->width && label->dtype == SL_INT32 && label->ndim == 1 &&
            label->shape[0] == image->shape[0];
-}
-
-int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
-                   size_t ncbs)
-{
-    sl_iterator_options io;
-    sl_iterator *it = NULL;
-    sl_train_info info;
-    int cols[SL_MAX_COLUMNS], rc;
-    double epoch_t0, t0;
-
-    sl__err_clear(&m->err);
-    atomic_store(&m->stop, 0);
-    if (epochs < 1)
-        return sl__errf(&m->err, SL_EINVAL, "train: epochs %lld must be >= 1",
-                        (long long)epochs);
-    rc = map_columns(m, m->train_step, ds, "train", cols);
-    if (rc < 0)
-        return rc;
-    if (sl_dataset_get_dataset_size(ds, &info.steps_per_epoch) == SL_OK && !info.steps_per_epoch)
-        return sl__errf(&m->err, SL_EINVAL,
-                        "train: an epoch of the dataset holds no batch (fewer samples than "
-                        "the batch size, with drop_remainder?)");
-    sl_iterator_options_init(&io);
-    io.num_epochs = epochs;
-    io.timeout_ms = data_timeout(m);
-    rc = sl_iterator_new(&it, ds, &io);
-    if (rc < 0)
-        return sl__errf(&m->err, rc, "train: %s", sl_dataset_last_error(ds));
-    set_active(m, it);
-
-    memset(&info, 0, sizeof info);
-    info.epoch = 1;
-    info.epoch_num = epochs;
-    sl_dataset_get_dataset_size(ds, &info.steps_per_epoch); /* endless: -1, "unknown" */
-    info.global_step = m->global_step;
-    info.batch_size = m->opts.network.batch;
-    info.model = m;
-    rc = run_hooks(m, cbs, ncbs, HOOK_BEGIN, &info);
-    if (rc == SL_OK)
-        rc = run_hooks(m, cbs, ncbs, HOOK_EPOCH_BEGIN, &info);
-    epoch_t0 = t0 = sl__now_ms();
-    while (rc == SL_OK && !atomic_load(&m->stop)) {
-        sl_row row;
-        sl_tensor *feed[SL_MAX_COLUMNS];
-        int next = sl_iterator_next(it, &row);
-        if (next == SL_END_OF_DATA)
-            break;
-        if (next == SL_END_OF_EPOCH && info.step_in_epoch == 0) {
-            rc = sl__errf(&m->err, SL_EINVAL, "train: epoch %lld held no batch",
-                          (long long)info.epoch);
-            break;
-        }
-        if (next == SL_END_OF_EPOCH) {
-            info.epoch_ms = sl__now_ms() - epoch_t0;
-            rc = run_hooks(m, cbs, ncbs, HOOK_EPOCH_END, &info);
-            if (rc < 0 || info.epoch == epochs || atomic_load(&m->stop))
-                break;
-            info.epoch++;
-            info.step_in_epoch = 0;
-            rc = run_hooks(m, cbs, ncbs, HOOK_EPOCH_BEGIN, &info);
-            epoch_t0 = t0 = sl__now_ms();
-            continue;
-        }
-        if (next == SL_ECANCELED && atomic_load(&m->stop))
-            break; /* sl_model_stop woke the wait for data */
-        if (next < 0) {
-            rc = sl__errf(&m->err, next, "train: epoch %lld step %lld: %s",
-                          (long long)info.epoch, (long long)info.step_in_epoch + 1,
-                          sl_iterator_last_error(it));
-            break;
-        }
-        for (size_t i = 0; i < sl_step_num_inputs(m->train_step); i++)
-            feed[i] = row.columns[cols[i]];
-        /* Non-sink: the host drives every step, so it runs the step on its
-         * own thread with the team; handing it to the executor's thread and
-         * back would cost two wake-ups per step for nothing. */
-        rc = sl_step_run_here(m->train_step, feed, sl_step_num_inputs(m->train_step));
-        if (rc < 0) {
-            /* A short last batch is the usual cause: say so. */
-            int short_batch = is_short_batch(m, row.columns[cols[0]], row.columns[cols[1]]);
-            sl__errf(&m->err, rc, "train: epoch %lld step %lld: %s%s", (long long)info.epoch,
-                     (long long)info.step_in_epoch + 1, sl_step_last_error(m->train_step),
-                     short_batch ? " (a short last batch: the model's steps have a fixed "
-                                   "batch size, so batch the dataset with drop_remainder)"
-                                 : "");
-            sl_row_clear(&row);
-            break;
-        }
-        sl_row_clear(&row);
-        m->global_step++;
-        info.global_step = m->global_step;
-        info.step_in_epoch++;
-        info.loss = *(const float *)sl_step_output(m->train_step, 0, NULL);
-        if (!isfinite(info.loss)) {
-            rc = sl__errf(&m->err, SL_ENUMERIC,
-                          "train: epoch %lld step %lld (global step %lld): the loss is %s; "
-                          "training stopped (a lower learning rate may help)",
-                          (long long)info.epoch, (long long)info.step_in_epoch,
-                          (long long)info.global_step, isnan(info.loss) ? "NaN" : "infinite");
-            break;
-        }
-        info.step_ms = sl__now_ms() - t0;
-        t0 = sl__now_ms();
-        info.epoch_ms = t0 - epoch_t0;
-        rc = run_hooks(m, cbs, ncbs, HOOK_STEP_END, &info);
-    }
-    /* Joins every pipeline thread, whether the loop ended or stopped. */
-    set_active(m, NULL);
-    sl_iterator_free(it);
-    if (rc == SL_OK)
-        rc = run_hooks(m, cbs, ncbs, HOOK_END, &info);
-    return rc;
 }
 
 /* --- evaluation ------------------------------------------------------ */
@@ -480,12 +401,12 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
                         "'label'",
                         image_col < 0 ? "image" : "label");
     sl_iterator_options_init(&io);
-    io.timeout_ms = data_timeout(m);
+    io.timeout_ms = sl__model_data_timeout(m);
     rc = sl_iterator_new(&it, ds, &io);
     if (rc < 0)
         return sl__errf(&m->err, rc, "eval: %s", sl_dataset_last_error(ds));
     atomic_store(&m->stop, 0);
-    set_active(m, it);
+    sl__model_set_active(m, it);
     for (int64_t batch = 1;; batch++) {
         sl_row row;
         sl_tensor *feed[2];
@@ -507,7 +428,7 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
         feed[0] = row.columns[image_col];
         feed[1] = row.columns[label_col];
         n = feed[0]->ndim > 0 ? (size_t)feed[0]->shape[0] : 0;
-        if (is_short_batch(m, feed[0], feed[1])) {
+        if (sl__model_is_short_batch(m, feed[0], feed[1])) {
             rc = pad_batch(m, feed[0], feed[1]);
             if (rc < 0) {
                 sl_row_clear(&row);
@@ -560,7 +481,7 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
         if (rc < 0)
             break;
     }
-    set_active(m, NULL);
+    sl__model_set_active(m, NULL);
     sl_iterator_free(it);
     if (rc < 0)
         return rc;

@@ -6,9 +6,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "sluice/device.h"
 #include "sluice/iterator.h"
 #include "sluice/model.h"
 #include "core/error.h"
+#include "devices/feeder.h"
 
 struct sl_model {
     sl_model_options opts;
@@ -27,9 +29,45 @@ struct sl_model {
      * any thread, can wake a wait for data; guarded by active_lock. */
     pthread_mutex_t active_lock;
     sl_iterator *active;
+    sl__feeder *active_feeder; /* sink mode: its queues are what GetNext waits on */
     int active_lock_made;
     sl__error err;
+    /* The device the steps run on ("cpu:0", "sim:0"), and, where its memory
+     * is not the host's, one block per step input that a non-sink step
+     * copies its batch into. */
+    sl_device *dev;
+    char device_name[32];
+    void *staging[SL_MAX_COLUMNS];
+    size_t staging_bytes[SL_MAX_COLUMNS];
+    sl_sink_stats sink_stats;  /* of the last sink-mode train */
 };
+
+/* The callbacks' hooks, in the order train calls them. */
+enum { SL__HOOK_BEGIN, SL__HOOK_EPOCH_BEGIN, SL__HOOK_STEP_END, SL__HOOK_EPOCH_END,
+       SL__HOOK_END };
+
+/* Runs one hook of every callback; the first non-zero result stops
+ * (a positive one asks train to stop, a negative one is an error). */
+int sl__model_run_hooks(sl_model *m, sl_callback *const *cbs, size_t n, size_t hook,
+                        const sl_train_info *info);
+/* For each input the step reads, the dataset column of the same name. */
+int sl__model_map_columns(sl_model *m, const sl_step *step, const sl_dataset *ds,
+                          const char *what, int *cols);
+/* 1 when image/label are a short batch of the model's row shape. */
+int sl__model_is_short_batch(const sl_model *m, const sl_tensor *image, const sl_tensor *label);
+/* The iterator's timeout for the model's data_timeout_ms. */
+int sl__model_data_timeout(const sl_model *m);
+/* Makes it (or NULL) the iterator that sl_model_stop interrupts. */
+void sl__model_set_active(sl_model *m, sl_iterator *it);
+/* The same for a sink's feeder, whose queues sl_model_stop interrupts. */
+void sl__model_set_active_feeder(sl_model *m, sl__feeder *f);
+
+/* Sink mode (exec/sink.c): trains as sl_model_train_opts with
+ * dataset_sink_mode set. */
+int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
+                         size_t ncbs, const sl_train_options *o);
+/* Reads the caller's train options (NULL: defaults) into *o, checking them. */
+int sl__train_options_read(sl_model *m, sl_train_options *o, const sl_train_options *user);
 
 /* Writes step as dir/<name>.ir (text) and dir/<name>.dot (Graphviz), each
  * through a temporary file renamed into place. */

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/options.h"
 #include "core/tensor_impl.h"
 #include "pipeline/iterator_impl.h"
+#include "pipeline/iterator_report.h"
 
 /* The end of the first version's fields: fixed forever (core/options.h). */
 static const size_t iterator_options_v1_size =
@@ -187,6 +189,51 @@ static void describe_stall(sl_iterator *it, int timeout_ms)
              "iterator: no row within %d ms; stage '%s' is the slowest (chunks waiting after each "
              "stage: %s)",
              timeout_ms, stalled, buf);
+}
+
+void sl__iterator_describe(sl_iterator *it, double stuck_ms, char *buf, size_t len)
+{
+    double now = sl__now_ms(), newest = 0;
+    const char *slowest = it->stages[0].name;
+    size_t used = 0;
+    for (size_t s = 0; s < it->nstages; s++) {
+        double last, waited;
+        sl__queue_push_times(&it->stages[s].out, &last, &waited);
+        if (last > newest)
+            newest = last;
+        if (sl__queue_size(&it->stages[s].out) == 0 &&
+            (s == 0 || sl__queue_size(&it->stages[s - 1].out) > 0))
+            slowest = it->stages[s].name;
+    }
+    if (newest == 0)
+        used = (size_t)snprintf(buf, len, "the pipeline has output nothing yet");
+    else if (now - newest >= stuck_ms)
+        used = (size_t)snprintf(buf, len,
+                                "the pipeline is stuck: no stage has output anything for %.1f s",
+                                (now - newest) / 1e3);
+    else
+        used = (size_t)snprintf(buf, len, "the pipeline is slow: a stage output %.0f ms ago",
+                                now - newest);
+    used += (size_t)snprintf(buf + (used < len ? used : len), used < len ? len - used : 0,
+                             "; stage '%s' keeps the others waiting; last output of each stage:",
+                             slowest);
+    for (size_t s = 0; s < it->nstages && used < len; s++) {
+        double last, waited;
+        sl__queue_push_times(&it->stages[s].out, &last, &waited);
+        if (last == 0)
+            used += (size_t)snprintf(buf + used, len - used, "%s %s never", s ? "," : "",
+                                     it->stages[s].name);
+        else
+            used += (size_t)snprintf(buf + used, len - used, "%s %s %.1f s ago", s ? "," : "",
+                                     it->stages[s].name, (now - last) / 1e3);
+    }
+}
+
+double sl__iterator_output_blocked_ms(sl_iterator *it)
+{
+    double last, waited;
+    sl__queue_push_times(&it->stages[it->nstages - 1].out, &last, &waited);
+    return waited;
 }
 
 /* Makes chunk's error the iterator's (sticky) status; frees chunk. */

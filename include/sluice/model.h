@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "sluice/dataset.h"
+#include "sluice/device.h"
 #include "sluice/export.h"
 #include "sluice/graph.h"
 #include "sluice/network.h"
@@ -59,7 +60,43 @@ typedef struct sl_model_options {
                               * (default 300000: 5 minutes; -1: wait for ever) */
     int64_t compute_spin_ns; /* the executor's spin before a wait sleeps
                               * (sl_executor_options.spin_ns; default -1) */
+    const sl_device_options *device_options; /* for the device the context
+                              * names (device_target "CPU" or "SIM", device_id
+                              * its index); NULL: the defaults */
 } sl_model_options;
+
+/* How sl_model_train_opts feeds the steps (the seeds' dataset_sink_mode and
+ * sink_size). Versioned like the others: call sl_train_options_init first. */
+typedef struct sl_train_options {
+    size_t size;             /* sizeof the struct as the caller compiled it; set by the _init */
+    int dataset_sink_mode;   /* 0 (default): the host feeds every step, callbacks
+                              * see every step. 1: data sinking: a transfer
+                              * thread copies batches into the device's queue
+                              * and the executor runs sink_size steps back to
+                              * back, pulling them with GetNext; callbacks see
+                              * one step_end per sink */
+    int32_t unused0;         /* keeps sink_size 8-aligned; never used */
+    int64_t sink_size;       /* sink mode: -1 (default): each epoch sinks the
+                              * whole dataset; > 0: each epoch runs sink_size
+                              * steps of an endless traversal that the next
+                              * epoch continues (epochs x sink_size steps) */
+    int64_t queue_capacity;  /* device queue slots (default 4) */
+    int64_t queue_max_bytes; /* device bytes the slots may take (0: no cap) */
+    int64_t getnext_timeout_ms; /* GetNext fails when no batch comes for this
+                              * long, naming what starves it (default 300000;
+                              * -1: wait for ever) */
+} sl_train_options;
+
+/* Where a sink-mode train's time went (sl_model_get_sink_stats). */
+typedef struct sl_sink_stats {
+    int64_t sinks;           /* host<->device round trips of sinks */
+    int64_t steps;
+    int64_t batches_sent;    /* by the transfer thread */
+    double getnext_wait_ms;  /* the executor waiting in GetNext */
+    double channel_full_ms;  /* the pipeline blocked on a full channel */
+    double transfer_copy_ms; /* the transfer thread copying into slots */
+    double transfer_wait_ms; /* the transfer thread waiting for the pipeline */
+} sl_sink_stats;
 
 typedef struct sl_model sl_model;
 
@@ -128,6 +165,11 @@ static inline void sl_model_options_init(sl_model_options *o)
 {
     sl_model_options_init_sized(o, sizeof *o);
 }
+SL_API void sl_train_options_init_sized(sl_train_options *o, size_t size);
+static inline void sl_train_options_init(sl_train_options *o)
+{
+    sl_train_options_init_sized(o, sizeof *o);
+}
 /* Builds the network, its gradients and optimizer, starts the executor and
  * compiles the steps (o NULL: the defaults). On failure *out is NULL; the
  * message is copied into err (err_len bytes) when err is not NULL. Options
@@ -150,6 +192,21 @@ SL_API sl_graph *sl_model_graph(sl_model *m);
  * Every pipeline thread is joined before it returns. */
 SL_API int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *dataset,
                           sl_callback *const *callbacks, size_t ncallbacks);
+/* sl_model_train with train options (o NULL: the defaults, which are
+ * sl_model_train's). In sink mode the steps run on the executor's thread,
+ * which takes each batch from the device queue (GetNext) and returns to the
+ * host once per sink; the pipeline, the transfer thread and the steps
+ * overlap. The results equal non-sink training's, bit for bit. Errors as
+ * sl_model_train's, plus: a GetNext timeout (naming the empty queue and
+ * what starves it), a batch whose shape is not the step's, bad options
+ * (sink_size 0 or < -1, queue_capacity < 1). */
+SL_API int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *dataset,
+                               sl_callback *const *callbacks, size_t ncallbacks,
+                               const sl_train_options *o);
+/* The last sink-mode train's figures (zeros before one). */
+SL_API void sl_model_get_sink_stats(const sl_model *m, sl_sink_stats *out);
+/* The device the model's steps run on (its stats: sl_device_get_stats). */
+SL_API sl_device *sl_model_device(sl_model *m);
 /* Asks train() to stop after the current step (from a callback or another
  * thread); a train() or eval() waiting for a batch is woken at once. A
  * stopped train returns 0; a stopped eval returns SL_ECANCELED. */

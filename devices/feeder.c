@@ -1,0 +1,286 @@
+/* feeder.c: the transfer thread between the pipeline's channel and the
+ * device queues (see feeder.h). */
+#include "devices/feeder.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "devices/device_impl.h"
+#include "pipeline/iterator_report.h"
+#include "sluice/iterator.h"
+
+/* What the transfer thread is doing, for GetNext's timeout message. */
+enum transfer_state { WAITING_PIPELINE, WAITING_SLOT, COPYING, FINISHED };
+
+static const char *const state_names[] = {
+    [WAITING_PIPELINE] = "waiting for the pipeline's next batch",
+    [WAITING_SLOT] = "waiting for a free slot",
+    [COPYING] = "copying a batch",
+    [FINISHED] = "finished",
+};
+
+struct sl__feeder {
+    sl_iterator *it;
+    sl__feeder_options opts;
+    size_t ndevices;
+    sl__device_queue *queues[SL__FEEDER_MAX_DEVICES];
+    pthread_t thread;
+    int started;
+    atomic_int state;
+    _Atomic double since_ms;   /* when state was entered */
+    atomic_ullong batches;
+    /* written by the transfer thread, read under stats_lock */
+    pthread_mutex_t stats_lock;
+    double copy_ms, pipeline_wait_ms, slot_wait_ms;
+};
+
+static void set_state(sl__feeder *f, enum transfer_state s, double now)
+{
+    atomic_store(&f->since_ms, now);
+    atomic_store(&f->state, s);
+}
+
+/* For GetNext's timeout: what the transfer thread and the pipeline do. */
+static void describe(void *arg, char *buf, size_t len)
+{
+    sl__feeder *f = arg;
+    int s = atomic_load(&f->state);
+    double since = atomic_load(&f->since_ms);
+    size_t used = (size_t)snprintf(buf, len,
+                                   "the transfer thread has been %s for %.1f s (%llu batches "
+                                   "sent); ",
+                                   state_names[s], (sl__now_ms() - since) / 1e3,
+                                   (unsigned long long)atomic_load(&f->batches));
+    if (used < len)
+        sl__iterator_describe(f->it, (double)f->opts.stuck_ms, buf + used, len - used);
+}
+
+/* Sends a marker (an end or an error) to every queue, in order after the
+ * batches already sent. Returns SL_OK or the first failure (a closed queue:
+ * the feeder is being freed). */
+static int broadcast(sl__feeder *f, int status, const sl__error *err)
+{
+    int rc = SL_OK;
+    for (size_t d = 0; d < f->ndevices; d++) {
+        int r = sl__dq_push_marker(f->queues[d], status, err, -1);
+        if (r < 0 && rc == SL_OK)
+            rc = r;
+    }
+    return rc;
+}
+
+/* Checks the row's columns against the slot's specs: same dtype and shape. */
+static int check_row(sl__feeder *f, const sl_row *row, uint64_t batch, sl__error *err)
+{
+    for (size_t c = 0; c < f->opts.ncolumns; c++) {
+        const sl_tensor *t = row->columns[f->opts.columns[c]];
+        const sl_tensor_spec *want = &f->opts.specs[c];
+        char got_s[96], want_s[96];
+        if (t->dtype == want->dtype && sl__shape_equal(t->ndim, t->shape, want->ndim, want->shape))
+            continue;
+        sl_shape_str(got_s, sizeof got_s, t->ndim, t->shape);
+        sl_shape_str(want_s, sizeof want_s, want->ndim, want->shape);
+        return sl__errf(err, SL_ESHAPE,
+                        "transfer: batch %llu's column '%s' is %s %s, but the device queue's "
+                        "slots hold %s %s (the shape the step was compiled for; batch with "
+                        "drop_remainder so every batch is full)",
+                        (unsigned long long)batch + 1, f->opts.names[c], sl_dtype_name(t->dtype),
+                        got_s, sl_dtype_name(want->dtype), want_s);
+    }
+    return SL_OK;
+}
+
+/* Copies one batch into a free slot of q: SL_OK, or the status that ends
+ * the thread (a closed or interrupted queue, a failed copy in err). */
+static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl__error *err)
+{
+    sl__dq_slot *slot;
+    double t0 = sl__now_ms(), t1;
+    int rc;
+    set_state(f, WAITING_SLOT, t0);
+    rc = sl__dq_acquire(q, &slot, -1);
+    if (rc < 0)
+        return rc;
+    t1 = sl__now_ms();
+    set_state(f, COPYING, t1);
+    for (size_t c = 0; c < f->opts.ncolumns && rc == SL_OK; c++) {
+        const sl_tensor *t = row->columns[f->opts.columns[c]];
+        rc = sl__device_copy_in(sl__dq_device(q), slot->columns[c].data, t->data, t->nbytes);
+        if (rc < 0)
+            sl__errf(err, rc, "transfer: copying column '%s' of batch %llu into queue '%s' failed",
+                     f->opts.names[c], (unsigned long long)atomic_load(&f->batches) + 1,
+                     sl__dq_name(q));
+    }
+    if (rc < 0) {
+        sl__dq_unacquire(q, slot);
+        return rc;
+    }
+    sl__dq_commit(q, slot);
+    atomic_fetch_add(&f->batches, 1);
+    pthread_mutex_lock(&f->stats_lock);
+    f->slot_wait_ms += t1 - t0;
+    f->copy_ms += sl__now_ms() - t1;
+    pthread_mutex_unlock(&f->stats_lock);
+    return SL_OK;
+}
+
+static void *transfer_main(void *arg)
+{
+    sl__feeder *f = arg;
+    size_t next_queue = 0;
+    sl__error err;
+    int rc;
+
+    sl__err_clear(&err);
+    for (;;) {
+        sl_row row;
+        double t0 = sl__now_ms();
+        set_state(f, WAITING_PIPELINE, t0);
+        rc = sl_iterator_next(f->it, &row);
+        pthread_mutex_lock(&f->stats_lock);
+        f->pipeline_wait_ms += sl__now_ms() - t0;
+        pthread_mutex_unlock(&f->stats_lock);
+        if (rc == SL_OK) {
+            rc = check_row(f, &row, atomic_load(&f->batches), &err);
+            if (rc == SL_OK) {
+                rc = send_batch(f, f->queues[next_queue], &row, &err);
+                next_queue = (next_queue + 1) % f->ndevices;
+            }
+            sl_row_clear(&row);
+            if (rc == SL_ECLOSED || rc == SL_ECANCELED)
+                break; /* the feeder is being freed */
+            if (rc < 0) {
+                broadcast(f, rc, &err);
+                break;
+            }
+            continue;
+        }
+        if (rc == SL_END_OF_EPOCH) {
+            if (broadcast(f, SL_END_OF_EPOCH, NULL) < 0)
+                break;
+            continue;
+        }
+        if (rc == SL_END_OF_DATA) {
+            broadcast(f, SL_END_OF_DATA, NULL);
+            break;
+        }
+        if (rc == SL_ECANCELED)
+            break; /* interrupted: the feeder is being freed */
+        /* A pipeline error: it travels to GetNext with its message. */
+        sl__errf(&err, rc, "pipeline: %s", sl_iterator_last_error(f->it));
+        broadcast(f, rc, &err);
+        break;
+    }
+    set_state(f, FINISHED, sl__now_ms());
+    return NULL;
+}
+
+static int check_options(const sl__feeder_options *o, size_t ndevices, sl__error *err)
+{
+    if (ndevices < 1 || ndevices > SL__FEEDER_MAX_DEVICES)
+        return sl__errf(err, SL_EINVAL, "feeder: %zu devices; 1 to %d may be fed", ndevices,
+                        SL__FEEDER_MAX_DEVICES);
+    if (o->capacity < 1)
+        return sl__errf(err, SL_EINVAL, "feeder: the queue capacity must be >= 1, not %zu",
+                        o->capacity);
+    if (o->ncolumns < 1 || o->ncolumns > SL_MAX_COLUMNS)
+        return sl__errf(err, SL_EINVAL, "feeder: %zu columns to send; 1 to %d may be",
+                        o->ncolumns, SL_MAX_COLUMNS);
+    return SL_OK;
+}
+
+int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
+                   size_t ndevices, const sl__feeder_options *o, sl__error *err)
+{
+    sl_iterator_options io;
+    sl__feeder *f;
+    int rc, e;
+
+    *out = NULL;
+    rc = check_options(o, ndevices, err);
+    if (rc < 0)
+        return rc;
+    f = calloc(1, sizeof *f);
+    if (!f)
+        return sl__errf(err, SL_ENOMEM, "feeder: out of memory");
+    f->opts = *o;
+    f->ndevices = ndevices;
+    if ((e = pthread_mutex_init(&f->stats_lock, NULL)) != 0) {
+        free(f);
+        return sl__pthread_errf(err, e, "feeder: pthread_mutex_init");
+    }
+    for (size_t d = 0; d < ndevices; d++) {
+        sl__dq_options qo;
+        char name[96];
+        snprintf(name, sizeof name, "%s/%s", sl_device_name(devices[d]),
+                 o->queue_name ? o->queue_name : "train");
+        memset(&qo, 0, sizeof qo);
+        qo.name = name;
+        qo.capacity = o->capacity;
+        qo.max_bytes = o->max_bytes;
+        qo.describe = describe;
+        qo.describe_arg = f;
+        rc = sl__dq_new(&f->queues[d], devices[d], o->specs, o->ncolumns, &qo, err);
+        if (rc < 0)
+            goto fail;
+    }
+    sl_iterator_options_init(&io);
+    io.num_epochs = o->num_epochs;
+    rc = sl_iterator_new(&f->it, ds, &io);
+    if (rc < 0) {
+        sl__errf(err, rc, "%s", sl_dataset_last_error(ds));
+        goto fail;
+    }
+    set_state(f, WAITING_PIPELINE, sl__now_ms());
+    if ((e = pthread_create(&f->thread, NULL, transfer_main, f)) != 0) {
+        rc = sl__pthread_errf(err, e, "feeder: starting the transfer thread");
+        goto fail;
+    }
+    f->started = 1;
+    *out = f;
+    return SL_OK;
+fail:
+    sl__feeder_free(f);
+    return rc;
+}
+
+void sl__feeder_free(sl__feeder *f)
+{
+    if (!f)
+        return;
+    /* Wake the transfer thread wherever it waits: on the pipeline, or on
+     * a full queue or a marker's room. */
+    if (f->it)
+        sl_iterator_interrupt(f->it);
+    for (size_t d = 0; d < f->ndevices; d++)
+        if (f->queues[d])
+            sl__dq_close(f->queues[d]);
+    if (f->started)
+        pthread_join(f->thread, NULL);
+    sl_iterator_free(f->it);
+    for (size_t d = 0; d < f->ndevices; d++)
+        sl__dq_free(f->queues[d]);
+    pthread_mutex_destroy(&f->stats_lock);
+    free(f);
+}
+
+sl__device_queue *sl__feeder_queue(sl__feeder *f, size_t device)
+{
+    return device < f->ndevices ? f->queues[device] : NULL;
+}
+
+void sl__feeder_get_stats(sl__feeder *f, sl__feeder_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->batches = atomic_load(&f->batches);
+    pthread_mutex_lock(&f->stats_lock);
+    out->copy_ms = f->copy_ms;
+    out->pipeline_wait_ms = f->pipeline_wait_ms;
+    out->slot_wait_ms = f->slot_wait_ms;
+    pthread_mutex_unlock(&f->stats_lock);
+    out->channel_full_ms = f->it ? sl__iterator_output_blocked_ms(f->it) : 0;
+}

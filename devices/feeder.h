@@ -1,0 +1,61 @@
+/* feeder.h: the channel and the transfer thread, what sinking adds
+ * between the pipeline and the devices. The channel is the pipeline's last
+ * bounded queue of ready host batches (sl_iterator); the transfer thread
+ * takes each batch from it, copies the columns a step reads into a free
+ * slot of a device queue (dealing batches round-robin when it feeds several
+ * devices) and commits it, so copying overlaps computing. Ends of epoch,
+ * the end of data and pipeline errors follow the batches into every
+ * queue, in order.
+ *
+ * Threads: one transfer thread, plus the pipeline's. Freeing the feeder
+ * interrupts the pipeline and the queues, joins the transfer thread and
+ * frees the iterator (joining the pipeline), at any point. */
+#ifndef SLUICE_DEVICES_FEEDER_H
+#define SLUICE_DEVICES_FEEDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "devices/device_queue.h"
+#include "sluice/dataset.h"
+#include "sluice/device.h"
+
+#define SL__FEEDER_MAX_DEVICES 8
+
+typedef struct sl__feeder sl__feeder;
+
+typedef struct sl__feeder_options {
+    const char *queue_name;    /* each device's queue is "<device>/<queue_name>" */
+    size_t capacity;           /* slots per device queue (>= 1) */
+    size_t max_bytes;          /* device bytes per queue at most (0: no cap) */
+    int64_t num_epochs;        /* epochs the pipeline delivers (-1: without end) */
+    int64_t stuck_ms;          /* no output for this long: the pipeline is
+                                * "stuck" rather than "slow" in reports */
+    /* The columns to send, in the order a step reads them, with the batch
+     * shape the step was compiled for: a batch of another shape is an
+     * error that names both. */
+    size_t ncolumns;
+    int columns[SL_MAX_COLUMNS];      /* dataset column indices */
+    sl_tensor_spec specs[SL_MAX_COLUMNS];
+    const char *names[SL_MAX_COLUMNS]; /* for messages */
+} sl__feeder_options;
+
+typedef struct sl__feeder_stats {
+    uint64_t batches;          /* copied into device queues */
+    double copy_ms;            /* the transfer thread copying */
+    double pipeline_wait_ms;   /* the transfer thread waiting for a batch */
+    double slot_wait_ms;       /* the transfer thread waiting for a free slot */
+    double channel_full_ms;    /* the pipeline blocked on a full channel */
+} sl__feeder_stats;
+
+/* Starts ds's pipeline, makes one queue per device and starts the transfer
+ * thread. On failure the message is in err and nothing is left running. */
+int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
+                   size_t ndevices, const sl__feeder_options *o, sl__error *err);
+/* Stops and joins every thread, frees the queues. NULL is ignored. */
+void sl__feeder_free(sl__feeder *f);
+sl__device_queue *sl__feeder_queue(sl__feeder *f, size_t device);
+void sl__feeder_get_stats(sl__feeder *f, sl__feeder_stats *out);
+
+#endif

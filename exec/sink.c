@@ -1,0 +1,298 @@
+/* sink.c: data sinking and loop sinking. A feeder (devices/feeder.h) runs
+ * the pipeline and a transfer thread that fills the device's queue; the
+ * host posts one sink at a time to the executor's thread, which runs the
+ * steps back to back, taking each batch from the queue with GetNext, and
+ * returns to the host once per sink with the last loss. Callbacks see one
+ * step_end per sink, as the seeds' LossMonitor does in sink mode. */
+#include "exec/model_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "devices/device_impl.h"
+#include "exec/step_impl.h"
+#include "sluice/sink.h"
+
+/* One sink: what the executor's thread runs, and what it found. */
+typedef struct sink_run {
+    sl_model *m;
+    sl__device_queue *q;
+    int64_t steps_wanted;      /* > 0, or -1: until the end of the epoch */
+    int64_t timeout_ms;        /* GetNext's */
+    /* results */
+    int64_t steps;
+    float loss;
+    int rc;
+    int end_of_epoch, end_of_data;
+    double getnext_wait_ms;
+    sl__error err;
+} sink_run;
+
+/* The loop that sinking moves to the device: GetNext, step, again. */
+static int sink_loop(void *arg)
+{
+    sink_run *r = arg;
+    sl_step *step = r->m->train_step;
+    size_t n = sl_step_num_inputs(step);
+
+    while (r->steps_wanted < 0 || r->steps < r->steps_wanted) {
+        sl_tensor *feed[SL_MAX_COLUMNS];
+        sl__dq_slot *slot;
+        double t0;
+        int rc;
+        if (atomic_load(&r->m->stop))
+            return SL_OK; /* asked between steps */
+        t0 = sl__now_ms();
+        rc = sl__dq_get_next(r->q, &slot, r->timeout_ms, &r->err);
+        r->getnext_wait_ms += sl__now_ms() - t0;
+        if (rc == SL_END_OF_EPOCH) {
+            if (r->steps_wanted < 0) {
+                r->end_of_epoch = 1;
+                return SL_OK;
+            }
+            continue; /* sink_size > 0: the traversal goes on across epochs */
+        }
+        if (rc == SL_END_OF_DATA) {
+            r->end_of_data = 1;
+            return SL_OK;
+        }
+        if (rc == SL_ECANCELED && atomic_load(&r->m->stop))
+            return SL_OK; /* sl_model_stop woke GetNext */
+        if (rc < 0)
+            return rc; /* r->err says why: a timeout naming the stage, a pipeline error */
+        for (size_t i = 0; i < n; i++)
+            feed[i] = &slot->columns[i];
+        rc = sl_step_run_here(step, feed, n);
+        sl__dq_release(r->q, slot);
+        if (rc < 0)
+            return sl__errf(&r->err, rc, "step %lld of the sink: %s", (long long)r->steps + 1,
+                            sl_step_last_error(step));
+        r->steps++;
+        r->loss = *(const float *)sl_step_output(step, 0, NULL);
+        if (!isfinite(r->loss))
+            return sl__errf(&r->err, SL_ENUMERIC,
+                            "step %lld of the sink: the loss is %s; training stopped (a lower "
+                            "learning rate may help)",
+                            (long long)r->steps, isnan(r->loss) ? "NaN" : "infinite");
+    }
+    return SL_OK;
+}
+
+/* Runs on the executor's thread: one host<->device interaction. */
+static void sink_job(void *arg)
+{
+    sink_run *r = arg;
+    r->rc = sl__device_run(r->m->dev, sink_loop, r);
+}
+
+/* Runs one sink of steps_wanted steps (-1: to the end of the epoch) on the
+ * executor's thread, the host waiting. */
+static void run_sink(sl_model *m, sl__device_queue *q, int64_t steps_wanted, int64_t timeout_ms,
+                     sink_run *r)
+{
+    memset(r, 0, sizeof *r);
+    r->m = m;
+    r->q = q;
+    r->steps_wanted = steps_wanted;
+    r->timeout_ms = timeout_ms;
+    sl__executor_call(m->ex, sink_job, r);
+    m->global_step += r->steps;
+    m->sink_stats.sinks++;
+    m->sink_stats.steps += r->steps;
+    m->sink_stats.getnext_wait_ms += r->getnext_wait_ms;
+}
+
+/* Starts a feeder for the model's training step on its device. */
+static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
+                        int64_t num_epochs, const char *what, sl__feeder **out)
+{
+    sl__feeder_options fo;
+    sl_step *step = m->train_step;
+    int rc;
+
+    memset(&fo, 0, sizeof fo);
+    fo.queue_name = "train";
+    fo.capacity = (size_t)o->queue_capacity;
+    fo.max_bytes = (size_t)o->queue_max_bytes;
+    fo.num_epochs = num_epochs;
+    fo.stuck_ms = o->getnext_timeout_ms > 0 ? o->getnext_timeout_ms / 2 : 10000;
+    fo.ncolumns = sl_step_num_inputs(step);
+    rc = sl__model_map_columns(m, step, ds, what, fo.columns);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < fo.ncolumns; i++) {
+        int node = sl_step_input_node(step, i);
+        sl_graph_node_spec(m->g, node, &fo.specs[i]);
+        fo.names[i] = sl_graph_node_name(m->g, node);
+    }
+    rc = sl__feeder_new(out, ds, &m->dev, 1, &fo, &m->err);
+    if (rc < 0)
+        sl__err_prefix(&m->err, "%s: ", what);
+    return rc;
+}
+
+/* Adds the feeder's figures to the model's sink stats. */
+static void collect_stats(sl_model *m, sl__feeder *f)
+{
+    sl__feeder_stats fs;
+    sl__feeder_get_stats(f, &fs);
+    m->sink_stats.batches_sent += (int64_t)fs.batches;
+    m->sink_stats.channel_full_ms += fs.channel_full_ms;
+    m->sink_stats.transfer_copy_ms += fs.copy_ms;
+    m->sink_stats.transfer_wait_ms += fs.pipeline_wait_ms;
+}
+
+int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
+                         size_t ncbs, const sl_train_options *o)
+{
+    sl__feeder *f = NULL;
+    sl_train_info info;
+    int64_t size;
+    int rc, size_rc;
+
+    atomic_store(&m->stop, 0);
+    memset(&m->sink_stats, 0, sizeof m->sink_stats);
+    if (epochs < 1)
+        return sl__errf(&m->err, SL_EINVAL, "train: epochs %lld must be >= 1",
+                        (long long)epochs);
+    size_rc = sl_dataset_get_dataset_size(ds, &size);
+    if (size_rc == SL_OK && size == 0)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "train: an epoch of the dataset holds no batch (fewer samples than "
+                        "the batch size, with drop_remainder?)");
+    if (o->sink_size < 0 && size_rc == SL_OK && size == SL_DATASET_SIZE_ENDLESS)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "train: sink_size -1 sinks one epoch of the dataset at a time, but this "
+                        "dataset has no end (repeat -1): give sink_size > 0");
+    /* sink_size > 0: an endless traversal that each epoch continues. */
+    rc = start_feeder(m, ds, o, o->sink_size > 0 ? -1 : epochs, "train", &f);
+    if (rc < 0)
+        return rc;
+    sl__model_set_active_feeder(m, f);
+
+    memset(&info, 0, sizeof info);
+    info.epoch_num = epochs;
+    info.steps_per_epoch = o->sink_size > 0 ? o->sink_size : (size_rc == SL_OK ? size : -1);
+    info.global_step = m->global_step;
+    info.batch_size = m->opts.network.batch;
+    info.model = m;
+    rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info);
+    for (int64_t e = 1; e <= epochs && rc == SL_OK && !atomic_load(&m->stop); e++) {
+        sink_run r;
+        double t0;
+        info.epoch = e;
+        info.step_in_epoch = 0;
+        rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_BEGIN, &info);
+        if (rc < 0 || atomic_load(&m->stop))
+            break;
+        t0 = sl__now_ms();
+        run_sink(m, sl__feeder_queue(f, 0), o->sink_size, o->getnext_timeout_ms, &r);
+        info.epoch_ms = sl__now_ms() - t0;
+        info.global_step = m->global_step;
+        info.step_in_epoch = r.steps;
+        info.loss = r.loss;
+        info.step_ms = r.steps ? info.epoch_ms / (double)r.steps : 0;
+        if (r.rc < 0) {
+            rc = sl__errf(&m->err, r.rc, "train: epoch %lld (global step %lld): %s",
+                          (long long)e, (long long)m->global_step + 1, r.err.msg);
+            break;
+        }
+        if (atomic_load(&m->stop))
+            break;
+        if (r.steps == 0) {
+            rc = sl__errf(&m->err, SL_EINVAL, "train: epoch %lld held no batch", (long long)e);
+            break;
+        }
+        rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_STEP_END, &info);
+        if (rc == SL_OK)
+            rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_END, &info);
+        if (r.end_of_data)
+            break;
+    }
+    collect_stats(m, f);
+    /* Joins the transfer thread and every pipeline thread. */
+    sl__model_set_active_feeder(m, NULL);
+    sl__feeder_free(f);
+    if (rc == SL_OK)
+        rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_END, &info);
+    return rc;
+}
+
+/* --- data_sink ---------------------------------------------------------- */
+
+struct sl_data_sink {
+    sl_model *m;
+    sl__feeder *f;
+    int64_t sink_size;
+    int64_t timeout_ms;
+};
+
+int sl_data_sink_new(sl_data_sink **out, sl_model *m, sl_dataset *ds, int64_t sink_size,
+                     const sl_train_options *user)
+{
+    sl_train_options o;
+    sl_data_sink *s;
+    int64_t size;
+    int rc;
+
+    *out = NULL;
+    sl__err_clear(&m->err);
+    rc = sl__train_options_read(m, &o, user);
+    if (rc < 0)
+        return rc;
+    if (sink_size < 1)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "data_sink: sink_size %lld: give the number of steps each call runs "
+                        "(>= 1)",
+                        (long long)sink_size);
+    if (sl_dataset_get_dataset_size(ds, &size) == SL_OK && size == 0)
+        return sl__errf(&m->err, SL_EINVAL, "data_sink: an epoch of the dataset holds no batch");
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return sl__errf(&m->err, SL_ENOMEM, "data_sink: out of memory");
+    s->m = m;
+    s->sink_size = sink_size;
+    memset(&m->sink_stats, 0, sizeof m->sink_stats);
+    s->timeout_ms = o.getnext_timeout_ms;
+    /* Calls continue the traversal, across epochs, for as long as they come. */
+    rc = start_feeder(m, ds, &o, -1, "data_sink", &s->f);
+    if (rc < 0) {
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return SL_OK;
+}
+
+int sl_data_sink_call(sl_data_sink *s, float *loss)
+{
+    sl_model *m = s->m;
+    sink_run r;
+    sl__err_clear(&m->err);
+    atomic_store(&m->stop, 0);
+    sl__dq_resume(sl__feeder_queue(s->f, 0)); /* a stop ends one call, not the sink */
+    sl__model_set_active_feeder(m, s->f);
+    run_sink(m, sl__feeder_queue(s->f, 0), s->sink_size, s->timeout_ms, &r);
+    sl__model_set_active_feeder(m, NULL);
+    if (r.rc < 0)
+        return sl__errf(&m->err, r.rc, "data_sink: global step %lld: %s",
+                        (long long)m->global_step + 1, r.err.msg);
+    if (r.steps < s->sink_size && atomic_load(&m->stop))
+        return sl__errf(&m->err, SL_ECANCELED, "data_sink: stopped after %lld of %lld steps",
+                        (long long)r.steps, (long long)s->sink_size);
+    if (loss)
+        *loss = r.loss;
+    return SL_OK;
+}
+
+void sl_data_sink_free(sl_data_sink *s)
+{
+    if (!s)
+        return;
+    collect_stats(s->m, s->f);
+    sl__feeder_free(s->f);
+    free(s);
+}

@@ -1,0 +1,247 @@
+/* train.c: Model.train. The options say how the steps are fed: the host
+ * loop of non-sink mode lives here; sink mode is exec/sink.c. */
+#include "exec/model_impl.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/options.h"
+#include "core/tensor_impl.h"
+#include "devices/device_impl.h"
+#include "sluice/iterator.h"
+
+/* The end of the first version's fields: fixed forever (core/options.h). */
+static const size_t train_options_v1_size =
+    offsetof(sl_train_options, getnext_timeout_ms) + sizeof(int64_t);
+_Static_assert(sizeof(sl_train_options) ==
+                   offsetof(sl_train_options, getnext_timeout_ms) + sizeof(int64_t),
+               "sl_train_options: name its last field here; no tail padding "
+               "(core/options.h)");
+
+void sl_train_options_init_sized(sl_train_options *o, size_t size)
+{
+    sl_train_options d;
+    memset(&d, 0, sizeof d);
+    d.dataset_sink_mode = 0;
+    d.sink_size = -1;
+    d.queue_capacity = 4;
+    d.queue_max_bytes = 0;
+    d.getnext_timeout_ms = 300000;
+    sl__options_init(o, size, &d, sizeof d);
+}
+
+int sl__train_options_read(sl_model *m, sl_train_options *o, const sl_train_options *user)
+{
+    int rc;
+    sl_train_options_init(o);
+    rc = sl__options_read(o, sizeof *o, train_options_v1_size, user, "sl_train_options",
+                          &m->err);
+    if (rc < 0)
+        return rc;
+    if (o->dataset_sink_mode != 0 && o->dataset_sink_mode != 1)
+        return sl__errf(&m->err, SL_EINVAL, "train: dataset_sink_mode is %d; give 0 or 1",
+                        o->dataset_sink_mode);
+    if (o->sink_size == 0 || o->sink_size < -1)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "train: sink_size %lld: give -1 (each epoch sinks the whole dataset) "
+                        "or a number of steps > 0",
+                        (long long)o->sink_size);
+    if (o->queue_capacity < 1 || o->queue_capacity > 4096)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "train: queue_capacity %lld: the device queue needs 1 to 4096 slots",
+                        (long long)o->queue_capacity);
+    if (o->queue_max_bytes < 0)
+        return sl__errf(&m->err, SL_EINVAL, "train: queue_max_bytes %lld must be >= 0",
+                        (long long)o->queue_max_bytes);
+    if (o->getnext_timeout_ms == 0 || o->getnext_timeout_ms < -1)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "train: getnext_timeout_ms %lld: give a time > 0 or -1 (for ever)",
+                        (long long)o->getnext_timeout_ms);
+    return SL_OK;
+}
+
+typedef struct step_call {
+    sl_step *step;
+    sl_tensor *const *feed;
+    size_t n;
+} step_call;
+
+static int run_step_here(void *arg)
+{
+    step_call *c = arg;
+    return sl_step_run_here(c->step, c->feed, c->n);
+}
+
+/* One non-sink step: the host drives it, so it runs on the host's thread
+ * with the executor's team (handing it to the executor's thread and back
+ * would cost two wake-ups for nothing), as one host<->device interaction.
+ * A device that computes on host memory (cpu) reads the batch where it is;
+ * another gets it copied into its staging blocks first: the per-step copy
+ * that sinking overlaps with computing. */
+static int nonsink_step(sl_model *m, sl_tensor *const *feed, size_t n)
+{
+    sl_tensor staged[SL_MAX_COLUMNS];
+    sl_tensor *on_device[SL_MAX_COLUMNS];
+    step_call call = {m->train_step, feed, n};
+    int rc;
+
+    if (!sl__device_reads_host(m->dev)) {
+        for (size_t i = 0; i < n; i++) {
+            const sl_tensor *t = feed[i];
+            if (m->staging_bytes[i] != t->nbytes) {
+                if (m->staging[i])
+                    sl__device_free(m->dev, m->staging[i], m->staging_bytes[i]);
+                m->staging[i] = NULL;
+                m->staging_bytes[i] = 0;
+                rc = sl__device_alloc(m->dev, t->nbytes, &m->staging[i]);
+                if (rc < 0)
+                    return sl__errf(&m->err, rc, "device %s: cannot allocate %zu bytes",
+                                    m->device_name, t->nbytes);
+                m->staging_bytes[i] = t->nbytes;
+            }
+            rc = sl__device_copy_in(m->dev, m->staging[i], t->data, t->nbytes);
+            if (rc < 0)
+                return sl__errf(&m->err, rc, "device %s: copying a batch in failed",
+                                m->device_name);
+            sl__tensor_init_external(&staged[i], t->dtype, t->ndim, t->shape, m->staging[i]);
+            on_device[i] = &staged[i];
+        }
+        call.feed = on_device;
+    }
+    return sl__device_run(m->dev, run_step_here, &call);
+}
+
+/* The seeds' non-sink mode: one batch, one step, callbacks, again. */
+static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
+                         size_t ncbs)
+{
+    sl_iterator_options io;
+    sl_iterator *it = NULL;
+    sl_train_info info;
+    int cols[SL_MAX_COLUMNS], rc;
+    double epoch_t0, t0;
+
+    sl__err_clear(&m->err);
+    atomic_store(&m->stop, 0);
+    if (epochs < 1)
+        return sl__errf(&m->err, SL_EINVAL, "train: epochs %lld must be >= 1",
+                        (long long)epochs);
+    rc = sl__model_map_columns(m, m->train_step, ds, "train", cols);
+    if (rc < 0)
+        return rc;
+    if (sl_dataset_get_dataset_size(ds, &info.steps_per_epoch) == SL_OK && !info.steps_per_epoch)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "train: an epoch of the dataset holds no batch (fewer samples than "
+                        "the batch size, with drop_remainder?)");
+    sl_iterator_options_init(&io);
+    io.num_epochs = epochs;
+    io.timeout_ms = sl__model_data_timeout(m);
+    rc = sl_iterator_new(&it, ds, &io);
+    if (rc < 0)
+        return sl__errf(&m->err, rc, "train: %s", sl_dataset_last_error(ds));
+    sl__model_set_active(m, it);
+
+    memset(&info, 0, sizeof info);
+    info.epoch = 1;
+    info.epoch_num = epochs;
+    sl_dataset_get_dataset_size(ds, &info.steps_per_epoch); /* endless: -1, "unknown" */
+    info.global_step = m->global_step;
+    info.batch_size = m->opts.network.batch;
+    info.model = m;
+    rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info);
+    if (rc == SL_OK)
+        rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_BEGIN, &info);
+    epoch_t0 = t0 = sl__now_ms();
+    while (rc == SL_OK && !atomic_load(&m->stop)) {
+        sl_row row;
+        sl_tensor *feed[SL_MAX_COLUMNS];
+        int next = sl_iterator_next(it, &row);
+        if (next == SL_END_OF_DATA)
+            break;
+        if (next == SL_END_OF_EPOCH && info.step_in_epoch == 0) {
+            rc = sl__errf(&m->err, SL_EINVAL, "train: epoch %lld held no batch",
+                          (long long)info.epoch);
+            break;
+        }
+        if (next == SL_END_OF_EPOCH) {
+            info.epoch_ms = sl__now_ms() - epoch_t0;
+            rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_END, &info);
+            if (rc < 0 || info.epoch == epochs || atomic_load(&m->stop))
+                break;
+            info.epoch++;
+            info.step_in_epoch = 0;
+            rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_BEGIN, &info);
+            epoch_t0 = t0 = sl__now_ms();
+            continue;
+        }
+        if (next == SL_ECANCELED && atomic_load(&m->stop))
+            break; /* sl_model_stop woke the wait for data */
+        if (next < 0) {
+            rc = sl__errf(&m->err, next, "train: epoch %lld step %lld: %s",
+                          (long long)info.epoch, (long long)info.step_in_epoch + 1,
+                          sl_iterator_last_error(it));
+            break;
+        }
+        for (size_t i = 0; i < sl_step_num_inputs(m->train_step); i++)
+            feed[i] = row.columns[cols[i]];
+        rc = nonsink_step(m, feed, sl_step_num_inputs(m->train_step));
+        if (rc < 0) {
+            /* A short last batch is the usual cause: say so. */
+            int short_batch = sl__model_is_short_batch(m, row.columns[cols[0]], row.columns[cols[1]]);
+            sl__errf(&m->err, rc, "train: epoch %lld step %lld: %s%s", (long long)info.epoch,
+                     (long long)info.step_in_epoch + 1, sl_step_last_error(m->train_step),
+                     short_batch ? " (a short last batch: the model's steps have a fixed "
+                                   "batch size, so batch the dataset with drop_remainder)"
+                                 : "");
+            sl_row_clear(&row);
+            break;
+        }
+        sl_row_clear(&row);
+        m->global_step++;
+        info.global_step = m->global_step;
+        info.step_in_epoch++;
+        info.loss = *(const float *)sl_step_output(m->train_step, 0, NULL);
+        if (!isfinite(info.loss)) {
+            rc = sl__errf(&m->err, SL_ENUMERIC,
+                          "train: epoch %lld step %lld (global step %lld): the loss is %s; "
+                          "training stopped (a lower learning rate may help)",
+                          (long long)info.epoch, (long long)info.step_in_epoch,
+                          (long long)info.global_step, isnan(info.loss) ? "NaN" : "infinite");
+            break;
+        }
+        info.step_ms = sl__now_ms() - t0;
+        t0 = sl__now_ms();
+        info.epoch_ms = t0 - epoch_t0;
+        rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_STEP_END, &info);
+    }
+    /* Joins every pipeline thread, whether the loop ended or stopped. */
+    sl__model_set_active(m, NULL);
+    sl_iterator_free(it);
+    if (rc == SL_OK)
+        rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_END, &info);
+    return rc;
+}
+
+
+int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
+                        size_t ncbs, const sl_train_options *user)
+{
+    sl_train_options o;
+    int rc;
+    sl__err_clear(&m->err);
+    rc = sl__train_options_read(m, &o, user);
+    if (rc < 0)
+        return rc;
+    if (o.dataset_sink_mode)
+        return sl__model_train_sink(m, epochs, ds, cbs, ncbs, &o);
+    return train_nonsink(m, epochs, ds, cbs, ncbs);
+}
+
+int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
+                   size_t ncbs)
+{
+    return sl_model_train_opts(m, epochs, ds, cbs, ncbs, NULL);
+}
