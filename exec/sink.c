@@ -20,7 +20,8 @@
 typedef struct sink_run {
     sl_model *m;
     sl__device_queue *q;
-    int64_t steps_wanted;      /* > 0, or -1: until the end of the epoch */
+    int64_t steps_wanted;      /* at most this many steps (-1: no limit) */
+    int to_epoch_end;          /* an end of epoch ends the sink (sink_size -1) */
     int64_t timeout_ms;        /* GetNext's */
     /* results */
     int64_t steps;
@@ -49,7 +50,7 @@ static int sink_loop(void *arg)
         rc = sl__dq_get_next(r->q, &slot, r->timeout_ms, &r->err);
         r->getnext_wait_ms += sl__now_ms() - t0;
         if (rc == SL_END_OF_EPOCH) {
-            if (r->steps_wanted < 0) {
+            if (r->to_epoch_end) {
                 r->end_of_epoch = 1;
                 return SL_OK;
             }
@@ -88,15 +89,17 @@ static void sink_job(void *arg)
     r->rc = sl__device_run(r->m->dev, sink_loop, r);
 }
 
-/* Runs one sink of steps_wanted steps (-1: to the end of the epoch) on the
- * executor's thread, the host waiting. */
-static void run_sink(sl_model *m, sl__device_queue *q, int64_t steps_wanted, int64_t timeout_ms,
-                     sink_run *r)
+/* Runs one sink of at most steps_wanted steps (-1: no limit), ending at
+ * the end of the epoch when to_epoch_end, on the executor's thread while
+ * the host waits. */
+static void run_sink(sl_model *m, sl__device_queue *q, int64_t steps_wanted, int to_epoch_end,
+                     int64_t timeout_ms, sink_run *r)
 {
     memset(r, 0, sizeof *r);
     r->m = m;
     r->q = q;
     r->steps_wanted = steps_wanted;
+    r->to_epoch_end = to_epoch_end;
     r->timeout_ms = timeout_ms;
     sl__executor_call(m->ex, sink_job, r);
     m->global_step += r->steps;
@@ -150,7 +153,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
 {
     sl__feeder *f = NULL;
     sl_train_info info;
-    int64_t size;
+    int64_t size, start_step = m->global_step;
     int rc, size_rc;
 
     atomic_store(&m->stop, 0);
@@ -182,14 +185,22 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info);
     for (int64_t e = 1; e <= epochs && rc == SL_OK && !atomic_load(&m->stop); e++) {
         sink_run r;
+        int64_t want = o->sink_size > 0 ? o->sink_size : -1;
         double t0;
+        if (o->max_steps > 0) {
+            int64_t left = o->max_steps - (m->global_step - start_step);
+            if (left <= 0)
+                break;
+            if (want < 0 || want > left)
+                want = left;
+        }
         info.epoch = e;
         info.step_in_epoch = 0;
         rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_BEGIN, &info);
         if (rc < 0 || atomic_load(&m->stop))
             break;
         t0 = sl__now_ms();
-        run_sink(m, sl__feeder_queue(f, 0), o->sink_size, o->getnext_timeout_ms, &r);
+        run_sink(m, sl__feeder_queue(f, 0), want, o->sink_size < 0, o->getnext_timeout_ms, &r);
         info.epoch_ms = sl__now_ms() - t0;
         info.global_step = m->global_step;
         info.step_in_epoch = r.steps;
@@ -275,7 +286,7 @@ int sl_data_sink_call(sl_data_sink *s, float *loss)
     atomic_store(&m->stop, 0);
     sl__dq_resume(sl__feeder_queue(s->f, 0)); /* a stop ends one call, not the sink */
     sl__model_set_active_feeder(m, s->f);
-    run_sink(m, sl__feeder_queue(s->f, 0), s->sink_size, s->timeout_ms, &r);
+    run_sink(m, sl__feeder_queue(s->f, 0), s->sink_size, 0, s->timeout_ms, &r);
     sl__model_set_active_feeder(m, NULL);
     if (r.rc < 0)
         return sl__errf(&m->err, r.rc, "data_sink: global step %lld: %s",

@@ -15,9 +15,9 @@
 
 /* The end of the first version's fields: fixed forever (core/options.h). */
 static const size_t train_options_v1_size =
-    offsetof(sl_train_options, getnext_timeout_ms) + sizeof(int64_t);
+    offsetof(sl_train_options, max_steps) + sizeof(int64_t);
 _Static_assert(sizeof(sl_train_options) ==
-                   offsetof(sl_train_options, getnext_timeout_ms) + sizeof(int64_t),
+                   offsetof(sl_train_options, max_steps) + sizeof(int64_t),
                "sl_train_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -56,6 +56,9 @@ int sl__train_options_read(sl_model *m, sl_train_options *o, const sl_train_opti
     if (o->queue_max_bytes < 0)
         return sl__errf(&m->err, SL_EINVAL, "train: queue_max_bytes %lld must be >= 0",
                         (long long)o->queue_max_bytes);
+    if (o->max_steps < 0)
+        return sl__errf(&m->err, SL_EINVAL, "train: max_steps %lld must be >= 0 (0: no limit)",
+                        (long long)o->max_steps);
     if (o->getnext_timeout_ms == 0 || o->getnext_timeout_ms < -1)
         return sl__errf(&m->err, SL_EINVAL,
                         "train: getnext_timeout_ms %lld: give a time > 0 or -1 (for ever)",
@@ -116,8 +119,9 @@ static int nonsink_step(sl_model *m, sl_tensor *const *feed, size_t n)
 
 /* The seeds' non-sink mode: one batch, one step, callbacks, again. */
 static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
-                         size_t ncbs)
+                         size_t ncbs, int64_t max_steps)
 {
+    int64_t start_step = m->global_step;
     sl_iterator_options io;
     sl_iterator *it = NULL;
     sl_train_info info;
@@ -155,7 +159,8 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     if (rc == SL_OK)
         rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_BEGIN, &info);
     epoch_t0 = t0 = sl__now_ms();
-    while (rc == SL_OK && !atomic_load(&m->stop)) {
+    while (rc == SL_OK && !atomic_load(&m->stop) &&
+           (max_steps == 0 || m->global_step - start_step < max_steps)) {
         sl_row row;
         sl_tensor *feed[SL_MAX_COLUMNS];
         int next = sl_iterator_next(it, &row);
@@ -237,7 +242,7 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
         return rc;
     if (o.dataset_sink_mode)
         return sl__model_train_sink(m, epochs, ds, cbs, ncbs, &o);
-    return train_nonsink(m, epochs, ds, cbs, ncbs);
+    return train_nonsink(m, epochs, ds, cbs, ncbs, o.max_steps);
 }
 
 int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,

@@ -15,13 +15,16 @@ enum {
     OPT_MODEL = 256, OPT_DATA, OPT_EPOCHS, OPT_BATCH, OPT_MODE, OPT_LR, OPT_MOMENTUM,
     OPT_OPTIMIZER, OPT_SEED, OPT_WORKERS, OPT_THREADS, OPT_BLAS_THREADS, OPT_SAVE,
     OPT_LOAD, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_CKPT_DIR,
-    OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_JSON, OPT_DATA_TIMEOUT
+    OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
+    OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT
 };
 
 /* Options both commands share, and train's own. */
 typedef struct train_args {
     const char *cmd;
     sl_model_options model;
+    sl_train_options train;
+    const char *device;
     const char *data;
     int64_t epochs;
     int64_t workers;
@@ -44,8 +47,11 @@ void cli_train_usage(FILE *f)
           "(resize 32x32 bilinear, rescale 1/255, rescale 1/0.3081 shift -0.1307/0.3081,\n"
           "HWC2CHW, label int32, shuffle 10000, batch dropping the remainder), printing\n"
           "MindSpore's LossMonitor lines, then evaluates on the test split (all of it:\n"
-          "a short last batch is padded) and prints the accuracy. Training is the\n"
-          "non-sink path: one batch, one step, then the callbacks.\n"
+          "a short last batch is padded) and prints the accuracy. Training sinks the\n"
+          "data by default: a transfer thread copies ready batches into the device's\n"
+          "queue while the executor runs the steps back to back, taking each with\n"
+          "GetNext, and returns once per sink (--no-sink: one batch, one step, then the\n"
+          "callbacks, as MindSpore's dataset_sink_mode=False).\n"
           "\n"
           "Options:\n"
           "  --model lenet|mlp   network (default lenet)\n"
@@ -63,6 +69,15 @@ void cli_train_usage(FILE *f)
           "  --blas-threads N    OpenBLAS threads (default 1)\n"
           "  --data-timeout S    fail when no batch comes for S seconds, naming the\n"
           "                      stalled pipeline stage (default 300; 0: wait for ever)\n"
+          "  --sink, --no-sink   sink the data (default) or feed every step from the host\n"
+          "  --sink-size N       steps per sink: -1 (default) sinks each epoch whole;\n"
+          "                      N > 0 makes each epoch N steps of an endless traversal\n"
+          "                      (epochs x N steps in all), as MindSpore's sink_size\n"
+          "  --device D          cpu:0 (default) or sim:0, a model of an accelerator\n"
+          "                      across a PCIe 4.0 x16 bus (copies and launches cost time)\n"
+          "  --queue-capacity N  batches the device queue holds (default 4)\n"
+          "  --getnext-timeout S fail when GetNext waits S seconds for a batch, naming\n"
+          "                      what starves the queue (default 300; 0: wait for ever)\n"
           "  --log-every N       a loss line every N steps (default: each epoch's last)\n"
           "  --time              TimeMonitor lines at each epoch's end\n"
           "  --max-steps N       stop after N steps in all (default: no limit)\n"
@@ -188,6 +203,34 @@ static int parse_option(train_args *a, int opt, const char *arg)
             return -1;
         a->model.data_timeout_ms = v == 0 ? -1 : v * 1000;
         return 0;
+    case OPT_SINK: a->train.dataset_sink_mode = 1; return 0;
+    case OPT_NO_SINK: a->train.dataset_sink_mode = 0; return 0;
+    case OPT_SINK_SIZE:
+        if (strcmp(arg, "-1") == 0) {
+            a->train.sink_size = -1;
+            return 0;
+        }
+        return cli_parse_int64(cmd, "--sink-size", arg, 1, INT64_MAX, &a->train.sink_size);
+    case OPT_DEVICE: {
+        char kind[8];
+        int id, end = 0;
+        if (sscanf(arg, "%7[a-z]:%d%n", kind, &id, &end) != 2 || arg[end] != '\0' ||
+            (strcmp(kind, "cpu") != 0 && strcmp(kind, "sim") != 0) || id < 0 || id > 63) {
+            cli_error(cmd, "--device: '%s' is not cpu:N or sim:N (N in [0, 63])", arg);
+            return -1;
+        }
+        a->device = arg;
+        a->model.context.device_target = strcmp(kind, "cpu") == 0 ? "CPU" : "SIM";
+        a->model.context.device_id = id;
+        return 0;
+    }
+    case OPT_QUEUE_CAPACITY:
+        return cli_parse_int64(cmd, "--queue-capacity", arg, 1, 4096, &a->train.queue_capacity);
+    case OPT_GETNEXT_TIMEOUT:
+        if (cli_parse_int64(cmd, "--getnext-timeout", arg, 0, 1000000000, &v) != 0)
+            return -1;
+        a->train.getnext_timeout_ms = v == 0 ? -1 : v * 1000;
+        return 0;
     case OPT_SAVE: a->save = arg; return 0;
     case OPT_LOAD: a->load = arg; return 0;
     case OPT_SAVE_GRAPHS: a->save_graphs = arg; return 0;
@@ -221,6 +264,12 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"threads", required_argument, NULL, OPT_THREADS},
         {"blas-threads", required_argument, NULL, OPT_BLAS_THREADS},
         {"data-timeout", required_argument, NULL, OPT_DATA_TIMEOUT},
+        {"sink", no_argument, NULL, OPT_SINK},
+        {"no-sink", no_argument, NULL, OPT_NO_SINK},
+        {"sink-size", required_argument, NULL, OPT_SINK_SIZE},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {"queue-capacity", required_argument, NULL, OPT_QUEUE_CAPACITY},
+        {"getnext-timeout", required_argument, NULL, OPT_GETNEXT_TIMEOUT},
         {"save", required_argument, NULL, OPT_SAVE},
         {"load", required_argument, NULL, OPT_LOAD},
         {"save-graphs", required_argument, NULL, OPT_SAVE_GRAPHS},
@@ -255,6 +304,9 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
     memset(a, 0, sizeof *a);
     a->cmd = is_eval ? "eval" : "train";
     sl_model_options_init(&a->model);
+    sl_train_options_init(&a->train);
+    a->train.dataset_sink_mode = 1;
+    a->device = "cpu:0";
     a->data = CLI_DEFAULT_DATA;
     a->epochs = 1;
     {
@@ -426,7 +478,6 @@ int cli_train_main(int argc, char **argv)
     sl_callback cbs[5];
     sl_callback *list[5];
     size_t ncbs = 0;
-    cli_step_limit limit;
     progress prog;
     sl_metrics metrics;
     double t0, train_ms;
@@ -460,12 +511,22 @@ int cli_train_main(int argc, char **argv)
                (double)a.model.learning_rate,
                a.model.optimizer == SL_OPTIMIZER_SGD ? "SGD" : "Momentum",
                a.load ? " (from the checkpoint)" : "");
+        if (a.train.dataset_sink_mode)
+            printf("data sink on %s: sink_size %" PRId64 " (%s), device queue of %" PRId64
+                   " batches\n",
+                   a.device, a.train.sink_size,
+                   a.train.sink_size < 0 ? "each epoch sinks the whole dataset"
+                                         : "each epoch sinks sink_size steps",
+                   a.train.queue_capacity);
+        else
+            printf("no sink on %s: the host feeds every step\n", a.device);
         sl_thread_budget b;
         char line[256];
         sl_thread_budget_default(&b);
         b.compute_threads = a.model.context.threads;
         b.blas_threads = a.model.context.blas_threads;
         b.pipeline_workers = (int)a.workers;
+        b.transfer_threads = a.train.dataset_sink_mode ? 1 : 0;
         sl_thread_budget_format(&b, line, sizeof line);
         printf("thread budget: %s; seed %" PRIu64 "\n", line, a.model.seed);
         fflush(stdout);
@@ -497,7 +558,7 @@ int cli_train_main(int argc, char **argv)
             ncbs++;
     }
     if (a.max_steps > 0)
-        cbs[ncbs++] = cli_step_limit_callback(&limit, model, a.max_steps);
+        a.train.max_steps = a.max_steps;
     for (size_t i = 0; i < ncbs; i++)
         list[i] = &cbs[i];
     if (rc < 0) {
@@ -506,7 +567,7 @@ int cli_train_main(int argc, char **argv)
         goto out;
     }
     t0 = cli_now_ms();
-    rc = sl_model_train(model, a.epochs, train, list, ncbs);
+    rc = sl_model_train_opts(model, a.epochs, train, list, ncbs, &a.train);
     train_ms = cli_now_ms() - t0;
     if (prog.drawn)
         progress_clear(&prog, NULL);
@@ -531,9 +592,10 @@ int cli_train_main(int argc, char **argv)
     if (!a.no_eval)
         exit_code = run_eval(&a, model, test, &metrics);
     if (a.json && exit_code == CLI_EXIT_OK) {
-        printf("{\"model\": \"%s\", \"steps\": %" PRId64 ", \"train_seconds\": %.3f, "
-               "\"samples_per_s\": %.1f",
-               sl_network_kind_name(a.model.network.kind),
+        printf("{\"model\": \"%s\", \"device\": \"%s\", \"sink_mode\": %s, \"sink_size\": %" PRId64
+               ", \"steps\": %" PRId64 ", \"train_seconds\": %.3f, \"samples_per_s\": %.1f",
+               sl_network_kind_name(a.model.network.kind), a.device,
+               a.train.dataset_sink_mode ? "true" : "false", a.train.sink_size,
                sl_model_global_step(model) - start_step, train_ms / 1e3,
                (double)(sl_model_global_step(model) - start_step) *
                    (double)a.model.network.batch / (train_ms / 1e3));

@@ -85,6 +85,9 @@ typedef struct sl_train_options {
     int64_t getnext_timeout_ms; /* GetNext fails when no batch comes for this
                               * long, naming what starves it (default 300000;
                               * -1: wait for ever) */
+    int64_t max_steps;       /* stop after this many steps of this call (0,
+                              * default: no limit); in sink mode the sink
+                              * that reaches it is cut short */
 } sl_train_options;
 
 /* Where a sink-mode train's time went (sl_model_get_sink_stats). */
