@@ -1,5 +1,5 @@
 /* sluice.c: the `sluice` program: global options and dispatch to the
- * subcommands (inspect.c, train.c, bench_pipeline.c, bench_train.c). */
+ * subcommands (inspect.c, train.c, bench_pipeline.c, bench_train.c, bench_sink.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -26,7 +26,8 @@ static const command commands[] = {
      cli_train_main, cli_train_usage},
     {"eval", "evaluate a checkpoint on an MNIST folder's test split",
      cli_eval_main, cli_eval_usage},
-    {"bench", "benchmarks: 'bench pipeline' (dataset), 'bench train' (training)",
+    {"bench", "benchmarks: 'bench pipeline' (dataset), 'bench train' (training), "
+              "'bench sink' (data sinking against none)",
      bench_main, bench_usage},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -37,6 +38,8 @@ static const command bench_commands[] = {
      cli_bench_pipeline_main, cli_bench_pipeline_usage},
     {"train", "training throughput: compute-only (GRAPH, PYNATIVE) and end to end",
      cli_bench_train_main, cli_bench_train_usage},
+    {"sink", "data sinking against non-sinking, compute-only and data-only, per device",
+     cli_bench_sink_main, cli_bench_sink_usage},
 };
 #define NBENCH (sizeof bench_commands / sizeof bench_commands[0])
 
