@@ -28,6 +28,13 @@ int sl__tensor_alloc(sl_tensor **out, sl_pool *pool, sl_dtype dtype, int ndim,
 /* A tensor whose data is base's data at byte offset; base is retained. */
 int sl__tensor_view(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offset,
                     sl_dtype dtype, int ndim, const int64_t *shape);
+/* Makes t, a tensor embedded in another object (a device queue's slot),
+ * describe data it does not own (device memory): refcount 1, no pool, no
+ * base; numel and nbytes from the shape. Never release t: its owner keeps
+ * it and frees data. Returns SL_EINVAL on a bad dtype, ndim or a negative
+ * (unknown) dim, SL_ENOMEM when the size overflows. */
+int sl__tensor_init_external(sl_tensor *t, sl_dtype dtype, int ndim, const int64_t *shape,
+                             void *data);
 /* Called when a pooled tensor leaves the pipeline's control (handed to a
  * user): it takes its own reference to its pool (and so does its base), so
  * it may outlive the pipeline. Not thread-safe for one tensor: call it from
