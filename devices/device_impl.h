@@ -27,12 +27,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/error.h"
 #include "sluice/device.h"
 
 typedef struct sl__device_event sl__device_event; /* a kind's own completion marker */
 
 typedef struct sl__device_iface {
     const char *kind;
+    /* Optional: checks the options the kind reads (d->opts) and sets up
+     * d->impl, writing the reason for a refusal into err (SL_EINVAL).
+     * NULL: the kind reads no options and has no state. */
+    int (*init)(sl_device *d, sl__error *err);
     /* Required. Device memory: 64-byte aligned, size bytes. */
     int (*alloc)(sl_device *d, size_t size, void **mem);
     void (*free)(sl_device *d, void *mem);
@@ -78,6 +83,12 @@ int sl__device_alloc(sl_device *d, size_t size, void **mem);
 void sl__device_free(sl_device *d, void *mem, size_t size);
 int sl__device_copy_in(sl_device *d, void *dst, const void *src, size_t n);
 int sl__device_copy_out(sl_device *d, void *dst, const void *src, size_t n);
+/* Starts a copy in; *ev is its completion (NULL: already complete, as when
+ * the kind has no copy_in_async and the copy was made with copy_in). */
+int sl__device_copy_in_async(sl_device *d, void *dst, const void *src, size_t n,
+                             sl__device_event **ev);
+/* Waits for ev's copy and frees ev; NULL ev is complete already. */
+int sl__device_event_wait(sl_device *d, sl__device_event *ev);
 int sl__device_synchronize(sl_device *d);
 /* One interaction: launch fn(arg) on the device, then its result comes
  * back; counts two interactions (there and back). */

@@ -24,6 +24,7 @@
 #include "sluice/step.h"
 #include "sluice/checkpoint.h"
 #include "sluice/budget.h"
+#include "sluice/device.h"
 #include "sluice/model.h"
 
 #endif
