@@ -79,7 +79,10 @@ extern const sl__device_iface sl__cpu_device_iface;
 extern const sl__device_iface sl__sim_device_iface;
 
 /* The wrappers: what the queues and exec call. */
+/* Device memory of size bytes (64-byte aligned) into *mem, counted in
+ * bytes_allocated; give it back with sl__device_free and the same size. */
 int sl__device_alloc(sl_device *d, size_t size, void **mem);
+/* NULL mem is ignored. */
 void sl__device_free(sl_device *d, void *mem, size_t size);
 int sl__device_copy_in(sl_device *d, void *dst, const void *src, size_t n);
 int sl__device_copy_out(sl_device *d, void *dst, const void *src, size_t n);

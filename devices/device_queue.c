@@ -286,14 +286,16 @@ static void dq_snapshot_locked(const sl__device_queue *q, dq_snapshot *s)
 }
 
 /* "2 slots: 0 filled, 1 being filled, 1 held by GetNext, 0 free; 37
- * batches delivered" */
+ * batches delivered", and the markers waiting if there are any. */
 static void dq_snapshot_str(char *buf, size_t len, const dq_snapshot *s)
 {
-    snprintf(buf, len,
-             "%zu slots: %zu filled, %zu being filled, %zu held by GetNext, %zu free; %zu "
-             "markers waiting; %llu batches delivered",
-             s->slots, s->filled, s->acquired, s->taken, s->free, s->markers,
-             (unsigned long long)s->batches_out);
+    int n = snprintf(buf, len,
+                     "%zu slots: %zu filled, %zu being filled, %zu held by GetNext, %zu free; "
+                     "%llu batches delivered",
+                     s->slots, s->filled, s->acquired, s->taken, s->free,
+                     (unsigned long long)s->batches_out);
+    if (s->markers > 0 && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "; %zu markers waiting", s->markers);
 }
 
 /* Waits, the lock held, until want(q) or the queue is closed or
@@ -505,7 +507,7 @@ static void dq_timeout_err(sl__device_queue *q, sl__error *err, const dq_snapsho
     if (!why[0])
         snprintf(why, sizeof why, "nothing describes what feeds this queue");
     dq_snapshot_str(counts, sizeof counts, s);
-    sl__errf(err, SL_ETIMEDOUT, "GetNext: queue '%s' has been empty for %.1f s (%s); %s",
+    sl__errf(err, SL_ETIMEDOUT, "GetNext: queue '%s' has been empty for %.2f s (%s); %s",
              q->name, s->empty_ms * 1e-3, counts, why);
 }
 

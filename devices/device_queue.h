@@ -10,7 +10,8 @@
  *                    runs the step on the slot, sl__dq_release gives the
  *                    slot back.
  *
- * Every wait blocks on a condition variable (no polling) with a timeout.
+ * Every wait blocks on a condition variable (no polling) with a timeout
+ * (one longer than INT_MAX ms, 24 days, counts as INT_MAX ms).
  * sl__dq_interrupt wakes every waiter with SL_ECANCELED until
  * sl__dq_resume; sl__dq_close ends the queue for good (the transfer
  * thread's waits return SL_ECLOSED). */
@@ -69,8 +70,7 @@ typedef struct sl__dq_stats {
  * device block per column per slot). *out is yours (sl__dq_free); free it
  * before d. SL_EINVAL (capacity 0 or above SL__DQ_MAX_SLOTS, no columns
  * or too many, a shape not fixed), SL_ENOMEM or SL_ETHREAD, with the
- * queue's name in err. Timeouts longer than INT_MAX ms (24 days) are
- * treated as INT_MAX ms. */
+ * queue's name in err. */
 int sl__dq_new(sl__device_queue **out, sl_device *d, const sl_tensor_spec *specs,
                size_t ncolumns, const sl__dq_options *o, sl__error *err);
 /* Frees the slots; nobody may be waiting on the queue. NULL is ignored. */

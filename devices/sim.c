@@ -32,10 +32,15 @@ static int sim_init(sl_device *d, sl__error *err)
 }
 
 /* The modeled time of moving n bytes across the bus, in ns. Bandwidth in
- * GB/s is bytes per ns. */
+ * GB/s is bytes per ns. A tiny bandwidth could give more ns than an
+ * int64_t holds: the delay is capped (at about a century) rather than
+ * overflowing the conversion. */
 static int64_t sim_copy_ns(const sl_device *d, size_t n)
 {
-    return d->opts.sim_copy_latency_ns + (int64_t)((double)n / d->opts.sim_bandwidth_gbps);
+    double ns = (double)n / d->opts.sim_bandwidth_gbps;
+    if (ns > 4e18)
+        ns = 4e18;
+    return d->opts.sim_copy_latency_ns + (int64_t)ns;
 }
 
 /* The memory is the cpu device's kind of memory, allocated for the sim. */
