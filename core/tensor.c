@@ -132,6 +132,18 @@ int sl__tensor_view(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offs
     return SL_OK;
 }
 
+int sl__tensor_init_external(sl_tensor *t, sl_dtype dtype, int ndim, const int64_t *shape,
+                             void *data)
+{
+    size_t numel, nbytes;
+    int rc = sl__shape_numel(ndim, shape, dtype, &numel, &nbytes);
+    if (rc != SL_OK)
+        return rc;
+    tensor_fill_header(t, NULL, dtype, ndim, shape, numel, nbytes);
+    t->data = data;
+    return SL_OK;
+}
+
 int sl__tensor_writable(const sl_tensor *t)
 {
     return t->base == NULL && atomic_load_explicit(&t->refcount, memory_order_acquire) == 1;

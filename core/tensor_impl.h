@@ -28,6 +28,13 @@ int sl__tensor_alloc(sl_tensor **out, sl_pool *pool, sl_dtype dtype, int ndim,
 /* A tensor whose data is base's data at byte offset; base is retained. */
 int sl__tensor_view(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offset,
                     sl_dtype dtype, int ndim, const int64_t *shape);
+/* Makes t, a tensor embedded in another object (a device queue's slot),
+ * describe data it does not own (device memory): refcount 1, no pool, no
+ * base; numel and nbytes from the shape. Never release t: its owner keeps
+ * it and frees data. Returns SL_EINVAL on a bad dtype, ndim or a negative
+ * (unknown) dim, SL_ENOMEM when the size overflows. */
+int sl__tensor_init_external(sl_tensor *t, sl_dtype dtype, int ndim, const int64_t *shape,
+                             void *data);
 /* Called when a pooled tensor leaves the pipeline's control (handed to a
  * user): it takes its own reference to its pool (and so does its base), so
  * it may outlive the pipeline. Not thread-safe for one tensor: call it from
@@ -36,10 +43,6 @@ void sl__tensor_escape(sl_tensor *t);
 /* True if the caller may overwrite t's data in place: one reference and
  * owned data (not a view). */
 int sl__tensor_writable(const sl_tensor *t);
-/* Makes *t (a tensor embedded in another object) describe memory it does
- * not own: refcount 1, no pool, no base. Never release it. */
-void sl__tensor_init_external(sl_tensor *t, sl_dtype dtype, int ndim, const int64_t *shape,
-                              void *data);
 /* Checks dims and computes numel/nbytes with overflow checks. */
 int sl__shape_numel(int ndim, const int64_t *shape, sl_dtype dtype, size_t *numel,
                     size_t *nbytes);

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/error.h"
 #include "sluice/device.h"
 
 typedef struct sl__device_event sl__device_event; /* a kind's own completion marker */
@@ -36,6 +37,10 @@ typedef struct sl__device_iface {
     /* 1 when the device's steps can read host memory as it is (cpu): a
      * non-sink step then needs no copy. */
     int reads_host;
+    /* Optional: checks the options the kind reads (d->opts) and sets up
+     * d->impl, writing the reason for a refusal into err (SL_EINVAL).
+     * NULL: the kind reads no options and has no state. */
+    int (*init)(sl_device *d, sl__error *err);
     /* Required. Device memory: 64-byte aligned, size bytes. */
     int (*alloc)(sl_device *d, size_t size, void **mem);
     void (*free)(sl_device *d, void *mem);
@@ -77,10 +82,19 @@ extern const sl__device_iface sl__cpu_device_iface;
 extern const sl__device_iface sl__sim_device_iface;
 
 /* The wrappers: what the queues and exec call. */
+/* Device memory of size bytes (64-byte aligned) into *mem, counted in
+ * bytes_allocated; give it back with sl__device_free and the same size. */
 int sl__device_alloc(sl_device *d, size_t size, void **mem);
+/* NULL mem is ignored. */
 void sl__device_free(sl_device *d, void *mem, size_t size);
 int sl__device_copy_in(sl_device *d, void *dst, const void *src, size_t n);
 int sl__device_copy_out(sl_device *d, void *dst, const void *src, size_t n);
+/* Starts a copy in; *ev is its completion (NULL: already complete, as when
+ * the kind has no copy_in_async and the copy was made with copy_in). */
+int sl__device_copy_in_async(sl_device *d, void *dst, const void *src, size_t n,
+                             sl__device_event **ev);
+/* Waits for ev's copy and frees ev; NULL ev is complete already. */
+int sl__device_event_wait(sl_device *d, sl__device_event *ev);
 int sl__device_synchronize(sl_device *d);
 /* One interaction: launch fn(arg) on the device, then its result comes
  * back; counts two interactions (there and back). */

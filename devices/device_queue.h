@@ -10,7 +10,8 @@
  *                    runs the step on the slot, sl__dq_release gives the
  *                    slot back.
  *
- * Every wait blocks on a condition variable (no polling) with a timeout.
+ * Every wait blocks on a condition variable (no polling) with a timeout
+ * (one longer than INT_MAX ms, 24 days, counts as INT_MAX ms).
  * sl__dq_interrupt wakes every waiter with SL_ECANCELED until
  * sl__dq_resume; sl__dq_close ends the queue for good (the transfer
  * thread's waits return SL_ECLOSED). */
@@ -40,6 +41,11 @@ typedef struct sl__device_queue sl__device_queue;
  * thread's state and the pipeline's); writes at most len bytes. */
 typedef void (*sl__dq_describe_fn)(void *arg, char *buf, size_t len);
 
+/* Markers waiting in a queue at once, besides its batches. */
+#define SL__DQ_MARKER_ROOM 4
+/* Slots in a queue at most: more is a mistake (each holds a whole batch). */
+#define SL__DQ_MAX_SLOTS 4096
+
 typedef struct sl__dq_options {
     const char *name;          /* queue_name, for messages ("cpu:0/train") */
     size_t capacity;           /* slots at most (>= 1) */
@@ -60,7 +66,11 @@ typedef struct sl__dq_stats {
 } sl__dq_stats;
 
 /* Makes a queue on d for batches of columns specs[0..ncolumns) (fixed
- * shapes, the batch dimension included), allocating every slot now. */
+ * shapes, the batch dimension included), allocating every slot now (one
+ * device block per column per slot). *out is yours (sl__dq_free); free it
+ * before d. SL_EINVAL (capacity 0 or above SL__DQ_MAX_SLOTS, no columns
+ * or too many, a shape not fixed), SL_ENOMEM or SL_ETHREAD, with the
+ * queue's name in err. */
 int sl__dq_new(sl__device_queue **out, sl_device *d, const sl_tensor_spec *specs,
                size_t ncolumns, const sl__dq_options *o, sl__error *err);
 /* Frees the slots; nobody may be waiting on the queue. NULL is ignored. */
@@ -68,18 +78,25 @@ void sl__dq_free(sl__device_queue *q);
 const char *sl__dq_name(const sl__device_queue *q);
 sl_device *sl__dq_device(const sl__device_queue *q);
 
-/* Transfer side. Waits (timeout_ms < 0: without limit) for a free slot:
- * SL_OK, SL_ETIMEDOUT, SL_ECANCELED (interrupted) or SL_ECLOSED. */
-int sl__dq_acquire(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms);
+/* Transfer side. Waits (timeout_ms < 0: without limit; 0: not at all) for
+ * a free slot: SL_OK, SL_ETIMEDOUT, SL_ECANCELED (interrupted) or
+ * SL_ECLOSED, with a message naming the queue in err (may be NULL). Closed
+ * wins over interrupted: it is final, so the transfer thread should stop.
+ * A caller that gets SL_ECANCELED must not call again at once in a loop:
+ * until sl__dq_resume every call returns it without waiting. */
+int sl__dq_acquire(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms,
+                   sl__error *err);
 /* Makes an acquired, filled slot the newest entry. */
 void sl__dq_commit(sl__device_queue *q, sl__dq_slot *slot);
 /* Gives back an acquired slot unfilled (the copy failed). */
 void sl__dq_unacquire(sl__device_queue *q, sl__dq_slot *slot);
 /* Appends a marker after the batches committed so far: SL_END_OF_EPOCH,
- * SL_END_OF_DATA or an error status with its message (err). Waits for
- * room like sl__dq_acquire; same returns. */
-int sl__dq_push_marker(sl__device_queue *q, int status, const sl__error *err,
-                       int64_t timeout_ms);
+ * SL_END_OF_DATA or an error status with its message (marker; may be NULL
+ * for the first two). A marker takes no slot, but at most
+ * SL__DQ_MARKER_ROOM of them wait in the queue at once: past that, waits
+ * for room like sl__dq_acquire; same returns, the reason in err. */
+int sl__dq_push_marker(sl__device_queue *q, int status, const sl__error *marker,
+                       int64_t timeout_ms, sl__error *err);
 
 /* GetNext: takes the oldest entry, waiting at most timeout_ms (< 0:
  * without limit). SL_OK with *slot (give it back with sl__dq_release),

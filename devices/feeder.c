@@ -66,7 +66,7 @@ static int broadcast(sl__feeder *f, int status, const sl__error *err)
 {
     int rc = SL_OK;
     for (size_t d = 0; d < f->ndevices; d++) {
-        int r = sl__dq_push_marker(f->queues[d], status, err, -1);
+        int r = sl__dq_push_marker(f->queues[d], status, err, -1, NULL);
         if (r < 0 && rc == SL_OK)
             rc = r;
     }
@@ -102,7 +102,7 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl_
     double t0 = sl__now_ms(), t1;
     int rc;
     set_state(f, WAITING_SLOT, t0);
-    rc = sl__dq_acquire(q, &slot, -1);
+    rc = sl__dq_acquire(q, &slot, -1, NULL);
     if (rc < 0)
         return rc;
     t1 = sl__now_ms();

@@ -240,6 +240,7 @@ static void init_network(void *o, size_t n) { sl_network_options_init_sized(o, n
 static void init_executor(void *o, size_t n) { sl_executor_options_init_sized(o, n); }
 static void init_context(void *o, size_t n) { sl_context_init_sized(o, n); }
 static void init_model(void *o, size_t n) { sl_model_options_init_sized(o, n); }
+static void init_device(void *o, size_t n) { sl_device_options_init_sized(o, n); }
 
 typedef struct public_struct {
     const char *name;
@@ -256,6 +257,7 @@ static void inline_network(void *o) { sl_network_options_init(o); }
 static void inline_executor(void *o) { sl_executor_options_init(o); }
 static void inline_context(void *o) { sl_context_init(o); }
 static void inline_model(void *o) { sl_model_options_init(o); }
+static void inline_device(void *o) { sl_device_options_init(o); }
 
 static const public_struct publics[] = {
     {"sl_sampler_options", sizeof(sl_sampler_options), init_sampler, inline_sampler},
@@ -266,6 +268,7 @@ static const public_struct publics[] = {
     {"sl_executor_options", sizeof(sl_executor_options), init_executor, inline_executor},
     {"sl_context", sizeof(sl_context), init_context, inline_context},
     {"sl_model_options", sizeof(sl_model_options), init_model, inline_model},
+    {"sl_device_options", sizeof(sl_device_options), init_device, inline_device},
 };
 
 START_TEST(test_public_init_sized)
