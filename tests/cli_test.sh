@@ -379,18 +379,41 @@ run bench train --help
 expect "bench train --help" 0 stdout '^Usage: sluice bench train' stdout 'compute_graph_samples_per_s'
 
 # 100 train samples: 3 steps of 32 per epoch; 20 test samples, one short batch.
-run train --data "$MNIST" --epochs 2 --log-every 1 --save "$TMP/m.ckpt"
-expect "train" 0 stdout '^epoch: 1 step: 1, loss is [0-9.]*$' \
+run train --data "$MNIST" --epochs 2 --log-every 1 --no-sink --save "$TMP/m.ckpt"
+expect "train --no-sink" 0 stdout '^epoch: 1 step: 1, loss is [0-9.]*$' \
     stdout '^epoch: 2 step: 3, loss is [0-9.]*$' stdout '^trained 6 steps' \
     stdout '^saved ' stdout '^eval: accuracy [0-9.]* ([0-9]*/20), loss '
 grep '^epoch: \|^eval: ' "$TMP/out" >"$TMP/graph.lines"
-run train --data "$MNIST" --epochs 2 --log-every 1 --mode pynative --threads 1
+run train --data "$MNIST" --epochs 2 --log-every 1 --no-sink --mode pynative --threads 1
 grep '^epoch: \|^eval: ' "$TMP/out" >"$TMP/pynative.lines"
 if [ "$rc" -eq 0 ] && cmp -s "$TMP/graph.lines" "$TMP/pynative.lines"; then
     pass "train: PYNATIVE on 1 thread prints GRAPH's numbers on 2"
 else
     fail "train: PYNATIVE on 1 thread prints GRAPH's numbers on 2"
 fi
+# Sink mode (the default): one loss line per sink, each epoch's last step's
+# loss, the same numbers as the host-fed run's.
+grep '^epoch: [12] step: 3,\|^eval: ' "$TMP/graph.lines" >"$TMP/nonsink.ends"
+run train --data "$MNIST" --epochs 2
+expect "train (sink)" 0 stdout '^data sink on cpu:0: sink_size -1' \
+    stdout '^epoch: 1 step: 3, loss is [0-9.]*$' stdout '^trained 6 steps' \
+    stdout 'transfer 1'
+grep '^epoch: \|^eval: ' "$TMP/out" >"$TMP/sink.lines"
+if [ "$rc" -eq 0 ] && cmp -s "$TMP/nonsink.ends" "$TMP/sink.lines"; then
+    pass "train: sink mode prints the host-fed run's epoch-end losses and accuracy"
+else
+    fail "train: sink mode prints the host-fed run's epoch-end losses and accuracy"
+fi
+run train --data "$MNIST" --epochs 2 --sink-size 2 --device sim:0 --log-every 1
+expect "train --sink-size 2 --device sim:0" 0 stdout '^data sink on sim:0: sink_size 2' \
+    stdout '^epoch: 1 step: 2, loss is' stdout '^epoch: 2 step: 2, loss is' \
+    stdout '^trained 4 steps'
+run train --data "$MNIST" --sink-size 0
+expect "train --sink-size 0" 2 stderr 'sink-size'
+run train --data "$MNIST" --device gpu:0
+expect "train --device gpu:0" 2 stderr 'cpu:N or sim:N'
+run train --data "$MNIST" --queue-capacity 0
+expect "train --queue-capacity 0" 2 stderr 'queue-capacity'
 run eval --data "$MNIST" --load "$TMP/m.ckpt"
 expect "eval" 0 stdout '^eval: accuracy'
 if grep -q "$(grep '^eval: ' "$TMP/out")" "$TMP/graph.lines"; then
@@ -402,7 +425,7 @@ run eval --data "$MNIST" --load "$TMP/m.ckpt" --json
 expect "eval --json" 0 stdout '^{"model": "lenet", "test_samples": 20, "test_accuracy": '
 run train --data "$MNIST" --max-steps 2 --json --save-graphs "$TMP/graphs" \
     --ckpt-dir "$TMP/ckpts"
-expect "train --json --max-steps" 0 stdout '^{"model": "lenet", "steps": 2, ' \
+expect "train --json --max-steps" 0 stdout '^{"model": "lenet", "device": "cpu:0", "sink_mode": true, "sink_size": -1, "steps": 2, ' \
     stdout '"test_accuracy": '
 if [ -s "$TMP/graphs/train_step.ir" ] && [ -s "$TMP/graphs/train_step.dot" ] &&
     [ -s "$TMP/graphs/eval_step.ir" ] && [ ! -e "$TMP/ckpts/lenet-1_3.ckpt" ]; then
@@ -447,6 +470,16 @@ run bench train --data "$MNIST" --steps 3 --repeats 1 --e2e-steps 4 --threads 1
 expect "bench train" 0 stdout 'compute, GRAPH' stdout 'end to end' stdout 'conv2d'
 run bench train --repeats 0
 expect "bench train --repeats 0" 2 stderr '^sluice: bench: '
+run bench sink --help
+expect "bench sink --help" 0 stdout '^Usage: sluice bench sink' stdout 'overlap efficiency'
+run bench sink --data "$MNIST" --steps 4 --repeats 1 --json
+expect "bench sink --json" 0 stdout '"name": "nonsink", "device": "cpu:0", "samples_per_s": [0-9]' \
+    stdout '"name": "sink_1000", "device": "sim:0"' stdout '"name": "data_only"' \
+    stdout '"overlap_efficiency": [0-9]'
+run bench sink --data "$MNIST" --steps 4 --repeats 1 --devices cpu:0
+expect "bench sink" 0 stdout 'sink, sink_size 1000' stdout 'overlap efficiency on cpu:0'
+run bench sink --devices tpu:0
+expect "bench sink --devices tpu:0" 2 stderr 'cpu:N or sim:N'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
