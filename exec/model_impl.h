@@ -62,6 +62,10 @@ void sl__model_set_active(sl_model *m, sl_iterator *it);
 /* The same for a sink's feeder, whose queues sl_model_stop interrupts. */
 void sl__model_set_active_feeder(sl_model *m, sl__feeder *f);
 
+/* One non-sink training step on the model's device: feed copied into the
+ * device's staging blocks where it cannot read host memory, then run as
+ * one host<->device interaction (exec/train.c). */
+int sl__model_nonsink_step(sl_model *m, sl_tensor *const *feed, size_t n);
 /* Sink mode (exec/sink.c): trains as sl_model_train_opts with
  * dataset_sink_mode set. */
 int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,

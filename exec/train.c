@@ -84,7 +84,7 @@ static int run_step_here(void *arg)
  * A device that computes on host memory (cpu) reads the batch where it is;
  * another gets it copied into its staging blocks first: the per-step copy
  * that sinking overlaps with computing. */
-static int nonsink_step(sl_model *m, sl_tensor *const *feed, size_t n)
+int sl__model_nonsink_step(sl_model *m, sl_tensor *const *feed, size_t n)
 {
     sl_tensor staged[SL_MAX_COLUMNS];
     sl_tensor *on_device[SL_MAX_COLUMNS];
@@ -192,7 +192,7 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         }
         for (size_t i = 0; i < sl_step_num_inputs(m->train_step); i++)
             feed[i] = row.columns[cols[i]];
-        rc = nonsink_step(m, feed, sl_step_num_inputs(m->train_step));
+        rc = sl__model_nonsink_step(m, feed, sl_step_num_inputs(m->train_step));
         if (rc < 0) {
             /* A short last batch is the usual cause: say so. */
             int short_batch = sl__model_is_short_batch(m, row.columns[cols[0]], row.columns[cols[1]]);
