@@ -17,7 +17,7 @@ void sl_thread_budget_default(sl_thread_budget *b)
     b->compute_threads = cpus < 4 ? cpus : 4;
     b->blas_threads = 1;
     b->pipeline_workers = cpus >= 2 ? 2 : 1;
-    b->transfer_threads = 0;
+    b->transfer_threads = 1; /* data sinking copies on one thread */
 }
 
 int sl_thread_budget_format(const sl_thread_budget *b, char *buf, size_t len)

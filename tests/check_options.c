@@ -241,6 +241,7 @@ static void init_executor(void *o, size_t n) { sl_executor_options_init_sized(o,
 static void init_context(void *o, size_t n) { sl_context_init_sized(o, n); }
 static void init_model(void *o, size_t n) { sl_model_options_init_sized(o, n); }
 static void init_device(void *o, size_t n) { sl_device_options_init_sized(o, n); }
+static void init_train(void *o, size_t n) { sl_train_options_init_sized(o, n); }
 
 typedef struct public_struct {
     const char *name;
@@ -258,6 +259,7 @@ static void inline_executor(void *o) { sl_executor_options_init(o); }
 static void inline_context(void *o) { sl_context_init(o); }
 static void inline_model(void *o) { sl_model_options_init(o); }
 static void inline_device(void *o) { sl_device_options_init(o); }
+static void inline_train(void *o) { sl_train_options_init(o); }
 
 static const public_struct publics[] = {
     {"sl_sampler_options", sizeof(sl_sampler_options), init_sampler, inline_sampler},
@@ -269,6 +271,7 @@ static const public_struct publics[] = {
     {"sl_context", sizeof(sl_context), init_context, inline_context},
     {"sl_model_options", sizeof(sl_model_options), init_model, inline_model},
     {"sl_device_options", sizeof(sl_device_options), init_device, inline_device},
+    {"sl_train_options", sizeof(sl_train_options), init_train, inline_train},
 };
 
 START_TEST(test_public_init_sized)

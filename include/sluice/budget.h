@@ -22,13 +22,14 @@ typedef struct sl_thread_budget {
     int compute_threads;  /* the executor's team, its own thread included */
     int blas_threads;     /* OpenBLAS's threads (process-wide) */
     int pipeline_workers; /* each map's num_parallel_workers */
-    int transfer_threads; /* host-to-device copies (0 until data sinking) */
+    int transfer_threads; /* host-to-device copies in sink mode (1; 0 without sinking) */
 } sl_thread_budget;
 
 /* The default split for the CPUs this process may use now: compute
  * threads min(CPUs, 4) (LeNet's ops at batch 32 gain little past 4),
  * 1 OpenBLAS thread (its own threads spin; ours already share the work),
- * 2 map workers on 2 or more CPUs (1 on one), no transfer thread. */
+ * 2 map workers on 2 or more CPUs (1 on one), 1 transfer thread (it
+ * copies while the team computes, and sleeps while it waits). */
 SL_API void sl_thread_budget_default(sl_thread_budget *b);
 /* The CPUs this process may run on, at least 1. */
 SL_API int sl_cpus_available(void);

@@ -1,9 +1,11 @@
 /* model.h: MindSpore's Model for C: a network with its loss and optimizer,
  * compiled once into a training step and an evaluation step, with
- * train(epochs, dataset, callbacks) and eval(dataset). Training here is the
- * non-sink path of the seeds: the host takes each batch from the dataset's
- * iterator, runs the step with the executor's team (on its own thread, as
- * sl_step_run_here does) and runs the callbacks after every step.
+ * train(epochs, dataset, callbacks) and eval(dataset). sl_model_train is
+ * the non-sink path of the seeds: the host takes each batch from the
+ * dataset's iterator, runs the step with the executor's team (on its own
+ * thread, as sl_step_run_here does) and runs the callbacks after every
+ * step. sl_model_train_opts can sink the data instead (see
+ * sl_train_options; data_sink and the dataset helper are in sink.h).
  *
  * Errors: every call returns a status; the message (naming the epoch and
  * step, the op, the file) is in sl_model_last_error(). */
