@@ -298,9 +298,10 @@ static void dq_snapshot_str(char *buf, size_t len, const dq_snapshot *s)
         snprintf(buf + n, len - (size_t)n, "; %zu markers waiting", s->markers);
 }
 
-/* Waits, the lock held, until want(q) or the queue is closed or
- * interrupted: SL_OK, SL_ECLOSED, SL_ECANCELED or SL_ETIMEDOUT. For the
- * transfer side: a close wins over an interrupt. */
+/* Waits, the lock held, until want(q) or the queue is closed: SL_OK,
+ * SL_ECLOSED or SL_ETIMEDOUT. For the transfer side, which an interrupt
+ * does not touch: a stop ends GetNext's wait, while the transfer thread
+ * keeps its place for the next call (only a close ends it). */
 static int dq_wait_room(sl__device_queue *q, int (*want)(const sl__device_queue *),
                         int64_t timeout_ms)
 {
@@ -312,10 +313,6 @@ static int dq_wait_room(sl__device_queue *q, int (*want)(const sl__device_queue 
     for (;;) {
         if (q->closed) {
             rc = SL_ECLOSED;
-            break;
-        }
-        if (q->interrupted) {
-            rc = SL_ECANCELED;
             break;
         }
         if (want(q)) {
@@ -605,7 +602,6 @@ void sl__dq_interrupt(sl__device_queue *q)
     pthread_mutex_lock(&q->lock);
     q->interrupted = 1;
     pthread_cond_broadcast(&q->not_empty);
-    pthread_cond_broadcast(&q->room);
     pthread_mutex_unlock(&q->lock);
 }
 

@@ -12,9 +12,10 @@
  *
  * Every wait blocks on a condition variable (no polling) with a timeout
  * (one longer than INT_MAX ms, 24 days, counts as INT_MAX ms).
- * sl__dq_interrupt wakes every waiter with SL_ECANCELED until
- * sl__dq_resume; sl__dq_close ends the queue for good (the transfer
- * thread's waits return SL_ECLOSED). */
+ * sl__dq_interrupt wakes GetNext with SL_ECANCELED (and makes it return
+ * that at once) until sl__dq_resume; the transfer side is not touched, so
+ * a stopped sink resumes where it was. sl__dq_close ends the queue for
+ * good (the transfer thread's waits return SL_ECLOSED). */
 #ifndef SLUICE_DEVICES_DEVICE_QUEUE_H
 #define SLUICE_DEVICES_DEVICE_QUEUE_H
 
@@ -79,11 +80,9 @@ const char *sl__dq_name(const sl__device_queue *q);
 sl_device *sl__dq_device(const sl__device_queue *q);
 
 /* Transfer side. Waits (timeout_ms < 0: without limit; 0: not at all) for
- * a free slot: SL_OK, SL_ETIMEDOUT, SL_ECANCELED (interrupted) or
- * SL_ECLOSED, with a message naming the queue in err (may be NULL). Closed
- * wins over interrupted: it is final, so the transfer thread should stop.
- * A caller that gets SL_ECANCELED must not call again at once in a loop:
- * until sl__dq_resume every call returns it without waiting. */
+ * a free slot: SL_OK, SL_ETIMEDOUT or SL_ECLOSED (final: the transfer
+ * thread should stop), with a message naming the queue in err (may be
+ * NULL). An interrupt does not end this wait. */
 int sl__dq_acquire(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms,
                    sl__error *err);
 /* Makes an acquired, filled slot the newest entry. */
@@ -108,8 +107,9 @@ int sl__dq_get_next(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms,
                     sl__error *err);
 void sl__dq_release(sl__device_queue *q, sl__dq_slot *slot);
 
-/* Wakes every waiter with SL_ECANCELED, and makes later waits return it
- * at once, until sl__dq_resume. Thread-safe. */
+/* Wakes GetNext with SL_ECANCELED, and makes later GetNext calls return
+ * it at once, until sl__dq_resume; the transfer side waits on. For a stop
+ * that a later sink resumes from. Thread-safe. */
 void sl__dq_interrupt(sl__device_queue *q);
 void sl__dq_resume(sl__device_queue *q);
 /* Ends the queue for good: waiters and later acquires/pushes get
