@@ -147,6 +147,8 @@ int sl_device_new(sl_device **out, const char *name, const sl_device_options *o,
     atomic_init(&d->bytes_in, 0);
     atomic_init(&d->bytes_allocated, 0);
     atomic_init(&d->modeled_ns, 0);
+    atomic_init(&d->model_debt_ns[0], 0);
+    atomic_init(&d->model_debt_ns[1], 0);
     if (iface->init && (rc = iface->init(d, &e)) != SL_OK) {
         copy_message(err, err_len, &e);
         free(d);
@@ -262,21 +264,29 @@ int sl__device_run(sl_device *d, int (*fn)(void *arg), void *arg)
     return rc;
 }
 
-void sl__device_model_delay(sl_device *d, int64_t ns)
+void sl__device_model_delay(sl_device *d, int lane, int64_t ns)
 {
-    struct timespec deadline;
+    struct timespec deadline, t0, t1;
+    int64_t owed, slept;
     if (ns <= 0)
+        return;
+    atomic_fetch_add(&d->modeled_ns, (unsigned long long)ns);
+    owed = atomic_fetch_add(&d->model_debt_ns[lane], ns) + ns;
+    if (owed < SL__MODEL_QUANTUM_NS)
         return;
     /* An absolute deadline, so a signal that interrupts the sleep does not
      * stretch it when the sleep is resumed. */
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += (time_t)(ns / NS_PER_S);
-    deadline.tv_nsec += (long)(ns % NS_PER_S);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    deadline = t0;
+    deadline.tv_sec += (time_t)(owed / NS_PER_S);
+    deadline.tv_nsec += (long)(owed % NS_PER_S);
     if (deadline.tv_nsec >= NS_PER_S) {
         deadline.tv_sec++;
         deadline.tv_nsec -= NS_PER_S;
     }
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL) == EINTR)
         continue;
-    atomic_fetch_add(&d->modeled_ns, (unsigned long long)ns);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    slept = (int64_t)(t1.tv_sec - t0.tv_sec) * NS_PER_S + (t1.tv_nsec - t0.tv_nsec);
+    atomic_fetch_sub(&d->model_debt_ns[lane], slept);
 }

@@ -74,7 +74,10 @@ struct sl_device {
     sl_device_options opts;
     void *impl;                     /* the kind's own state */
     atomic_ullong interactions, copies_in, bytes_in, bytes_allocated;
-    atomic_ullong modeled_ns;       /* sim: time slept for the model */
+    atomic_ullong modeled_ns;       /* sim: the model's delays, summed */
+    /* sim: modeled time not slept yet, per lane (copies; launches and
+     * results), in ns; negative when a sleep overshot (credit). */
+    _Atomic int64_t model_debt_ns[2];
 };
 
 /* The kinds there are (devices/cpu.c, devices/sim.c). */
@@ -103,7 +106,17 @@ int sl__device_run(sl_device *d, int (*fn)(void *arg), void *arg);
 /* The iface's reads_host. */
 int sl__device_reads_host(const sl_device *d);
 
-/* sim: sleeps ns (the model's delay) and counts it. */
-void sl__device_model_delay(sl_device *d, int64_t ns);
+/* The sim's two lanes, which run at once on a real card: its copy engine
+ * and its compute queue. */
+enum { SL__LANE_COPY = 0, SL__LANE_LAUNCH = 1 };
+/* Below this much owed time the model does not sleep yet (ns). */
+#define SL__MODEL_QUANTUM_NS 200000
+/* sim: makes the calling thread take ns longer, on average. A sleep on a
+ * busy machine overshoots a 20 us request by 50-150 us, which would
+ * inflate every short delay several times; so each lane owes the modeled
+ * time and sleeps it off once it reaches a quantum, subtracting what the
+ * clock says was slept (an overshoot becomes credit). Totals are exact
+ * to within a quantum; single delays are not. Counts ns in modeled_ms. */
+void sl__device_model_delay(sl_device *d, int lane, int64_t ns);
 
 #endif

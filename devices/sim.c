@@ -56,25 +56,25 @@ static void sim_free(sl_device *d, void *mem)
 
 static int sim_copy_in(sl_device *d, void *dst, const void *src, size_t n)
 {
-    sl__device_model_delay(d, sim_copy_ns(d, n));
+    sl__device_model_delay(d, SL__LANE_COPY, sim_copy_ns(d, n));
     return sl__cpu_device_iface.copy_in(d, dst, src, n);
 }
 
 static int sim_copy_out(sl_device *d, void *dst, const void *src, size_t n)
 {
-    sl__device_model_delay(d, sim_copy_ns(d, n));
+    sl__device_model_delay(d, SL__LANE_COPY, sim_copy_ns(d, n));
     return sl__cpu_device_iface.copy_out(d, dst, src, n);
 }
 
 static int sim_launch(sl_device *d, int (*fn)(void *arg), void *arg)
 {
-    sl__device_model_delay(d, d->opts.sim_launch_latency_ns);
+    sl__device_model_delay(d, SL__LANE_LAUNCH, d->opts.sim_launch_latency_ns);
     return fn(arg);
 }
 
 static void sim_result(sl_device *d)
 {
-    sl__device_model_delay(d, d->opts.sim_launch_latency_ns);
+    sl__device_model_delay(d, SL__LANE_LAUNCH, d->opts.sim_launch_latency_ns);
 }
 
 const sl__device_iface sl__sim_device_iface = {

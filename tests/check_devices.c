@@ -335,8 +335,12 @@ START_TEST(test_sim_copy_takes_modeled_time)
     ck_assert_int_eq(sl__device_copy_out(d, out, mem, N), SL_OK);
     t2 = sl__now_ms();
     ck_assert_mem_eq(out, in, N);
-    ck_assert_msg(t1 - t0 >= 6.0, "copy in took %.3f ms, the model says 6", t1 - t0);
-    ck_assert_msg(t2 - t1 >= 6.0, "copy out took %.3f ms, the model says 6", t2 - t1);
+    /* The model owes time and sleeps it off in quanta, an overshoot
+     * becoming credit (device_impl.h): the total is what it models, to
+     * within a quantum; each delay alone need not be. */
+    ck_assert_msg(t1 - t0 >= 6.0 - 0.5, "copy in took %.3f ms, the model says 6", t1 - t0);
+    ck_assert_msg(t2 - t0 >= 12.0 - 0.5, "the copies took %.3f ms, the model says 12",
+                  t2 - t0);
     sl_device_get_stats(d, &st);
     ck_assert_msg(fabs(st.modeled_ms - 12.0) < 1e-6, "modeled %.6f ms", st.modeled_ms);
     ck_assert_uint_eq(st.copies_in, 1);
@@ -379,7 +383,7 @@ START_TEST(test_run_counts_two_interactions)
     sl_device_get_stats(d, &st);
     ck_assert_uint_eq(st.interactions, 2);
     ck_assert_msg(fabs(st.modeled_ms - 6.0) < 1e-6, "modeled %.6f ms", st.modeled_ms);
-    ck_assert_msg(t1 - t0 >= 6.0, "run took %.3f ms, the model says 6", t1 - t0);
+    ck_assert_msg(t1 - t0 >= 6.0 - 0.5, "run took %.3f ms, the model says 6", t1 - t0);
     sl_device_free(d);
 }
 END_TEST

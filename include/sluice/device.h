@@ -7,8 +7,9 @@
  *          benchmarks: its memory is separate, each host-to-device copy
  *          takes latency + bytes / bandwidth, and each host<->device
  *          interaction (launching a step or a sink, returning its result)
- *          takes the launch latency. The delays are slept, not computed;
- *          the step's arithmetic still runs on the CPU's kernels. The
+ *          takes the launch latency. The delays are slept (in quanta: the
+ *          totals are the model's, single short delays are not); the
+ *          step's arithmetic still runs on the CPU's kernels. The
  *          defaults model a PCIe 4.0 x16 card (see sl_device_options).
  *
  * Behind the handle each kind is a table of functions (devices/device_impl.h);
