@@ -21,6 +21,7 @@
 #include "core/pool.h"
 #include "core/rng.h"
 #include "ops/op_impl.h"
+#include "ops/vision/resize_impl.h"
 #include "tests/testutil.h"
 
 Suite *make_ops_suite(void);
@@ -373,6 +374,101 @@ START_TEST(test_resize_linear_f32_shapes)
     check_resize_linear(SL_FLOAT32, 3, 5, 7, 3, 13, 11, 3);
     check_resize_linear(SL_FLOAT32, 3, 9, 300, 2, 4, 400, 4);
     check_resize_linear(SL_FLOAT32, 3, 2, 2, 1, 1, 1, 5);
+}
+END_TEST
+
+/* The LeNet chain: Rescale(1/255, 0) then Rescale(1/0.3081, -0.1307/0.3081),
+ * each rounded to float32 as the separate ops store it. */
+static sl__rescale_chain lenet_chain(void)
+{
+    sl__rescale_chain ch = {.n = 2};
+    ch.scale[0] = (float)(1.0 / 255.0);
+    ch.shift[0] = 0.0f;
+    ch.scale[1] = (float)(1.0 / 0.3081);
+    ch.shift[1] = (float)(-0.1307 / 0.3081);
+    return ch;
+}
+
+/* Runs every supported resize path on one random image and compares each
+ * with OpenCV's arithmetic (ref_cv_resize_u8), byte for byte, both as uint8
+ * and through chain into float32 (bit for bit with the chain applied here
+ * one step at a time, as separate Rescale ops do). */
+static void check_resize_paths(int ih, int iw, int c, int oh, int ow,
+                               const sl__rescale_chain *chain, sl_rng *rng)
+{
+    size_t n_in = (size_t)ih * iw * c, n = (size_t)oh * ow * c;
+    uint8_t *in = malloc(n_in), *want = malloc(n), *got = malloc(n);
+    float *want_f = malloc(n * sizeof *want_f), *got_f = malloc(n * sizeof *got_f);
+    ck_assert(in && want && got && want_f && got_f);
+    for (size_t i = 0; i < n_in; i++)
+        in[i] = (uint8_t)sl__rng_below(rng, 256);
+    ref_cv_resize_u8(want, in, ih, iw, c, oh, ow);
+    for (size_t i = 0; i < n; i++) {
+        float v = (float)want[i];
+        for (size_t k = 0; k < chain->n; k++)
+            v = v * chain->scale[k] + chain->shift[k];
+        want_f[i] = v;
+    }
+    for (int p = 0; p < SL__RESIZE_PATH_COUNT; p++) {
+        if (!sl__resize_path_supported((sl__resize_path)p))
+            continue;
+        memset(got, 0xAB, n);
+        ck_assert_int_eq(sl__resize_u8((sl__resize_path)p, got, in, ih, iw, c, oh, ow, NULL),
+                         SL_OK);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(got[i] == want[i],
+                          "path %d, (%d, %d, %d) -> (%d, %d): element %zu is %d, want %d", p,
+                          ih, iw, c, oh, ow, i, got[i], want[i]);
+        memset(got_f, 0xAB, n * sizeof *got_f);
+        ck_assert_int_eq(sl__resize_u8((sl__resize_path)p, got_f, in, ih, iw, c, oh, ow, chain),
+                         SL_OK);
+        ck_assert_msg(memcmp(got_f, want_f, n * sizeof *got_f) == 0,
+                      "path %d, (%d, %d, %d) -> (%d, %d) through %zu rescales differs", p, ih,
+                      iw, c, oh, ow, chain->n);
+    }
+    free(got_f);
+    free(want_f);
+    free(got);
+    free(want);
+    free(in);
+}
+
+START_TEST(test_resize_paths)
+{
+    /* Fixed cases: MNIST, widths whose rows leave 1..7 elements after the
+     * blocks of 8, strong downscales (the vector path falls back), rows
+     * under 16 bytes, one pixel, and channels 1 to 4. */
+    static const int cases[][5] = {
+        {28, 28, 1, 32, 32}, {28, 28, 3, 32, 32}, {28, 28, 1, 31, 33}, {28, 28, 1, 29, 39},
+        {16, 16, 1, 17, 17}, {20, 20, 3, 21, 21}, {37, 23, 3, 10, 15}, {5, 7, 2, 13, 11},
+        {100, 3, 1, 7, 50}, {1, 1, 3, 4, 5}, {64, 64, 4, 17, 31}, {20, 700, 1, 9, 600},
+        {30, 40, 3, 30, 100}, {9, 200, 1, 9, 30}, {3, 15, 1, 5, 40}, {3, 16, 1, 5, 40},
+        {2, 6, 3, 4, 9}, {40, 40, 1, 20, 20}, {40, 40, 3, 27, 27}, {6, 1, 1, 9, 19},
+    };
+    sl__rescale_chain lenet = lenet_chain(), one = {.n = 1}, many = {.n = SL__RESCALE_FUSE_MAX};
+    sl_rng rng;
+    sl__rng_seed(&rng, 11, 0, 0, 0);
+    one.scale[0] = -0.75f;
+    one.shift[0] = 3.25f;
+    for (size_t k = 0; k < many.n; k++) {
+        many.scale[k] = 0.5f + 0.37f * (float)k;
+        many.shift[k] = -1.0f + 0.3f * (float)k;
+    }
+    ck_assert(sl__resize_path_supported(SL__RESIZE_PATH_C));
+    ck_assert(sl__resize_path_supported(sl__resize_best_path()));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *t = cases[i];
+        check_resize_paths(t[0], t[1], t[2], t[3], t[4], &lenet, &rng);
+        check_resize_paths(t[0], t[1], t[2], t[3], t[4], &one, &rng);
+        check_resize_paths(t[0], t[1], t[2], t[3], t[4], &many, &rng);
+    }
+    /* Random sizes, up and down, 1 to 4 channels. */
+    for (int i = 0; i < 300; i++) {
+        int ih = 1 + (int)sl__rng_below(&rng, 48), iw = 1 + (int)sl__rng_below(&rng, 48);
+        int oh = 1 + (int)sl__rng_below(&rng, 64), ow = 1 + (int)sl__rng_below(&rng, 64);
+        int c = 1 + (int)sl__rng_below(&rng, 4);
+        check_resize_paths(ih, iw, c, oh, ow, i % 2 ? &lenet : &one, &rng);
+    }
 }
 END_TEST
 
@@ -1632,6 +1728,7 @@ Suite *make_ops_suite(void)
     tcase_add_test(core, test_resize_linear_u8_shapes);
     tcase_add_test(core, test_resize_linear_f32_shapes);
     tcase_add_test(core, test_resize_linear_known);
+    tcase_add_test(core, test_resize_paths);
     tcase_add_test(core, test_resize_nearest);
     tcase_add_test(core, test_resize_same_size_and_pool);
     tcase_add_test(core, test_rescale_dtypes);

@@ -19,13 +19,26 @@
  * once into a row buffer (two are kept, so a row shared by consecutive
  * output rows is not recomputed), then pairs of rows are blended vertically.
  * Index and weight tables are built once per call in a stack buffer, or in a
- * pool block for very wide outputs. */
+ * pool block for very wide outputs.
+ *
+ * The uint8 kernels have two paths (resize_impl.h): plain C, and SSSE3,
+ * whose horizontal pass loads the 16 source bytes under eight outputs at
+ * once and shuffles them into place (pshufb) instead of gathering one byte
+ * at a time. Both do the same integer arithmetic, so they give the same
+ * bytes. */
 #include "ops/op_impl.h"
+#include "ops/vision/resize_impl.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#if defined(__x86_64__)
+#define SL_RESIZE_X86 1
+#include <immintrin.h>
+#endif
 
 /* Outputs up to this wide (and rows up to this many elements) keep their
  * tables and row buffers on the stack (14 KiB); wider ones use a pool block. */
@@ -69,12 +82,25 @@ typedef struct resize_plan {
     int64_t *row1;  /* (out_h,) */
     int16_t *b0;    /* (out_h,) */
     int16_t *b1;    /* (out_h,) */
+    /* For the SSSE3 path: a row's out_w * c elements in nblk blocks of 8
+     * (the last few, fewer than 8, go one by one). Block b loads the 16
+     * source bytes from blk_base[b] and shuffles them with blk_mask into
+     * (left, right) int16 pairs, which meet the (a0, a1) pairs of blk_w in
+     * one multiply-add. gather_ok is 0 when some block's pixels do not fit
+     * in its 16 bytes (strong downscales, rows under 16 bytes); that plan
+     * then runs the plain C pass. */
+    size_t nblk;
+    int gather_ok;
+    size_t *blk_base;   /* (nblk,) */
+    int16_t *blk_w;     /* (nblk, 16) */
+    uint8_t *blk_mask;  /* (nblk, 32) */
 } resize_plan;
 
 #define RESIZE_COEF_SCALE 2048 /* OpenCV's INTER_RESIZE_COEF_SCALE: 11 bits */
 
-/* The uint8 path keeps its int16 rows in the float row scratch. */
-_Static_assert(sizeof(int16_t) <= sizeof(float), "row scratch is shared");
+/* The uint8 path keeps its two int16 rows and one uint8 row
+ * (u8_scratch_size) in the room of the two float rows. */
+_Static_assert(2 * sizeof(int16_t) + 1 <= 2 * sizeof(float), "row scratch is shared");
 
 static int resize_check(const char *name, int ndim, const int64_t *shape, sl_dtype dtype,
                         int64_t *h, int64_t *w, int64_t *c, sl__error *err)
@@ -176,12 +202,49 @@ static int32_t fixed_weight(float w)
     return (int32_t)lrintf(w * (float)RESIZE_COEF_SCALE);
 }
 
+/* Fills the SSSE3 block tables of p from its per-column tables. */
+static void plan_gather(resize_plan *p)
+{
+    size_t c = (size_t)p->c, in_row = (size_t)p->in_w * c;
+    /* a load of 16 bytes must stay inside the source row */
+    p->gather_ok = in_row >= 16;
+    for (size_t b = 0; b < p->nblk && p->gather_ok; b++) {
+        size_t lo = SIZE_MAX, hi = 0, base;
+        /* with c > 1 the offsets are not monotonic within a block */
+        for (size_t j = 8 * b; j < 8 * b + 8; j++) {
+            size_t o0 = p->ofs0[j / c] + j % c, o1 = p->ofs1[j / c] + j % c;
+            lo = o0 < lo ? o0 : lo;
+            hi = o1 > hi ? o1 : hi;
+        }
+        base = lo + 16 <= in_row ? lo : in_row - 16;
+        if (hi - base >= 16) {
+            p->gather_ok = 0;
+            break;
+        }
+        p->blk_base[b] = base;
+        for (size_t e = 0; e < 8; e++) {
+            size_t j = 8 * b + e, x = j / c, k = j % c;
+            uint8_t *m = p->blk_mask + 32 * b + 4 * e;
+            /* pshufb writes 0 where the mask byte has its top bit set: each
+             * source byte becomes the low byte of a zero-extended int16 */
+            m[0] = (uint8_t)(p->ofs0[x] + k - base);
+            m[1] = 0x80;
+            m[2] = (uint8_t)(p->ofs1[x] + k - base);
+            m[3] = 0x80;
+            p->blk_w[16 * b + 2 * e] = (int16_t)p->a0[x];
+            p->blk_w[16 * b + 2 * e + 1] = (int16_t)p->a1[x];
+        }
+    }
+}
+
 /* A plan for (in_h, in_w, c) -> (out_h, out_w, c), or NULL without memory. */
 static resize_plan *plan_new(int64_t in_h, int64_t in_w, int64_t c, int64_t out_h, int64_t out_w)
 {
     size_t ow = (size_t)out_w, oh = (size_t)out_h;
+    size_t nblk = ow * (size_t)c / 8;
     size_t size = sizeof(resize_plan) + ow * (2 * sizeof(size_t) + 2 * sizeof(int32_t)) +
-                  oh * (2 * sizeof(int64_t) + 2 * sizeof(int16_t));
+                  oh * (2 * sizeof(int64_t) + 2 * sizeof(int16_t)) +
+                  nblk * (sizeof(size_t) + 16 * sizeof(int16_t) + 32);
     double xscale = 1.0 / ((double)out_w / (double)in_w);
     double yscale = 1.0 / ((double)out_h / (double)in_h);
     resize_plan *p = malloc(size);
@@ -195,10 +258,14 @@ static resize_plan *plan_new(int64_t in_h, int64_t in_w, int64_t c, int64_t out_
     p->ofs1 = p->ofs0 + ow;
     p->row0 = (int64_t *)(p->ofs1 + ow);
     p->row1 = p->row0 + oh;
-    p->a0 = (int32_t *)(p->row1 + oh);
+    p->blk_base = (size_t *)(p->row1 + oh);
+    p->a0 = (int32_t *)(p->blk_base + nblk);
     p->a1 = p->a0 + ow;
-    p->b0 = (int16_t *)(p->a1 + ow);
+    p->blk_w = (int16_t *)(p->a1 + ow);
+    p->b0 = p->blk_w + 16 * nblk;
     p->b1 = p->b0 + oh;
+    p->blk_mask = (uint8_t *)(p->b1 + oh);
+    p->nblk = nblk;
     for (int64_t x = 0; x < out_w; x++) {
         int64_t s0;
         float f;
@@ -218,6 +285,7 @@ static resize_plan *plan_new(int64_t in_h, int64_t in_w, int64_t c, int64_t out_
         p->b0[y] = (int16_t)fixed_weight(1.0f - f);
         p->b1[y] = (int16_t)fixed_weight(f);
     }
+    plan_gather(p);
     return p;
 }
 
@@ -249,24 +317,55 @@ typedef struct resize_stack {
     float rows[2 * RESIZE_STACK_ROW];
 } resize_stack;
 
-/* Resamples one uint8 source row (in_w, c) into row (out_w * c): integers
- * scaled by 2048, then shifted right by 4 as OpenCV does before blending
- * (at most 255 * 2048 >> 4 = 32640, so they fit in 16 bits). */
+/* One output element of the horizontal pass: source element o0 and o1
+ * blended in 11-bit fixed point, shifted right by 4 as OpenCV does before
+ * blending rows (at most 255 * 2048 >> 4 = 32640: it fits in 16 bits). */
+static inline int16_t hpixel_u8(const uint8_t *src, size_t o0, size_t o1, int32_t a0, int32_t a1)
+{
+    return (int16_t)((src[o0] * a0 + src[o1] * a1) >> 4);
+}
+
+/* Resamples one uint8 source row (in_w, c) into row (out_w * c), elements
+ * [from, out_w * c). */
 static void hresize_u8(int16_t *restrict row, const uint8_t *restrict src,
-                       const resize_plan *t, size_t out_w, size_t c)
+                       const resize_plan *t, size_t out_w, size_t c, size_t from)
 {
     if (c == 1) {
-        for (size_t x = 0; x < out_w; x++)
-            row[x] = (int16_t)((src[t->ofs0[x]] * t->a0[x] + src[t->ofs1[x]] * t->a1[x]) >> 4);
+        for (size_t x = from; x < out_w; x++)
+            row[x] = hpixel_u8(src, t->ofs0[x], t->ofs1[x], t->a0[x], t->a1[x]);
         return;
     }
-    for (size_t x = 0; x < out_w; x++) {
-        const uint8_t *p0 = src + t->ofs0[x], *p1 = src + t->ofs1[x];
-        int32_t a0 = t->a0[x], a1 = t->a1[x];
-        for (size_t k = 0; k < c; k++)
-            row[x * c + k] = (int16_t)((p0[k] * a0 + p1[k] * a1) >> 4);
+    for (size_t j = from; j < out_w * c; j++) {
+        size_t x = j / c, k = j % c;
+        row[j] = hpixel_u8(src, t->ofs0[x] + k, t->ofs1[x] + k, t->a0[x], t->a1[x]);
     }
 }
+
+#ifdef SL_RESIZE_X86
+/* hresize_u8 with SSSE3, for a plan whose gather_ok is set: per block of 8
+ * elements one 16-byte load, two shuffles into (left, right) int16 pairs,
+ * two multiply-adds with the (a0, a1) pairs (exact in 32 bits), the shift
+ * by 4, and a pack to int16 that cannot saturate (see hpixel_u8). */
+__attribute__((target("ssse3"))) static void hresize_u8_ssse3(int16_t *restrict row,
+                                                             const uint8_t *restrict src,
+                                                             const resize_plan *t, size_t out_w,
+                                                             size_t c)
+{
+    for (size_t b = 0; b < t->nblk; b++) {
+        __m128i s = _mm_loadu_si128((const __m128i *)(const void *)(src + t->blk_base[b]));
+        const uint8_t *m = t->blk_mask + 32 * b;
+        const int16_t *w = t->blk_w + 16 * b;
+        __m128i lo = _mm_shuffle_epi8(s, _mm_loadu_si128((const __m128i *)(const void *)m));
+        __m128i hi = _mm_shuffle_epi8(s, _mm_loadu_si128((const __m128i *)(const void *)(m + 16)));
+        lo = _mm_madd_epi16(lo, _mm_loadu_si128((const __m128i *)(const void *)w));
+        hi = _mm_madd_epi16(hi, _mm_loadu_si128((const __m128i *)(const void *)(w + 8)));
+        lo = _mm_srai_epi32(lo, 4);
+        hi = _mm_srai_epi32(hi, 4);
+        _mm_storeu_si128((__m128i *)(void *)(row + 8 * b), _mm_packs_epi32(lo, hi));
+    }
+    hresize_u8(row, src, t, out_w, c, 8 * t->nblk);
+}
+#endif
 
 static void hresize_f32(float *restrict row, const float *restrict src, const resize_xtab *t,
                         size_t out_w, size_t c)
@@ -287,13 +386,23 @@ static void hresize_f32(float *restrict row, const float *restrict src, const re
     }
 }
 
-/* Blends two resampled rows into n output pixels with OpenCV's truncations:
- * each product keeps its high 16 bits (the multiply-high of two int16), the
- * sum is rounded by 2 bits. Written in 16-bit types so GCC vectorises it
- * with SSE2's multiply-high, as OpenCV's own kernel does; blocks of a fixed
- * 16 let GCC vectorise at -O2 (its cheap cost model skips loops whose trip
- * count is unknown). Kept out of line: inlined into its caller, GCC 12 no
- * longer sees the 16-bit multiply-high and widens to 32-bit products. */
+/* One output pixel of the vertical pass, with OpenCV's truncations: each
+ * product keeps its high 16 bits (the multiply-high of two int16), the sum
+ * (at most 2 * 1020 + 2: it stays in 16 bits) is rounded by 2 bits. */
+static inline uint8_t vpixel_u8(int16_t r0, int16_t r1, int16_t b0, int16_t b1)
+{
+    int16_t hi0 = (int16_t)(((int32_t)r0 * b0) >> 16);
+    int16_t hi1 = (int16_t)(((int32_t)r1 * b1) >> 16);
+    int16_t v = (int16_t)((int16_t)(hi0 + hi1 + 2) >> 2);
+    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+/* Blends two resampled rows into n output pixels (vpixel_u8). Written in
+ * 16-bit types so GCC vectorises it with SSE2's multiply-high, as OpenCV's
+ * own kernel does; blocks of a fixed 16 let GCC vectorise at -O2 (its cheap
+ * cost model skips loops whose trip count is unknown). Kept out of line:
+ * inlined into its caller, GCC 12 no longer sees the 16-bit multiply-high
+ * and widens to 32-bit products. */
 __attribute__((noinline)) static void vresize_u8(uint8_t *restrict dst, const int16_t *restrict r0,
                        const int16_t *restrict r1, int16_t b0, int16_t b1, size_t n)
 {
@@ -302,18 +411,78 @@ __attribute__((noinline)) static void vresize_u8(uint8_t *restrict dst, const in
         for (size_t j = i; j < i + 16; j++) {
             int16_t hi0 = (int16_t)(((int32_t)r0[j] * b0) >> 16);
             int16_t hi1 = (int16_t)(((int32_t)r1[j] * b1) >> 16);
-            /* at most 2 * 1020 + 2: the sum stays in 16 bits */
             int16_t v = (int16_t)((int16_t)(hi0 + hi1 + 2) >> 2);
             dst[j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
         }
     }
+    for (; i < n; i++)
+        dst[i] = vpixel_u8(r0[i], r1[i], b0, b1);
+}
+
+/* dst[i] = src[i] through the chain, for n elements. Each step runs over a
+ * block of 16 before the next, as separate Rescale ops would over the whole
+ * image: the same float32 operations, and GCC vectorises each block. */
+static void rescale_chain_u8(float *restrict dst, const uint8_t *restrict src, size_t n,
+                             const sl__rescale_chain *ch)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (size_t j = i; j < i + 16; j++)
+            dst[j] = (float)src[j] * ch->scale[0] + ch->shift[0];
+        for (size_t k = 1; k < ch->n; k++)
+            for (size_t j = i; j < i + 16; j++)
+                dst[j] = dst[j] * ch->scale[k] + ch->shift[k];
+    }
     for (; i < n; i++) {
-        int16_t hi0 = (int16_t)(((int32_t)r0[i] * b0) >> 16);
-        int16_t hi1 = (int16_t)(((int32_t)r1[i] * b1) >> 16);
-        int16_t v = (int16_t)((int16_t)(hi0 + hi1 + 2) >> 2);
-        dst[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+        float v = (float)src[i] * ch->scale[0] + ch->shift[0];
+        for (size_t k = 1; k < ch->n; k++)
+            v = v * ch->scale[k] + ch->shift[k];
+        dst[i] = v;
     }
 }
+
+#ifdef SL_RESIZE_X86
+/* The vertical pass straight into float32 through chain: vresize_u8's
+ * arithmetic on 8 pixels at a time, the clamp to [0, 255] by a saturating
+ * pack, then per step one multiply and one add (never fused into an FMA, as
+ * in the scalar code) on the exactly converted values. */
+__attribute__((target("ssse3"))) static void vresize_rescale_ssse3(float *restrict dst,
+                                                                  const int16_t *restrict r0,
+                                                                  const int16_t *restrict r1,
+                                                                  int16_t b0, int16_t b1, size_t n,
+                                                                  const sl__rescale_chain *ch)
+{
+    const __m128i w0 = _mm_set1_epi16(b0), w1 = _mm_set1_epi16(b1);
+    const __m128i two = _mm_set1_epi16(2), zero = _mm_setzero_si128();
+    __m128 scale[SL__RESCALE_FUSE_MAX], shift[SL__RESCALE_FUSE_MAX];
+    size_t i = 0;
+    for (size_t k = 0; k < ch->n; k++) {
+        scale[k] = _mm_set1_ps(ch->scale[k]);
+        shift[k] = _mm_set1_ps(ch->shift[k]);
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m128i h0 = _mm_mulhi_epi16(_mm_loadu_si128((const __m128i *)(const void *)(r0 + i)), w0);
+        __m128i h1 = _mm_mulhi_epi16(_mm_loadu_si128((const __m128i *)(const void *)(r1 + i)), w1);
+        __m128i v = _mm_srai_epi16(_mm_add_epi16(_mm_add_epi16(h0, h1), two), 2);
+        __m128 lo, hi;
+        v = _mm_unpacklo_epi8(_mm_packus_epi16(v, v), zero);
+        lo = _mm_cvtepi32_ps(_mm_unpacklo_epi16(v, zero));
+        hi = _mm_cvtepi32_ps(_mm_unpackhi_epi16(v, zero));
+        for (size_t k = 0; k < ch->n; k++) {
+            lo = _mm_add_ps(_mm_mul_ps(lo, scale[k]), shift[k]);
+            hi = _mm_add_ps(_mm_mul_ps(hi, scale[k]), shift[k]);
+        }
+        _mm_storeu_ps(dst + i, lo);
+        _mm_storeu_ps(dst + i + 4, hi);
+    }
+    for (; i < n; i++) {
+        float f = (float)vpixel_u8(r0[i], r1[i], b0, b1);
+        for (size_t k = 0; k < ch->n; k++)
+            f = f * ch->scale[k] + ch->shift[k];
+        dst[i] = f;
+    }
+}
+#endif
 
 static void vresize_f32(float *restrict dst, const float *restrict r0,
                         const float *restrict r1, float b0, float b1, size_t n)
@@ -371,37 +540,129 @@ static void resize_bilinear_f32(sl_tensor *out, const sl_tensor *in, int64_t in_
     }
 }
 
-/* in -> out (out_h, out_w, c), uint8 bilinear in OpenCV's fixed point
- * following plan p; rows is scratch for two resampled rows of out_w * c. */
-static void resize_bilinear_u8(sl_tensor *out, const sl_tensor *in, const resize_plan *p,
-                               int64_t out_h, int64_t out_w, int16_t *rows)
+/* Bytes of scratch resize_u8_rows needs for rows of row_n elements: two
+ * resampled int16 rows, and a uint8 row for the plain path's chain. */
+static size_t u8_scratch_size(size_t row_n)
+{
+    return 2 * row_n * sizeof(int16_t) + row_n;
+}
+
+static void hresize_path(sl__resize_path path, int16_t *row, const uint8_t *src,
+                         const resize_plan *p, size_t out_w, size_t c)
+{
+#ifdef SL_RESIZE_X86
+    if (path == SL__RESIZE_PATH_SSSE3 && p->gather_ok) {
+        hresize_u8_ssse3(row, src, p, out_w, c);
+        return;
+    }
+#endif
+    (void)path;
+    hresize_u8(row, src, p, out_w, c, 0);
+}
+
+/* One output row from the resampled rows r0, r1 with weights b0, b1: uint8
+ * into dst, or with a chain float32 (tmp: a uint8 row of scratch). */
+static void vresize_path(sl__resize_path path, void *dst, const int16_t *r0, const int16_t *r1,
+                         int16_t b0, int16_t b1, size_t n, const sl__rescale_chain *chain,
+                         uint8_t *tmp)
+{
+    if (!chain) {
+        vresize_u8(dst, r0, r1, b0, b1, n);
+        return;
+    }
+#ifdef SL_RESIZE_X86
+    if (path == SL__RESIZE_PATH_SSSE3) {
+        vresize_rescale_ssse3(dst, r0, r1, b0, b1, n, chain);
+        return;
+    }
+#endif
+    (void)path;
+    vresize_u8(tmp, r0, r1, b0, b1, n);
+    rescale_chain_u8(dst, tmp, n, chain);
+}
+
+/* src -> dst (out_h, out_w, c), uint8 bilinear in OpenCV's fixed point
+ * following plan p, on path; dst is uint8, or float32 through chain when
+ * it is not NULL. scratch holds u8_scratch_size(out_w * c) bytes. */
+static void resize_u8_rows(sl__resize_path path, void *dst, const uint8_t *src,
+                           const resize_plan *p, int64_t out_h, int64_t out_w,
+                           const sl__rescale_chain *chain, void *scratch)
 {
     size_t row_n = (size_t)out_w * (size_t)p->c;
     size_t in_row = (size_t)p->in_w * (size_t)p->c;
-    const uint8_t *src = in->data;
-    int16_t *r0 = rows, *r1 = rows + row_n;
+    size_t out_size = chain ? sizeof(float) : 1; /* bytes per output element */
+    int16_t *r0 = scratch, *r1 = r0 + row_n;
+    uint8_t *tmp = (uint8_t *)(r1 + row_n);
     int64_t k0 = -1, k1 = -1; /* the source rows r0 and r1 hold */
 
     for (int64_t y = 0; y < out_h; y++) {
         int64_t s0 = p->row0[y], s1 = p->row1[y];
         if (k0 != s0) {
             if (k1 == s0) {
-                int16_t *tmp = r0;
+                int16_t *t = r0;
                 r0 = r1;
-                r1 = tmp;
+                r1 = t;
                 k1 = k0;
             } else {
-                hresize_u8(r0, src + (size_t)s0 * in_row, p, (size_t)out_w, (size_t)p->c);
+                hresize_path(path, r0, src + (size_t)s0 * in_row, p, (size_t)out_w,
+                             (size_t)p->c);
             }
             k0 = s0;
         }
         if (s1 != s0 && k1 != s1) {
-            hresize_u8(r1, src + (size_t)s1 * in_row, p, (size_t)out_w, (size_t)p->c);
+            hresize_path(path, r1, src + (size_t)s1 * in_row, p, (size_t)out_w, (size_t)p->c);
             k1 = s1;
         }
-        vresize_u8((uint8_t *)out->data + (size_t)y * row_n, r0, s1 == s0 ? r0 : r1, p->b0[y],
-                   p->b1[y], row_n);
+        vresize_path(path, (char *)dst + (size_t)y * row_n * out_size, r0, s1 == s0 ? r0 : r1,
+                     p->b0[y], p->b1[y], row_n, chain, tmp);
     }
+}
+
+/* --- path choice ----------------------------------------------------------- */
+
+static pthread_once_t paths_once = PTHREAD_ONCE_INIT;
+static int path_ok[SL__RESIZE_PATH_COUNT]; /* written once, by find_paths */
+
+static void find_paths(void)
+{
+    path_ok[SL__RESIZE_PATH_C] = 1;
+#ifdef SL_RESIZE_X86
+    __builtin_cpu_init();
+    path_ok[SL__RESIZE_PATH_SSSE3] = __builtin_cpu_supports("ssse3");
+#endif
+}
+
+int sl__resize_path_supported(sl__resize_path p)
+{
+    pthread_once(&paths_once, find_paths);
+    return p >= 0 && p < SL__RESIZE_PATH_COUNT && path_ok[p];
+}
+
+sl__resize_path sl__resize_best_path(void)
+{
+    return sl__resize_path_supported(SL__RESIZE_PATH_SSSE3) ? SL__RESIZE_PATH_SSSE3
+                                                            : SL__RESIZE_PATH_C;
+}
+
+int sl__resize_u8(sl__resize_path path, void *dst, const uint8_t *src, int64_t in_h,
+                  int64_t in_w, int64_t c, int64_t out_h, int64_t out_w,
+                  const sl__rescale_chain *chain)
+{
+    resize_plan *p;
+    void *scratch;
+    SL_ASSERT(sl__resize_path_supported(path));
+    SL_ASSERT(!chain || (chain->n >= 1 && chain->n <= SL__RESCALE_FUSE_MAX));
+    p = plan_new(in_h, in_w, c, out_h, out_w);
+    scratch = malloc(u8_scratch_size((size_t)out_w * (size_t)c));
+    if (!p || !scratch) {
+        free(p);
+        free(scratch);
+        return SL_ENOMEM;
+    }
+    resize_u8_rows(path, dst, src, p, out_h, out_w, chain, scratch);
+    free(scratch);
+    free(p);
+    return SL_OK;
 }
 
 /* in (in_h, in_w, c) -> out (out_h, out_w, c), nearest; ofs is (out_w,)
@@ -509,7 +770,8 @@ static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ct
             goto fail;
         }
         /* the int16 rows fit in the room of the float rows */
-        resize_bilinear_u8(res, in, plan, r->height, r->width, (int16_t *)(void *)rows);
+        resize_u8_rows(sl__resize_best_path(), res->data, in->data, plan, r->height, r->width,
+                       NULL, rows);
         if (plan_owned)
             free(plan);
     } else {
