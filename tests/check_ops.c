@@ -409,22 +409,23 @@ static void check_resize_paths(int ih, int iw, int c, int oh, int ow,
             v = v * chain->scale[k] + chain->shift[k];
         want_f[i] = v;
     }
-    for (int p = 0; p < SL__RESIZE_PATH_COUNT; p++) {
-        if (!sl__resize_path_supported((sl__resize_path)p))
+    /* each path two rows at a time, and with room for the whole image */
+    for (int p = 0; p < 2 * SL__RESIZE_PATH_COUNT; p++) {
+        sl__resize_path path = (sl__resize_path)(p / 2);
+        int whole = p % 2;
+        if (!sl__resize_path_supported(path))
             continue;
         memset(got, 0xAB, n);
-        ck_assert_int_eq(sl__resize_u8((sl__resize_path)p, got, in, ih, iw, c, oh, ow, NULL),
-                         SL_OK);
+        ck_assert_int_eq(sl__resize_u8(path, got, in, ih, iw, c, oh, ow, NULL, whole), SL_OK);
         for (size_t i = 0; i < n; i++)
             ck_assert_msg(got[i] == want[i],
-                          "path %d, (%d, %d, %d) -> (%d, %d): element %zu is %d, want %d", p,
-                          ih, iw, c, oh, ow, i, got[i], want[i]);
+                          "path %d (whole %d), (%d, %d, %d) -> (%d, %d): element %zu is %d, "
+                          "want %d", (int)path, whole, ih, iw, c, oh, ow, i, got[i], want[i]);
         memset(got_f, 0xAB, n * sizeof *got_f);
-        ck_assert_int_eq(sl__resize_u8((sl__resize_path)p, got_f, in, ih, iw, c, oh, ow, chain),
-                         SL_OK);
+        ck_assert_int_eq(sl__resize_u8(path, got_f, in, ih, iw, c, oh, ow, chain, whole), SL_OK);
         ck_assert_msg(memcmp(got_f, want_f, n * sizeof *got_f) == 0,
-                      "path %d, (%d, %d, %d) -> (%d, %d) through %zu rescales differs", p, ih,
-                      iw, c, oh, ow, chain->n);
+                      "path %d (whole %d), (%d, %d, %d) -> (%d, %d) through %zu rescales differs",
+                      (int)path, whole, ih, iw, c, oh, ow, chain->n);
     }
     free(got_f);
     free(want_f);
