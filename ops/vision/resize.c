@@ -352,6 +352,17 @@ static void hresize_u8(int16_t *restrict row, const uint8_t *restrict src,
 }
 
 #ifdef SL_RESIZE_X86
+/* Unaligned vector loads (through void, so no cast raises the alignment). */
+__attribute__((target("ssse3"))) static inline __m128i load128(const void *p)
+{
+    return _mm_loadu_si128((const __m128i *)p);
+}
+
+__attribute__((target("avx2"))) static inline __m256i load256(const void *p)
+{
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
 /* hresize_u8 with SSSE3, for a plan whose gather_ok is set: per block of 8
  * elements one 16-byte load, two shuffles into (left, right) int16 pairs,
  * two multiply-adds with the (a0, a1) pairs (exact in 32 bits), the shift
@@ -362,13 +373,13 @@ __attribute__((target("ssse3"))) static void hresize_u8_ssse3(int16_t *restrict 
                                                              size_t c)
 {
     for (size_t b = 0; b < t->nblk; b++) {
-        __m128i s = _mm_loadu_si128((const __m128i *)(const void *)(src + t->blk_base[b]));
+        __m128i s = load128(src + t->blk_base[b]);
         const uint8_t *m = t->blk_mask + 32 * b;
         const int16_t *w = t->blk_w + 16 * b;
-        __m128i lo = _mm_shuffle_epi8(s, _mm_loadu_si128((const __m128i *)(const void *)m));
-        __m128i hi = _mm_shuffle_epi8(s, _mm_loadu_si128((const __m128i *)(const void *)(m + 16)));
-        lo = _mm_madd_epi16(lo, _mm_loadu_si128((const __m128i *)(const void *)w));
-        hi = _mm_madd_epi16(hi, _mm_loadu_si128((const __m128i *)(const void *)(w + 8)));
+        __m128i lo = _mm_shuffle_epi8(s, load128(m));
+        __m128i hi = _mm_shuffle_epi8(s, load128(m + 16));
+        lo = _mm_madd_epi16(lo, load128(w));
+        hi = _mm_madd_epi16(hi, load128(w + 8));
         lo = _mm_srai_epi32(lo, 4);
         hi = _mm_srai_epi32(hi, 4);
         _mm_storeu_si128((__m128i *)(void *)(row + 8 * b), _mm_packs_epi32(lo, hi));
@@ -470,8 +481,8 @@ __attribute__((target("ssse3"))) static void vresize_rescale_ssse3(float *restri
     const __m128 s0 = _mm_set1_ps(ch->scale[0]), t0 = _mm_set1_ps(ch->shift[0]);
     size_t i = 0, whole = n / 8 * 8;
     for (; i < whole; i += 8) {
-        __m128i h0 = _mm_mulhi_epi16(_mm_loadu_si128((const __m128i *)(const void *)(r0 + i)), w0);
-        __m128i h1 = _mm_mulhi_epi16(_mm_loadu_si128((const __m128i *)(const void *)(r1 + i)), w1);
+        __m128i h0 = _mm_mulhi_epi16(load128(r0 + i), w0);
+        __m128i h1 = _mm_mulhi_epi16(load128(r1 + i), w1);
         __m128i v = _mm_srai_epi16(_mm_add_epi16(_mm_add_epi16(h0, h1), two), 2);
         __m128 lo, hi;
         v = _mm_unpacklo_epi8(_mm_packus_epi16(v, v), zero);
@@ -584,8 +595,8 @@ __attribute__((target("ssse3"))) static void resize_image_ssse3(void *dst, const
         const __m128i w0 = _mm_set1_epi16(p->b0[y]), w1 = _mm_set1_epi16(p->b1[y]);
         size_t o = (size_t)y * row_n, i = 0;
         for (; i < whole; i += 8) {
-            __m128i h0 = _mm_mulhi_epi16(_mm_loadu_si128((const __m128i *)(const void *)(r0 + i)), w0);
-            __m128i h1 = _mm_mulhi_epi16(_mm_loadu_si128((const __m128i *)(const void *)(r1 + i)), w1);
+            __m128i h0 = _mm_mulhi_epi16(load128(r0 + i), w0);
+            __m128i h1 = _mm_mulhi_epi16(load128(r1 + i), w1);
             __m128i v = _mm_srai_epi16(_mm_add_epi16(_mm_add_epi16(h0, h1), two), 2);
             v = _mm_packus_epi16(v, v); /* the clamp to [0, 255] */
             if (chain) {
@@ -646,13 +657,13 @@ __attribute__((target("avx2"))) static void resize_image_avx2(void *dst, const u
         for (size_t q = 0; q < pairs; q++) {
             size_t b = 2 * q;
             __m256i a = _mm256_broadcastsi128_si256(
-                _mm_loadu_si128((const __m128i *)(const void *)(in + p->blk_base[b])));
+                load128(in + p->blk_base[b]));
             __m256i d = _mm256_broadcastsi128_si256(
-                _mm_loadu_si128((const __m128i *)(const void *)(in + p->blk_base[b + 1])));
-            a = _mm256_shuffle_epi8(a, _mm256_loadu_si256((const __m256i *)(const void *)(p->blk_mask + 32 * b)));
-            d = _mm256_shuffle_epi8(d, _mm256_loadu_si256((const __m256i *)(const void *)(p->blk_mask + 32 * b + 32)));
-            a = _mm256_madd_epi16(a, _mm256_loadu_si256((const __m256i *)(const void *)(p->blk_w + 16 * b)));
-            d = _mm256_madd_epi16(d, _mm256_loadu_si256((const __m256i *)(const void *)(p->blk_w + 16 * b + 16)));
+                load128(in + p->blk_base[b + 1]));
+            a = _mm256_shuffle_epi8(a, load256(p->blk_mask + 32 * b));
+            d = _mm256_shuffle_epi8(d, load256(p->blk_mask + 32 * b + 32));
+            a = _mm256_madd_epi16(a, load256(p->blk_w + 16 * b));
+            d = _mm256_madd_epi16(d, load256(p->blk_w + 16 * b + 16));
             a = _mm256_srai_epi32(a, 4);
             d = _mm256_srai_epi32(d, 4);
             /* packs gives (b 0-3, b+1 0-3 | b 4-7, b+1 4-7); the permute
@@ -662,11 +673,11 @@ __attribute__((target("avx2"))) static void resize_image_avx2(void *dst, const u
         }
         if (2 * pairs < p->nblk) {
             size_t b = 2 * pairs;
-            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + p->blk_base[b]));
-            __m128i lo = _mm_shuffle_epi8(v, _mm_loadu_si128((const __m128i *)(const void *)(p->blk_mask + 32 * b)));
-            __m128i hi = _mm_shuffle_epi8(v, _mm_loadu_si128((const __m128i *)(const void *)(p->blk_mask + 32 * b + 16)));
-            lo = _mm_srai_epi32(_mm_madd_epi16(lo, _mm_loadu_si128((const __m128i *)(const void *)(p->blk_w + 16 * b))), 4);
-            hi = _mm_srai_epi32(_mm_madd_epi16(hi, _mm_loadu_si128((const __m128i *)(const void *)(p->blk_w + 16 * b + 8))), 4);
+            __m128i v = load128(in + p->blk_base[b]);
+            __m128i lo = _mm_shuffle_epi8(v, load128(p->blk_mask + 32 * b));
+            __m128i hi = _mm_shuffle_epi8(v, load128(p->blk_mask + 32 * b + 16));
+            lo = _mm_srai_epi32(_mm_madd_epi16(lo, load128(p->blk_w + 16 * b)), 4);
+            hi = _mm_srai_epi32(_mm_madd_epi16(hi, load128(p->blk_w + 16 * b + 8)), 4);
             _mm_storeu_si128((__m128i *)(void *)(row + 8 * b), _mm_packs_epi32(lo, hi));
         }
         if (8 * p->nblk < row_n)
@@ -682,17 +693,19 @@ __attribute__((target("avx2"))) static void resize_image_avx2(void *dst, const u
         const __m256i w0 = _mm256_set1_epi16(p->b0[y]), w1 = _mm256_set1_epi16(p->b1[y]);
         size_t o = (size_t)y * row_n, i = 0;
         for (; i < whole; i += 16) {
-            __m256i h0 = _mm256_mulhi_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(r0 + i)), w0);
-            __m256i h1 = _mm256_mulhi_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(r1 + i)), w1);
+            __m256i h0 = _mm256_mulhi_epi16(load256(r0 + i), w0);
+            __m256i h1 = _mm256_mulhi_epi16(load256(r1 + i), w1);
             __m256i v = _mm256_srai_epi16(_mm256_add_epi16(_mm256_add_epi16(h0, h1), two), 2);
             v = _mm256_min_epi16(_mm256_max_epi16(v, zero), max); /* the clamp to [0, 255] */
             if (chain) {
                 __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(v)));
-                __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(v, 1)));
+                __m256 hi =
+                    _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(v, 1)));
                 _mm256_storeu_ps(dst_f + o + i, _mm256_add_ps(_mm256_mul_ps(lo, s0), t0));
                 _mm256_storeu_ps(dst_f + o + i + 8, _mm256_add_ps(_mm256_mul_ps(hi, s0), t0));
             } else {
-                __m128i u = _mm_packus_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+                __m128i u = _mm_packus_epi16(_mm256_castsi256_si128(v),
+                                             _mm256_extracti128_si256(v, 1));
                 _mm_storeu_si128((__m128i *)(void *)(dst_u8 + o + i), u);
             }
         }
@@ -708,7 +721,8 @@ __attribute__((target("avx2"))) static void resize_image_avx2(void *dst, const u
         const __m256 sk = _mm256_set1_ps(chain->scale[k]), tk = _mm256_set1_ps(chain->shift[k]);
         size_t i = 0;
         for (; i + 8 <= total; i += 8)
-            _mm256_storeu_ps(dst_f + i, _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(dst_f + i), sk), tk));
+            _mm256_storeu_ps(dst_f + i,
+                             _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(dst_f + i), sk), tk));
         for (; i < total; i++)
             dst_f[i] = dst_f[i] * chain->scale[k] + chain->shift[k];
     }
@@ -724,7 +738,9 @@ static size_t u8_scratch_size(size_t row_n)
 
 /* int16 elements of stack scratch for the fused op: rows up to
  * RESIZE_STACK_ROW elements. */
-enum { u8_stack_elems = (2 * RESIZE_STACK_ROW * sizeof(int16_t) + RESIZE_STACK_ROW) / sizeof(int16_t) };
+enum {
+    u8_stack_elems = (2 * RESIZE_STACK_ROW * sizeof(int16_t) + RESIZE_STACK_ROW) / sizeof(int16_t)
+};
 
 static void hresize_path(sl__resize_path path, int16_t *row, const uint8_t *src,
                          const resize_plan *p, size_t out_w, size_t c)
@@ -821,7 +837,8 @@ static void find_paths(void)
     __builtin_cpu_init();
     path_ok[SL__RESIZE_PATH_SSSE3] = __builtin_cpu_supports("ssse3");
     /* libgcc's check includes the OS saving the AVX registers */
-    path_ok[SL__RESIZE_PATH_AVX2] = __builtin_cpu_supports("avx2") && path_ok[SL__RESIZE_PATH_SSSE3];
+    path_ok[SL__RESIZE_PATH_AVX2] =
+        __builtin_cpu_supports("avx2") && path_ok[SL__RESIZE_PATH_SSSE3];
 #endif
 }
 
