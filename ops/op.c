@@ -1,5 +1,6 @@
 /* op.c: reference counting and the generic entry points of operators. */
 #include "ops/op_impl.h"
+#include "ops/vision/resize_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,4 +131,20 @@ double sl__load_as_double(const void *data, sl_dtype dtype, size_t i)
     }
     SL_ASSERT(!"unknown dtype");
     return 0;
+}
+
+int sl__op_fuse(sl_op *const *ops, size_t nops, sl_op **fused, size_t *used)
+{
+    size_t n = 0;
+    float s, b;
+    *fused = NULL;
+    *used = 1;
+    if (nops < 2 || !sl__op_resize_is_linear(ops[0]))
+        return SL_OK;
+    while (1 + n < nops && n < SL__RESCALE_FUSE_MAX && sl__op_rescale_params(ops[1 + n], &s, &b))
+        n++;
+    if (n == 0)
+        return SL_OK;
+    *used = 1 + n;
+    return sl__op_resize_rescale_new(fused, ops[0], ops + 1, n);
 }

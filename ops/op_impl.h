@@ -47,6 +47,21 @@ int sl__op_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
 int sl__op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
                  sl__error *err);
 
+/* Fusion, for the pipeline's map workers: *fused becomes one op that runs
+ * ops[0], ..., ops[*used - 1] in a single pass, with the same results and
+ * the same error messages as running them one after another; or NULL with
+ * *used = 1 when ops[0] fuses with nothing. Fused today: a bilinear Resize
+ * followed by Rescales (a uint8 image is resized straight into float32).
+ * SL_ENOMEM, or SL_OK. */
+int sl__op_fuse(sl_op *const *ops, size_t nops, sl_op **fused, size_t *used);
+/* 1 and the op's float32 parameters if op is a Rescale, else 0. */
+int sl__op_rescale_params(const sl_op *op, float *rescale, float *shift);
+/* 1 if op is a bilinear Resize. */
+int sl__op_resize_is_linear(const sl_op *op);
+/* The fused op of a bilinear Resize and n (1 to SL__RESCALE_FUSE_MAX)
+ * Rescales; it holds a reference to each. */
+int sl__op_resize_rescale_new(sl_op **out, sl_op *resize, sl_op *const *rescales, size_t n);
+
 /* Shared helpers for image ops. Reads an image spec or tensor as H, W, C:
  * rank 3 is (H, W, C), rank 2 is (H, W) with C = 1. Returns SL_ESHAPE with a
  * message naming op_name otherwise. */

@@ -35,7 +35,8 @@ typedef struct sl__stage {
     atomic_int running;    /* threads not yet finished */
     pthread_t *threads;
     /* SL__STAGE_MAP */
-    sl__map_step *steps;
+    sl__map_step *steps;   /* (nsteps,) */
+    size_t nsteps;
     sl__map_work map;
     int collate;           /* SL__STAGE_MAP: chunks are batch groups to stack after mapping */
     int reads;             /* SL__STAGE_MAP, SL__STAGE_COLLATE: rows arrive unread (index

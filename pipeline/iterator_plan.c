@@ -204,11 +204,15 @@ int sl__stages_build(sl_iterator *it)
             st->steps = calloc(i - first, sizeof *st->steps);
             if (!st->steps)
                 return SL_ENOMEM;
-            for (size_t k = first; k < i; k++) {
+            st->nsteps = i - first;
+            for (size_t k = first; k < i && rc == SL_OK; k++) {
                 st->steps[k - first].node = &it->nodes[k];
                 st->steps[k - first].salt = it->nodes[k].position;
+                rc = sl__map_step_plan(&st->steps[k - first]);
                 schema_after(&schema, &it->nodes[k]);
             }
+            if (rc != SL_OK)
+                break;
             st->map.steps = st->steps;
             st->map.nsteps = i - first;
             st->map.seed = it->seed;
@@ -272,6 +276,8 @@ void sl__stages_free(sl_iterator *it)
         for (size_t k = 0; k < st->nnodes; k++)
             sl__seq_node_free(st->nodes[k]);
         free(st->nodes);
+        for (size_t k = 0; k < st->nsteps; k++)
+            sl__map_step_clear(&st->steps[k]);
         free(st->steps);
         free(st->threads);
     }

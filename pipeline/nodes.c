@@ -461,6 +461,39 @@ static void name_row(const sl__map_work *w, const sl__node *node, const sl__row 
         w->source->iface->describe(w->source, row->index, buf, len);
 }
 
+int sl__map_step_plan(sl__map_step *step)
+{
+    const sl__node *node = step->node;
+    step->nops = 0;
+    step->ops = malloc(node->nops * sizeof *step->ops);
+    step->first = malloc(node->nops * sizeof *step->first);
+    if (!step->ops || !step->first)
+        return SL_ENOMEM;
+    for (size_t k = 0; k < node->nops;) {
+        sl_op *fused;
+        size_t used;
+        int rc = sl__op_fuse(node->ops + k, node->nops - k, &fused, &used);
+        if (rc != SL_OK)
+            return rc;
+        step->ops[step->nops] = fused ? fused : sl_op_retain(node->ops[k]);
+        step->first[step->nops] = k;
+        step->nops++;
+        k += used;
+    }
+    return SL_OK;
+}
+
+void sl__map_step_clear(sl__map_step *step)
+{
+    for (size_t k = 0; k < step->nops; k++)
+        sl_op_release(step->ops[k]);
+    free(step->ops);
+    free(step->first);
+    step->ops = NULL;
+    step->first = NULL;
+    step->nops = 0;
+}
+
 int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
                   const atomic_int *stop, sl__error *err)
 {
@@ -472,16 +505,17 @@ int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
         if (atomic_load_explicit(stop, memory_order_relaxed))
             return sl__errf(err, SL_ECLOSED, "map: stopped");
         for (size_t s = 0; s < w->nsteps; s++) {
-            const sl__node *node = w->steps[s].node;
+            const sl__map_step *step = &w->steps[s];
+            const sl__node *node = step->node;
             sl_tensor *t = row->col[node->column];
             row->col[node->column] = NULL;
-            for (size_t k = 0; k < node->nops; k++) {
-                const sl_op *op = node->ops[k];
+            for (size_t k = 0; k < step->nops; k++) {
+                const sl_op *op = step->ops[k];
                 sl_tensor *next;
                 int rc;
                 if (op->random)
                     sl__rng_seed(&ctx.rng, w->seed, (uint64_t)row->epoch, (uint64_t)row->index,
-                                 w->steps[s].salt * 64 + k);
+                                 step->salt * 64 + step->first[k]);
                 rc = sl__op_run(op, t, &next, &ctx);
                 if (rc != SL_OK) {
                     char where[300];

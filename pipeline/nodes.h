@@ -84,7 +84,18 @@ int sl__seq_node_rows_unread(sl__seq_node *node);
 typedef struct sl__map_step {
     const sl__node *node; /* ops and column; owned by the iterator */
     uint64_t salt;        /* position of the node, so random ops differ */
+    /* The node's ops as they run, where a run of ops that fuse is one op
+     * (sl__op_fuse): nops references, and for each the index in node->ops
+     * of its first op (random ops, never fused, seed with it). Owned. */
+    sl_op **ops;          /* (nops,) */
+    size_t *first;        /* (nops,) */
+    size_t nops;
 } sl__map_step;
+
+/* Fills step->ops and step->first from step->node. SL_ENOMEM, or SL_OK;
+ * sl__map_step_clear frees them either way. */
+int sl__map_step_plan(sl__map_step *step);
+void sl__map_step_clear(sl__map_step *step);
 
 typedef struct sl__map_work {
     sl__map_step *steps;

@@ -21,6 +21,7 @@
 #include "core/pool.h"
 #include "core/rng.h"
 #include "ops/op_impl.h"
+#include "ops/vision/resize_impl.h"
 #include "tests/testutil.h"
 
 Suite *make_ops_suite(void);
@@ -373,6 +374,263 @@ START_TEST(test_resize_linear_f32_shapes)
     check_resize_linear(SL_FLOAT32, 3, 5, 7, 3, 13, 11, 3);
     check_resize_linear(SL_FLOAT32, 3, 9, 300, 2, 4, 400, 4);
     check_resize_linear(SL_FLOAT32, 3, 2, 2, 1, 1, 1, 5);
+}
+END_TEST
+
+/* The LeNet chain: Rescale(1/255, 0) then Rescale(1/0.3081, -0.1307/0.3081),
+ * each rounded to float32 as the separate ops store it. */
+static sl__rescale_chain lenet_chain(void)
+{
+    sl__rescale_chain ch = {.n = 2};
+    ch.scale[0] = (float)(1.0 / 255.0);
+    ch.shift[0] = 0.0f;
+    ch.scale[1] = (float)(1.0 / 0.3081);
+    ch.shift[1] = (float)(-0.1307 / 0.3081);
+    return ch;
+}
+
+/* Runs every supported resize path on one random image and compares each
+ * with OpenCV's arithmetic (ref_cv_resize_u8), byte for byte, both as uint8
+ * and through chain into float32 (bit for bit with the chain applied here
+ * one step at a time, as separate Rescale ops do). */
+static void check_resize_paths(int ih, int iw, int c, int oh, int ow,
+                               const sl__rescale_chain *chain, sl_rng *rng)
+{
+    size_t n_in = (size_t)ih * iw * c, n = (size_t)oh * ow * c;
+    uint8_t *in = malloc(n_in), *want = malloc(n), *got = malloc(n);
+    float *want_f = malloc(n * sizeof *want_f), *got_f = malloc(n * sizeof *got_f);
+    ck_assert(in && want && got && want_f && got_f);
+    for (size_t i = 0; i < n_in; i++)
+        in[i] = (uint8_t)sl__rng_below(rng, 256);
+    ref_cv_resize_u8(want, in, ih, iw, c, oh, ow);
+    for (size_t i = 0; i < n; i++) {
+        float v = (float)want[i];
+        for (size_t k = 0; k < chain->n; k++)
+            v = v * chain->scale[k] + chain->shift[k];
+        want_f[i] = v;
+    }
+    /* each path two rows at a time, and with room for the whole image */
+    for (int p = 0; p < 2 * SL__RESIZE_PATH_COUNT; p++) {
+        sl__resize_path path = (sl__resize_path)(p / 2);
+        int whole = p % 2;
+        if (!sl__resize_path_supported(path))
+            continue;
+        memset(got, 0xAB, n);
+        ck_assert_int_eq(sl__resize_u8(path, got, in, ih, iw, c, oh, ow, NULL, whole), SL_OK);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(got[i] == want[i],
+                          "path %d (whole %d), (%d, %d, %d) -> (%d, %d): element %zu is %d, "
+                          "want %d", (int)path, whole, ih, iw, c, oh, ow, i, got[i], want[i]);
+        memset(got_f, 0xAB, n * sizeof *got_f);
+        ck_assert_int_eq(sl__resize_u8(path, got_f, in, ih, iw, c, oh, ow, chain, whole), SL_OK);
+        ck_assert_msg(memcmp(got_f, want_f, n * sizeof *got_f) == 0,
+                      "path %d (whole %d), (%d, %d, %d) -> (%d, %d) through %zu rescales differs",
+                      (int)path, whole, ih, iw, c, oh, ow, chain->n);
+    }
+    free(got_f);
+    free(want_f);
+    free(got);
+    free(want);
+    free(in);
+}
+
+START_TEST(test_resize_paths)
+{
+    /* Fixed cases: MNIST, widths whose rows leave 1..7 elements after the
+     * blocks of 8, strong downscales (the vector path falls back), rows
+     * under 16 bytes, one pixel, and channels 1 to 4. */
+    static const int cases[][5] = {
+        {28, 28, 1, 32, 32}, {28, 28, 3, 32, 32}, {28, 28, 1, 31, 33}, {28, 28, 1, 29, 39},
+        {16, 16, 1, 17, 17}, {20, 20, 3, 21, 21}, {37, 23, 3, 10, 15}, {5, 7, 2, 13, 11},
+        {100, 3, 1, 7, 50}, {1, 1, 3, 4, 5}, {64, 64, 4, 17, 31}, {20, 700, 1, 9, 600},
+        {30, 40, 3, 30, 100}, {9, 200, 1, 9, 30}, {3, 15, 1, 5, 40}, {3, 16, 1, 5, 40},
+        {2, 6, 3, 4, 9}, {40, 40, 1, 20, 20}, {40, 40, 3, 27, 27}, {6, 1, 1, 9, 19},
+    };
+    sl__rescale_chain lenet = lenet_chain(), one = {.n = 1}, many = {.n = SL__RESCALE_FUSE_MAX};
+    sl_rng rng;
+    sl__rng_seed(&rng, 11, 0, 0, 0);
+    one.scale[0] = -0.75f;
+    one.shift[0] = 3.25f;
+    for (size_t k = 0; k < many.n; k++) {
+        many.scale[k] = 0.5f + 0.37f * (float)k;
+        many.shift[k] = -1.0f + 0.3f * (float)k;
+    }
+    ck_assert(sl__resize_path_supported(SL__RESIZE_PATH_C));
+    ck_assert(sl__resize_path_supported(sl__resize_best_path()));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *t = cases[i];
+        check_resize_paths(t[0], t[1], t[2], t[3], t[4], &lenet, &rng);
+        check_resize_paths(t[0], t[1], t[2], t[3], t[4], &one, &rng);
+        check_resize_paths(t[0], t[1], t[2], t[3], t[4], &many, &rng);
+    }
+    /* Random sizes, up and down, 1 to 4 channels. */
+    for (int i = 0; i < 300; i++) {
+        int ih = 1 + (int)sl__rng_below(&rng, 48), iw = 1 + (int)sl__rng_below(&rng, 48);
+        int oh = 1 + (int)sl__rng_below(&rng, 64), ow = 1 + (int)sl__rng_below(&rng, 64);
+        int c = 1 + (int)sl__rng_below(&rng, 4);
+        check_resize_paths(ih, iw, c, oh, ow, i % 2 ? &lenet : &one, &rng);
+    }
+}
+END_TEST
+
+/* Runs ops one after another on a copy of in, as a map without fusion
+ * would; returns the status, the result in *out and the message in msg. */
+static int run_each(sl_op *const *ops, size_t n, const sl_tensor *in, sl_tensor **out,
+                    sl_pool *pool, char *msg, size_t len)
+{
+    sl__error err;
+    sl_tensor *t = clone(in);
+    int rc = SL_OK;
+    sl__err_clear(&err);
+    for (size_t k = 0; k < n && rc == SL_OK; k++)
+        rc = run_owned(ops[k], t, &t, 0, pool, &err);
+    *out = rc == SL_OK ? t : NULL;
+    snprintf(msg, len, "%s", err.msg);
+    return rc;
+}
+
+/* The fused op against the separate ops on one input: same status, same
+ * message, same dtype, shape and bytes. */
+static void check_fused_same(sl_op *const *ops, size_t n, const sl_tensor *in, sl_pool *pool)
+{
+    sl_op *fused;
+    size_t used;
+    sl_tensor *want, *got;
+    char want_msg[sizeof ((sl__error *)0)->msg], got_msg[sizeof want_msg];
+    int want_rc, got_rc;
+    ck_assert_int_eq(sl__op_fuse(ops, n, &fused, &used), SL_OK);
+    ck_assert_ptr_nonnull(fused);
+    ck_assert_uint_eq(used, n);
+    want_rc = run_each(ops, n, in, &want, pool, want_msg, sizeof want_msg);
+    got_rc = run_each(&fused, 1, in, &got, pool, got_msg, sizeof got_msg);
+    ck_assert_int_eq(got_rc, want_rc);
+    if (want_rc != SL_OK) {
+        ck_assert_str_eq(got_msg, want_msg);
+    } else {
+        ck_assert_int_eq(sl_tensor_dtype(got), sl_tensor_dtype(want));
+        ck_assert(sl__shape_equal(sl_tensor_ndim(got), sl_tensor_shape(got),
+                                  sl_tensor_ndim(want), sl_tensor_shape(want)));
+        ck_assert(same_bytes(got, want));
+    }
+    sl_tensor_release(got);
+    sl_tensor_release(want);
+    sl_op_release(fused);
+}
+
+START_TEST(test_resize_rescale_fused)
+{
+    sl_op *resize, *near, *scale[SL__RESCALE_FUSE_MAX + 1], *hwc, *ops[SL__RESCALE_FUSE_MAX + 2];
+    sl_op *fused;
+    size_t used;
+    sl_pool *pool = sl__pool_new();
+    sl_rng rng;
+    sl__rng_seed(&rng, 5, 0, 0, 0);
+    ck_assert_ptr_nonnull(pool);
+    ck_assert_int_eq(sl_op_resize_new(&resize, 32, 32, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&near, 32, 32, SL_INTER_NEAREST), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&hwc), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&scale[0], 1.0 / 255.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&scale[1], 1.0 / 0.3081, -0.1307 / 0.3081), SL_OK);
+    for (int k = 2; k <= SL__RESCALE_FUSE_MAX; k++)
+        ck_assert_int_eq(sl_op_rescale_new(&scale[k], 0.5 + 0.1 * k, -0.25 * k), SL_OK);
+
+    /* What fuses: a bilinear resize and up to SL__RESCALE_FUSE_MAX
+     * rescales, and nothing else. */
+    ops[0] = resize;
+    ops[1] = scale[0];
+    ops[2] = scale[1];
+    ops[3] = hwc;
+    ck_assert_int_eq(sl__op_fuse(ops, 4, &fused, &used), SL_OK);
+    ck_assert_ptr_nonnull(fused);
+    ck_assert_uint_eq(used, 3);
+    sl_op_release(fused);
+    ck_assert_int_eq(sl__op_fuse(ops, 1, &fused, &used), SL_OK);
+    ck_assert(fused == NULL && used == 1);
+    ck_assert_int_eq(sl__op_fuse(ops + 1, 3, &fused, &used), SL_OK); /* rescale first */
+    ck_assert(fused == NULL && used == 1);
+    ops[1] = hwc;
+    ck_assert_int_eq(sl__op_fuse(ops, 2, &fused, &used), SL_OK);
+    ck_assert(fused == NULL && used == 1);
+    ops[0] = near;
+    ops[1] = scale[0];
+    ck_assert_int_eq(sl__op_fuse(ops, 2, &fused, &used), SL_OK);
+    ck_assert(fused == NULL && used == 1);
+    ops[0] = resize;
+    for (int k = 0; k <= SL__RESCALE_FUSE_MAX; k++)
+        ops[1 + k] = scale[k];
+    ck_assert_int_eq(sl__op_fuse(ops, SL__RESCALE_FUSE_MAX + 2, &fused, &used), SL_OK);
+    ck_assert_uint_eq(used, SL__RESCALE_FUSE_MAX + 1);
+    sl_op_release(fused);
+
+    /* Same bytes as the separate ops: random uint8 images of many sizes,
+     * (H, W) and (H, W, C), through 1, 2 and SL__RESCALE_FUSE_MAX rescales. */
+    for (int i = 0; i < 200; i++) {
+        int ih = 1 + (int)sl__rng_below(&rng, 70), iw = 1 + (int)sl__rng_below(&rng, 70);
+        int c = 1 + (int)sl__rng_below(&rng, 4), ndim = c == 1 && i % 2 ? 2 : 3;
+        size_t n = i % 3 == 0 ? 1 : i % 3 == 1 ? 2 : SL__RESCALE_FUSE_MAX;
+        sl_tensor *in = new_tensor(SL_UINT8, ndim, ih, iw, c);
+        fill_u8(in, (uint32_t)i);
+        ops[0] = resize;
+        for (size_t k = 0; k < n; k++)
+            ops[1 + k] = scale[k];
+        check_fused_same(ops, 1 + n, in, i % 4 ? pool : NULL);
+        sl_tensor_release(in);
+    }
+    /* Wide rows: scratch off the stack. */
+    {
+        sl_op *wide;
+        sl_tensor *in = new_tensor(SL_UINT8, 3, 9, 500, 3);
+        fill_u8(in, 77);
+        ck_assert_int_eq(sl_op_resize_new(&wide, 7, 700, SL_INTER_LINEAR), SL_OK);
+        ops[0] = wide;
+        ops[1] = scale[0];
+        ops[2] = scale[1];
+        check_fused_same(ops, 3, in, pool);
+        check_fused_same(ops, 3, in, NULL);
+        sl_op_release(wide);
+        sl_tensor_release(in);
+    }
+    /* What runs the separate ops: float32 images, equal sizes; and the
+     * refusals, whose messages must be those of the separate ops. */
+    ops[0] = resize;
+    ops[1] = scale[0];
+    ops[2] = scale[1];
+    {
+        sl_tensor *f = new_tensor(SL_FLOAT32, 3, 28, 28, 1);
+        sl_tensor *same = new_tensor(SL_UINT8, 3, 32, 32, 3);
+        sl_tensor *flat = new_tensor(SL_UINT8, 1, 10, 0, 0);
+        sl_tensor *i32 = new_tensor(SL_INT32, 3, 28, 28, 1);
+        sl_tensor *empty = new_tensor(SL_UINT8, 3, 0, 5, 1);
+        fill_f32(f, 3);
+        fill_u8(same, 4);
+        check_fused_same(ops, 3, f, pool);
+        check_fused_same(ops, 3, same, pool);
+        check_fused_same(ops, 3, flat, pool);
+        check_fused_same(ops, 3, i32, pool);
+        check_fused_same(ops, 3, empty, pool);
+        sl_tensor_release(empty);
+        sl_tensor_release(i32);
+        sl_tensor_release(flat);
+        sl_tensor_release(same);
+        sl_tensor_release(f);
+    }
+    /* The fused op's spec is that of the ops in turn. */
+    {
+        sl_tensor_spec si = spec_of(SL_UINT8, 3, 28, 28, 1), so;
+        ck_assert_int_eq(sl__op_fuse(ops, 3, &fused, &used), SL_OK);
+        ck_assert_int_eq(sl_op_infer(fused, &si, &so, NULL, 0), SL_OK);
+        ck_assert_int_eq(so.dtype, SL_FLOAT32);
+        ck_assert(so.ndim == 3 && so.shape[0] == 32 && so.shape[1] == 32 && so.shape[2] == 1);
+        si.ndim = 1;
+        ck_assert_int_eq(sl_op_infer(fused, &si, &so, NULL, 0), SL_ESHAPE);
+        sl_op_release(fused);
+    }
+    for (int k = 0; k <= SL__RESCALE_FUSE_MAX; k++)
+        sl_op_release(scale[k]);
+    sl_op_release(hwc);
+    sl_op_release(near);
+    sl_op_release(resize);
+    sl__pool_release(pool);
 }
 END_TEST
 
@@ -1632,6 +1890,8 @@ Suite *make_ops_suite(void)
     tcase_add_test(core, test_resize_linear_u8_shapes);
     tcase_add_test(core, test_resize_linear_f32_shapes);
     tcase_add_test(core, test_resize_linear_known);
+    tcase_add_test(core, test_resize_paths);
+    tcase_add_test(core, test_resize_rescale_fused);
     tcase_add_test(core, test_resize_nearest);
     tcase_add_test(core, test_resize_same_size_and_pool);
     tcase_add_test(core, test_rescale_dtypes);

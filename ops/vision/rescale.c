@@ -136,6 +136,16 @@ static const sl_op_iface rescale_iface = {
     .destroy = NULL,
 };
 
+int sl__op_rescale_params(const sl_op *op, float *rescale, float *shift)
+{
+    const rescale_op *r = (const rescale_op *)op;
+    if (op->iface != &rescale_iface)
+        return 0;
+    *rescale = r->rescale;
+    *shift = r->shift;
+    return 1;
+}
+
 int sl_op_rescale_new(sl_op **out, double rescale, double shift)
 {
     rescale_op *r;

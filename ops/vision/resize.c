@@ -19,13 +19,26 @@
  * once into a row buffer (two are kept, so a row shared by consecutive
  * output rows is not recomputed), then pairs of rows are blended vertically.
  * Index and weight tables are built once per call in a stack buffer, or in a
- * pool block for very wide outputs. */
+ * pool block for very wide outputs.
+ *
+ * The uint8 kernels have two paths (resize_impl.h): plain C, and SSSE3,
+ * whose horizontal pass loads the 16 source bytes under eight outputs at
+ * once and shuffles them into place (pshufb) instead of gathering one byte
+ * at a time. Both do the same integer arithmetic, so they give the same
+ * bytes. */
 #include "ops/op_impl.h"
+#include "ops/vision/resize_impl.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#if defined(__x86_64__)
+#define SL_RESIZE_X86 1
+#include <immintrin.h>
+#endif
 
 /* Outputs up to this wide (and rows up to this many elements) keep their
  * tables and row buffers on the stack (14 KiB); wider ones use a pool block. */
@@ -69,12 +82,29 @@ typedef struct resize_plan {
     int64_t *row1;  /* (out_h,) */
     int16_t *b0;    /* (out_h,) */
     int16_t *b1;    /* (out_h,) */
+    /* For the SSSE3 path: a row's out_w * c elements in nblk blocks of 8
+     * (the last few, fewer than 8, go one by one). Block b loads the 16
+     * source bytes from blk_base[b] and shuffles them with blk_mask into
+     * (left, right) int16 pairs, which meet the (a0, a1) pairs of blk_w in
+     * one multiply-add. gather_ok is 0 when some block's pixels do not fit
+     * in its 16 bytes (strong downscales, rows under 16 bytes); that plan
+     * then runs the plain C pass. */
+    size_t nblk;
+    int gather_ok;
+    /* the source rows output rows read: [row_lo, row_hi], every one of them
+     * when dense (so resampling them all wastes nothing) */
+    int64_t row_lo, row_hi;
+    int dense;
+    size_t *blk_base;   /* (nblk,) */
+    int16_t *blk_w;     /* (nblk, 16) */
+    uint8_t *blk_mask;  /* (nblk, 32) */
 } resize_plan;
 
 #define RESIZE_COEF_SCALE 2048 /* OpenCV's INTER_RESIZE_COEF_SCALE: 11 bits */
 
-/* The uint8 path keeps its int16 rows in the float row scratch. */
-_Static_assert(sizeof(int16_t) <= sizeof(float), "row scratch is shared");
+/* The uint8 path keeps its two int16 rows and one uint8 row
+ * (u8_scratch_size) in the room of the two float rows. */
+_Static_assert(2 * sizeof(int16_t) + 1 <= 2 * sizeof(float), "row scratch is shared");
 
 static int resize_check(const char *name, int ndim, const int64_t *shape, sl_dtype dtype,
                         int64_t *h, int64_t *w, int64_t *c, sl__error *err)
@@ -176,12 +206,49 @@ static int32_t fixed_weight(float w)
     return (int32_t)lrintf(w * (float)RESIZE_COEF_SCALE);
 }
 
+/* Fills the SSSE3 block tables of p from its per-column tables. */
+static void plan_gather(resize_plan *p)
+{
+    size_t c = (size_t)p->c, in_row = (size_t)p->in_w * c;
+    /* a load of 16 bytes must stay inside the source row */
+    p->gather_ok = in_row >= 16;
+    for (size_t b = 0; b < p->nblk && p->gather_ok; b++) {
+        size_t lo = SIZE_MAX, hi = 0, base;
+        /* with c > 1 the offsets are not monotonic within a block */
+        for (size_t j = 8 * b; j < 8 * b + 8; j++) {
+            size_t o0 = p->ofs0[j / c] + j % c, o1 = p->ofs1[j / c] + j % c;
+            lo = o0 < lo ? o0 : lo;
+            hi = o1 > hi ? o1 : hi;
+        }
+        base = lo + 16 <= in_row ? lo : in_row - 16;
+        if (hi - base >= 16) {
+            p->gather_ok = 0;
+            break;
+        }
+        p->blk_base[b] = base;
+        for (size_t e = 0; e < 8; e++) {
+            size_t j = 8 * b + e, x = j / c, k = j % c;
+            uint8_t *m = p->blk_mask + 32 * b + 4 * e;
+            /* pshufb writes 0 where the mask byte has its top bit set: each
+             * source byte becomes the low byte of a zero-extended int16 */
+            m[0] = (uint8_t)(p->ofs0[x] + k - base);
+            m[1] = 0x80;
+            m[2] = (uint8_t)(p->ofs1[x] + k - base);
+            m[3] = 0x80;
+            p->blk_w[16 * b + 2 * e] = (int16_t)p->a0[x];
+            p->blk_w[16 * b + 2 * e + 1] = (int16_t)p->a1[x];
+        }
+    }
+}
+
 /* A plan for (in_h, in_w, c) -> (out_h, out_w, c), or NULL without memory. */
 static resize_plan *plan_new(int64_t in_h, int64_t in_w, int64_t c, int64_t out_h, int64_t out_w)
 {
     size_t ow = (size_t)out_w, oh = (size_t)out_h;
+    size_t nblk = ow * (size_t)c / 8;
     size_t size = sizeof(resize_plan) + ow * (2 * sizeof(size_t) + 2 * sizeof(int32_t)) +
-                  oh * (2 * sizeof(int64_t) + 2 * sizeof(int16_t));
+                  oh * (2 * sizeof(int64_t) + 2 * sizeof(int16_t)) +
+                  nblk * (sizeof(size_t) + 16 * sizeof(int16_t) + 32);
     double xscale = 1.0 / ((double)out_w / (double)in_w);
     double yscale = 1.0 / ((double)out_h / (double)in_h);
     resize_plan *p = malloc(size);
@@ -195,10 +262,14 @@ static resize_plan *plan_new(int64_t in_h, int64_t in_w, int64_t c, int64_t out_
     p->ofs1 = p->ofs0 + ow;
     p->row0 = (int64_t *)(p->ofs1 + ow);
     p->row1 = p->row0 + oh;
-    p->a0 = (int32_t *)(p->row1 + oh);
+    p->blk_base = (size_t *)(p->row1 + oh);
+    p->a0 = (int32_t *)(p->blk_base + nblk);
     p->a1 = p->a0 + ow;
-    p->b0 = (int16_t *)(p->a1 + ow);
+    p->blk_w = (int16_t *)(p->a1 + ow);
+    p->b0 = p->blk_w + 16 * nblk;
     p->b1 = p->b0 + oh;
+    p->blk_mask = (uint8_t *)(p->b1 + oh);
+    p->nblk = nblk;
     for (int64_t x = 0; x < out_w; x++) {
         int64_t s0;
         float f;
@@ -218,6 +289,13 @@ static resize_plan *plan_new(int64_t in_h, int64_t in_w, int64_t c, int64_t out_
         p->b0[y] = (int16_t)fixed_weight(1.0f - f);
         p->b1[y] = (int16_t)fixed_weight(f);
     }
+    p->row_lo = p->row0[0];
+    p->row_hi = p->row1[out_h - 1];
+    p->dense = 1;
+    for (int64_t y = 0; y + 1 < out_h; y++)
+        if (p->row0[y + 1] > p->row1[y] + 1)
+            p->dense = 0;
+    plan_gather(p);
     return p;
 }
 
@@ -249,24 +327,67 @@ typedef struct resize_stack {
     float rows[2 * RESIZE_STACK_ROW];
 } resize_stack;
 
-/* Resamples one uint8 source row (in_w, c) into row (out_w * c): integers
- * scaled by 2048, then shifted right by 4 as OpenCV does before blending
- * (at most 255 * 2048 >> 4 = 32640, so they fit in 16 bits). */
+/* One output element of the horizontal pass: source element o0 and o1
+ * blended in 11-bit fixed point, shifted right by 4 as OpenCV does before
+ * blending rows (at most 255 * 2048 >> 4 = 32640: it fits in 16 bits). */
+static inline int16_t hpixel_u8(const uint8_t *src, size_t o0, size_t o1, int32_t a0, int32_t a1)
+{
+    return (int16_t)((src[o0] * a0 + src[o1] * a1) >> 4);
+}
+
+/* Resamples one uint8 source row (in_w, c) into row (out_w * c), elements
+ * [from, out_w * c). */
 static void hresize_u8(int16_t *restrict row, const uint8_t *restrict src,
-                       const resize_plan *t, size_t out_w, size_t c)
+                       const resize_plan *t, size_t out_w, size_t c, size_t from)
 {
     if (c == 1) {
-        for (size_t x = 0; x < out_w; x++)
-            row[x] = (int16_t)((src[t->ofs0[x]] * t->a0[x] + src[t->ofs1[x]] * t->a1[x]) >> 4);
+        for (size_t x = from; x < out_w; x++)
+            row[x] = hpixel_u8(src, t->ofs0[x], t->ofs1[x], t->a0[x], t->a1[x]);
         return;
     }
-    for (size_t x = 0; x < out_w; x++) {
-        const uint8_t *p0 = src + t->ofs0[x], *p1 = src + t->ofs1[x];
-        int32_t a0 = t->a0[x], a1 = t->a1[x];
-        for (size_t k = 0; k < c; k++)
-            row[x * c + k] = (int16_t)((p0[k] * a0 + p1[k] * a1) >> 4);
+    for (size_t j = from; j < out_w * c; j++) {
+        size_t x = j / c, k = j % c;
+        row[j] = hpixel_u8(src, t->ofs0[x] + k, t->ofs1[x] + k, t->a0[x], t->a1[x]);
     }
 }
+
+#ifdef SL_RESIZE_X86
+/* Unaligned vector loads (through void, so no cast raises the alignment). */
+__attribute__((target("ssse3"))) static inline __m128i load128(const void *p)
+{
+    return _mm_loadu_si128((const __m128i *)p);
+}
+
+__attribute__((target("avx2"))) static inline __m256i load256(const void *p)
+{
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* hresize_u8 with SSSE3, for a plan whose gather_ok is set: per block of 8
+ * elements one 16-byte load, two shuffles into (left, right) int16 pairs,
+ * two multiply-adds with the (a0, a1) pairs (exact in 32 bits), the shift
+ * by 4, and a pack to int16 that cannot saturate (see hpixel_u8). */
+__attribute__((target("ssse3"))) static void hresize_u8_ssse3(int16_t *restrict row,
+                                                             const uint8_t *restrict src,
+                                                             const resize_plan *t, size_t out_w,
+                                                             size_t c)
+{
+    for (size_t b = 0; b < t->nblk; b++) {
+        __m128i s = load128(src + t->blk_base[b]);
+        const uint8_t *m = t->blk_mask + 32 * b;
+        const int16_t *w = t->blk_w + 16 * b;
+        __m128i lo = _mm_shuffle_epi8(s, load128(m));
+        __m128i hi = _mm_shuffle_epi8(s, load128(m + 16));
+        lo = _mm_madd_epi16(lo, load128(w));
+        hi = _mm_madd_epi16(hi, load128(w + 8));
+        lo = _mm_srai_epi32(lo, 4);
+        hi = _mm_srai_epi32(hi, 4);
+        _mm_storeu_si128((__m128i *)(void *)(row + 8 * b), _mm_packs_epi32(lo, hi));
+    }
+    if (8 * t->nblk < out_w * c)
+        hresize_u8(row, src, t, out_w, c, 8 * t->nblk);
+}
+#endif
 
 static void hresize_f32(float *restrict row, const float *restrict src, const resize_xtab *t,
                         size_t out_w, size_t c)
@@ -287,13 +408,23 @@ static void hresize_f32(float *restrict row, const float *restrict src, const re
     }
 }
 
-/* Blends two resampled rows into n output pixels with OpenCV's truncations:
- * each product keeps its high 16 bits (the multiply-high of two int16), the
- * sum is rounded by 2 bits. Written in 16-bit types so GCC vectorises it
- * with SSE2's multiply-high, as OpenCV's own kernel does; blocks of a fixed
- * 16 let GCC vectorise at -O2 (its cheap cost model skips loops whose trip
- * count is unknown). Kept out of line: inlined into its caller, GCC 12 no
- * longer sees the 16-bit multiply-high and widens to 32-bit products. */
+/* One output pixel of the vertical pass, with OpenCV's truncations: each
+ * product keeps its high 16 bits (the multiply-high of two int16), the sum
+ * (at most 2 * 1020 + 2: it stays in 16 bits) is rounded by 2 bits. */
+static inline uint8_t vpixel_u8(int16_t r0, int16_t r1, int16_t b0, int16_t b1)
+{
+    int16_t hi0 = (int16_t)(((int32_t)r0 * b0) >> 16);
+    int16_t hi1 = (int16_t)(((int32_t)r1 * b1) >> 16);
+    int16_t v = (int16_t)((int16_t)(hi0 + hi1 + 2) >> 2);
+    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+/* Blends two resampled rows into n output pixels (vpixel_u8). Written in
+ * 16-bit types so GCC vectorises it with SSE2's multiply-high, as OpenCV's
+ * own kernel does; blocks of a fixed 16 let GCC vectorise at -O2 (its cheap
+ * cost model skips loops whose trip count is unknown). Kept out of line:
+ * inlined into its caller, GCC 12 no longer sees the 16-bit multiply-high
+ * and widens to 32-bit products. */
 __attribute__((noinline)) static void vresize_u8(uint8_t *restrict dst, const int16_t *restrict r0,
                        const int16_t *restrict r1, int16_t b0, int16_t b1, size_t n)
 {
@@ -302,18 +433,77 @@ __attribute__((noinline)) static void vresize_u8(uint8_t *restrict dst, const in
         for (size_t j = i; j < i + 16; j++) {
             int16_t hi0 = (int16_t)(((int32_t)r0[j] * b0) >> 16);
             int16_t hi1 = (int16_t)(((int32_t)r1[j] * b1) >> 16);
-            /* at most 2 * 1020 + 2: the sum stays in 16 bits */
             int16_t v = (int16_t)((int16_t)(hi0 + hi1 + 2) >> 2);
             dst[j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
         }
     }
+    for (; i < n; i++)
+        dst[i] = vpixel_u8(r0[i], r1[i], b0, b1);
+}
+
+/* dst[i] = src[i] through the chain, for n elements. Each step runs over a
+ * block of 16 before the next, as separate Rescale ops would over the whole
+ * image: the same float32 operations, and GCC vectorises each block. */
+static void rescale_chain_u8(float *restrict dst, const uint8_t *restrict src, size_t n,
+                             const sl__rescale_chain *ch)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (size_t j = i; j < i + 16; j++)
+            dst[j] = (float)src[j] * ch->scale[0] + ch->shift[0];
+        for (size_t k = 1; k < ch->n; k++)
+            for (size_t j = i; j < i + 16; j++)
+                dst[j] = dst[j] * ch->scale[k] + ch->shift[k];
+    }
     for (; i < n; i++) {
-        int16_t hi0 = (int16_t)(((int32_t)r0[i] * b0) >> 16);
-        int16_t hi1 = (int16_t)(((int32_t)r1[i] * b1) >> 16);
-        int16_t v = (int16_t)((int16_t)(hi0 + hi1 + 2) >> 2);
-        dst[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+        float v = (float)src[i] * ch->scale[0] + ch->shift[0];
+        for (size_t k = 1; k < ch->n; k++)
+            v = v * ch->scale[k] + ch->shift[k];
+        dst[i] = v;
     }
 }
+
+#ifdef SL_RESIZE_X86
+/* The vertical pass straight into float32 through chain: vresize_u8's
+ * arithmetic on 8 pixels at a time, the clamp to [0, 255] by a saturating
+ * pack, the exact conversion and the first step; then each further step in
+ * its own pass over the row, so its factors stay in registers. Each step is
+ * one multiply and one add (never fused into an FMA, as in the scalar
+ * code). */
+__attribute__((target("ssse3"))) static void vresize_rescale_ssse3(float *restrict dst,
+                                                                  const int16_t *restrict r0,
+                                                                  const int16_t *restrict r1,
+                                                                  int16_t b0, int16_t b1, size_t n,
+                                                                  const sl__rescale_chain *ch)
+{
+    const __m128i w0 = _mm_set1_epi16(b0), w1 = _mm_set1_epi16(b1);
+    const __m128i two = _mm_set1_epi16(2), zero = _mm_setzero_si128();
+    const __m128 s0 = _mm_set1_ps(ch->scale[0]), t0 = _mm_set1_ps(ch->shift[0]);
+    size_t i = 0, whole = n / 8 * 8;
+    for (; i < whole; i += 8) {
+        __m128i h0 = _mm_mulhi_epi16(load128(r0 + i), w0);
+        __m128i h1 = _mm_mulhi_epi16(load128(r1 + i), w1);
+        __m128i v = _mm_srai_epi16(_mm_add_epi16(_mm_add_epi16(h0, h1), two), 2);
+        __m128 lo, hi;
+        v = _mm_unpacklo_epi8(_mm_packus_epi16(v, v), zero);
+        lo = _mm_cvtepi32_ps(_mm_unpacklo_epi16(v, zero));
+        hi = _mm_cvtepi32_ps(_mm_unpackhi_epi16(v, zero));
+        _mm_storeu_ps(dst + i, _mm_add_ps(_mm_mul_ps(lo, s0), t0));
+        _mm_storeu_ps(dst + i + 4, _mm_add_ps(_mm_mul_ps(hi, s0), t0));
+    }
+    for (size_t k = 1; k < ch->n; k++) {
+        const __m128 s = _mm_set1_ps(ch->scale[k]), t = _mm_set1_ps(ch->shift[k]);
+        for (size_t j = 0; j < whole; j += 4)
+            _mm_storeu_ps(dst + j, _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(dst + j), s), t));
+    }
+    for (; i < n; i++) {
+        float f = (float)vpixel_u8(r0[i], r1[i], b0, b1);
+        for (size_t k = 0; k < ch->n; k++)
+            f = f * ch->scale[k] + ch->shift[k];
+        dst[i] = f;
+    }
+}
+#endif
 
 static void vresize_f32(float *restrict dst, const float *restrict r0,
                         const float *restrict r1, float b0, float b1, size_t n)
@@ -371,37 +561,324 @@ static void resize_bilinear_f32(sl_tensor *out, const sl_tensor *in, int64_t in_
     }
 }
 
-/* in -> out (out_h, out_w, c), uint8 bilinear in OpenCV's fixed point
- * following plan p; rows is scratch for two resampled rows of out_w * c. */
-static void resize_bilinear_u8(sl_tensor *out, const sl_tensor *in, const resize_plan *p,
-                               int64_t out_h, int64_t out_w, int16_t *rows)
+#ifdef SL_RESIZE_X86
+/* The whole image in two passes, for a plan that gathers and is dense:
+ * every source row in [row_lo, row_hi] is resampled once into rows
+ * ((row_hi - row_lo + 1), out_w * c), then all output rows are blended
+ * (and converted through chain, if any) without a call per row. For small
+ * images (MNIST) the calls and set-up per row cost as much as the work.
+ * The arithmetic is that of hresize_u8_ssse3, vpixel_u8 and the chain; the
+ * chain's later steps run as passes over the whole float image. */
+__attribute__((target("ssse3"))) static void resize_image_ssse3(void *dst, const uint8_t *src,
+                                                               const resize_plan *p,
+                                                               int64_t out_h, int64_t out_w,
+                                                               const sl__rescale_chain *chain,
+                                                               int16_t *rows)
+{
+    size_t c = (size_t)p->c, row_n = (size_t)out_w * c, in_row = (size_t)p->in_w * c;
+    size_t whole = row_n / 8 * 8, total = (size_t)out_h * row_n;
+    const __m128i two = _mm_set1_epi16(2), zero = _mm_setzero_si128();
+    __m128 s0 = _mm_setzero_ps(), t0 = _mm_setzero_ps();
+    float *dst_f = dst;
+    uint8_t *dst_u8 = dst;
+
+    for (int64_t s = p->row_lo; s <= p->row_hi; s++)
+        hresize_u8_ssse3(rows + (size_t)(s - p->row_lo) * row_n, src + (size_t)s * in_row, p,
+                         (size_t)out_w, c);
+    if (chain) {
+        s0 = _mm_set1_ps(chain->scale[0]);
+        t0 = _mm_set1_ps(chain->shift[0]);
+    }
+    for (int64_t y = 0; y < out_h; y++) {
+        const int16_t *r0 = rows + (size_t)(p->row0[y] - p->row_lo) * row_n;
+        const int16_t *r1 = rows + (size_t)(p->row1[y] - p->row_lo) * row_n;
+        const __m128i w0 = _mm_set1_epi16(p->b0[y]), w1 = _mm_set1_epi16(p->b1[y]);
+        size_t o = (size_t)y * row_n, i = 0;
+        for (; i < whole; i += 8) {
+            __m128i h0 = _mm_mulhi_epi16(load128(r0 + i), w0);
+            __m128i h1 = _mm_mulhi_epi16(load128(r1 + i), w1);
+            __m128i v = _mm_srai_epi16(_mm_add_epi16(_mm_add_epi16(h0, h1), two), 2);
+            v = _mm_packus_epi16(v, v); /* the clamp to [0, 255] */
+            if (chain) {
+                __m128 lo, hi;
+                v = _mm_unpacklo_epi8(v, zero);
+                lo = _mm_cvtepi32_ps(_mm_unpacklo_epi16(v, zero));
+                hi = _mm_cvtepi32_ps(_mm_unpackhi_epi16(v, zero));
+                _mm_storeu_ps(dst_f + o + i, _mm_add_ps(_mm_mul_ps(lo, s0), t0));
+                _mm_storeu_ps(dst_f + o + i + 4, _mm_add_ps(_mm_mul_ps(hi, s0), t0));
+            } else {
+                _mm_storel_epi64((__m128i *)(void *)(dst_u8 + o + i), v);
+            }
+        }
+        for (; i < row_n; i++) {
+            uint8_t v = vpixel_u8(r0[i], r1[i], p->b0[y], p->b1[y]);
+            if (chain)
+                dst_f[o + i] = (float)v * chain->scale[0] + chain->shift[0];
+            else
+                dst_u8[o + i] = v;
+        }
+    }
+    for (size_t k = 1; chain && k < chain->n; k++) {
+        const __m128 sk = _mm_set1_ps(chain->scale[k]), tk = _mm_set1_ps(chain->shift[k]);
+        size_t i = 0;
+        for (; i + 4 <= total; i += 4)
+            _mm_storeu_ps(dst_f + i, _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(dst_f + i), sk), tk));
+        for (; i < total; i++)
+            dst_f[i] = dst_f[i] * chain->scale[k] + chain->shift[k];
+    }
+}
+#endif
+
+#ifdef SL_RESIZE_X86
+/* resize_image_ssse3 with AVX2, 16 elements at a time. Horizontally a
+ * block's 16 source bytes are loaded into both halves, so one in-lane
+ * shuffle with its 32-byte mask (elements 0-3 | 4-7, the plan's layout)
+ * and one multiply-add give its 8 sums; two blocks are packed together and
+ * put back in order by a 64-bit permute. Vertically the multiply-highs run
+ * on 16 int16, the clamp is a max and a min, and the floats go 8 at a time.
+ * Tails (an odd block, a row's last elements) take the narrower code. */
+__attribute__((target("avx2"))) static void resize_image_avx2(void *dst, const uint8_t *src,
+                                                             const resize_plan *p,
+                                                             int64_t out_h, int64_t out_w,
+                                                             const sl__rescale_chain *chain,
+                                                             int16_t *rows)
+{
+    size_t c = (size_t)p->c, row_n = (size_t)out_w * c, in_row = (size_t)p->in_w * c;
+    size_t whole = row_n / 16 * 16, pairs = p->nblk / 2, total = (size_t)out_h * row_n;
+    const __m256i two = _mm256_set1_epi16(2), zero = _mm256_setzero_si256();
+    const __m256i max = _mm256_set1_epi16(255);
+    __m256 s0 = _mm256_setzero_ps(), t0 = _mm256_setzero_ps();
+    float *dst_f = dst;
+    uint8_t *dst_u8 = dst;
+
+    for (int64_t s = p->row_lo; s <= p->row_hi; s++) {
+        const uint8_t *in = src + (size_t)s * in_row;
+        int16_t *row = rows + (size_t)(s - p->row_lo) * row_n;
+        for (size_t q = 0; q < pairs; q++) {
+            size_t b = 2 * q;
+            __m256i a = _mm256_broadcastsi128_si256(
+                load128(in + p->blk_base[b]));
+            __m256i d = _mm256_broadcastsi128_si256(
+                load128(in + p->blk_base[b + 1]));
+            a = _mm256_shuffle_epi8(a, load256(p->blk_mask + 32 * b));
+            d = _mm256_shuffle_epi8(d, load256(p->blk_mask + 32 * b + 32));
+            a = _mm256_madd_epi16(a, load256(p->blk_w + 16 * b));
+            d = _mm256_madd_epi16(d, load256(p->blk_w + 16 * b + 16));
+            a = _mm256_srai_epi32(a, 4);
+            d = _mm256_srai_epi32(d, 4);
+            /* packs gives (b 0-3, b+1 0-3 | b 4-7, b+1 4-7); the permute
+             * puts the quarters in order (b 0-3, b 4-7 | b+1 0-3, b+1 4-7) */
+            _mm256_storeu_si256((__m256i *)(void *)(row + 8 * b),
+                                _mm256_permute4x64_epi64(_mm256_packs_epi32(a, d), 0xD8));
+        }
+        if (2 * pairs < p->nblk) {
+            size_t b = 2 * pairs;
+            __m128i v = load128(in + p->blk_base[b]);
+            __m128i lo = _mm_shuffle_epi8(v, load128(p->blk_mask + 32 * b));
+            __m128i hi = _mm_shuffle_epi8(v, load128(p->blk_mask + 32 * b + 16));
+            lo = _mm_srai_epi32(_mm_madd_epi16(lo, load128(p->blk_w + 16 * b)), 4);
+            hi = _mm_srai_epi32(_mm_madd_epi16(hi, load128(p->blk_w + 16 * b + 8)), 4);
+            _mm_storeu_si128((__m128i *)(void *)(row + 8 * b), _mm_packs_epi32(lo, hi));
+        }
+        if (8 * p->nblk < row_n)
+            hresize_u8(row, in, p, (size_t)out_w, c, 8 * p->nblk);
+    }
+    if (chain) {
+        s0 = _mm256_set1_ps(chain->scale[0]);
+        t0 = _mm256_set1_ps(chain->shift[0]);
+    }
+    for (int64_t y = 0; y < out_h; y++) {
+        const int16_t *r0 = rows + (size_t)(p->row0[y] - p->row_lo) * row_n;
+        const int16_t *r1 = rows + (size_t)(p->row1[y] - p->row_lo) * row_n;
+        const __m256i w0 = _mm256_set1_epi16(p->b0[y]), w1 = _mm256_set1_epi16(p->b1[y]);
+        size_t o = (size_t)y * row_n, i = 0;
+        for (; i < whole; i += 16) {
+            __m256i h0 = _mm256_mulhi_epi16(load256(r0 + i), w0);
+            __m256i h1 = _mm256_mulhi_epi16(load256(r1 + i), w1);
+            __m256i v = _mm256_srai_epi16(_mm256_add_epi16(_mm256_add_epi16(h0, h1), two), 2);
+            v = _mm256_min_epi16(_mm256_max_epi16(v, zero), max); /* the clamp to [0, 255] */
+            if (chain) {
+                __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(v)));
+                __m256 hi =
+                    _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(v, 1)));
+                _mm256_storeu_ps(dst_f + o + i, _mm256_add_ps(_mm256_mul_ps(lo, s0), t0));
+                _mm256_storeu_ps(dst_f + o + i + 8, _mm256_add_ps(_mm256_mul_ps(hi, s0), t0));
+            } else {
+                __m128i u = _mm_packus_epi16(_mm256_castsi256_si128(v),
+                                             _mm256_extracti128_si256(v, 1));
+                _mm_storeu_si128((__m128i *)(void *)(dst_u8 + o + i), u);
+            }
+        }
+        for (; i < row_n; i++) {
+            uint8_t v = vpixel_u8(r0[i], r1[i], p->b0[y], p->b1[y]);
+            if (chain)
+                dst_f[o + i] = (float)v * chain->scale[0] + chain->shift[0];
+            else
+                dst_u8[o + i] = v;
+        }
+    }
+    for (size_t k = 1; chain && k < chain->n; k++) {
+        const __m256 sk = _mm256_set1_ps(chain->scale[k]), tk = _mm256_set1_ps(chain->shift[k]);
+        size_t i = 0;
+        for (; i + 8 <= total; i += 8)
+            _mm256_storeu_ps(dst_f + i,
+                             _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(dst_f + i), sk), tk));
+        for (; i < total; i++)
+            dst_f[i] = dst_f[i] * chain->scale[k] + chain->shift[k];
+    }
+}
+#endif
+
+/* Bytes of scratch resize_u8_rows needs for rows of row_n elements: two
+ * resampled int16 rows, and a uint8 row for the plain path's chain. */
+static size_t u8_scratch_size(size_t row_n)
+{
+    return 2 * row_n * sizeof(int16_t) + row_n;
+}
+
+/* int16 elements of stack scratch for the fused op: rows up to
+ * RESIZE_STACK_ROW elements. */
+enum {
+    u8_stack_elems = (2 * RESIZE_STACK_ROW * sizeof(int16_t) + RESIZE_STACK_ROW) / sizeof(int16_t)
+};
+
+static void hresize_path(sl__resize_path path, int16_t *row, const uint8_t *src,
+                         const resize_plan *p, size_t out_w, size_t c)
+{
+#ifdef SL_RESIZE_X86
+    if (path != SL__RESIZE_PATH_C && p->gather_ok) {
+        hresize_u8_ssse3(row, src, p, out_w, c);
+        return;
+    }
+#endif
+    (void)path;
+    hresize_u8(row, src, p, out_w, c, 0);
+}
+
+/* One output row from the resampled rows r0, r1 with weights b0, b1: uint8
+ * into dst, or with a chain float32 (tmp: a uint8 row of scratch). */
+static void vresize_path(sl__resize_path path, void *dst, const int16_t *r0, const int16_t *r1,
+                         int16_t b0, int16_t b1, size_t n, const sl__rescale_chain *chain,
+                         uint8_t *tmp)
+{
+    if (!chain) {
+        vresize_u8(dst, r0, r1, b0, b1, n);
+        return;
+    }
+#ifdef SL_RESIZE_X86
+    if (path != SL__RESIZE_PATH_C) {
+        vresize_rescale_ssse3(dst, r0, r1, b0, b1, n, chain);
+        return;
+    }
+#endif
+    (void)path;
+    vresize_u8(tmp, r0, r1, b0, b1, n);
+    rescale_chain_u8(dst, tmp, n, chain);
+}
+
+/* src -> dst (out_h, out_w, c), uint8 bilinear in OpenCV's fixed point
+ * following plan p, on path; dst is uint8, or float32 through chain when
+ * it is not NULL. scratch holds scratch_size >= u8_scratch_size(out_w * c)
+ * bytes; with more, small images may go whole (resize_image_ssse3). */
+static void resize_u8_rows(sl__resize_path path, void *dst, const uint8_t *src,
+                           const resize_plan *p, int64_t out_h, int64_t out_w,
+                           const sl__rescale_chain *chain, void *scratch, size_t scratch_size)
 {
     size_t row_n = (size_t)out_w * (size_t)p->c;
     size_t in_row = (size_t)p->in_w * (size_t)p->c;
-    const uint8_t *src = in->data;
-    int16_t *r0 = rows, *r1 = rows + row_n;
+    size_t out_size = chain ? sizeof(float) : 1; /* bytes per output element */
+    int16_t *r0 = scratch, *r1 = r0 + row_n;
+    uint8_t *tmp = (uint8_t *)(r1 + row_n);
     int64_t k0 = -1, k1 = -1; /* the source rows r0 and r1 hold */
 
+    SL_ASSERT(scratch_size >= u8_scratch_size(row_n));
+#ifdef SL_RESIZE_X86
+    if (path != SL__RESIZE_PATH_C && p->gather_ok && p->dense &&
+        (size_t)(p->row_hi - p->row_lo + 1) <= scratch_size / sizeof(int16_t) / row_n) {
+        if (path == SL__RESIZE_PATH_AVX2)
+            resize_image_avx2(dst, src, p, out_h, out_w, chain, scratch);
+        else
+            resize_image_ssse3(dst, src, p, out_h, out_w, chain, scratch);
+        return;
+    }
+#endif
     for (int64_t y = 0; y < out_h; y++) {
         int64_t s0 = p->row0[y], s1 = p->row1[y];
         if (k0 != s0) {
             if (k1 == s0) {
-                int16_t *tmp = r0;
+                int16_t *t = r0;
                 r0 = r1;
-                r1 = tmp;
+                r1 = t;
                 k1 = k0;
             } else {
-                hresize_u8(r0, src + (size_t)s0 * in_row, p, (size_t)out_w, (size_t)p->c);
+                hresize_path(path, r0, src + (size_t)s0 * in_row, p, (size_t)out_w,
+                             (size_t)p->c);
             }
             k0 = s0;
         }
         if (s1 != s0 && k1 != s1) {
-            hresize_u8(r1, src + (size_t)s1 * in_row, p, (size_t)out_w, (size_t)p->c);
+            hresize_path(path, r1, src + (size_t)s1 * in_row, p, (size_t)out_w, (size_t)p->c);
             k1 = s1;
         }
-        vresize_u8((uint8_t *)out->data + (size_t)y * row_n, r0, s1 == s0 ? r0 : r1, p->b0[y],
-                   p->b1[y], row_n);
+        vresize_path(path, (char *)dst + (size_t)y * row_n * out_size, r0, s1 == s0 ? r0 : r1,
+                     p->b0[y], p->b1[y], row_n, chain, tmp);
     }
+}
+
+/* --- path choice ----------------------------------------------------------- */
+
+static pthread_once_t paths_once = PTHREAD_ONCE_INIT;
+static int path_ok[SL__RESIZE_PATH_COUNT]; /* written once, by find_paths */
+
+static void find_paths(void)
+{
+    path_ok[SL__RESIZE_PATH_C] = 1;
+#ifdef SL_RESIZE_X86
+    __builtin_cpu_init();
+    path_ok[SL__RESIZE_PATH_SSSE3] = __builtin_cpu_supports("ssse3");
+    /* libgcc's check includes the OS saving the AVX registers */
+    path_ok[SL__RESIZE_PATH_AVX2] =
+        __builtin_cpu_supports("avx2") && path_ok[SL__RESIZE_PATH_SSSE3];
+#endif
+}
+
+int sl__resize_path_supported(sl__resize_path p)
+{
+    pthread_once(&paths_once, find_paths);
+    return p >= 0 && p < SL__RESIZE_PATH_COUNT && path_ok[p];
+}
+
+sl__resize_path sl__resize_best_path(void)
+{
+    if (sl__resize_path_supported(SL__RESIZE_PATH_AVX2))
+        return SL__RESIZE_PATH_AVX2;
+    return sl__resize_path_supported(SL__RESIZE_PATH_SSSE3) ? SL__RESIZE_PATH_SSSE3
+                                                            : SL__RESIZE_PATH_C;
+}
+
+int sl__resize_u8(sl__resize_path path, void *dst, const uint8_t *src, int64_t in_h,
+                  int64_t in_w, int64_t c, int64_t out_h, int64_t out_w,
+                  const sl__rescale_chain *chain, int whole)
+{
+    size_t row_n = (size_t)out_w * (size_t)c;
+    size_t size = u8_scratch_size(row_n);
+    resize_plan *p;
+    void *scratch;
+    SL_ASSERT(sl__resize_path_supported(path));
+    SL_ASSERT(!chain || (chain->n >= 1 && chain->n <= SL__RESCALE_FUSE_MAX));
+    if (whole && (size_t)in_h * row_n * sizeof(int16_t) > size)
+        size = (size_t)in_h * row_n * sizeof(int16_t);
+    p = plan_new(in_h, in_w, c, out_h, out_w);
+    scratch = malloc(size);
+    if (!p || !scratch) {
+        free(p);
+        free(scratch);
+        return SL_ENOMEM;
+    }
+    resize_u8_rows(path, dst, src, p, out_h, out_w, chain, scratch, size);
+    free(scratch);
+    free(p);
+    return SL_OK;
 }
 
 /* in (in_h, in_w, c) -> out (out_h, out_w, c), nearest; ofs is (out_w,)
@@ -456,6 +933,7 @@ static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ct
     resize_plan *plan = NULL;
     int plan_owned = 0;
     float *rows;
+    size_t rows_size; /* bytes at rows */
     int64_t h, w, c, shape[3];
     size_t ow = (size_t)r->width, row_n;
     sl_tensor *res = NULL;
@@ -487,6 +965,7 @@ static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ct
         t.w0 = stack.w0;
         t.w1 = stack.w1;
         rows = stack.rows;
+        rows_size = sizeof stack.rows;
     } else {
         size_t need = ow * (sizeof(size_t) + 2 * sizeof(float)) + 2 * row_n * sizeof(float);
         block = ctx->pool ? sl__pool_alloc(ctx->pool, need) : malloc(need);
@@ -499,6 +978,7 @@ static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ct
         t.w0 = (float *)(t.ofs + ow);
         t.w1 = t.w0 + ow;
         rows = t.w1 + ow;
+        rows_size = 2 * row_n * sizeof(float);
     }
     if (r->interp == SL_INTER_NEAREST) {
         resize_nearest(res, in, h, w, r->height, r->width, c, t.ofs);
@@ -509,7 +989,8 @@ static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ct
             goto fail;
         }
         /* the int16 rows fit in the room of the float rows */
-        resize_bilinear_u8(res, in, plan, r->height, r->width, (int16_t *)(void *)rows);
+        resize_u8_rows(sl__resize_best_path(), res->data, in->data, plan, r->height, r->width,
+                       NULL, rows, rows_size);
         if (plan_owned)
             free(plan);
     } else {
@@ -556,5 +1037,152 @@ int sl_op_resize_new(sl_op **out, int64_t height, int64_t width, sl_interp inter
     r->height = height;
     r->width = width;
     r->interp = interp;
+    return SL_OK;
+}
+
+int sl__op_resize_is_linear(const sl_op *op)
+{
+    return op->iface == &resize_iface && ((const resize_op *)op)->interp == SL_INTER_LINEAR;
+}
+
+/* --- fused: bilinear Resize, then Rescales ---------------------------------
+ * A uint8 image is resized straight into float32: the vertical pass turns
+ * each uint8 result into float and runs the chain on it, so the pipeline
+ * skips the uint8 image, a second pass and an allocation. The values are
+ * those of the separate ops (same integer arithmetic, then the same float32
+ * multiplies and adds in the same order). Anything else (float32 images,
+ * equal sizes) runs the separate ops one after another. */
+typedef struct resize_rescale_op {
+    sl_op base;
+    sl_op *resize;                              /* reference */
+    sl_op *rescales[SL__RESCALE_FUSE_MAX];      /* (n,) references */
+    sl__rescale_chain chain;                    /* their parameters */
+} resize_rescale_op;
+
+/* Runs the separate ops in turn, as a map would. */
+static int resize_rescale_each(const resize_rescale_op *f, sl_tensor *in, sl_tensor **out,
+                               sl__op_ctx *ctx)
+{
+    int rc = sl__op_run(f->resize, in, out, ctx);
+    for (size_t k = 0; k < f->chain.n && rc == SL_OK; k++)
+        rc = sl__op_run(f->rescales[k], *out, out, ctx);
+    return rc;
+}
+
+static int resize_rescale_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                                sl__error *err)
+{
+    const resize_rescale_op *f = (const resize_rescale_op *)op;
+    int rc = sl__op_infer(f->resize, in, out, err);
+    for (size_t k = 0; k < f->chain.n && rc == SL_OK; k++) {
+        sl_tensor_spec mid = *out;
+        rc = sl__op_infer(f->rescales[k], &mid, out, err);
+    }
+    return rc;
+}
+
+static int resize_rescale_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
+{
+    const resize_rescale_op *f = (const resize_rescale_op *)op;
+    resize_op *r = (resize_op *)f->resize;
+    int16_t stack[u8_stack_elems]; /* scratch rows for typical widths */
+    void *scratch = stack, *block = NULL;
+    resize_plan *plan;
+    int plan_owned;
+    int64_t h, w, c, shape[3];
+    size_t row_n, need;
+    sl_tensor *res = NULL;
+    char buf[96];
+    int rc;
+
+    *out = NULL;
+    if (in->dtype != SL_UINT8)
+        return resize_rescale_each(f, in, out, ctx);
+    /* the first thing Resize does, with its message */
+    rc = resize_check("resize", in->ndim, in->shape, in->dtype, &h, &w, &c, ctx->err);
+    if (rc != SL_OK) {
+        sl_tensor_release(in);
+        return rc;
+    }
+    if (h == r->height && w == r->width)
+        return resize_rescale_each(f, in, out, ctx);
+    shape[0] = r->height;
+    shape[1] = r->width;
+    shape[2] = c;
+    rc = sl__tensor_alloc(&res, ctx->pool, SL_FLOAT32, in->ndim, shape);
+    if (rc != SL_OK) {
+        /* where the separate ops would need a float32 tensor: the first
+         * Rescale's message */
+        sl__errf(ctx->err, rc, "rescale: cannot allocate a float32 tensor %s",
+                 sl_shape_str(buf, sizeof buf, in->ndim, shape));
+        sl_tensor_release(in);
+        return rc;
+    }
+    /* The output exists, so this product cannot overflow. */
+    row_n = (size_t)r->width * (size_t)c;
+    need = u8_scratch_size(row_n);
+    if (need > sizeof stack) {
+        block = ctx->pool ? sl__pool_alloc(ctx->pool, need) : malloc(need);
+        if (!block) {
+            rc = sl__errf(ctx->err, SL_ENOMEM, "resize: cannot allocate %zu bytes of scratch",
+                          need);
+            goto fail;
+        }
+        scratch = block;
+    }
+    plan = plan_get(r, h, w, c, &plan_owned);
+    if (!plan) {
+        rc = sl__errf(ctx->err, SL_ENOMEM, "resize: cannot allocate its plan");
+        goto fail;
+    }
+    resize_u8_rows(sl__resize_best_path(), res->data, in->data, plan, r->height, r->width,
+                   &f->chain, scratch, block ? need : sizeof stack);
+    if (plan_owned)
+        free(plan);
+    free_scratch(ctx, block);
+    sl_tensor_release(in);
+    *out = res;
+    return SL_OK;
+
+fail:
+    free_scratch(ctx, block);
+    sl_tensor_release(res);
+    sl_tensor_release(in);
+    return rc;
+}
+
+static void resize_rescale_destroy(sl_op *op)
+{
+    resize_rescale_op *f = (resize_rescale_op *)op;
+    sl_op_release(f->resize);
+    for (size_t k = 0; k < f->chain.n; k++)
+        sl_op_release(f->rescales[k]);
+}
+
+static const sl_op_iface resize_rescale_iface = {
+    .name = "resize+rescale",
+    .infer = resize_rescale_infer,
+    .run = resize_rescale_run,
+    .destroy = resize_rescale_destroy,
+};
+
+int sl__op_resize_rescale_new(sl_op **out, sl_op *resize, sl_op *const *rescales, size_t n)
+{
+    resize_rescale_op *f;
+    int rc;
+    SL_ASSERT(sl__op_resize_is_linear(resize));
+    SL_ASSERT(n >= 1 && n <= SL__RESCALE_FUSE_MAX);
+    rc = sl__op_alloc(out, sizeof *f, &resize_rescale_iface, 0);
+    if (rc != SL_OK)
+        return rc;
+    f = (resize_rescale_op *)*out;
+    f->resize = sl_op_retain(resize);
+    for (size_t k = 0; k < n; k++) {
+        int is_rescale = sl__op_rescale_params(rescales[k], &f->chain.scale[k],
+                                               &f->chain.shift[k]);
+        SL_ASSERT(is_rescale);
+        f->rescales[k] = sl_op_retain(rescales[k]);
+        f->chain.n = k + 1;
+    }
     return SL_OK;
 }
