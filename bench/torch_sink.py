@@ -24,14 +24,19 @@ OPENBLAS_NUM_THREADS only takes effect before torch is loaded):
   T = torch threads 1 or 2 (torch.set_num_threads; interop threads 1)
   B = pin: OPENBLAS_NUM_THREADS=1, or unpin: the caller's environment minus
       OPENBLAS_NUM_THREADS (OpenBLAS picks its own count, shown as "BLAS")
-That is 12 configurations ("all"); the default set ("default") is the 8
-      dl0-t2-pin dl0-t2-unpin dl2-t2-pin dl2-t2-unpin
+That is 12 configurations ("all"); the default set ("default") is these 9:
+      dl0-t1-pin dl0-t2-pin dl0-t2-unpin dl2-t1-pin dl2-t2-pin
       vec-t1-pin vec-t1-unpin vec-t2-pin vec-t2-unpin
-(about 2 to 4 minutes on a 2-core machine with the default --steps and
---repeats; the 1-thread DataLoader ones are left out as the DataLoader
-trains in the main process, where 2 threads won in our runs).  --configs
-takes a comma list of ids, shell-style patterns ("dl*", "*-pin"), "default"
-and "all".
+i.e. the vectorised pipeline in all 4 thread settings, and the DataLoader
+in those that can win: 1 and 2 torch threads pinned, 2 unpinned, with 0
+workers; with 2 workers (which take both cores) the trainer on 1 or 2
+threads, OpenBLAS pinned.  Left out, as they only add threads to an
+oversubscribed machine: dl0-t1-unpin, dl2-t1-unpin, dl2-t2-unpin.
+Each configuration takes about 20 s at 1875 steps on an idle 2-core
+machine, so one round of the default set is about 3 minutes (sluice's
+five runs add ~20 s) and the default 3 rounds about 10 minutes; more on
+shared cores.  For a quick look: --repeats 1 --steps 300.  --configs takes a comma list of ids,
+shell-style patterns ("dl*", "*-pin"), "default" and "all".
 
 Each run: load the dataset (gunzip + parse; timed apart and not counted);
 --warmup training steps on a fixed random batch with a throw-away model plus
@@ -110,7 +115,7 @@ def all_configs():
     return out
 
 
-DEFAULT_IDS = ("dl0-t2-pin", "dl0-t2-unpin", "dl2-t2-pin", "dl2-t2-unpin",
+DEFAULT_IDS = ("dl0-t1-pin", "dl0-t2-pin", "dl0-t2-unpin", "dl2-t1-pin", "dl2-t2-pin",
                "vec-t1-pin", "vec-t1-unpin", "vec-t2-pin", "vec-t2-unpin")
 
 
@@ -324,8 +329,10 @@ def main():
         epilog="configurations (--configs ids; default marked *):\n" + "\n".join(
             f"  {'*' if c['id'] in DEFAULT_IDS else ' '} {c['id']:<14}{c['config']}"
             for c in all_configs())
-        + "\n\nThe default set takes about 2 to 4 minutes on a 2-core machine; "
-        "the module\ndocstring gives the exact conventions and the JSON keys.")
+        + "\n\nA default run (9 configurations + sluice, 3 rounds of 1875 steps) takes "
+        "about\n10 minutes on an idle 2-core machine, ~3 per round; for a quick look\n"
+        "use --repeats 1 --steps 300.  The module docstring gives the exact\n"
+        "conventions and the JSON keys.")
     ap.add_argument("--steps", type=int, default=1875,
                     help="timed steps per run, torch and sluice alike (default "
                     "%(default)s: one epoch of Fashion-MNIST train at batch 32)")
