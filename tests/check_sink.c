@@ -898,8 +898,9 @@ START_TEST(test_pipeline_error_mid_epoch_sink)
     rc = sl_model_train_opts(m, 1, ds, cbs, 1, &to);
     ck_assert_int_lt(rc, 0);
     ck_assert_msg(strstr(sl_model_last_error(m), "img_20.jpg"), "%s", sl_model_last_error(m));
-    /* the 7 whole batches before the bad file (sample 60) trained in the
-     * sink, which then failed: no step_end, no end */
+    /* the batches before the bad file's (img_20.jpg sorts 14th of class_1:
+     * sample 53, in batch 7) trained in the sink, which then failed: no
+     * step_end, no end */
     ck_assert_int_ge(sl_model_global_step(m), 5);
     ck_assert_int_lt(sl_model_global_step(m), 10);
     ck_assert_int_eq(rec.step_ends, 0);
