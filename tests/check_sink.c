@@ -1,0 +1,1307 @@
+/* check_sink.c: data sinking end to end. Sink mode reaches the parameters
+ * of host-fed training bit for bit (cpu:0 and sim:0); sink_size N walks the
+ * data without a gap or a repeat across epochs, with one step_end per sink;
+ * data_sink calls continue each other; sl_model_stop ends a sink within
+ * 100 ms and joins every thread; a starved GetNext, a pipeline error and a
+ * batch of the wrong shape reach the caller with messages that say where;
+ * bad options are refused; one feeder deals batches round-robin to several
+ * device queues; the sink stats count what happened.
+ *
+ * Built with a sanitizer, the long tests run shortened (tu_shorten says
+ * how): a LeNet step costs ~35x there. The plain build runs them whole. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "devices/device_queue.h"
+#include "devices/feeder.h"
+#include "ops/op_impl.h"
+#include "sluice/sluice.h"
+#include "testutil.h"
+
+Suite *make_sink_suite(void);
+
+#define FASHION "/usr/share/datasets/fashion-mnist"
+
+/* --- helpers ---------------------------------------------------------- */
+
+static double wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        continue;
+}
+
+/* Threads of this process now (/proc/self/task): a train that joined
+ * everything it started leaves the count as it found it. */
+static int thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* The count once it is want, or after 100 ms: a thread that pthread_join
+ * has returned for may still be listed for a moment while the kernel
+ * reaps it. */
+static int thread_count_settled(int want)
+{
+    int n = thread_count();
+    for (int i = 0; i < 50 && n != want; i++) {
+        sleep_ms(2);
+        n = thread_count();
+    }
+    return n;
+}
+
+static int fashion_present(void)
+{
+    return access(FASHION "/train-images-idx3-ubyte.gz", R_OK) == 0 &&
+           access(FASHION "/t10k-images-idx3-ubyte.gz", R_OK) == 0;
+}
+
+/* Fashion-MNIST is an installed package (dataset-fashion-mnist); without it
+ * the tests that need the real files say so and pass. */
+static int need_fashion(const char *test)
+{
+    if (fashion_present())
+        return 1;
+    printf("%s: skipped: %s is absent (install dataset-fashion-mnist)\n", test, FASHION);
+    fflush(stdout);
+    return 0;
+}
+
+/* The seeds' LeNet pipeline (as check_train's) over num_samples of an
+ * MNIST folder's train split (0: all), shuffled with seed; resize 0 leaves
+ * 28x28 images to make a wrong shape on purpose. */
+static sl_dataset *lenet_pipeline(const char *dir, int workers, uint64_t seed, int resize,
+                                  int64_t num_samples)
+{
+    sl_mnist_options mo;
+    sl_dataset *ds = sl_dataset_new();
+    sl_op *cast, *rs, *r1, *r2, *chw;
+    sl_mnist_options_init(&mo);
+    mo.dataset_dir = dir;
+    mo.usage = SL_MNIST_TRAIN;
+    mo.sampler.seed = seed;
+    mo.sampler.shuffle = 1;
+    mo.sampler.num_samples = num_samples;
+    ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
+    sl_dataset_set_seed(ds, seed);
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&r1, 1.0 / 255.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&r2, 1 / 0.3081, -1 * 0.1307 / 0.3081), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, workers), SL_OK);
+    if (resize)
+        ck_assert_int_eq(sl_dataset_map(ds, &rs, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &r1, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &r2, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_shuffle(ds, 10000), SL_OK);
+    ck_assert_int_eq(sl_dataset_batch(ds, 32, 1, workers), SL_OK);
+    sl_op_release(cast);
+    sl_op_release(rs);
+    sl_op_release(r1);
+    sl_op_release(r2);
+    sl_op_release(chw);
+    return ds;
+}
+
+/* LeNet (the defaults) with seed on "CPU" or "SIM". */
+static sl_model *lenet_on(const char *target, uint64_t seed)
+{
+    sl_model_options o;
+    sl_model *m = NULL;
+    char err[512];
+    sl_model_options_init(&o);
+    o.seed = seed;
+    o.context.device_target = target;
+    ck_assert_msg(sl_model_new(&m, &o, err, sizeof err) == SL_OK, "%s", err);
+    return m;
+}
+
+static sl_train_options sink_opts(int sink, int64_t sink_size)
+{
+    sl_train_options t;
+    sl_train_options_init(&t);
+    t.dataset_sink_mode = sink;
+    t.sink_size = sink_size;
+    return t;
+}
+
+/* Asserts that a and b hold the same parameters, bit for bit, naming the
+ * first parameter that differs. */
+static void assert_same_params(sl_model *a, sl_model *b, const char *what)
+{
+    sl_graph *ga = sl_model_graph(a), *gb = sl_model_graph(b);
+    ck_assert_uint_eq(sl_graph_num_params(ga), sl_graph_num_params(gb));
+    for (size_t i = 0; i < sl_graph_num_params(ga); i++) {
+        size_t na, nb;
+        const float *da = sl_graph_param_data(ga, sl_graph_param_at(ga, i), &na);
+        const float *db = sl_graph_param_data(gb, sl_graph_param_at(gb, i), &nb);
+        ck_assert_uint_eq(na, nb);
+        ck_assert_msg(memcmp(da, db, na * sizeof(float)) == 0,
+                      "%s: parameter '%s' differs (first value %.9g vs %.9g)", what,
+                      sl_graph_node_name(ga, sl_graph_param_at(ga, i)), (double)da[0],
+                      (double)db[0]);
+    }
+}
+
+typedef struct tmp_mnist {
+    char *dir;
+} tmp_mnist;
+
+static tmp_mnist make_mnist(uint32_t n_train, uint32_t n_test)
+{
+    tmp_mnist t;
+    t.dir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(t.dir);
+    ck_assert_int_eq(tu_make_mnist(t.dir, n_train, n_test, 0), 0);
+    return t;
+}
+
+static void drop_mnist(tmp_mnist *t)
+{
+    tu_rmtree(t->dir);
+    free(t->dir);
+}
+
+/* A callback recording what the hooks saw. */
+typedef struct recorder {
+    int64_t begins, ends, epoch_begins, epoch_ends, step_ends;
+    int64_t step_in_epoch[64], global_step[64], epoch[64];
+    double step_ms[64], epoch_ms[64];
+    float loss[64];
+} recorder;
+
+static int rec_begin(void *self, const sl_train_info *info)
+{
+    (void)info;
+    ((recorder *)self)->begins++;
+    return 0;
+}
+
+static int rec_epoch_begin(void *self, const sl_train_info *info)
+{
+    (void)info;
+    ((recorder *)self)->epoch_begins++;
+    return 0;
+}
+
+static int rec_step_end(void *self, const sl_train_info *info)
+{
+    recorder *r = self;
+    if (r->step_ends < 64) {
+        r->step_in_epoch[r->step_ends] = info->step_in_epoch;
+        r->global_step[r->step_ends] = info->global_step;
+        r->epoch[r->step_ends] = info->epoch;
+        r->loss[r->step_ends] = info->loss;
+    }
+    r->step_ends++;
+    return 0;
+}
+
+static int rec_epoch_end(void *self, const sl_train_info *info)
+{
+    recorder *r = self;
+    if (r->epoch_ends < 64) {
+        r->step_ms[r->epoch_ends] = info->step_ms;
+        r->epoch_ms[r->epoch_ends] = info->epoch_ms;
+    }
+    r->epoch_ends++;
+    return 0;
+}
+
+static int rec_end(void *self, const sl_train_info *info)
+{
+    (void)info;
+    ((recorder *)self)->ends++;
+    return 0;
+}
+
+static sl_callback recording(recorder *r)
+{
+    sl_callback cb;
+    memset(r, 0, sizeof *r);
+    memset(&cb, 0, sizeof cb);
+    cb.self = r;
+    cb.begin = rec_begin;
+    cb.epoch_begin = rec_epoch_begin;
+    cb.step_end = rec_step_end;
+    cb.epoch_end = rec_epoch_end;
+    cb.end = rec_end;
+    return cb;
+}
+
+/* The lines a LossMonitor or TimeMonitor emitted. */
+typedef struct lines {
+    int n;
+    char line[16][160];
+} lines;
+
+static void collect_line(void *user, const char *line)
+{
+    lines *l = user;
+    if (l->n < 16)
+        snprintf(l->line[l->n], sizeof l->line[0], "%s", line);
+    l->n++;
+}
+
+/* --- a pipeline stage that waits at a gate --------------------------- */
+
+/* Passes its first `pass` rows at once and every later one only when the
+ * gate is open: a stage that stalls for as long as a test wants. */
+typedef struct gate {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int open;
+    int64_t pass, passed;
+    int row_ms;          /* each row then takes this long (a slow stage) */
+} gate;
+
+typedef struct gate_op {
+    sl_op base;
+    gate *g;
+} gate_op;
+
+static int gate_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
+{
+    gate *g = ((const gate_op *)op)->g;
+    (void)ctx;
+    pthread_mutex_lock(&g->lock);
+    while (!g->open && g->passed >= g->pass)
+        pthread_cond_wait(&g->cond, &g->lock);
+    g->passed++;
+    pthread_mutex_unlock(&g->lock);
+    if (g->row_ms > 0)
+        sleep_ms(g->row_ms);
+    *out = in;
+    return SL_OK;
+}
+
+static int gate_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                      sl__error *err)
+{
+    (void)op;
+    (void)err;
+    *out = *in;
+    return SL_OK;
+}
+
+static const sl_op_iface gate_iface = {"Gate", gate_infer, gate_run, NULL};
+
+static void gate_init(gate *g, int64_t pass)
+{
+    memset(g, 0, sizeof *g);
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->cond, NULL);
+    g->pass = pass;
+}
+
+static void gate_open(gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->open = 1;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void gate_destroy(gate *g)
+{
+    pthread_cond_destroy(&g->cond);
+    pthread_mutex_destroy(&g->lock);
+}
+
+/* An MLP over 28x28 images (batch `batch`, one hidden layer of 16) and the
+ * pipeline of a generated MNIST folder feeding it, its label map waiting
+ * at g when g is not NULL (no shuffle: the order is the files'). */
+static sl_model *mlp_model(int64_t batch, const char *target)
+{
+    sl_model_options o;
+    sl_model *m = NULL;
+    char err[512];
+    sl_model_options_init(&o);
+    o.network.kind = SL_NETWORK_MLP;
+    o.network.batch = batch;
+    o.network.height = 28;
+    o.network.width = 28;
+    o.network.hidden[0] = 16;
+    o.network.nhidden = 1;
+    o.context.threads = 1;
+    o.context.device_target = target;
+    ck_assert_msg(sl_model_new(&m, &o, err, sizeof err) == SL_OK, "%s", err);
+    return m;
+}
+
+static sl_dataset *mlp_pipeline(const char *dir, int64_t batch, gate *g)
+{
+    sl_mnist_options mo;
+    sl_dataset *ds = sl_dataset_new();
+    sl_op *cast, *rescale, *chw, *gop;
+    sl_mnist_options_init(&mo);
+    mo.dataset_dir = dir;
+    mo.usage = SL_MNIST_TRAIN;
+    mo.sampler.shuffle = 0;
+    ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+    ck_assert_int_eq(sl__op_alloc(&gop, sizeof(gate_op), &gate_iface, 0), SL_OK);
+    ((gate_op *)gop)->g = g;
+    if (g)
+        ck_assert_int_eq(sl_dataset_map(ds, &gop, 1, "label", NULL, 1), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, 1), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &rescale, 1, "image", NULL, 1), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, 1), SL_OK);
+    ck_assert_int_eq(sl_dataset_batch(ds, batch, 1, 1), SL_OK);
+    sl_op_release(cast);
+    sl_op_release(rescale);
+    sl_op_release(chw);
+    sl_op_release(gop);
+    return ds;
+}
+
+static uint64_t interactions(sl_model *m)
+{
+    sl_device_stats st;
+    sl_device_get_stats(sl_model_device(m), &st);
+    return st.interactions;
+}
+
+/* --- 1. bit identity --------------------------------------------------- */
+
+/* Trains a fresh LeNet (seed 7) on target for one epoch of ds, sink or not;
+ * the model is the caller's. */
+static sl_model *train_one_epoch(const char *target, sl_dataset *ds, int sink, int64_t steps)
+{
+    sl_model *m = lenet_on(target, 7);
+    sl_train_options t = sink_opts(sink, -1);
+    int rc = sl_model_train_opts(m, 1, ds, NULL, 0, &t);
+    ck_assert_msg(rc == SL_OK, "%s sink %d: %s", target, sink, sl_model_last_error(m));
+    ck_assert_int_eq(sl_model_global_step(m), steps);
+    return m;
+}
+
+/* The same seed gives the same parameters bit for bit whether the host
+ * feeds every step or the executor sinks the whole epoch (sink_size -1),
+ * on cpu:0 and on sim:0 (whose non-sink steps read copies in its own
+ * memory). */
+START_TEST(test_sink_equals_nonsink_bit_for_bit)
+{
+    int shorten = tu_shorten(TU_SANITIZED, "test_sink_equals_nonsink_bit_for_bit",
+                             "20 steps of 640 images (not 200 of 6,400)");
+    int64_t steps = shorten ? 20 : 200;
+    sl_dataset *ds;
+    sl_model *ref, *m;
+    if (!need_fashion("test_sink_equals_nonsink_bit_for_bit"))
+        return;
+    /* one epoch of exactly `steps` batches, so that sink_size -1 sinks it whole */
+    ds = lenet_pipeline(FASHION, 2, 42, 1, steps * 32);
+    ck_assert_int_eq(tu_dataset_size(ds), steps);
+    ref = train_one_epoch("CPU", ds, 0, steps);
+    m = train_one_epoch("CPU", ds, 1, steps);
+    assert_same_params(ref, m, "cpu:0 sink against cpu:0 non-sink");
+    sl_model_free(m);
+    m = train_one_epoch("SIM", ds, 1, steps);
+    ck_assert_str_eq(sl_device_name(sl_model_device(m)), "sim:0");
+    assert_same_params(ref, m, "sim:0 sink against cpu:0 non-sink");
+    sl_model_free(m);
+    m = train_one_epoch("SIM", ds, 0, steps);
+    assert_same_params(ref, m, "sim:0 non-sink against cpu:0 non-sink");
+    sl_model_free(m);
+    sl_model_free(ref);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+/* --- 2. continuous traversal ------------------------------------------- */
+
+/* Trains LeNet (seed 3) on ds in sink mode, epochs x sink_size, recording
+ * the hooks, a LossMonitor (every step) and a TimeMonitor, and checks what
+ * they saw; returns the model. */
+static sl_model *sink_traversal(sl_dataset *ds, int64_t epochs, int64_t sink_size)
+{
+    sl_model *m = lenet_on("CPU", 3);
+    sl_train_options t = sink_opts(1, sink_size);
+    recorder rec;
+    lines loss_lines, time_lines;
+    sl_callback cb = recording(&rec), lm, tm;
+    sl_callback *cbs[3] = {&cb, &lm, &tm};
+    memset(&loss_lines, 0, sizeof loss_lines);
+    memset(&time_lines, 0, sizeof time_lines);
+    ck_assert_int_eq(sl_callback_loss_monitor(&lm, 1, 0, collect_line, &loss_lines), SL_OK);
+    ck_assert_int_eq(sl_callback_time_monitor(&tm, collect_line, &time_lines), SL_OK);
+    ck_assert_msg(sl_model_train_opts(m, epochs, ds, cbs, 3, &t) == SL_OK, "%s",
+                  sl_model_last_error(m));
+    ck_assert_int_eq(sl_model_global_step(m), epochs * sink_size);
+    /* one step_end per sink, as the seeds' LossMonitor sees in sink mode */
+    ck_assert_int_eq(rec.begins, 1);
+    ck_assert_int_eq(rec.ends, 1);
+    ck_assert_int_eq(rec.epoch_begins, epochs);
+    ck_assert_int_eq(rec.epoch_ends, epochs);
+    ck_assert_int_eq(rec.step_ends, epochs);
+    ck_assert_int_eq(loss_lines.n, epochs);
+    ck_assert_int_eq(time_lines.n, epochs);
+    for (int64_t e = 0; e < epochs; e++) {
+        char want[64];
+        double epoch_ms, per_ms;
+        ck_assert_int_eq(rec.epoch[e], e + 1);
+        ck_assert_int_eq(rec.step_in_epoch[e], sink_size);
+        ck_assert_int_eq(rec.global_step[e], (e + 1) * sink_size);
+        ck_assert(isfinite(rec.loss[e]) && rec.loss[e] > 0.0f);
+        snprintf(want, sizeof want, "epoch: %lld step: %lld, loss is ", (long long)e + 1,
+                 (long long)sink_size);
+        ck_assert_msg(strncmp(loss_lines.line[e], want, strlen(want)) == 0, "%s",
+                      loss_lines.line[e]);
+        /* the per-step time is the sink's time over its steps */
+        ck_assert_double_gt(rec.epoch_ms[e], 0.0);
+        ck_assert_msg(fabs(rec.step_ms[e] * (double)sink_size - rec.epoch_ms[e]) <=
+                          1e-9 * rec.epoch_ms[e],
+                      "epoch %lld: step_ms %.6f x %lld steps != epoch_ms %.6f", (long long)e + 1,
+                      rec.step_ms[e], (long long)sink_size, rec.epoch_ms[e]);
+        ck_assert_msg(sscanf(time_lines.line[e], "epoch time: %lf ms, per step time: %lf ms",
+                             &epoch_ms, &per_ms) == 2,
+                      "%s", time_lines.line[e]);
+        ck_assert_msg(fabs(per_ms - epoch_ms / (double)sink_size) <= 0.0011, "%s",
+                      time_lines.line[e]);
+    }
+    sl_callback_release(&lm);
+    sl_callback_release(&tm);
+    return m;
+}
+
+/* sink_size N over E epochs visits the samples that E x N host-fed steps
+ * visit, in the same order, crossing the dataset's epoch boundaries
+ * without a gap or a repeat: the parameters match bit for bit. */
+static void check_traversal(sl_dataset *ds, int64_t epochs, int64_t sink_size)
+{
+    int64_t size = tu_dataset_size(ds), total = epochs * sink_size;
+    sl_model *sunk = sink_traversal(ds, epochs, sink_size);
+    sl_model *fed = lenet_on("CPU", 3);
+    sl_train_options t = sink_opts(0, -1);
+    ck_assert_int_gt(size, 0);
+    t.max_steps = total;
+    ck_assert_msg(sl_model_train_opts(fed, (total + size - 1) / size, ds, NULL, 0, &t) == SL_OK,
+                  "%s", sl_model_last_error(fed));
+    ck_assert_int_eq(sl_model_global_step(fed), total);
+    assert_same_params(fed, sunk, "sink_size traversal against host-fed steps");
+    sl_model_free(sunk);
+    sl_model_free(fed);
+}
+
+/* A small generated MNIST of 3 batches an epoch and sink_size 4: every
+ * sink but none ends where an epoch does. Cheap, so both builds run it. */
+START_TEST(test_sink_size_spans_epochs)
+{
+    tmp_mnist t = make_mnist(96, 8);
+    sl_dataset *ds = lenet_pipeline(t.dir, 2, 5, 1, 0);
+    ck_assert_int_eq(tu_dataset_size(ds), 3);
+    check_traversal(ds, 3, 4);
+    sl_dataset_free(ds);
+    drop_mnist(&t);
+}
+END_TEST
+
+/* The seeds' numbers: sink_size 1000 for 3 epochs of Fashion-MNIST (1,875
+ * batches an epoch) against 3,000 host-fed steps. Under a sanitizer the
+ * generated case above stands for it. */
+START_TEST(test_sink_size_1000_fashion)
+{
+    sl_dataset *ds;
+    if (tu_shorten(TU_SANITIZED, "test_sink_size_1000_fashion",
+                   "not run: test_sink_size_spans_epochs checks the same on a small "
+                   "generated MNIST (3 x 4 steps, not 3 x 1,000)"))
+        return;
+    if (!need_fashion("test_sink_size_1000_fashion"))
+        return;
+    ds = lenet_pipeline(FASHION, 2, 11, 1, 0);
+    ck_assert_int_eq(tu_dataset_size(ds), 1875);
+    check_traversal(ds, 3, 1000);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+/* --- 3. data_sink ------------------------------------------------------- */
+
+/* Runs `calls` calls of sink_size on a fresh LeNet (seed 9); returns the
+ * model and the last call's loss. */
+static sl_model *data_sink_calls(sl_dataset *ds, int64_t sink_size, int calls, float *loss)
+{
+    sl_model *m = lenet_on("CPU", 9);
+    sl_data_sink *s = NULL;
+    ck_assert_msg(sl_data_sink_new(&s, m, ds, sink_size, NULL) == SL_OK, "%s",
+                  sl_model_last_error(m));
+    for (int i = 0; i < calls; i++) {
+        *loss = NAN;
+        ck_assert_msg(sl_data_sink_call(s, loss) == SL_OK, "%s", sl_model_last_error(m));
+        ck_assert(isfinite(*loss));
+        ck_assert_int_eq(sl_model_global_step(m), (int64_t)(i + 1) * sink_size);
+    }
+    sl_data_sink_free(s);
+    return m;
+}
+
+/* Two calls of 500 equal one of 1000: the same parameters bit for bit and
+ * the same last loss. The epoch is 750 batches, so the first call ends
+ * mid-epoch and the second crosses into the next. */
+START_TEST(test_data_sink_calls_continue)
+{
+    int shorten = tu_shorten(TU_SANITIZED, "test_data_sink_calls_continue",
+                             "2 x 10 against 20 steps, epochs of 15 batches (not 2 x 500 "
+                             "against 1,000, epochs of 750)");
+    int64_t half = shorten ? 10 : 500, epoch = shorten ? 15 : 750;
+    sl_dataset *ds;
+    sl_model *two, *one;
+    float loss2, loss1;
+    if (!need_fashion("test_data_sink_calls_continue"))
+        return;
+    ds = lenet_pipeline(FASHION, 2, 13, 1, epoch * 32);
+    ck_assert_int_eq(tu_dataset_size(ds), epoch);
+    two = data_sink_calls(ds, half, 2, &loss2);
+    one = data_sink_calls(ds, 2 * half, 1, &loss1);
+    assert_same_params(one, two, "data_sink 2 x half against 1 x whole");
+    ck_assert_msg(memcmp(&loss1, &loss2, sizeof loss1) == 0, "last loss %.9g vs %.9g",
+                  (double)loss1, (double)loss2);
+    sl_model_free(two);
+    sl_model_free(one);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+START_TEST(test_data_sink_refuses_bad_sizes)
+{
+    tmp_mnist t = make_mnist(64, 8);
+    sl_dataset *ds = mlp_pipeline(t.dir, 8, NULL);
+    sl_model *m = mlp_model(8, "CPU");
+    static const int64_t bad[] = {0, -1, -5};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sl_data_sink *s = (sl_data_sink *)&s;
+        char want[32];
+        ck_assert_int_eq(sl_data_sink_new(&s, m, ds, bad[i], NULL), SL_EINVAL);
+        ck_assert_ptr_null(s);
+        snprintf(want, sizeof want, "sink_size %lld", (long long)bad[i]);
+        ck_assert_msg(strstr(sl_model_last_error(m), want) &&
+                          strstr(sl_model_last_error(m), ">= 1"),
+                      "%s", sl_model_last_error(m));
+    }
+    sl_model_free(m);
+    sl_dataset_free(ds);
+    drop_mnist(&t);
+}
+END_TEST
+
+/* --- 4. stopping -------------------------------------------------------- */
+
+typedef struct stopper {
+    sl_model *m;
+    uint64_t launches;   /* stop once the device saw this many interactions */
+    int delay_ms;        /* ... and this long after */
+    double stop_at;      /* wall_ms() of the stop call */
+} stopper;
+
+static void *stopper_main(void *arg)
+{
+    stopper *s = arg;
+    while (interactions(s->m) < s->launches)
+        sleep_ms(1);
+    sleep_ms(s->delay_ms);
+    s->stop_at = wall_ms();
+    sl_model_stop(s->m);
+    return NULL;
+}
+
+/* The longest a stop may take to end train, every thread joined. Under a
+ * sanitizer every lock, wake-up and join costs many times more and a step
+ * in flight (which a stop lets finish) takes ~35x as long (tens of ms of
+ * LeNet under TSan), so there a generous bound checks only that the stop
+ * does not wait for the sink's remaining steps or a timeout. */
+#define STOP_MS (TU_SANITIZED ? 1500.0 : 100.0)
+
+/* sl_model_stop from another thread, in the middle of a sink (sink_size
+ * 1000 of an endless traversal, 1000 epochs asked for: ignoring the stop
+ * would take seconds): train returns 0 within STOP_MS of the stop, with
+ * the transfer thread, the sink on the executor's thread and every
+ * pipeline thread joined; the model trains on afterwards. Many times, the
+ * stop landing at different points: 0 to 39 ms after the sink's launch,
+ * while the pipeline starts (GetNext waiting) or while steps run. */
+static void stop_mid_sink(const char *target, int rounds)
+{
+    tmp_mnist t = make_mnist(320, 8);
+    sl_dataset *ds = lenet_pipeline(t.dir, 2, 1, 1, 0);
+    sl_model *m = lenet_on(target, 1);
+    sl_train_options o = sink_opts(1, 1000);
+    int threads = thread_count();
+    double worst = 0;
+    for (int i = 0; i < rounds; i++) {
+        stopper s = {m, interactions(m) + 1, (i * 7) % 40, 0};
+        pthread_t th;
+        int64_t before = sl_model_global_step(m);
+        double ms;
+        int rc;
+        ck_assert_int_eq(pthread_create(&th, NULL, stopper_main, &s), 0);
+        rc = sl_model_train_opts(m, 1000, ds, NULL, 0, &o);
+        ms = wall_ms();
+        pthread_join(th, NULL);
+        ms -= s.stop_at;
+        ck_assert_msg(rc == SL_OK, "round %d: %s", i, sl_model_last_error(m));
+        ck_assert_msg(ms < STOP_MS, "%s round %d: train returned %.1f ms after the stop",
+                      target, i, ms);
+        if (getenv("SINK_DEBUG")) /* each round, to see where the stops land */
+            printf("round %d: stop %d ms after the launch, %lld steps, returned %.1f ms "
+                   "after the stop\n",
+                   i, s.delay_ms, (long long)(sl_model_global_step(m) - before), ms);
+        if (ms > worst)
+            worst = ms;
+        ck_assert_int_lt(sl_model_global_step(m) - before, 200);
+        ck_assert_int_eq(thread_count_settled(threads), threads);
+    }
+    printf("stop_mid_sink %s: %d rounds, train returned at most %.1f ms after the stop\n",
+           target, rounds, worst);
+    /* a later train on the same model runs whole */
+    {
+        int64_t before = sl_model_global_step(m);
+        o.sink_size = 3;
+        ck_assert_msg(sl_model_train_opts(m, 2, ds, NULL, 0, &o) == SL_OK, "%s",
+                      sl_model_last_error(m));
+        ck_assert_int_eq(sl_model_global_step(m) - before, 6);
+    }
+    ck_assert_int_eq(thread_count_settled(threads), threads);
+    sl_model_free(m);
+    sl_dataset_free(ds);
+    drop_mnist(&t);
+}
+
+START_TEST(test_stop_mid_sink_cpu)
+{
+    stop_mid_sink("CPU", tu_shorten(TU_SANITIZED, "test_stop_mid_sink_cpu",
+                                    "5 rounds (not 20)") ? 5 : 20);
+}
+END_TEST
+
+START_TEST(test_stop_mid_sink_sim)
+{
+    stop_mid_sink("SIM", tu_shorten(TU_SANITIZED, "test_stop_mid_sink_sim",
+                                    "5 rounds (not 20)") ? 5 : 20);
+}
+END_TEST
+
+/* A stop while GetNext waits on a slow pipeline (25 ms a row, 200 ms a
+ * batch) wakes it: train returns within STOP_MS, not when the next batch
+ * comes, the map worker joined after the row in hand. */
+START_TEST(test_stop_wakes_getnext)
+{
+    int rounds = tu_shorten(TU_SANITIZED, "test_stop_wakes_getnext", "2 rounds (not 5)") ? 2 : 5;
+    tmp_mnist t = make_mnist(64, 8);
+    gate g;
+    sl_dataset *ds;
+    sl_model *m = mlp_model(8, "CPU");
+    sl_train_options o = sink_opts(1, 1000);
+    int threads = thread_count();
+    gate_init(&g, 0);
+    g.open = 1;
+    g.row_ms = 25;
+    ds = mlp_pipeline(t.dir, 8, &g);
+    for (int i = 0; i < rounds; i++) {
+        /* after the first batch (200 ms), waiting for the second */
+        stopper s = {m, interactions(m) + 1, 300 + 20 * i, 0};
+        pthread_t th;
+        double ms;
+        int rc;
+        ck_assert_int_eq(pthread_create(&th, NULL, stopper_main, &s), 0);
+        rc = sl_model_train_opts(m, 1000, ds, NULL, 0, &o);
+        ms = wall_ms();
+        pthread_join(th, NULL);
+        ms -= s.stop_at;
+        ck_assert_msg(rc == SL_OK, "%s", sl_model_last_error(m));
+        ck_assert_msg(ms < STOP_MS, "round %d: train returned %.1f ms after the stop", i, ms);
+        ck_assert_int_eq(thread_count_settled(threads), threads);
+    }
+    sl_model_free(m);
+    sl_dataset_free(ds);
+    gate_destroy(&g);
+    drop_mnist(&t);
+}
+END_TEST
+
+/* A stop during a data_sink call ends that call with SL_ECANCELED; the
+ * next call runs its steps (the transfer thread and the pipeline went on),
+ * and the two together took the batches host-fed training takes, no batch
+ * lost or repeated. The stop comes while LeNet's steps run, so the queue
+ * is full and the transfer thread waits for a slot when it comes. */
+START_TEST(test_stop_during_data_sink_call)
+{
+    int shorten = tu_shorten(TU_SANITIZED, "test_stop_during_data_sink_call",
+                             "calls of 30 steps, the stop 150 ms in (not 60, 30 ms)");
+    int64_t size = shorten ? 30 : 60;
+    tmp_mnist t = make_mnist(320, 8);
+    sl_dataset *ds = lenet_pipeline(t.dir, 2, 4, 1, 0);
+    sl_model *m = lenet_on("CPU", 4), *ref;
+    sl_train_options o = sink_opts(1, -1), fed = sink_opts(0, -1);
+    sl_data_sink *s = NULL;
+    stopper st = {m, interactions(m) + 1, shorten ? 150 : 30, 0};
+    pthread_t th;
+    int64_t first;
+    float loss;
+    int rc;
+    o.getnext_timeout_ms = 3000; /* a starved call fails in 3 s, not 5 min */
+    ck_assert_msg(sl_data_sink_new(&s, m, ds, size, &o) == SL_OK, "%s", sl_model_last_error(m));
+    ck_assert_int_eq(pthread_create(&th, NULL, stopper_main, &st), 0);
+    rc = sl_data_sink_call(s, &loss);
+    pthread_join(th, NULL);
+    ck_assert_msg(rc == SL_ECANCELED, "%d: %s", rc, sl_model_last_error(m));
+    ck_assert_msg(strstr(sl_model_last_error(m), "stopped after"), "%s", sl_model_last_error(m));
+    first = sl_model_global_step(m);
+    ck_assert_int_lt(first, size);
+    /* let the transfer thread meet the stopped queue before the next call */
+    sleep_ms(50);
+    rc = sl_data_sink_call(s, &loss);
+    ck_assert_msg(rc == SL_OK, "the call after a stop: %s", sl_model_last_error(m));
+    ck_assert_int_eq(sl_model_global_step(m), first + size);
+    sl_data_sink_free(s);
+    /* host-fed steps over the same batches reach the same parameters */
+    ref = lenet_on("CPU", 4);
+    fed.max_steps = first + size;
+    ck_assert_msg(sl_model_train_opts(ref, 100, ds, NULL, 0, &fed) == SL_OK, "%s",
+                  sl_model_last_error(ref));
+    ck_assert_int_eq(sl_model_global_step(ref), first + size);
+    assert_same_params(ref, m, "data_sink stopped and continued against host-fed");
+    sl_model_free(ref);
+    sl_model_free(m);
+    sl_dataset_free(ds);
+    drop_mnist(&t);
+}
+END_TEST
+
+/* --- 5-7. errors reach the caller -------------------------------------- */
+
+typedef struct opener {
+    gate *g;
+    int after_ms;
+} opener;
+
+static void *opener_main(void *arg)
+{
+    opener *o = arg;
+    sleep_ms(o->after_ms);
+    gate_open(o->g);
+    return NULL;
+}
+
+/* A pipeline stalled at its label map: GetNext gives up after 200 ms and
+ * train fails with a message naming the queue, how long it was empty and
+ * the stage that keeps the others waiting. */
+START_TEST(test_getnext_timeout_names_the_stage)
+{
+    tmp_mnist t = make_mnist(64, 8);
+    gate g;
+    sl_dataset *ds;
+    sl_model *m = mlp_model(8, "CPU");
+    sl_train_options o = sink_opts(1, -1);
+    opener op;
+    pthread_t th;
+    const char *msg;
+    double t0, ms;
+    int rc;
+    gate_init(&g, 0);
+    ds = mlp_pipeline(t.dir, 8, &g);
+    op = (opener){&g, 600};
+    o.getnext_timeout_ms = 200;
+    ck_assert_int_eq(pthread_create(&th, NULL, opener_main, &op), 0);
+    t0 = wall_ms();
+    rc = sl_model_train_opts(m, 1, ds, NULL, 0, &o);
+    ms = wall_ms() - t0;
+    msg = sl_model_last_error(m);
+    ck_assert_msg(rc == SL_ETIMEDOUT, "%d: %s", rc, msg);
+    ck_assert_msg(strstr(msg, "'cpu:0/train'"), "no queue name: %s", msg);
+    ck_assert_msg(strstr(msg, "has been empty for 0.2"), "no empty time: %s", msg);
+    ck_assert_msg(strstr(msg, "stage 'map"), "no pipeline stage: %s", msg);
+    ck_assert_msg(strstr(msg, "transfer thread"), "nothing about the transfer thread: %s", msg);
+    /* GetNext gave up at 200 ms ("empty for 0.2x s" above); train returns
+     * once the pipeline is joined, which waits for the gate's map call to
+     * come back (600 ms): a stage inside an op cannot be torn away */
+    ck_assert_double_ge(ms, 190.0);
+    ck_assert_int_eq(sl_model_global_step(m), 0);
+    pthread_join(th, NULL);
+    sl_model_free(m);
+    sl_dataset_free(ds);
+    gate_destroy(&g);
+    drop_mnist(&t);
+}
+END_TEST
+
+/* An ImageFolder with a corrupt JPEG in the middle: the decode error
+ * travels through the transfer thread and the device queue to train,
+ * naming the file, after the batches before it trained. */
+START_TEST(test_pipeline_error_mid_epoch_sink)
+{
+    char *dir = tu_mkdtemp(), *bad;
+    static const char not_jpeg[] = "\xff\xd8\xff\xe0 not really a jpeg";
+    sl_image_folder_options io;
+    sl_model_options o;
+    sl_model *m = NULL;
+    sl_dataset *ds = sl_dataset_new();
+    sl_op *rs, *r, *chw;
+    sl_train_options to = sink_opts(1, -1);
+    recorder rec;
+    sl_callback cb = recording(&rec);
+    sl_callback *cbs[1] = {&cb};
+    char err[512];
+    int rc;
+    ck_assert_int_eq(tu_make_image_folder(dir, 2, 40, 40, 40), 0);
+    bad = tu_path(dir, "class_1/img_20.jpg");
+    ck_assert_int_eq(tu_write_bytes(bad, not_jpeg, sizeof not_jpeg - 1, 0), 0);
+    sl_image_folder_options_init(&io);
+    io.dataset_dir = dir;
+    io.decode = 1;
+    io.sampler.shuffle = 0;
+    ck_assert_int_eq(sl_dataset_image_folder(ds, &io), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&r, 1.0 / 255.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &rs, 1, "image", NULL, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &r, 1, "image", NULL, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_batch(ds, 8, 1, 2), SL_OK);
+    sl_op_release(rs);
+    sl_op_release(r);
+    sl_op_release(chw);
+    sl_model_options_init(&o);
+    o.network.kind = SL_NETWORK_MLP;
+    o.network.channels = 3;
+    o.network.batch = 8;
+    o.network.num_classes = 2;
+    ck_assert_msg(sl_model_new(&m, &o, err, sizeof err) == SL_OK, "%s", err);
+    rc = sl_model_train_opts(m, 1, ds, cbs, 1, &to);
+    ck_assert_int_lt(rc, 0);
+    ck_assert_msg(strstr(sl_model_last_error(m), "img_20.jpg"), "%s", sl_model_last_error(m));
+    /* the batches before the bad file's (img_20.jpg sorts 14th of class_1:
+     * sample 53, in batch 7) trained in the sink, which then failed: no
+     * step_end, no end */
+    ck_assert_int_ge(sl_model_global_step(m), 5);
+    ck_assert_int_lt(sl_model_global_step(m), 10);
+    ck_assert_int_eq(rec.step_ends, 0);
+    ck_assert_int_eq(rec.ends, 0);
+    sl_dataset_free(ds);
+    sl_model_free(m);
+    tu_rmtree(dir);
+    free(dir);
+    free(bad);
+}
+END_TEST
+
+/* LeNet compiled for 32x32 fed 28x28 batches (no resize) in sink mode:
+ * SL_ESHAPE naming the column and both shapes, before any step. */
+START_TEST(test_wrong_shape_in_sink_mode)
+{
+    tmp_mnist t = make_mnist(64, 8);
+    sl_dataset *ds = lenet_pipeline(t.dir, 1, 0, 0, 0);
+    sl_model *m = lenet_on("CPU", 0);
+    sl_train_options o = sink_opts(1, -1);
+    const char *msg;
+    ck_assert_int_eq(sl_model_train_opts(m, 1, ds, NULL, 0, &o), SL_ESHAPE);
+    msg = sl_model_last_error(m);
+    ck_assert_msg(strstr(msg, "'image'") && strstr(msg, "(32, 1, 28, 28)") &&
+                      strstr(msg, "(32, 1, 32, 32)"),
+                  "%s", msg);
+    ck_assert_int_eq(sl_model_global_step(m), 0);
+    /* sink_size > 0 too */
+    o.sink_size = 5;
+    ck_assert_int_eq(sl_model_train_opts(m, 2, ds, NULL, 0, &o), SL_ESHAPE);
+    ck_assert_msg(strstr(sl_model_last_error(m), "(32, 1, 28, 28)"), "%s",
+                  sl_model_last_error(m));
+    sl_model_free(m);
+    sl_dataset_free(ds);
+    drop_mnist(&t);
+}
+END_TEST
+
+/* --- 8. bad options ----------------------------------------------------- */
+
+static void expect_refusal(sl_model *m, sl_dataset *ds, const sl_train_options *o,
+                           const char *w1, const char *w2)
+{
+    int64_t before = sl_model_global_step(m);
+    int rc = sl_model_train_opts(m, 1, ds, NULL, 0, o);
+    ck_assert_msg(rc == SL_EINVAL, "%s: %d: %s", w1, rc, sl_model_last_error(m));
+    ck_assert_msg(strstr(sl_model_last_error(m), w1) && strstr(sl_model_last_error(m), w2),
+                  "want '%s' and '%s': %s", w1, w2, sl_model_last_error(m));
+    ck_assert_int_eq(sl_model_global_step(m), before);
+}
+
+START_TEST(test_bad_options_refused)
+{
+    tmp_mnist t = make_mnist(64, 8);
+    sl_dataset *ds = mlp_pipeline(t.dir, 8, NULL), *endless;
+    sl_model *m = mlp_model(8, "CPU");
+    sl_model_options mo;
+    sl_model *none = (sl_model *)&none;
+    sl_train_options o;
+    char err[512];
+    int threads = thread_count();
+
+    o = sink_opts(1, 0);
+    expect_refusal(m, ds, &o, "sink_size 0", "give -1");
+    o = sink_opts(1, -2);
+    expect_refusal(m, ds, &o, "sink_size -2", "give -1");
+    o = sink_opts(1, -1);
+    o.queue_capacity = 0;
+    expect_refusal(m, ds, &o, "queue_capacity 0", "1 to 4096");
+    o = sink_opts(1, -1);
+    o.getnext_timeout_ms = 0;
+    expect_refusal(m, ds, &o, "getnext_timeout_ms 0", "-1");
+    o = sink_opts(2, -1);
+    expect_refusal(m, ds, &o, "dataset_sink_mode is 2", "0 or 1");
+
+    /* sink_size -1 sinks one epoch at a time: an endless dataset has none */
+    ck_assert_int_eq(sl_dataset_copy(&endless, ds), SL_OK);
+    ck_assert_int_eq(sl_dataset_repeat(endless, -1), SL_OK);
+    o = sink_opts(1, -1);
+    expect_refusal(m, endless, &o, "sink_size -1", "sink_size > 0");
+    /* ... while sink_size > 0 walks it */
+    o.sink_size = 5;
+    ck_assert_msg(sl_model_train_opts(m, 3, endless, NULL, 0, &o) == SL_OK, "%s",
+                  sl_model_last_error(m));
+    ck_assert_int_eq(sl_model_global_step(m), 15);
+    ck_assert_int_eq(thread_count_settled(threads), threads);
+
+    /* devices that are not there */
+    sl_model_options_init(&mo);
+    mo.context.device_target = "gpu";
+    ck_assert_int_eq(sl_model_new(&none, &mo, err, sizeof err), SL_EINVAL);
+    ck_assert_ptr_null(none);
+    ck_assert_msg(strstr(err, "'gpu'") && strstr(err, "CPU") && strstr(err, "SIM"), "%s", err);
+    sl_model_options_init(&mo);
+    mo.context.device_id = 99;
+    none = (sl_model *)&none;
+    ck_assert_int_eq(sl_model_new(&none, &mo, err, sizeof err), SL_EINVAL);
+    ck_assert_ptr_null(none);
+    ck_assert_msg(strstr(err, "99"), "%s", err);
+    sl_model_options_init(&mo);
+    mo.context.device_target = "SIM";
+    mo.context.device_id = 99;
+    none = (sl_model *)&none;
+    ck_assert_int_eq(sl_model_new(&none, &mo, err, sizeof err), SL_EINVAL);
+    ck_assert_msg(strstr(err, "99"), "%s", err);
+
+    sl_dataset_free(endless);
+    sl_model_free(m);
+    sl_dataset_free(ds);
+    drop_mnist(&t);
+}
+END_TEST
+
+/* --- 9. one feeder, several device queues ------------------------------ */
+
+/* What one queue's GetNext yielded: for a batch its first sample's number
+ * (its label: 10 samples with labels 0..9), -1 an end of epoch, -2 the end
+ * of data, -3 anything else. */
+typedef struct drain {
+    sl__device_queue *q;
+    int n;
+    int got[32];
+    int bad_content;
+    sl__error err;
+} drain;
+
+#define FEED_N 10    /* samples */
+#define FEED_BATCH 2 /* so 5 batches an epoch */
+
+static void *drain_main(void *arg)
+{
+    drain *d = arg;
+    sl__err_clear(&d->err);
+    while (d->n < 32) {
+        sl__dq_slot *slot;
+        int rc = sl__dq_get_next(d->q, &slot, 20000, &d->err);
+        if (rc == SL_OK) {
+            const uint8_t *img = slot->columns[0].data;
+            const uint32_t *lab = slot->columns[1].data;
+            /* both samples of the batch, pixels and labels, in order */
+            for (uint32_t k = 0; k < FEED_BATCH; k++) {
+                uint32_t s = lab[0] + k;
+                if (lab[k] != s)
+                    d->bad_content++;
+                for (uint32_t y = 0; y < 28; y++)
+                    for (uint32_t x = 0; x < 28; x++)
+                        if (img[(k * 28 + y) * 28 + x] != tu_pixel(s, y, x))
+                            d->bad_content++;
+            }
+            d->got[d->n++] = (int)lab[0];
+            sl__dq_release(d->q, slot);
+            continue;
+        }
+        d->got[d->n++] = rc == SL_END_OF_EPOCH ? -1 : rc == SL_END_OF_DATA ? -2 : -3;
+        if (rc != SL_END_OF_EPOCH)
+            break;
+    }
+    return NULL;
+}
+
+static sl__feeder *two_queue_feeder(sl_dataset *ds, sl_device *const *devs, int64_t epochs,
+                                    size_t capacity)
+{
+    sl__feeder_options fo;
+    sl__feeder *f = NULL;
+    sl__error err;
+    memset(&fo, 0, sizeof fo);
+    fo.queue_name = "train";
+    fo.capacity = capacity;
+    fo.num_epochs = epochs;
+    fo.stuck_ms = 1000;
+    fo.ncolumns = 2;
+    fo.columns[0] = sl_dataset_column_index(ds, "image");
+    fo.columns[1] = sl_dataset_column_index(ds, "label");
+    ck_assert_int_ge(fo.columns[0], 0);
+    ck_assert_int_ge(fo.columns[1], 0);
+    fo.specs[0] = (sl_tensor_spec){SL_UINT8, 4, {FEED_BATCH, 28, 28, 1}};
+    fo.specs[1] = (sl_tensor_spec){SL_UINT32, 1, {FEED_BATCH}};
+    fo.names[0] = "image";
+    fo.names[1] = "label";
+    sl__err_clear(&err);
+    ck_assert_msg(sl__feeder_new(&f, ds, devs, 2, &fo, &err) == SL_OK, "%s", err.msg);
+    return f;
+}
+
+static sl_dataset *numbered_dataset(const char *dir)
+{
+    sl_mnist_options mo;
+    sl_dataset *ds = sl_dataset_new();
+    sl_mnist_options_init(&mo);
+    mo.dataset_dir = dir;
+    mo.usage = SL_MNIST_TRAIN;
+    mo.sampler.shuffle = 0;
+    ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
+    ck_assert_int_eq(sl_dataset_batch(ds, FEED_BATCH, 1, 1), SL_OK);
+    return ds;
+}
+
+/* Batch k (counted over both epochs) goes to queue k % 2; the ends of
+ * epoch and of data reach both queues, in order after their batches.
+ * Each queue is drained by its own thread, with one slot a queue, so the
+ * transfer thread waits on each in turn. */
+START_TEST(test_feeder_deals_round_robin)
+{
+    tmp_mnist t = make_mnist(FEED_N, 2);
+    sl_dataset *ds = numbered_dataset(t.dir);
+    sl_device *devs[2];
+    char err[256];
+    sl__feeder *f;
+    sl__feeder_stats fs;
+    drain d[2];
+    pthread_t th[2];
+    int want[2][32], nwant[2] = {0, 0}, batch = 0, threads = thread_count();
+    ck_assert_int_eq(sl_device_new(&devs[0], "cpu:0", NULL, err, sizeof err), SL_OK);
+    ck_assert_int_eq(sl_device_new(&devs[1], "cpu:1", NULL, err, sizeof err), SL_OK);
+    f = two_queue_feeder(ds, devs, 2, 1);
+    ck_assert_str_eq(sl__dq_name(sl__feeder_queue(f, 0)), "cpu:0/train");
+    ck_assert_str_eq(sl__dq_name(sl__feeder_queue(f, 1)), "cpu:1/train");
+    ck_assert_ptr_eq(sl__dq_device(sl__feeder_queue(f, 1)), devs[1]);
+    ck_assert_ptr_null(sl__feeder_queue(f, 2));
+    for (int q = 0; q < 2; q++) {
+        memset(&d[q], 0, sizeof d[q]);
+        d[q].q = sl__feeder_queue(f, (size_t)q);
+        ck_assert_int_eq(pthread_create(&th[q], NULL, drain_main, &d[q]), 0);
+    }
+    for (int e = 0; e < 2; e++) {
+        for (int b = 0; b < FEED_N / FEED_BATCH; b++, batch++)
+            want[batch % 2][nwant[batch % 2]++] = (batch * FEED_BATCH) % FEED_N;
+        want[0][nwant[0]++] = -1;
+        want[1][nwant[1]++] = -1;
+    }
+    want[0][nwant[0]++] = -2;
+    want[1][nwant[1]++] = -2;
+    for (int q = 0; q < 2; q++) {
+        pthread_join(th[q], NULL);
+        ck_assert_msg(d[q].n == nwant[q], "queue %d: %d entries, want %d (%s)", q, d[q].n,
+                      nwant[q], d[q].err.msg);
+        for (int i = 0; i < nwant[q]; i++)
+            ck_assert_msg(d[q].got[i] == want[q][i], "queue %d entry %d: %d, want %d", q, i,
+                          d[q].got[i], want[q][i]);
+        ck_assert_int_eq(d[q].bad_content, 0);
+    }
+    sl__feeder_get_stats(f, &fs);
+    ck_assert_uint_eq(fs.batches, 2 * FEED_N / FEED_BATCH);
+    sl__feeder_free(f);
+    ck_assert_int_eq(thread_count_settled(threads), threads);
+    {
+        sl_device_stats st;
+        sl_device_get_stats(devs[1], &st);
+        ck_assert_uint_eq(st.copies_in, 2 * 5); /* 5 batches x 2 columns */
+        ck_assert_uint_eq(st.bytes_allocated, 0);
+    }
+    sl_device_free(devs[0]);
+    sl_device_free(devs[1]);
+    sl_dataset_free(ds);
+    drop_mnist(&t);
+}
+END_TEST
+
+/* Freeing the feeder mid-stream, with the transfer thread blocked on a
+ * full queue and the pipeline on a full channel, joins every thread at
+ * once and frees everything (ASan's leak check runs at exit). */
+START_TEST(test_feeder_free_mid_stream)
+{
+    tmp_mnist t = make_mnist(FEED_N, 2);
+    sl_dataset *ds = numbered_dataset(t.dir);
+    sl_device *devs[2];
+    char err[256];
+    int threads = thread_count();
+    ck_assert_int_eq(sl_device_new(&devs[0], "cpu:0", NULL, err, sizeof err), SL_OK);
+    ck_assert_int_eq(sl_device_new(&devs[1], "sim:0", NULL, err, sizeof err), SL_OK);
+    for (int round = 0; round < 3; round++) {
+        sl__feeder *f = two_queue_feeder(ds, devs, -1, 1);
+        sl__error e;
+        double t0;
+        sl__err_clear(&e);
+        /* take a few batches, alternating as they were dealt, keep one */
+        for (int k = 0; k < 2 * round + 1; k++) {
+            sl__dq_slot *slot;
+            sl__device_queue *q = sl__feeder_queue(f, (size_t)(k % 2));
+            ck_assert_msg(sl__dq_get_next(q, &slot, 20000, &e) == SL_OK, "%s", e.msg);
+            ck_assert_uint_eq(((const uint32_t *)slot->columns[1].data)[0],
+                              (uint32_t)((k * FEED_BATCH) % FEED_N));
+            sl__dq_release(q, slot);
+        }
+        sleep_ms(30); /* let everything fill up and block */
+        t0 = wall_ms();
+        sl__feeder_free(f);
+        ck_assert_msg(wall_ms() - t0 < (TU_SANITIZED ? 2000.0 : 200.0),
+                      "freeing took %.0f ms", wall_ms() - t0);
+        ck_assert_int_eq(thread_count_settled(threads), threads);
+    }
+    {
+        sl_device_stats st;
+        sl_device_get_stats(devs[0], &st);
+        ck_assert_uint_eq(st.bytes_allocated, 0);
+        sl_device_get_stats(devs[1], &st);
+        ck_assert_uint_eq(st.bytes_allocated, 0);
+    }
+    sl_device_free(devs[0]);
+    sl_device_free(devs[1]);
+    sl_dataset_free(ds);
+    drop_mnist(&t);
+}
+END_TEST
+
+/* --- 10. sink stats ----------------------------------------------------- */
+
+/* After a sink train: one sink per epoch, every step counted, at least as
+ * many batches sent as steps, and the device saw two interactions per sink
+ * (the launch and the result); host-fed training costs two per step. */
+START_TEST(test_sink_stats)
+{
+    tmp_mnist t = make_mnist(64, 8); /* 8 batches an epoch */
+    sl_dataset *ds = mlp_pipeline(t.dir, 8, NULL);
+    const char *targets[2] = {"CPU", "SIM"};
+    for (int k = 0; k < 2; k++) {
+        sl_model *m = mlp_model(8, targets[k]);
+        sl_train_options o = sink_opts(1, -1);
+        sl_sink_stats ss;
+        uint64_t i0;
+        sl_model_get_sink_stats(m, &ss);
+        ck_assert_int_eq(ss.sinks, 0);
+        ck_assert_int_eq(ss.steps, 0);
+        i0 = interactions(m);
+        ck_assert_msg(sl_model_train_opts(m, 3, ds, NULL, 0, &o) == SL_OK, "%s",
+                      sl_model_last_error(m));
+        sl_model_get_sink_stats(m, &ss);
+        ck_assert_int_eq(ss.sinks, 3);
+        ck_assert_int_eq(ss.steps, 24);
+        ck_assert_int_ge(ss.batches_sent, ss.steps);
+        ck_assert(ss.getnext_wait_ms >= 0 && ss.transfer_copy_ms >= 0 &&
+                  ss.transfer_wait_ms >= 0 && ss.channel_full_ms >= 0);
+        ck_assert_uint_eq(interactions(m) - i0, 2 * 3);
+        /* sink_size 5 over 4 epochs: 4 sinks of 5 */
+        o.sink_size = 5;
+        i0 = interactions(m);
+        ck_assert_msg(sl_model_train_opts(m, 4, ds, NULL, 0, &o) == SL_OK, "%s",
+                      sl_model_last_error(m));
+        sl_model_get_sink_stats(m, &ss);
+        ck_assert_int_eq(ss.sinks, 4);
+        ck_assert_int_eq(ss.steps, 20);
+        ck_assert_int_ge(ss.batches_sent, 20);
+        ck_assert_uint_eq(interactions(m) - i0, 2 * 4);
+        /* non-sink: two per step */
+        o = sink_opts(0, -1);
+        i0 = interactions(m);
+        ck_assert_msg(sl_model_train_opts(m, 2, ds, NULL, 0, &o) == SL_OK, "%s",
+                      sl_model_last_error(m));
+        ck_assert_uint_eq(interactions(m) - i0, 2 * 16);
+        ck_assert_int_eq(sl_model_global_step(m), 24 + 20 + 16);
+        sl_model_free(m);
+    }
+    sl_dataset_free(ds);
+    drop_mnist(&t);
+}
+END_TEST
+
+Suite *make_sink_suite(void)
+{
+    Suite *s = suite_create("sink");
+    TCase *tc = tcase_create("numbers");
+    tcase_add_test(tc, test_sink_equals_nonsink_bit_for_bit);
+    tcase_add_test(tc, test_sink_size_spans_epochs);
+    tcase_add_test(tc, test_sink_size_1000_fashion);
+    tcase_add_test(tc, test_data_sink_calls_continue);
+    tcase_add_test(tc, test_data_sink_refuses_bad_sizes);
+    tcase_set_timeout(tc, 600);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("stop");
+    tcase_add_test(tc, test_stop_mid_sink_cpu);
+    tcase_add_test(tc, test_stop_mid_sink_sim);
+    tcase_add_test(tc, test_stop_wakes_getnext);
+    tcase_add_test(tc, test_stop_during_data_sink_call);
+    tcase_set_timeout(tc, 300);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("errors");
+    tcase_add_test(tc, test_getnext_timeout_names_the_stage);
+    tcase_add_test(tc, test_pipeline_error_mid_epoch_sink);
+    tcase_add_test(tc, test_wrong_shape_in_sink_mode);
+    tcase_add_test(tc, test_bad_options_refused);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("feeder");
+    tcase_add_test(tc, test_feeder_deals_round_robin);
+    tcase_add_test(tc, test_feeder_free_mid_stream);
+    tcase_add_test(tc, test_sink_stats);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(make_sink_suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
