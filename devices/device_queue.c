@@ -609,22 +609,7 @@ void sl__dq_resume(sl__device_queue *q)
 {
     pthread_mutex_lock(&q->lock);
     q->interrupted = 0;
-    pthread_cond_broadcast(&q->room); /* a transfer side in sl__dq_wait_resumed */
     pthread_mutex_unlock(&q->lock);
-}
-
-int sl__dq_wait_resumed(sl__device_queue *q)
-{
-    int rc;
-    pthread_mutex_lock(&q->lock);
-    while (q->interrupted && !q->closed) {
-        q->room_waiters++;
-        pthread_cond_wait(&q->room, &q->lock);
-        q->room_waiters--;
-    }
-    rc = q->closed ? SL_ECLOSED : SL_OK;
-    pthread_mutex_unlock(&q->lock);
-    return rc;
 }
 
 void sl__dq_close(sl__device_queue *q)

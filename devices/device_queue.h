@@ -112,9 +112,6 @@ void sl__dq_release(sl__device_queue *q, sl__dq_slot *slot);
  * that a later sink resumes from. Thread-safe. */
 void sl__dq_interrupt(sl__device_queue *q);
 void sl__dq_resume(sl__device_queue *q);
-/* For the transfer side after an SL_ECANCELED: waits while the queue is
- * interrupted. SL_OK once resumed (call again), SL_ECLOSED once closed. */
-int sl__dq_wait_resumed(sl__device_queue *q);
 /* Ends the queue for good: waiters and later acquires/pushes get
  * SL_ECLOSED; GetNext still drains what was committed, then returns
  * SL_ECLOSED. Thread-safe. */

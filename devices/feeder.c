@@ -66,10 +66,7 @@ static int broadcast(sl__feeder *f, int status, const sl__error *err)
 {
     int rc = SL_OK;
     for (size_t d = 0; d < f->ndevices; d++) {
-        int r;
-        while ((r = sl__dq_push_marker(f->queues[d], status, err, -1, NULL)) == SL_ECANCELED &&
-               (r = sl__dq_wait_resumed(f->queues[d])) == SL_OK)
-            continue; /* a stop for GetNext (see send_batch) */
+        int r = sl__dq_push_marker(f->queues[d], status, err, -1, NULL);
         if (r < 0 && rc == SL_OK)
             rc = r;
     }
@@ -105,12 +102,7 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl_
     double t0 = sl__now_ms(), t1;
     int rc;
     set_state(f, WAITING_SLOT, t0);
-    /* sl_model_stop interrupts the queue to wake GetNext; the batch waits
-     * for the resume (a data_sink's next call), or for the close when the
-     * feeder is freed, rather than being dropped with the thread. */
-    while ((rc = sl__dq_acquire(q, &slot, -1, NULL)) == SL_ECANCELED &&
-           (rc = sl__dq_wait_resumed(q)) == SL_OK)
-        continue;
+    rc = sl__dq_acquire(q, &slot, -1, NULL);
     if (rc < 0)
         return rc;
     t1 = sl__now_ms();
