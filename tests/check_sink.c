@@ -614,6 +614,62 @@ START_TEST(test_data_sink_refuses_bad_sizes)
 }
 END_TEST
 
+/* The dataset helper of custom loops (seed 004): in sink mode each epoch
+ * yields once, after sink_size steps that continue the traversal across
+ * epochs; the parameters equal host-fed training over as many steps. Without
+ * sinking it yields once per step and ends each epoch with the dataset's. */
+START_TEST(test_dataset_helper_loops)
+{
+    tmp_mnist t = make_mnist(96, 8);
+    sl_dataset *ds = lenet_pipeline(t.dir, 2, 5, 1, 0); /* 3 batches an epoch */
+    sl_model *helped = lenet_on("CPU", 7), *fed = lenet_on("CPU", 7), *plain;
+    sl_train_options o = sink_opts(0, -1);
+    sl_dataset_helper *h = NULL;
+    float loss = NAN;
+    int rc;
+
+    ck_assert_msg(sl_dataset_helper_new(&h, helped, ds, 1, 4, 3, NULL) == SL_OK, "%s",
+                  sl_model_last_error(helped));
+    for (int e = 0; e < 3; e++) {
+        int yields = 0;
+        while ((rc = sl_dataset_helper_next(h, &loss)) == SL_OK)
+            yields++;
+        ck_assert_msg(rc == SL_END_OF_EPOCH, "epoch %d: %d %s", e + 1, rc,
+                      sl_model_last_error(helped));
+        ck_assert_int_eq(yields, 1);
+        ck_assert(isfinite(loss));
+        ck_assert_int_eq(sl_model_global_step(helped), 4 * (e + 1));
+    }
+    ck_assert_int_eq(sl_dataset_helper_next(h, &loss), SL_END_OF_DATA);
+    sl_dataset_helper_free(h);
+    o.max_steps = 12;
+    ck_assert_msg(sl_model_train_opts(fed, 4, ds, NULL, 0, &o) == SL_OK, "%s",
+                  sl_model_last_error(fed));
+    assert_same_params(helped, fed, "dataset helper, sink_size 4 x 3 vs 12 host-fed steps");
+
+    /* Without sinking: a yield per step, 3 per epoch. */
+    plain = lenet_on("CPU", 7);
+    ck_assert_int_eq(sl_dataset_helper_new(&h, plain, ds, 0, -1, 2, NULL), SL_OK);
+    for (int e = 0; e < 2; e++) {
+        int yields = 0;
+        while ((rc = sl_dataset_helper_next(h, &loss)) == SL_OK)
+            yields++;
+        ck_assert_int_eq(rc, SL_END_OF_EPOCH);
+        ck_assert_int_eq(yields, 3);
+    }
+    ck_assert_int_eq(sl_dataset_helper_next(h, &loss), SL_END_OF_DATA);
+    sl_dataset_helper_free(h);
+    ck_assert_int_eq(sl_dataset_helper_new(&h, plain, ds, 1, 0, 2, NULL), SL_EINVAL);
+    ck_assert_msg(strstr(sl_model_last_error(plain), "sink_size 0"), "%s",
+                  sl_model_last_error(plain));
+    sl_model_free(plain);
+    sl_model_free(helped);
+    sl_model_free(fed);
+    sl_dataset_free(ds);
+    drop_mnist(&t);
+}
+END_TEST
+
 /* --- 4. stopping -------------------------------------------------------- */
 
 typedef struct stopper {
@@ -1268,6 +1324,7 @@ Suite *make_sink_suite(void)
     tcase_add_test(tc, test_sink_size_1000_fashion);
     tcase_add_test(tc, test_data_sink_calls_continue);
     tcase_add_test(tc, test_data_sink_refuses_bad_sizes);
+    tcase_add_test(tc, test_dataset_helper_loops);
     tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);
 
