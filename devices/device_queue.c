@@ -408,13 +408,17 @@ void sl__dq_commit(sl__device_queue *q, sl__dq_slot *slot)
     pthread_mutex_unlock(&q->lock);
 }
 
-/* Puts a slot back on the free list, the lock held; wakes the transfer side. */
+/* Puts a slot back on the free list, the lock held; wakes the transfer side
+ * once half the slots are free, or when GetNext has nothing left to take:
+ * a transfer thread woken for every slot would cost two context switches a
+ * step, which a full queue does not need (it still holds batches for the
+ * steps while the transfer thread refills). */
 static void dq_free_slot_locked(sl__device_queue *q, int i)
 {
     q->state[i] = SLOT_FREE;
     q->free_slots[q->nfree++] = i;
     /* Broadcast: marker pushes wait on the same condition for another reason. */
-    if (q->room_waiters)
+    if (q->room_waiters && (2 * q->nfree >= q->nslots || q->filled == 0))
         pthread_cond_broadcast(&q->room);
 }
 
