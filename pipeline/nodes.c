@@ -494,6 +494,25 @@ void sl__map_step_clear(sl__map_step *step)
     step->nops = 0;
 }
 
+/* Asks the CPU to start loading the next row's mapped inputs while this
+ * row is transformed: a source such as MNIST hands out views into a large
+ * array in shuffled order, so without it every row begins with cache
+ * misses. Only the first PREFETCH_BYTES of each column (an MNIST image is
+ * 784 bytes); prefetches never fault. */
+#define PREFETCH_BYTES 2048
+static void prefetch_row(const sl__map_work *w, const sl__row *row)
+{
+    for (size_t s = 0; s < w->nsteps; s++) {
+        const sl_tensor *t = row->col[w->steps[s].node->column];
+        size_t n;
+        if (!t)
+            continue;
+        n = t->nbytes < PREFETCH_BYTES ? t->nbytes : PREFETCH_BYTES;
+        for (size_t b = 0; b < n; b += 64)
+            __builtin_prefetch((const char *)t->data + b, 0, 0);
+    }
+}
+
 int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
                   const atomic_int *stop, sl__error *err)
 {
@@ -504,6 +523,8 @@ int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
         sl__row *row = &chunk->rows[r];
         if (atomic_load_explicit(stop, memory_order_relaxed))
             return sl__errf(err, SL_ECLOSED, "map: stopped");
+        if (r + 1 < chunk->nrows)
+            prefetch_row(w, &chunk->rows[r + 1]);
         for (size_t s = 0; s < w->nsteps; s++) {
             const sl__map_step *step = &w->steps[s];
             const sl__node *node = step->node;
