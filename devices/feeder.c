@@ -119,8 +119,10 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl_
         sl__dq_unacquire(q, slot);
         return rc;
     }
-    sl__dq_commit(q, slot);
+    /* Counted before the commit: GetNext may take the batch at once, and a
+     * reader of the stats must never see fewer batches sent than steps. */
     atomic_fetch_add(&f->batches, 1);
+    sl__dq_commit(q, slot);
     pthread_mutex_lock(&f->stats_lock);
     f->slot_wait_ms += t1 - t0;
     f->copy_ms += sl__now_ms() - t1;
