@@ -250,40 +250,13 @@ def child_main(spec):
 
 # ================================================================ parent side
 def run_child(spec, pinned, what):
-    """Runs this script in child mode; returns its result dict or exits 1."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--_child", json.dumps(spec)]
-    try:
-        p = subprocess.run(cmd, env=tt.child_env(pinned), capture_output=True,
-                           text=True, timeout=3600)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        log(f"error: {what}: could not run the torch subprocess: {e}")
-        sys.exit(1)
-    if p.returncode != 0:
-        log(f"error: {what}: torch subprocess exited {p.returncode}; its stderr:")
-        log(p.stderr.rstrip() or "(empty)")
-        sys.exit(1)
-    for line in p.stderr.splitlines():           # e.g. torch warnings
-        log(f"    [{what}] {line}")
-    try:
-        return json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        log(f"error: {what}: torch subprocess printed no result:\n{p.stdout}")
-        sys.exit(1)
+    """Runs this script in child mode (torch_train.py's runner)."""
+    return tt.run_child(spec, pinned, what, script=os.path.abspath(__file__))
 
 
 def parse_sluice(stdout):
     """{name: samples/s for cpu:0, ..., overlap_efficiency}, or None if unusable."""
-    try:
-        out = json.loads(stdout)
-    except ValueError:  # tolerate chatter: take the last line that parses
-        out = None
-        for line in reversed(stdout.splitlines()):
-            if line.strip().startswith("{"):
-                try:
-                    out = json.loads(line)
-                    break
-                except ValueError:
-                    pass
+    out = tt.last_json(stdout)
     if not isinstance(out, dict) or not isinstance(out.get("runs"), list):
         return None
     res = {}

@@ -240,9 +240,10 @@ def child_env(pinned):
     return env
 
 
-def run_child(spec, pinned, what):
-    """Runs this script in child mode; returns its result dict or exits 1."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--_child", json.dumps(spec)]
+def run_child(spec, pinned, what, script=None):
+    """Runs script (default: this one) in child mode; returns its result dict
+    or exits 1."""
+    cmd = [sys.executable, script or os.path.abspath(__file__), "--_child", json.dumps(spec)]
     try:
         p = subprocess.run(cmd, env=child_env(pinned), capture_output=True,
                            text=True, timeout=3600)
@@ -262,19 +263,24 @@ def run_child(spec, pinned, what):
         sys.exit(1)
 
 
-def parse_sluice(stdout):
-    """The sluice JSON object's three figures, or None if unusable."""
+def last_json(stdout):
+    """The JSON object sluice printed, tolerating chatter before it (the last
+    line that parses), or None."""
     try:
-        out = json.loads(stdout)
-    except ValueError:  # tolerate chatter: take the last line that parses
-        out = None
+        return json.loads(stdout)
+    except ValueError:
         for line in reversed(stdout.splitlines()):
             if line.strip().startswith("{"):
                 try:
-                    out = json.loads(line)
-                    break
+                    return json.loads(line)
                 except ValueError:
                     pass
+    return None
+
+
+def parse_sluice(stdout):
+    """The sluice JSON object's three figures, or None if unusable."""
+    out = last_json(stdout)
     if not isinstance(out, dict):
         return None
     vals = {k: out.get(k) for k in SLUICE_KEYS}
