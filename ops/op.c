@@ -39,7 +39,8 @@ void sl_op_release(sl_op *op)
 
 const char *sl_op_name(const sl_op *op)
 {
-    return op->iface->name;
+    const char *custom = sl__op_custom_name(op);
+    return custom ? custom : op->iface->name;
 }
 
 int sl__op_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)

@@ -62,6 +62,9 @@ int sl__op_resize_is_linear(const sl_op *op);
  * Rescales; it holds a reference to each. */
 int sl__op_resize_rescale_new(sl_op **out, sl_op *resize, sl_op *const *rescales, size_t n);
 
+/* A custom op's own name (sluice/op.h), or NULL for any other op. */
+const char *sl__op_custom_name(const sl_op *op);
+
 /* Shared helpers for image ops. Reads an image spec or tensor as H, W, C:
  * rank 3 is (H, W, C), rank 2 is (H, W) with C = 1. Returns SL_ESHAPE with a
  * message naming op_name otherwise. */

@@ -51,6 +51,48 @@ SL_API int sl_op_random_horizontal_flip_new(sl_op **out, double p);
  * dtype; a label outside [0, num_classes) is an error. */
 SL_API int sl_op_one_hot_new(sl_op **out, int64_t num_classes);
 
+/* --- operators of your own ------------------------------------------------
+ * A custom op calls your function on every sample (the slow path for
+ * transforms sluice lacks, and how bindings run a Python callable). fn gets
+ * the input tensor, which it must leave untouched, and returns a new one in
+ * *out (from sl_tensor_new, or sl_tensor_retain(in) to pass it through); on
+ * failure it returns a negative status and may write a message to errbuf.
+ * Map workers call it from several threads at once: it must be
+ * thread-safe. seed is the sample's own seed (from the dataset's seed, the
+ * epoch and the sample) when the op is random, 0 otherwise. */
+typedef int (*sl_op_custom_fn)(void *user, const sl_tensor *in, sl_tensor **out, uint64_t seed,
+                               char *errbuf, size_t errlen);
+/* The output's spec for an input spec; returns SL_ESHAPE (message in
+ * errbuf) for an input the op cannot take. Sizes may be -1 (unknown). */
+typedef int (*sl_op_custom_infer_fn)(void *user, const sl_tensor_spec *in, sl_tensor_spec *out,
+                                     char *errbuf, size_t errlen);
+
+/* Versioned (see sluice.h): call sl_op_custom_options_init first. */
+typedef struct sl_op_custom_options {
+    size_t size;                 /* sizeof the struct as compiled; set by the _init */
+    const char *name;            /* in descriptions and messages (copied; default "custom") */
+    sl_op_custom_fn fn;          /* required */
+    /* NULL: the output is taken to have the input's dtype and rank with
+     * every size unknown, and is not checked. Otherwise every output is
+     * checked against what infer said (dtype, rank, known sizes). */
+    sl_op_custom_infer_fn infer;
+    void (*destroy)(void *user); /* called once, when the op is freed (may be NULL) */
+    void *user;                  /* passed to fn, infer and destroy */
+    int random;                  /* 1: fn gets a seed per sample and epoch (default 0) */
+    int32_t reserved0;           /* ends the struct without padding; must stay 0 */
+} sl_op_custom_options;
+
+SL_API void sl_op_custom_options_init_sized(sl_op_custom_options *o, size_t size);
+static inline void sl_op_custom_options_init(sl_op_custom_options *o)
+{
+    sl_op_custom_options_init_sized(o, sizeof *o);
+}
+/* Makes the op (one reference). SL_EINVAL with a message in errbuf for
+ * options not made by the _init, or without fn; SL_ENOMEM. On failure
+ * destroy is not called: user stays the caller's. */
+SL_API int sl_op_custom_new(sl_op **out, const sl_op_custom_options *o, char *errbuf,
+                            size_t errlen);
+
 SL_API sl_op *sl_op_retain(sl_op *op);
 SL_API void sl_op_release(sl_op *op);
 /* "resize", "rescale", ... */
