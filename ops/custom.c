@@ -89,6 +89,10 @@ static int custom_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ct
     sl_tensor *res = NULL;
     int rc;
     *out = NULL;
+    /* fn may keep a reference past the call (a Python function may store
+     * the array it was given): the tensor then holds its pool, as a row
+     * handed to the user does. This worker owns the row, so it may. */
+    sl__tensor_escape(in);
     rc = c->o.fn(c->o.user, in, &res, seed, msg, sizeof msg);
     if (rc != SL_OK) {
         /* A function that says it failed but returns a tensor: drop it. */

@@ -54,7 +54,9 @@ SL_API int sl_op_one_hot_new(sl_op **out, int64_t num_classes);
 /* --- operators of your own ------------------------------------------------
  * A custom op calls your function on every sample (the slow path for
  * transforms sluice lacks, and how bindings run a Python callable). fn gets
- * the input tensor, which it must leave untouched, and returns a new one in
+ * the input tensor, which it must leave untouched (it may keep a reference:
+ * sl_tensor_retain, then sl_tensor_release whenever it likes; the tensor
+ * stays valid after the pipeline is gone), and returns a new one in
  * *out (from sl_tensor_new, or sl_tensor_retain(in) to pass it through); on
  * failure it returns a negative status and may write a message to errbuf.
  * Map workers call it from several threads at once: it must be

@@ -1,0 +1,93 @@
+# bindings/python: the CPython extension sluice._sluice (a libtool module
+# linked to libsluice) and the pure-Python package around it. Included by
+# the top Makefile.am; paths are from the top of the tree.
+#
+# `make` also stages the package in bindings/python/stage/ (the Python
+# files copied from the source tree beside the built extension), so that
+# tests, examples and benchmarks run uninstalled with
+# PYTHONPATH=<builddir>/bindings/python/stage. `make install` puts it into
+# the interpreter's site directory for the prefix (configure's
+# --with-pythondir overrides).
+
+SL_PY_PACKAGE = \
+	bindings/python/sluice/__init__.py \
+	bindings/python/sluice/__init__.pyi \
+	bindings/python/sluice/py.typed \
+	bindings/python/sluice/dataset/__init__.py \
+	bindings/python/sluice/dataset/__init__.pyi \
+	bindings/python/sluice/dataset/vision/__init__.py \
+	bindings/python/sluice/dataset/vision/__init__.pyi \
+	bindings/python/sluice/dataset/transforms/__init__.py \
+	bindings/python/sluice/dataset/transforms/__init__.pyi
+
+SL_PY_SOURCES = \
+	bindings/python/src/sluice_py.h \
+	bindings/python/src/module.c \
+	bindings/python/src/tensor.c \
+	bindings/python/src/dlpack.c \
+	bindings/python/src/op.c \
+	bindings/python/src/dataset.c \
+	bindings/python/src/iterator.c
+
+SL_PY_TESTS = \
+	bindings/python/tests/conftest.py \
+	bindings/python/tests/test_dataset.py \
+	bindings/python/tests/test_zero_copy.py \
+	bindings/python/tests/test_errors.py \
+	bindings/python/tests/test_threads.py \
+	bindings/python/tests/test_ops.py
+
+EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
+	bindings/python/examples/lenet_torch.py \
+	bench/python_dataset.py
+
+if SL_PYTHON
+sluicepydir = $(SL_PYTHONDIR)/sluice
+sluicepy_LTLIBRARIES = bindings/python/_sluice.la
+bindings_python__sluice_la_SOURCES = $(SL_PY_SOURCES)
+bindings_python__sluice_la_CPPFLAGS = -I$(top_srcdir)/include $(PYTHON_CPPFLAGS)
+# Python's headers break -Wstrict-prototypes and -Wmissing-prototypes
+# nowhere we call them; the warnings stay on.
+bindings_python__sluice_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+# A module for dlopen: no version, no lib prefix, and libpython's symbols
+# come from the interpreter that loads it (so no -no-undefined).
+bindings_python__sluice_la_LDFLAGS = -module -avoid-version -shared
+bindings_python__sluice_la_LIBADD = libsluice.la
+
+sluicepy_DATA = bindings/python/sluice/__init__.py bindings/python/sluice/__init__.pyi \
+	bindings/python/sluice/py.typed
+sluicepydatasetdir = $(sluicepydir)/dataset
+sluicepydataset_DATA = bindings/python/sluice/dataset/__init__.py \
+	bindings/python/sluice/dataset/__init__.pyi
+sluicepyvisiondir = $(sluicepydatasetdir)/vision
+sluicepyvision_DATA = bindings/python/sluice/dataset/vision/__init__.py \
+	bindings/python/sluice/dataset/vision/__init__.pyi
+sluicepytransformsdir = $(sluicepydatasetdir)/transforms
+sluicepytransforms_DATA = bindings/python/sluice/dataset/transforms/__init__.py \
+	bindings/python/sluice/dataset/transforms/__init__.pyi
+
+# The .la file means nothing to Python: remove it once installed.
+install-data-hook: install-python-hook
+install-python-hook:
+	rm -f "$(DESTDIR)$(sluicepydir)/_sluice.la"
+uninstall-hook: uninstall-python-hook
+uninstall-python-hook:
+	rm -f "$(DESTDIR)$(sluicepydir)/_sluice.la"
+	-rmdir "$(DESTDIR)$(sluicepytransformsdir)" "$(DESTDIR)$(sluicepyvisiondir)" \
+		"$(DESTDIR)$(sluicepydatasetdir)" "$(DESTDIR)$(sluicepydir)" 2>/dev/null
+
+noinst_DATA = bindings/python/stage.stamp
+bindings/python/stage.stamp: $(SL_PY_PACKAGE) bindings/python/_sluice.la
+	rm -rf bindings/python/stage
+	for f in $(SL_PY_PACKAGE); do \
+		d=bindings/python/stage/$$(dirname "$${f#bindings/python/}") && \
+		$(MKDIR_P) "$$d" && cp "$(srcdir)/$$f" "$$d/" || exit 1; \
+	done
+	cp bindings/python/.libs/_sluice.so bindings/python/stage/sluice/_sluice.so
+	touch $@
+endif
+
+clean-local: clean-python-stage
+clean-python-stage:
+	rm -rf bindings/python/stage bindings/python/stage.stamp
+.PHONY: clean-python-stage install-python-hook uninstall-python-hook

@@ -1,0 +1,432 @@
+"""sluice.dataset: datasets as in ``mindspore.dataset``, run by sluice's C engine.
+
+A dataset describes a pipeline: a source (:class:`MnistDataset`,
+:class:`ImageFolderDataset`) followed by nodes (:meth:`Dataset.map`,
+:meth:`~Dataset.shuffle`, :meth:`~Dataset.batch`, :meth:`~Dataset.repeat`,
+:meth:`~Dataset.take`, :meth:`~Dataset.skip`). Each method returns a new
+dataset and leaves its own unchanged. Nothing runs until an iterator is made
+(:meth:`~Dataset.create_tuple_iterator`, :meth:`~Dataset.create_dict_iterator`,
+:meth:`~Dataset.to_torch`, or a ``for`` loop over the dataset); it starts
+the engine's threads, which read, transform, shuffle and batch in parallel
+and in a fixed order for a given seed.
+
+Rows hold :class:`sluice.Tensor` values (or numpy arrays, or torch tensors),
+which share the engine's memory without a copy and keep it alive as long
+as they live.
+
+Errors: ``ValueError`` for bad arguments (and operators that cannot take a
+column), ``FileNotFoundError`` / ``OSError`` for files that are missing,
+unreadable or malformed when a source is made, ``RuntimeError`` for
+failures while the pipeline runs (a corrupt JPEG, a label out of range),
+each carrying the C engine's message, which names the file and the sample.
+Ctrl-C while iterating stops the pipeline and joins its threads; so do
+``break`` (once the iterator is dropped), ``del``, ``close()`` and garbage
+collection.
+"""
+import atexit
+import operator
+import os
+import weakref
+
+from sluice import _sluice
+
+__all__ = ["Dataset", "MnistDataset", "ImageFolderDataset", "Iterator", "TorchLoader",
+           "config"]
+
+#: The iterator type of :meth:`Dataset.create_tuple_iterator` and friends.
+Iterator = _sluice.Iterator
+
+# Every live iterator, so that the interpreter's exit stops their threads
+# before it tears Python down (a Python map operation in a worker thread
+# would otherwise wait for the GIL forever).
+_live = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_iterators():
+    for it in list(_live):
+        it.close()
+
+
+class _Config:
+    """Settings new datasets start from, as ``mindspore.dataset.config``."""
+
+    def __init__(self):
+        self._seed = 0
+
+    def set_seed(self, seed):
+        """Sets the seed of datasets made from now on (default 0): the order of
+        their sources' shuffling, of shuffle nodes and of random operators.
+        The same seed gives the same rows, whatever the number of workers."""
+        seed = operator.index(seed)
+        if seed < 0 or seed >= 1 << 64:
+            raise ValueError(f"set_seed: seed must be in [0, 2^64), got {seed}")
+        self._seed = seed
+
+    def get_seed(self):
+        """The seed new datasets get (see :meth:`set_seed`)."""
+        return self._seed
+
+
+#: Settings shared by datasets made later (``config.set_seed(seed)``).
+config = _Config()
+
+
+def _int(value, name):
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+
+
+def _workers(value, what):
+    """num_parallel_workers: None gives the thread budget's default (2 on 2 or
+    more CPUs, as `sluice train` uses); the C engine checks the range."""
+    if value is None:
+        return _sluice.default_workers()[1]
+    return _int(value, f"{what}: num_parallel_workers")
+
+
+def _one_column(value, what):
+    """A column name from a str or a list of one str (None stays None)."""
+    if value is None or isinstance(value, str):
+        return value
+    names = list(value)
+    if len(names) != 1 or not isinstance(names[0], str):
+        raise ValueError(f"map: {what} must be one column name (sluice maps one column at a "
+                         f"time), got {value!r}")
+    return names[0]
+
+
+def _sampler_args(num_samples, shuffle, num_shards, shard_id):
+    if (num_shards is None) != (shard_id is None):
+        raise ValueError("num_shards and shard_id must be given together")
+    num_samples = 0 if num_samples is None else _int(num_samples, "num_samples")
+    shuffle = True if shuffle is None else bool(shuffle)
+    num_shards = 1 if num_shards is None else _int(num_shards, "num_shards")
+    shard_id = 0 if shard_id is None else _int(shard_id, "shard_id")
+    return num_samples, shuffle, config.get_seed(), num_shards, shard_id
+
+
+def _c_op(op):
+    """The C op of one operation: a sluice operator, or a Python callable
+    wrapped in a custom op (the slow path)."""
+    c = getattr(op, "_op", None)
+    if isinstance(c, _sluice.Op):
+        return [c]
+    if isinstance(op, _sluice.Op):
+        return [op]
+    flatten = getattr(op, "_ops", None)  # transforms.Compose
+    if flatten is not None:
+        return [c for o in flatten() for c in _c_op(o)]
+    if callable(op):
+        return [_pyfunc_op(op)]
+    raise TypeError(f"map: an operation must be a sluice operator or a callable, "
+                    f"got {type(op).__name__}")
+
+
+def _pyfunc_op(fn):
+    import numpy as np
+
+    def call(tensor):
+        # The input is read-only: it may be the source's own memory.
+        return np.ascontiguousarray(fn(np.asarray(tensor)))
+
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return _sluice.op_custom(call, name[:47])
+
+
+class Dataset:
+    """A pipeline description. Made by a source (:class:`MnistDataset`,
+    :class:`ImageFolderDataset`); each method returns a new dataset with one
+    more node. Iterate it with :meth:`create_tuple_iterator`,
+    :meth:`create_dict_iterator`, :meth:`to_torch` or a ``for`` loop (one
+    epoch of tuples)."""
+
+    __slots__ = ("_c",)
+
+    def __init__(self, _c):
+        if not isinstance(_c, _sluice.Dataset):
+            raise TypeError("Dataset is made by a source (MnistDataset, ImageFolderDataset) "
+                            "and its methods")
+        self._c = _c
+
+    def _with(self, method, *args):
+        c = self._c.copy()
+        getattr(c, method)(*args)
+        return Dataset(c)
+
+    # --- nodes ---------------------------------------------------------------
+
+    def map(self, operations, input_columns=None, output_columns=None,
+            num_parallel_workers=None):
+        """Applies ``operations`` in order to one column of every row.
+
+        Args:
+            operations: an operator (``vision.Resize((32, 32))``, ...), a
+                Python callable taking and returning a numpy array, or a
+                list of them. Callables are the slow path: they run in the
+                map workers one at a time, each holding the GIL for its call.
+            input_columns (str or [str]): the column (default: the first).
+            output_columns (str or [str]): a new name for it (default: keep).
+            num_parallel_workers (int): worker threads, 1 to 256 (default:
+                the thread budget's, 2 on 2 or more CPUs).
+
+        The operators are checked against the column's type and shape now:
+        one that cannot take it raises ValueError naming both. Rows keep
+        their order whatever the number of workers; consecutive maps run
+        in one stage.
+        """
+        ops = operations if isinstance(operations, (list, tuple)) else [operations]
+        c_ops = [c for op in ops for c in _c_op(op)]
+        column = _one_column(input_columns, "input_columns")
+        if column is None:
+            column = self._c.column_names()[0]
+        out = _one_column(output_columns, "output_columns")
+        return self._with("map", c_ops, column, out, _workers(num_parallel_workers, "map"))
+
+    def shuffle(self, buffer_size):
+        """Buffered shuffle: keeps ``buffer_size`` rows (2 to 2^30) and emits a
+        random one as each new row arrives; a new order every epoch, fixed by
+        the seed (``config.set_seed``)."""
+        return self._with("shuffle", _int(buffer_size, "shuffle: buffer_size"))
+
+    def batch(self, batch_size, drop_remainder=False, num_parallel_workers=None):
+        """Stacks ``batch_size`` rows (1 to 2^24) into contiguous
+        ``(batch_size, ...)`` tensors; the last short batch of an epoch is
+        dropped when ``drop_remainder`` is true. Rows of a batch must agree
+        in shape and type. ``num_parallel_workers`` as in :meth:`map`."""
+        return self._with("batch", _int(batch_size, "batch: batch_size"), bool(drop_remainder),
+                          _workers(num_parallel_workers, "batch"))
+
+    def repeat(self, count=None):
+        """Repeats what came before ``count`` times as one epoch; None or -1:
+        without end."""
+        return self._with("repeat", -1 if count is None else _int(count, "repeat: count"))
+
+    def take(self, count=-1):
+        """The first ``count`` rows of each epoch (-1: all). After an endless
+        repeat, every ``count`` rows make an epoch."""
+        return self._with("take", _int(count, "take: count"))
+
+    def skip(self, count):
+        """Every row of each epoch but the first ``count``."""
+        return self._with("skip", _int(count, "skip: count"))
+
+    # --- what it holds ---------------------------------------------------------
+
+    def get_dataset_size(self):
+        """Rows (or batches) per epoch, from the files' headers alone; -1 for
+        an epoch without end (an endless repeat no take bounds)."""
+        return self._c.get_dataset_size()
+
+    def get_col_names(self):
+        """The column names, in row order (``['image', 'label']``)."""
+        return self._c.column_names()
+
+    def output_types(self):
+        """Each column's element type name (``['float32', 'int32']``)."""
+        return [self._c.column_spec(i)[0] for i in range(len(self._c.column_names()))]
+
+    def output_shapes(self):
+        """Each column's shape as far as known without data; -1 marks a size
+        known only then (a decoded image's height, a last short batch)."""
+        return [list(self._c.column_spec(i)[1]) for i in range(len(self._c.column_names()))]
+
+    def num_classes(self):
+        """The number of classes of an ImageFolder source (None otherwise)."""
+        classes = self._c.classes()
+        return len(classes) if classes else None
+
+    def describe(self):
+        """One line per node, source first (``mnist(train, 60000 rows)``)."""
+        return self._c.describe()
+
+    def __repr__(self):
+        return "<sluice Dataset: " + self.describe().replace("\n", " -> ") + ">"
+
+    # --- iterating ------------------------------------------------------------------
+
+    def _iterator(self, mode, columns, num_epochs, convert=None, capsule=False):
+        it = self._c.iterator(mode=mode, columns=columns, num_epochs=_int(num_epochs, "num_epochs"),
+                              convert=convert, convert_capsule=capsule)
+        _live.add(it)
+        return it
+
+    def create_tuple_iterator(self, columns=None, num_epochs=-1, output_numpy=False,
+                              do_copy=True):
+        """An iterator of rows as tuples, one value per column.
+
+        Args:
+            columns ([str]): the columns to give, in this order (default all).
+            num_epochs (int): epochs to run (-1: without end, MindSpore's
+                default). Each pass over the iterator (a ``for`` loop) is one
+                epoch and ends with StopIteration; the next pass continues
+                with the next epoch.
+            output_numpy (bool): numpy arrays instead of :class:`sluice.Tensor`
+                (both share the engine's memory).
+            do_copy: accepted for MindSpore's signature; sluice never copies.
+
+        The pipeline's threads start now. They stop when the last epoch is
+        done, on an error, on Ctrl-C, or when the iterator is closed or
+        dropped (``break`` then ``del``, or leaving the ``for`` loop that
+        made it).
+        """
+        del do_copy
+        return self._iterator(0, columns, num_epochs, _numpy_asarray() if output_numpy else None)
+
+    def create_dict_iterator(self, num_epochs=-1, output_numpy=False, do_copy=True):
+        """An iterator of rows as dicts ``{column name: value}``; arguments as
+        :meth:`create_tuple_iterator`."""
+        del do_copy
+        return self._iterator(1, None, num_epochs, _numpy_asarray() if output_numpy else None)
+
+    def __iter__(self):
+        """One epoch of tuples of :class:`sluice.Tensor`."""
+        return self.create_tuple_iterator(num_epochs=1)
+
+    def to_torch(self, columns=None, num_epochs=-1):
+        """An iterable of tuples of torch tensors, to use where a
+        ``torch.utils.data.DataLoader`` was: each ``for`` loop over it is one
+        epoch (shuffled anew), ``len()`` is the batches per epoch. The tensors
+        share the engine's memory through DLPack (no copy); a read-only source
+        row (an MNIST image no op copied) comes as a copy. See
+        :class:`TorchLoader`."""
+        return TorchLoader(self, columns=columns, num_epochs=num_epochs)
+
+
+def _numpy_asarray():
+    import numpy as np
+    return np.asarray
+
+
+class TorchLoader:
+    """Batches of a :class:`Dataset` as torch tensors, DataLoader-style.
+
+    ``for images, labels in loader:`` runs one epoch; the next loop runs the
+    next epoch of the same pipeline (a new shuffle), up to ``num_epochs``
+    (-1: without end). A loop left early (``break``) drops the rest of its
+    epoch when the next loop begins. ``len(loader)`` is the batches per epoch.
+    The pipeline's threads run between epochs too (preparing the next one)
+    until :meth:`close`, the end of ``with``, or the loader is dropped.
+    """
+
+    def __init__(self, dataset, columns=None, num_epochs=-1):
+        from torch.utils.dlpack import from_dlpack
+        self._dataset = dataset
+        self._columns = columns
+        self._num_epochs = num_epochs
+        self._from_dlpack = from_dlpack
+        self._it = None
+
+    def __len__(self):
+        n = self._dataset.get_dataset_size()
+        if n < 0:
+            raise TypeError("len(): the dataset's epoch has no end")
+        return n
+
+    def __iter__(self):
+        if self._it is None:
+            self._it = self._dataset._iterator(0, self._columns, self._num_epochs,
+                                               self._from_dlpack, True)
+        else:
+            self._it.finish_epoch()
+        return self._it
+
+    def close(self):
+        """Stops the pipeline and joins its threads."""
+        if self._it is not None:
+            self._it.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def _source(fill, *args):
+    c = _sluice.Dataset()
+    fill(c, *args)
+    c.set_seed(config.get_seed())
+    return c
+
+
+class MnistDataset(Dataset):
+    """The MNIST (or Fashion-MNIST) files of a folder, as ``mindspore.dataset.MnistDataset``.
+
+    Yields ``image`` uint8 (28, 28, 1) and ``label`` uint32 ().
+
+    Args:
+        dataset_dir (str or path): holds ``train-images-idx3-ubyte`` and
+            ``train-labels-idx1-ubyte`` (for usage train), ``t10k-...`` (test),
+            plain or gzip (``.gz``).
+        usage (str): ``"train"`` (60000 samples), ``"test"`` (10000) or
+            ``"all"`` (train then test; the default, None, is all).
+        num_samples (int): at most this many samples per shard and epoch
+            (None or 0: all).
+        shuffle (bool): read in a new random order each epoch (default True).
+        num_shards (int), shard_id (int): read part ``shard_id`` of
+            ``num_shards`` (both or neither).
+
+    The headers are read now: a missing folder or file raises
+    FileNotFoundError, a malformed one OSError. The pixels are read once,
+    by the first iterator, and shared by every later one.
+    """
+
+    __slots__ = ()
+
+    _USAGE = {None: 0, "all": 0, "train": 1, "test": 2}
+
+    def __init__(self, dataset_dir, usage=None, num_samples=None, shuffle=None,
+                 num_shards=None, shard_id=None):
+        if usage not in self._USAGE:
+            raise ValueError(f"MnistDataset: usage must be 'train', 'test' or 'all', got {usage!r}")
+        sampler = _sampler_args(num_samples, shuffle, num_shards, shard_id)
+        super().__init__(_source(_sluice.Dataset.mnist, os.fspath(dataset_dir),
+                                 self._USAGE[usage], *sampler))
+
+
+class ImageFolderDataset(Dataset):
+    """A folder with one sub-folder of images per class, as
+    ``mindspore.dataset.ImageFolderDataset``.
+
+    Yields ``image`` (the file's bytes, uint8 (n,), or with ``decode=True``
+    the RGB image, uint8 (H, W, 3)) and ``label`` int32 () (classes numbered
+    in sorted folder order unless ``class_indexing`` says otherwise).
+
+    Args:
+        dataset_dir (str or path): the folder.
+        num_samples (int): at most this many samples per shard and epoch.
+        num_parallel_workers (int): decoding workers when ``decode`` (1 to
+            256; default 2).
+        shuffle (bool): a new random order each epoch (default True).
+        extensions ([str]): only files ending so (``[".jpg", ".jpeg"]``;
+            default every file).
+        class_indexing (dict): only these class folders, with these labels
+            (``{"cat": 0, "dog": 1}``).
+        decode (bool): decode the JPEGs (default False: the bytes).
+        num_shards (int), shard_id (int): as in :class:`MnistDataset`.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, dataset_dir, num_samples=None, num_parallel_workers=None, shuffle=None,
+                 extensions=None, class_indexing=None, decode=False, num_shards=None,
+                 shard_id=None):
+        sampler = _sampler_args(num_samples, shuffle, num_shards, shard_id)
+        if isinstance(extensions, str):
+            extensions = [extensions]
+        names = indices = None
+        if class_indexing is not None:
+            if not isinstance(class_indexing, dict):
+                raise TypeError("ImageFolderDataset: class_indexing must be a dict "
+                                "{class folder: label}")
+            names = list(class_indexing)
+            indices = [_int(class_indexing[n], "class_indexing") for n in names]
+        workers = 2 if num_parallel_workers is None else _int(
+            num_parallel_workers, "ImageFolderDataset: num_parallel_workers")
+        super().__init__(_source(_sluice.Dataset.image_folder, os.fspath(dataset_dir),
+                                 None if extensions is None else list(extensions), names, indices,
+                                 bool(decode), workers, *sampler))

@@ -1,0 +1,396 @@
+/* op.c: operators. sluice._sluice.Op holds one C op; the op_* functions
+ * make them (sluice.dataset.vision and .transforms give them MindSpore's
+ * names and arguments). op_custom wraps a Python callable in a custom op
+ * (sluice/op.h): the map workers call it from their threads, taking the
+ * GIL only for the call, so it is the slow path, and it runs one sample at
+ * a time whatever the number of workers.
+ *
+ * The C constructors return SL_EINVAL without a message; the messages here
+ * say which rule the C library applies. */
+#include "sluice_py.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static PyObject *wrap_op(sl_op *op)
+{
+    slpy_op *self = PyObject_New(slpy_op, &slpy_op_type);
+    if (!self) {
+        sl_op_release(op);
+        return NULL;
+    }
+    self->op = op;
+    return (PyObject *)self;
+}
+
+/* The Op for a constructor's result, or the ValueError `rule` explains. */
+static PyObject *made(int rc, sl_op *op, const char *fmt, ...)
+{
+    va_list ap;
+    char msg[512];
+    if (rc == SL_OK)
+        return wrap_op(op);
+    if (rc != SL_EINVAL)
+        return slpy_raise(rc, NULL);
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    PyErr_SetString(PyExc_ValueError, msg);
+    return NULL;
+}
+
+static PyObject *op_decode(PyObject *self, PyObject *args)
+{
+    int rgb = 1;
+    sl_op *op;
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "|p:op_decode", &rgb))
+        return NULL;
+    rc = sl_op_decode_new(&op, rgb);
+    return made(rc, op, "Decode: rgb must be True or False");
+}
+
+static PyObject *op_resize(PyObject *self, PyObject *args)
+{
+    long long h, w;
+    int interp;
+    sl_op *op;
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "LLi:op_resize", &h, &w, &interp))
+        return NULL;
+    if (interp != SL_INTER_LINEAR && interp != SL_INTER_NEAREST) {
+        PyErr_Format(PyExc_ValueError,
+                     "Resize: interpolation must be Inter.LINEAR or Inter.NEAREST, got %d", interp);
+        return NULL;
+    }
+    rc = sl_op_resize_new(&op, h, w, (sl_interp)interp);
+    return made(rc, op,
+                "Resize: size must be (height, width) with each in [1, 2147483647], got (%lld, "
+                "%lld)",
+                h, w);
+}
+
+static PyObject *op_rescale(PyObject *self, PyObject *args)
+{
+    double rescale, shift;
+    sl_op *op;
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "dd:op_rescale", &rescale, &shift))
+        return NULL;
+    rc = sl_op_rescale_new(&op, rescale, shift);
+    return made(rc, op,
+                "Rescale: rescale and shift must be finite float32 values, got %g and %g",
+                rescale, shift);
+}
+
+/* A sequence of numbers into doubles; -1 with an exception otherwise. */
+static Py_ssize_t doubles(PyObject *seq, const char *what, double *out, Py_ssize_t cap)
+{
+    PyObject *fast = PySequence_Fast(seq, what);
+    Py_ssize_t n;
+    if (!fast)
+        return -1;
+    n = PySequence_Fast_GET_SIZE(fast);
+    if (n < 1 || n > cap) {
+        PyErr_Format(PyExc_ValueError, "%s must have 1 to %zd values, got %zd", what, cap, n);
+        Py_DECREF(fast);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(fast, i));
+        if (out[i] == -1.0 && PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return -1;
+        }
+    }
+    Py_DECREF(fast);
+    return n;
+}
+
+#define NORMALIZE_MAX_CHANNELS 64
+
+static PyObject *op_normalize(PyObject *self, PyObject *args)
+{
+    PyObject *mean_o, *std_o;
+    double mean[NORMALIZE_MAX_CHANNELS], std[NORMALIZE_MAX_CHANNELS];
+    Py_ssize_t nm, ns;
+    sl_op *op;
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO:op_normalize", &mean_o, &std_o))
+        return NULL;
+    if ((nm = doubles(mean_o, "Normalize: mean", mean, NORMALIZE_MAX_CHANNELS)) < 0 ||
+        (ns = doubles(std_o, "Normalize: std", std, NORMALIZE_MAX_CHANNELS)) < 0)
+        return NULL;
+    if (nm != ns) {
+        PyErr_Format(PyExc_ValueError,
+                     "Normalize: mean and std must have as many values (one per channel), got "
+                     "%zd and %zd",
+                     nm, ns);
+        return NULL;
+    }
+    rc = sl_op_normalize_new(&op, mean, std, (int)nm);
+    return made(rc, op,
+                "Normalize: every mean must be a finite float32 and every std a positive "
+                "float32 whose reciprocal is finite");
+}
+
+static PyObject *op_hwc2chw(PyObject *self, PyObject *unused)
+{
+    sl_op *op;
+    int rc;
+    (void)self, (void)unused;
+    rc = sl_op_hwc2chw_new(&op);
+    return made(rc, op, "HWC2CHW: cannot be made");
+}
+
+static PyObject *op_type_cast(PyObject *self, PyObject *arg)
+{
+    sl_dtype dtype;
+    sl_op *op;
+    int rc;
+    (void)self;
+    if (slpy_parse_dtype(arg, &dtype) < 0)
+        return NULL;
+    rc = sl_op_type_cast_new(&op, dtype);
+    return made(rc, op, "TypeCast: unknown dtype");
+}
+
+static PyObject *op_random_crop(PyObject *self, PyObject *args)
+{
+    long long h, w, pad;
+    sl_op *op;
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "LLL:op_random_crop", &h, &w, &pad))
+        return NULL;
+    rc = sl_op_random_crop_new(&op, h, w, pad);
+    return made(rc, op,
+                "RandomCrop: size must be (height, width) in [1, 2147483647] and padding in "
+                "[0, 2147483647], got (%lld, %lld) and %lld",
+                h, w, pad);
+}
+
+static PyObject *op_random_horizontal_flip(PyObject *self, PyObject *args)
+{
+    double p;
+    sl_op *op;
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "d:op_random_horizontal_flip", &p))
+        return NULL;
+    rc = sl_op_random_horizontal_flip_new(&op, p);
+    return made(rc, op,
+                "RandomHorizontalFlip: prob must be in [0, 1], got %g", p);
+}
+
+static PyObject *op_one_hot(PyObject *self, PyObject *args)
+{
+    long long n;
+    sl_op *op;
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "L:op_one_hot", &n))
+        return NULL;
+    rc = sl_op_one_hot_new(&op, n);
+    return made(rc, op, "OneHot: num_classes must be >= 1, got %lld", n);
+}
+
+/* --- Python callables ---------------------------------------------------------- */
+
+/* Writes "TypeName: message" of the pending exception into buf and clears
+ * it. Called with the GIL. */
+static void exception_text(char *buf, size_t len)
+{
+    PyObject *type, *value, *tb, *str = NULL;
+    const char *name = "exception", *text = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (type && PyType_Check(type))
+        name = ((PyTypeObject *)type)->tp_name;
+    if (value)
+        str = PyObject_Str(value);
+    if (str)
+        text = PyUnicode_AsUTF8(str);
+    if (text && text[0])
+        snprintf(buf, len, "%s: %s", name, text);
+    else
+        snprintf(buf, len, "%s", name);
+    Py_XDECREF(str);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+}
+
+static int interpreter_finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
+/* The custom op's function: calls the Python callable (user) with the
+ * input as a read-only Tensor and copies what it returns (a numpy array
+ * or any C-contiguous buffer; a Tensor is taken as it is). */
+static int pyfunc_call(void *user, const sl_tensor *in, sl_tensor **out, uint64_t seed,
+                       char *errbuf, size_t errlen)
+{
+    PyGILState_STATE gil;
+    PyObject *arg, *res;
+    int rc = SL_OK;
+    (void)seed;
+    *out = NULL;
+    if (!Py_IsInitialized() || interpreter_finalizing()) {
+        snprintf(errbuf, errlen, "the Python interpreter is shutting down");
+        return SL_ECANCELED;
+    }
+    gil = PyGILState_Ensure();
+    arg = slpy_tensor_wrap(sl_tensor_retain((sl_tensor *)in));
+    res = arg ? PyObject_CallOneArg((PyObject *)user, arg) : NULL;
+    Py_XDECREF(arg);
+    if (!res) {
+        exception_text(errbuf, errlen);
+        rc = SL_EINVAL;
+    } else if (PyObject_TypeCheck(res, &slpy_tensor_type)) {
+        *out = sl_tensor_retain(((slpy_tensor *)res)->t);
+    } else if (slpy_tensor_from_buffer(res, out, errbuf, errlen) < 0) {
+        rc = SL_EINVAL;
+    }
+    Py_XDECREF(res);
+    PyGILState_Release(gil);
+    return rc;
+}
+
+static void pyfunc_destroy(void *user)
+{
+    PyGILState_STATE gil;
+    /* After the interpreter is gone there is nothing to give back. */
+    if (!Py_IsInitialized())
+        return;
+    gil = PyGILState_Ensure();
+    Py_DECREF((PyObject *)user);
+    PyGILState_Release(gil);
+}
+
+static PyObject *op_custom(PyObject *self, PyObject *args)
+{
+    PyObject *fn;
+    const char *name;
+    sl_op_custom_options o;
+    sl_op *op;
+    char err[512];
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "Os:op_custom", &fn, &name))
+        return NULL;
+    if (!PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "an operation must be a sluice op or a callable, got %.100s",
+                     Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    sl_op_custom_options_init(&o);
+    o.name = name;
+    o.fn = pyfunc_call;
+    o.destroy = pyfunc_destroy;
+    o.user = fn;
+    rc = sl_op_custom_new(&op, &o, err, sizeof err);
+    if (rc != SL_OK)
+        return slpy_raise(rc, err);
+    Py_INCREF(fn); /* the op's, given back by pyfunc_destroy */
+    return wrap_op(op);
+}
+
+/* --- the Op type ----------------------------------------------------------------- */
+
+static void op_dealloc(PyObject *o)
+{
+    sl_op *op = ((slpy_op *)o)->op;
+    PyObject_Free(o);
+    sl_op_release(op);
+}
+
+static PyObject *op_name(PyObject *o, void *closure)
+{
+    (void)closure;
+    return PyUnicode_FromString(sl_op_name(((slpy_op *)o)->op));
+}
+
+static PyObject *op_repr(PyObject *o)
+{
+    return PyUnicode_FromFormat("<sluice op %s>", sl_op_name(((slpy_op *)o)->op));
+}
+
+/* apply(array, seed=0) -> Tensor: the op on one input, now (eager use). */
+static PyObject *op_apply(PyObject *o, PyObject *args)
+{
+    sl_op *op = ((slpy_op *)o)->op;
+    PyObject *in_o;
+    unsigned long long seed = 0;
+    sl_tensor *in, *out = NULL;
+    char err[512] = "";
+    int rc;
+    PyThreadState *ts;
+    if (!PyArg_ParseTuple(args, "O|K:apply", &in_o, &seed))
+        return NULL;
+    if (PyObject_TypeCheck(in_o, &slpy_tensor_type)) {
+        in = sl_tensor_retain(((slpy_tensor *)in_o)->t);
+    } else if (slpy_tensor_from_buffer(in_o, &in, err, sizeof err) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: the input %s", sl_op_name(op), err);
+        return NULL;
+    }
+    ts = PyEval_SaveThread();
+    rc = sl_op_apply(op, in, &out, seed, err, sizeof err);
+    sl_tensor_release(in);
+    PyEval_RestoreThread(ts);
+    if (rc != SL_OK)
+        return slpy_raise(rc, err);
+    return slpy_tensor_wrap(out);
+}
+
+static PyMethodDef op_methods[] = {
+    {"apply", op_apply, METH_VARARGS,
+     "apply(array, seed=0) -> Tensor: the op applied to one input now; random ops draw\n"
+     "from a generator seeded by seed."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef op_getset[] = {
+    {"name", op_name, NULL, "The op's name: 'resize', 'rescale', ... (a callable's own name).",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject slpy_op_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sluice._sluice.Op",
+    .tp_basicsize = sizeof(slpy_op),
+    .tp_dealloc = op_dealloc,
+    .tp_repr = op_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One C operator, made by the op_* functions; immutable and shareable.",
+    .tp_methods = op_methods,
+    .tp_getset = op_getset,
+};
+
+PyMethodDef slpy_op_functions[] = {
+    {"op_decode", op_decode, METH_VARARGS, "op_decode(rgb=True) -> Op"},
+    {"op_resize", op_resize, METH_VARARGS, "op_resize(height, width, interp) -> Op"},
+    {"op_rescale", op_rescale, METH_VARARGS, "op_rescale(rescale, shift) -> Op"},
+    {"op_normalize", op_normalize, METH_VARARGS, "op_normalize(mean, std) -> Op"},
+    {"op_hwc2chw", op_hwc2chw, METH_NOARGS, "op_hwc2chw() -> Op"},
+    {"op_type_cast", op_type_cast, METH_O, "op_type_cast(dtype_name) -> Op"},
+    {"op_random_crop", op_random_crop, METH_VARARGS, "op_random_crop(height, width, padding) -> Op"},
+    {"op_random_horizontal_flip", op_random_horizontal_flip, METH_VARARGS,
+     "op_random_horizontal_flip(prob) -> Op"},
+    {"op_one_hot", op_one_hot, METH_VARARGS, "op_one_hot(num_classes) -> Op"},
+    {"op_custom", op_custom, METH_VARARGS,
+     "op_custom(callable, name) -> Op: calls callable(Tensor) in the map workers, with the GIL"},
+    {NULL, NULL, 0, NULL},
+};

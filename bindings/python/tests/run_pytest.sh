@@ -1,0 +1,45 @@
+#!/bin/sh
+# run_pytest.sh: `make check` runs the Python bindings' tests (pytest, with
+# Debian's /usr/bin/python3) against the package staged in the build tree.
+# Skips (exit 77) with the reason when configure did not build the
+# bindings: --disable-python, no python3-dev, or a build whose objects need
+# a sanitizer runtime the interpreter does not load (CI's ASan and TSan
+# builds). Ends with "N passed, M failed" for CI's count.
+
+set -u
+top_builddir=${top_builddir:-.}
+top_srcdir=${top_srcdir:-.}
+
+if [ "${sl_python:-no}" != yes ]; then
+    echo "SKIP: Python bindings not built: ${sl_python_why:-unknown reason}"
+    exit 77
+fi
+for module in pytest numpy; do
+    if ! "$PYTHON" -c "import $module" 2>/dev/null; then
+        echo "SKIP: $PYTHON cannot import $module (apt-get install -y python3-pytest python3-numpy)"
+        exit 77
+    fi
+done
+
+out=$(mktemp "${TMPDIR:-/tmp}/sluice-pytest.XXXXXX") || exit 99
+trap 'rm -f "$out"' 0
+trap 'exit 1' INT TERM HUP
+
+# The package staged by make; the helper programs the tests run; no
+# bytecode or cache written into the (maybe read-only) source tree.
+PYTHONPATH=$top_builddir/bindings/python/stage
+SLUICE_TEST_MAKE_IMAGE_FOLDER=$top_builddir/bindings/python/tests/make_image_folder
+SLUICE_TEST_DUMP_PIPELINE=$top_builddir/bench/dump_pipeline
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH SLUICE_TEST_MAKE_IMAGE_FOLDER SLUICE_TEST_DUMP_PIPELINE PYTHONDONTWRITEBYTECODE
+
+"$PYTHON" -m pytest -p no:cacheprovider -q -rs "$top_srcdir/bindings/python/tests" "$@" >"$out" 2>&1
+rc=$?
+cat "$out"
+# pytest's last line: "== 40 passed, 2 skipped in 3.10s ==" (or "... failed").
+summary=$(tail -n 1 "$out")
+passed=$(echo "$summary" | grep -o '[0-9][0-9]* passed' | cut -d ' ' -f 1)
+failed=$(echo "$summary" | grep -o '[0-9][0-9]* failed' | cut -d ' ' -f 1)
+errors=$(echo "$summary" | grep -o '[0-9][0-9]* error' | cut -d ' ' -f 1)
+echo "${passed:-0} passed, $(( ${failed:-0} + ${errors:-0} )) failed"
+exit $rc
