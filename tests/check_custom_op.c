@@ -281,6 +281,61 @@ START_TEST(test_in_pipeline)
 }
 END_TEST
 
+/* Keeps a reference to every input (as a Python function may keep the
+ * array it is given) and passes it through. */
+static sl_tensor *kept[NSAMPLES];
+static atomic_int nkept;
+
+static int keep_input(void *user, const sl_tensor *in, sl_tensor **out, uint64_t seed,
+                      char *errbuf, size_t errlen)
+{
+    int k = atomic_fetch_add(&nkept, 1);
+    (void)user, (void)seed, (void)errbuf, (void)errlen;
+    if (k < NSAMPLES)
+        kept[k] = sl_tensor_retain((sl_tensor *)in);
+    *out = sl_tensor_retain((sl_tensor *)in);
+    return SL_OK;
+}
+
+/* What fn kept stays valid after the iterator, the dataset and their pool
+ * are gone (AddressSanitizer sees any read or release of freed memory). */
+START_TEST(test_keeps_input)
+{
+    probe p = {.fail_at = -1};
+    sl_op *op = make_op("keep", keep_input, NULL, &p, 0);
+    sl_op *hwc2chw;
+    sl_dataset *ds = mapped(op, 2, 0);
+    sl_tensor *rows[NSAMPLES];
+    char err[512];
+    int n, sum = 0;
+    atomic_store(&nkept, 0);
+    sl_op_release(op);
+    /* HWC2CHW after it makes the views rows of their own. */
+    ck_assert_int_eq(sl_op_hwc2chw_new(&hwc2chw), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &hwc2chw, 1, "image", NULL, 2), SL_OK);
+    sl_op_release(hwc2chw);
+    ck_assert_int_eq(sl_dataset_batch(ds, 8, 0, 1), SL_OK);
+    ck_assert_int_eq(run(ds, rows, &n, err, sizeof err), SL_END_OF_DATA);
+    release_all(rows, n);
+    sl_dataset_free(ds);
+    ck_assert_int_eq(atomic_load(&nkept), NSAMPLES);
+    /* Workers call fn in any order: find each kept image's sample by its
+     * first pixel (unique below 256 samples), then check all its pixels. */
+    for (int k = 0; k < NSAMPLES; k++) {
+        const uint8_t *px = sl_tensor_data(kept[k]);
+        for (uint32_t i = 0; i < NSAMPLES; i++) {
+            int same = 1;
+            for (uint32_t y = 0; same && y < 28; y++)
+                for (uint32_t x = 0; same && x < 28; x++)
+                    same = px[y * 28 + x] == tu_pixel(i, y, x);
+            sum += same;
+        }
+        sl_tensor_release(kept[k]);
+    }
+    ck_assert_int_eq(sum, NSAMPLES);
+}
+END_TEST
+
 /* A random op gets one seed per sample: the same for the same dataset seed
  * whatever the workers, another for another seed; a plain op gets 0. */
 START_TEST(test_seeds)
@@ -398,6 +453,7 @@ Suite *make_custom_op_suite(void)
     tcase_add_test(core, test_options_refused);
     tcase_add_test(core, test_apply);
     tcase_add_test(core, test_in_pipeline);
+    tcase_add_test(core, test_keeps_input);
     tcase_add_test(core, test_seeds);
     tcase_add_test(core, test_function_fails);
     tcase_add_test(core, test_function_lies);

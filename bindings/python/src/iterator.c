@@ -187,12 +187,34 @@ static void iterator_dealloc(PyObject *o)
 
 /* --- the consumer ----------------------------------------------------------------------- */
 
+/* t's values as a new int64 tensor (NULL when out of memory). */
+static sl_tensor *widen_uint32(const sl_tensor *t)
+{
+    sl_tensor *w;
+    const uint32_t *src = sl_tensor_data(t);
+    int64_t *dst;
+    if (sl_tensor_new(&w, SL_INT64, sl_tensor_ndim(t), sl_tensor_shape(t)) != SL_OK)
+        return NULL;
+    dst = sl_tensor_data(w);
+    for (size_t i = 0; i < sl_tensor_numel(t); i++)
+        dst[i] = src[i];
+    return w;
+}
+
 /* What one column of a row becomes: a Tensor, or convert's result. Steals t. */
 static PyObject *column_value(slpy_iterator *self, sl_tensor *t)
 {
     PyObject *v, *res;
     if (!self->convert)
         return slpy_tensor_wrap(t);
+    if (self->convert_capsule && sl_tensor_dtype(t) == SL_UINT32) {
+        /* torch has no uint32 (MNIST's raw labels): int64, its label type. */
+        sl_tensor *w = widen_uint32(t);
+        sl_tensor_release(t);
+        if (!w)
+            return PyErr_NoMemory();
+        t = w;
+    }
     if (self->convert_capsule) {
         v = slpy_dlpack_capsule(t, !sl_tensor_writable(t), 0, -1);
         sl_tensor_release(t);
@@ -263,10 +285,13 @@ static int next_row(slpy_iterator *self, sl_row *row, int *last_epoch, char *msg
                 self->in_epoch = 0;
                 self->epochs_done++;
             }
-            /* Nothing more can come: let the threads go now. */
+            /* Nothing more can come: let the threads go now (but after an
+             * interrupt, close() in another thread is about to, and this
+             * thread should return at once). */
             *last_epoch = rc == SL_END_OF_EPOCH && self->num_epochs > 0 &&
                           self->epochs_done >= self->num_epochs;
-            if (rc == SL_END_OF_DATA || (rc < 0 && rc != SL_ETIMEDOUT) || *last_epoch)
+            if (rc == SL_END_OF_DATA || *last_epoch ||
+                (rc < 0 && rc != SL_ETIMEDOUT && rc != SL_ECANCELED))
                 stop_pipeline(self);
         }
         PyThread_release_lock(self->lock);

@@ -349,8 +349,9 @@ static PyObject *op_apply(PyObject *o, PyObject *args)
     rc = sl_op_apply(op, in, &out, seed, err, sizeof err);
     sl_tensor_release(in);
     PyEval_RestoreThread(ts);
+    /* Bad data here is an argument (bytes that are not a JPEG), not a file. */
     if (rc != SL_OK)
-        return slpy_raise(rc, err);
+        return slpy_raise(rc == SL_EFORMAT ? SL_EINVAL : rc, err);
     return slpy_tensor_wrap(out);
 }
 

@@ -1,0 +1,101 @@
+"""Shared ground of the Python bindings' tests: small MNIST and ImageFolder
+trees written per test (the same pixels as the C tests' tests/testutil.c),
+and a count of this process's threads.
+
+run_pytest.sh (make check) puts the staged package on PYTHONPATH and names
+the helper programs in the environment."""
+import gzip
+import os
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+FASHION = "/usr/share/datasets/fashion-mnist"
+TRAIN_IMAGES = "train-images-idx3-ubyte"
+TRAIN_LABELS = "train-labels-idx1-ubyte"
+TEST_IMAGES = "t10k-images-idx3-ubyte"
+TEST_LABELS = "t10k-labels-idx1-ubyte"
+
+
+def pixels(first, n, h=28, w=28):
+    """Images first .. first+n-1 as tests/testutil.c's tu_pixel makes them:
+    (i * 31 + y * 7 + x * 13) mod 256, uint8 (n, h, w)."""
+    i = np.arange(first, first + n, dtype=np.int64)[:, None, None]
+    y = np.arange(h, dtype=np.int64)[None, :, None]
+    x = np.arange(w, dtype=np.int64)[None, None, :]
+    return ((i * 31 + y * 7 + x * 13) & 0xFF).astype(np.uint8)
+
+
+def labels(first, n):
+    """tu_label: i % 10."""
+    return (np.arange(first, first + n) % 10).astype(np.uint8)
+
+
+def write_file(path, data, gz=False):
+    if gz:
+        with gzip.open(path, "wb") as f:
+            f.write(data)
+    else:
+        with open(path, "wb") as f:
+            f.write(data)
+    return str(path)
+
+
+def idx3(magic, n, h, w, body):
+    return struct.pack(">IIII", magic, n, h, w) + bytes(body)
+
+
+def idx1(magic, n, body):
+    return struct.pack(">II", magic, n) + bytes(body)
+
+
+def make_mnist(root, n_train, n_test=1, gz=False):
+    """An MNIST folder: train samples 0.., test samples n_train.. (tu_make_mnist)."""
+    os.makedirs(root, exist_ok=True)
+    ext = ".gz" if gz else ""
+    write_file(os.path.join(root, TRAIN_IMAGES + ext),
+               idx3(0x803, n_train, 28, 28, pixels(0, n_train).tobytes()), gz)
+    write_file(os.path.join(root, TRAIN_LABELS + ext),
+               idx1(0x801, n_train, labels(0, n_train).tobytes()), gz)
+    write_file(os.path.join(root, TEST_IMAGES + ext),
+               idx3(0x803, n_test, 28, 28, pixels(n_train, n_test).tobytes()), gz)
+    write_file(os.path.join(root, TEST_LABELS + ext),
+               idx1(0x801, n_test, labels(n_train, n_test).tobytes()), gz)
+    return str(root)
+
+
+@pytest.fixture
+def mnist(tmp_path):
+    """A plain MNIST folder of 100 train and 20 test samples."""
+    return make_mnist(tmp_path / "mnist", 100, 20)
+
+
+@pytest.fixture
+def make_image_folder(tmp_path):
+    """make_image_folder(nclasses, per_class, w, h) -> the folder's path
+    (class_<k>/img_<j>.jpg, as tu_make_image_folder writes them)."""
+    prog = os.environ.get("SLUICE_TEST_MAKE_IMAGE_FOLDER")
+    if not prog or not os.path.exists(prog):
+        pytest.skip("SLUICE_TEST_MAKE_IMAGE_FOLDER is not set (run through make check)")
+    count = [0]
+
+    def make(nclasses, per_class, w, h):
+        count[0] += 1
+        root = str(tmp_path / f"images{count[0]}")
+        subprocess.run([prog, root, str(nclasses), str(per_class), str(w), str(h)], check=True)
+        return root
+    return make
+
+
+def fashion_or_skip():
+    if not os.path.exists(os.path.join(FASHION, TRAIN_IMAGES + ".gz")):
+        pytest.skip(f"{FASHION} is not installed (apt-get install -y dataset-fashion-mnist)")
+    return FASHION
+
+
+def nthreads():
+    """This process's threads, as the kernel lists them."""
+    return len(os.listdir("/proc/self/task"))
+

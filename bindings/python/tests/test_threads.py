@@ -1,0 +1,200 @@
+"""Threads: the pipeline's threads are gone (counted in /proc/self/task)
+right after `break`, `del`, an exception in the loop, garbage collection,
+close() and Ctrl-C; the GIL is free while __next__ waits; several Python
+threads may share one iterator."""
+import gc
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import sluice.dataset as ds
+import sluice.dataset.vision as vision
+from conftest import nthreads
+
+
+def pipeline(mnist, workers=2):
+    d = ds.MnistDataset(mnist, usage="train")
+    d = d.map([vision.Resize((32, 32)), vision.Rescale(1 / 255, 0)], input_columns="image",
+              num_parallel_workers=workers)
+    return d.repeat()  # endless: the threads never finish on their own
+
+
+def gated(mnist, gate):
+    """A pipeline whose rows wait (in a Python map operation, sleeping in
+    short steps) until `gate` is set, or 10 s."""
+    def wait(x):
+        deadline = time.monotonic() + 10
+        while not gate.is_set() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return x
+    return ds.MnistDataset(mnist, usage="train").map(wait, num_parallel_workers=2).repeat()
+
+
+def test_break(mnist):
+    base = nthreads()
+    for _ in pipeline(mnist).create_tuple_iterator():
+        assert nthreads() > base  # the pipeline runs threads...
+        break
+    assert nthreads() == base     # ...joined once the loop lets go of the iterator
+
+
+def test_del_and_close(mnist):
+    base = nthreads()
+    it = pipeline(mnist).create_dict_iterator()
+    next(it)
+    assert nthreads() > base
+    del it
+    assert nthreads() == base
+    it = pipeline(mnist).create_tuple_iterator()
+    next(it)
+    it.close()
+    assert nthreads() == base and it.get_stats()["running"] is False
+    with pytest.raises(StopIteration):
+        next(it)
+    with pipeline(mnist).create_tuple_iterator() as it:
+        next(it)
+    assert nthreads() == base
+
+
+def test_exception_inside_the_loop(mnist):
+    base = nthreads()
+
+    def train():
+        for image, label in pipeline(mnist).create_tuple_iterator():
+            raise ValueError("the loss is NaN")
+    with pytest.raises(ValueError):
+        train()
+    assert nthreads() == base
+
+
+def test_garbage_collection(mnist):
+    base = nthreads()
+    it = pipeline(mnist).create_tuple_iterator()
+    next(it)
+    cycle = [it]
+    cycle.append(cycle)
+    del it, cycle
+    assert nthreads() > base  # only the collector can free the cycle
+    gc.collect()
+    assert nthreads() == base
+
+
+def test_end_of_data_and_error_free_the_threads(mnist):
+    base = nthreads()
+    it = ds.MnistDataset(mnist, usage="train").batch(10).create_tuple_iterator(num_epochs=1)
+    assert sum(1 for _ in it) == 10
+    assert nthreads() == base  # the iterator still exists; its threads do not
+    it = (ds.MnistDataset(mnist, usage="train").map(lambda x: 1 / 0)
+          .create_tuple_iterator(num_epochs=1))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        next(it)
+    assert nthreads() == base
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach the main thread only")
+def test_ctrl_c_while_waiting(mnist):
+    """SIGINT while __next__ waits for rows that do not come: KeyboardInterrupt
+    within about the check interval (0.1 s), every thread joined. The
+    handler opens the gate so the workers can finish the row they are in
+    (a Python function cannot be interrupted from outside)."""
+    base = nthreads()
+    gate = threading.Event()
+
+    def on_sigint(signum, frame):
+        gate.set()
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGINT, on_sigint)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        it = gated(mnist, gate).create_tuple_iterator()
+        timer.start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            next(it)
+        waited = time.monotonic() - t0
+    finally:
+        signal.signal(signal.SIGINT, old)
+        timer.join()
+    assert 0.25 < waited < 1.5
+    assert nthreads() == base and it.get_stats()["running"] is False
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach the main thread only")
+def test_ctrl_c_in_the_loop_body(mnist):
+    base = nthreads()
+    with pytest.raises(KeyboardInterrupt):
+        for _ in pipeline(mnist).create_tuple_iterator():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.01)
+    assert nthreads() == base
+
+
+def test_gil_is_free_while_waiting(mnist):
+    """A Python thread counts while the main thread waits in __next__ for
+    rows that take long in C (no Python in the pipeline): a wait that held
+    the GIL would leave it at 0."""
+    d = (ds.MnistDataset(mnist, usage="train").take(4)
+         .map(vision.Resize((2500, 2500)), num_parallel_workers=1))
+    counter = [0]
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            counter[0] += 1
+    it = d.create_tuple_iterator(num_epochs=1)
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        t0 = time.monotonic()
+        start = counter[0]
+        next(it)
+        waited = time.monotonic() - t0
+        counted = counter[0] - start
+    finally:
+        stop.set()
+        t.join()
+        it.close()
+    assert waited > 0.002, "the row came too fast to tell"
+    assert counted > 1000, f"{counted} counts while __next__ waited {waited * 1e3:.1f} ms"
+
+
+def test_threads_share_one_iterator(mnist):
+    d = ds.MnistDataset(mnist, usage="train").map(vision.HWC2CHW(), num_parallel_workers=3)
+    it = d.create_tuple_iterator(num_epochs=1)
+    got = [[] for _ in range(4)]
+
+    def consume(k):
+        for image, label in it:
+            got[k].append(int(np.asarray(image)[0, 0, 0]))
+    threads = [threading.Thread(target=consume, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    everything = sum(got, [])
+    assert len(everything) == 100 and len(set(everything)) == 100
+
+
+def test_close_from_another_thread(mnist):
+    """close() wakes a __next__ waiting in another thread at once; it joins
+    the threads once the row being made is done."""
+    base = nthreads()
+    gate = threading.Event()
+    it = gated(mnist, gate).create_tuple_iterator()
+    closer = threading.Timer(0.2, it.close)
+    closer.start()
+    t0 = time.monotonic()
+    with pytest.raises(StopIteration):
+        next(it)
+    assert time.monotonic() - t0 < 2.0
+    gate.set()
+    closer.join()
+    assert nthreads() == base
