@@ -51,7 +51,9 @@ bindings_python__sluice_la_CPPFLAGS = -I$(top_srcdir)/include $(PYTHON_CPPFLAGS)
 bindings_python__sluice_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # A module for dlopen: no version, no lib prefix, and libpython's symbols
 # come from the interpreter that loads it (so no -no-undefined).
-bindings_python__sluice_la_LDFLAGS = -module -avoid-version -shared
+# -Wl,-rpath: it finds the installed libsluice without an ldconfig after
+# `make install` (libtool leaves out /usr/local/lib, which ld.so.conf has).
+bindings_python__sluice_la_LDFLAGS = -module -avoid-version -shared -Wl,-rpath,$(libdir)
 bindings_python__sluice_la_LIBADD = libsluice.la
 
 sluicepy_DATA = bindings/python/sluice/__init__.py bindings/python/sluice/__init__.pyi \
@@ -66,15 +68,22 @@ sluicepytransformsdir = $(sluicepydatasetdir)/transforms
 sluicepytransforms_DATA = bindings/python/sluice/dataset/transforms/__init__.py \
 	bindings/python/sluice/dataset/transforms/__init__.pyi
 
-# The .la file means nothing to Python: remove it once installed.
+# The .la file means nothing to Python: remove it once installed (and so
+# remove the module by name on uninstall, which libtool did from the .la).
 install-data-hook: install-python-hook
 install-python-hook:
 	rm -f "$(DESTDIR)$(sluicepydir)/_sluice.la"
 uninstall-hook: uninstall-python-hook
 uninstall-python-hook:
-	rm -f "$(DESTDIR)$(sluicepydir)/_sluice.la"
-	-rmdir "$(DESTDIR)$(sluicepytransformsdir)" "$(DESTDIR)$(sluicepyvisiondir)" \
-		"$(DESTDIR)$(sluicepydatasetdir)" "$(DESTDIR)$(sluicepydir)" 2>/dev/null
+	rm -f "$(DESTDIR)$(sluicepydir)/_sluice.la" "$(DESTDIR)$(sluicepydir)/_sluice.so"
+	rmdir "$(DESTDIR)$(sluicepytransformsdir)" "$(DESTDIR)$(sluicepyvisiondir)" \
+		"$(DESTDIR)$(sluicepydatasetdir)" "$(DESTDIR)$(sluicepydir)" 2>/dev/null || :
+
+# The installed package imports, and finds libsluice, from its own place.
+installcheck-local: installcheck-python
+installcheck-python:
+	cd / && PYTHONPATH="$(DESTDIR)$(SL_PYTHONDIR)" PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -c \
+		'import sluice, sluice.dataset.vision; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
 
 noinst_DATA = bindings/python/stage.stamp
 bindings/python/stage.stamp: $(SL_PY_PACKAGE) bindings/python/_sluice.la
@@ -90,4 +99,4 @@ endif
 clean-local: clean-python-stage
 clean-python-stage:
 	rm -rf bindings/python/stage bindings/python/stage.stamp
-.PHONY: clean-python-stage install-python-hook uninstall-python-hook
+.PHONY: clean-python-stage install-python-hook uninstall-python-hook installcheck-python

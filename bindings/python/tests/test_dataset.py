@@ -3,6 +3,7 @@ to the C engine's, through bench/dump_pipeline, a public-API C program),
 determinism for a seed, epochs, and Python callables as map operations."""
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -222,3 +223,15 @@ def test_python_callable(mnist):
     fused = d.map([vision.Rescale(2, 0), lambda x: x + 1, vision.HWC2CHW()], input_columns="image")
     img = np.asarray(next(iter(fused))[0])
     assert img.shape == (1, 28, 28) and img[0, 0, 0] == 1.0
+
+
+def test_lenet_torch_example_runs():
+    """bindings/python/examples/lenet_torch.py, a few steps of each run."""
+    pytest.importorskip("torch")
+    root = fashion_or_skip()
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "lenet_torch.py")
+    out = subprocess.run([sys.executable, example, "--data", root, "--max-steps", "3",
+                          "--eval-batches", "2"], check=True, capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1")).stdout
+    assert "sluice to_torch (DLPack)" in out and "torch DataLoader" in out
+    assert out.count("accuracy") == 3 and "on 64 test images" in out
