@@ -8,6 +8,7 @@ import gzip
 import os
 import struct
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -99,3 +100,29 @@ def nthreads():
     """This process's threads, as the kernel lists them."""
     return len(os.listdir("/proc/self/task"))
 
+
+
+def baseline():
+    """The thread count once threads that just ended (a Python thread's
+    join returns a moment before the kernel lets it go) have left."""
+    n = nthreads()
+    for _ in range(100):
+        time.sleep(0.01)
+        m = nthreads()
+        if m == n:
+            return n
+        n = m
+    return n
+
+
+def settled(base):
+    """The thread count, given up to 1 s to come down to base: a joined
+    thread may still be listed for a moment after pthread_join returns. The
+    pipelines the tests stop never end on their own, so only a join brings
+    the count down."""
+    deadline = time.monotonic() + 1.0
+    n = nthreads()
+    while n > base and time.monotonic() < deadline:
+        time.sleep(0.005)
+        n = nthreads()
+    return n

@@ -235,3 +235,15 @@ def test_lenet_torch_example_runs():
                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1")).stdout
     assert "sluice to_torch (DLPack)" in out and "torch DataLoader" in out
     assert out.count("accuracy") == 3 and "on 64 test images" in out
+
+
+def test_readme_example(capsys):
+    """The Python block of README.md's "Python" section runs as written."""
+    fashion_or_skip()
+    readme = os.path.join(os.path.dirname(__file__), "..", "..", "..", "README.md")
+    text = open(readme).read()
+    section = text[text.index("## Python: sluice.dataset"):]
+    code = section[section.index("```python\n") + 10:section.index("\n```\n")]
+    exec(compile(code, "README.md", "exec"), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["1875 [[32, 1, 32, 32], [32]]", "True"]

@@ -13,7 +13,7 @@ import pytest
 
 import sluice.dataset as ds
 import sluice.dataset.vision as vision
-from conftest import nthreads
+from conftest import baseline, nthreads, settled
 
 
 def pipeline(mnist, workers=2):
@@ -35,44 +35,44 @@ def gated(mnist, gate):
 
 
 def test_break(mnist):
-    base = nthreads()
+    base = baseline()
     for _ in pipeline(mnist).create_tuple_iterator():
         assert nthreads() > base  # the pipeline runs threads...
         break
-    assert nthreads() == base     # ...joined once the loop lets go of the iterator
+    assert settled(base) == base     # ...joined once the loop lets go of the iterator
 
 
 def test_del_and_close(mnist):
-    base = nthreads()
+    base = baseline()
     it = pipeline(mnist).create_dict_iterator()
     next(it)
     assert nthreads() > base
     del it
-    assert nthreads() == base
+    assert settled(base) == base
     it = pipeline(mnist).create_tuple_iterator()
     next(it)
     it.close()
-    assert nthreads() == base and it.get_stats()["running"] is False
+    assert settled(base) == base and it.get_stats()["running"] is False
     with pytest.raises(StopIteration):
         next(it)
     with pipeline(mnist).create_tuple_iterator() as it:
         next(it)
-    assert nthreads() == base
+    assert settled(base) == base
 
 
 def test_exception_inside_the_loop(mnist):
-    base = nthreads()
+    base = baseline()
 
     def train():
         for image, label in pipeline(mnist).create_tuple_iterator():
             raise ValueError("the loss is NaN")
     with pytest.raises(ValueError):
         train()
-    assert nthreads() == base
+    assert settled(base) == base
 
 
 def test_garbage_collection(mnist):
-    base = nthreads()
+    base = baseline()
     it = pipeline(mnist).create_tuple_iterator()
     next(it)
     cycle = [it]
@@ -80,19 +80,19 @@ def test_garbage_collection(mnist):
     del it, cycle
     assert nthreads() > base  # only the collector can free the cycle
     gc.collect()
-    assert nthreads() == base
+    assert settled(base) == base
 
 
 def test_end_of_data_and_error_free_the_threads(mnist):
-    base = nthreads()
+    base = baseline()
     it = ds.MnistDataset(mnist, usage="train").batch(10).create_tuple_iterator(num_epochs=1)
     assert sum(1 for _ in it) == 10
-    assert nthreads() == base  # the iterator still exists; its threads do not
+    assert settled(base) == base  # the iterator still exists; its threads do not
     it = (ds.MnistDataset(mnist, usage="train").map(lambda x: 1 / 0)
           .create_tuple_iterator(num_epochs=1))
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         next(it)
-    assert nthreads() == base
+    assert settled(base) == base
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
@@ -102,7 +102,7 @@ def test_ctrl_c_while_waiting(mnist):
     within about the check interval (0.1 s), every thread joined. The
     handler opens the gate so the workers can finish the row they are in
     (a Python function cannot be interrupted from outside)."""
-    base = nthreads()
+    base = baseline()
     gate = threading.Event()
 
     def on_sigint(signum, frame):
@@ -121,7 +121,7 @@ def test_ctrl_c_while_waiting(mnist):
         signal.signal(signal.SIGINT, old)
         timer.join()
     assert 0.25 < waited < 1.5
-    assert nthreads() == base and it.get_stats()["running"] is False
+    assert settled(base) == base and it.get_stats()["running"] is False
     with pytest.raises(StopIteration):
         next(it)
 
@@ -129,12 +129,12 @@ def test_ctrl_c_while_waiting(mnist):
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                     reason="signals reach the main thread only")
 def test_ctrl_c_in_the_loop_body(mnist):
-    base = nthreads()
+    base = baseline()
     with pytest.raises(KeyboardInterrupt):
         for _ in pipeline(mnist).create_tuple_iterator():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.01)
-    assert nthreads() == base
+    assert settled(base) == base
 
 
 def test_gil_is_free_while_waiting(mnist):
@@ -186,7 +186,7 @@ def test_threads_share_one_iterator(mnist):
 def test_close_from_another_thread(mnist):
     """close() wakes a __next__ waiting in another thread at once; it joins
     the threads once the row being made is done."""
-    base = nthreads()
+    base = baseline()
     gate = threading.Event()
     it = gated(mnist, gate).create_tuple_iterator()
     closer = threading.Timer(0.2, it.close)
@@ -197,4 +197,4 @@ def test_close_from_another_thread(mnist):
     assert time.monotonic() - t0 < 2.0
     gate.set()
     closer.join()
-    assert nthreads() == base
+    assert settled(base) == base
