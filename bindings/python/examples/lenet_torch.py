@@ -86,8 +86,10 @@ class FashionMNIST(torch.utils.data.Dataset):
     centres is OpenCV's INTER_LINEAR up to the rounding of uint8)."""
 
     def __init__(self, data):
-        self.images = torch.from_numpy(read_idx(os.path.join(data, "train-images-idx3-ubyte.gz")).copy())
-        self.labels = torch.from_numpy(read_idx(os.path.join(data, "train-labels-idx1-ubyte.gz")).copy())
+        images = read_idx(os.path.join(data, "train-images-idx3-ubyte.gz"))
+        labels = read_idx(os.path.join(data, "train-labels-idx1-ubyte.gz"))
+        self.images = torch.from_numpy(images.copy())  # writable, as torch wants
+        self.labels = torch.from_numpy(labels.copy())
 
     def __len__(self):
         return len(self.images)
@@ -145,7 +147,8 @@ def main():
     torch.manual_seed(args.seed)
     ds.config.set_seed(args.seed)
     initial = LeNet5()
-    test = sluice_dataset(args.data, "test", shuffle=False, workers=args.workers).to_torch(num_epochs=2)
+    test = sluice_dataset(args.data, "test", shuffle=False, workers=args.workers)
+    test = test.to_torch(num_epochs=2)  # one pass per model
     results = []
 
     # sluice: one pipeline across the epochs (each pass is a new shuffle)
@@ -160,7 +163,8 @@ def main():
         if args.max_steps and steps >= args.max_steps:
             break
     loader.close()
-    results.append(("sluice to_torch (DLPack)", steps, seconds, *evaluate(model, test, args.eval_batches)))
+    results.append(("sluice to_torch (DLPack)", steps, seconds,
+                    *evaluate(model, test, args.eval_batches)))
 
     # torch's DataLoader, the same steps from the same weights
     model = copy.deepcopy(initial)
@@ -180,8 +184,9 @@ def main():
     print(f"LeNet5 on {args.data}, batch 32, SGD(lr 0.01, momentum 0.9), "
           f"torch {torch.__version__} with {torch.get_num_threads()} threads")
     for name, steps, seconds, acc, total in results:
-        print(f"{name:34s} {steps:6d} steps in {seconds:6.1f} s ({steps * 32 / seconds:7.0f} "
-              f"samples/s)  accuracy {acc:.4f} on {total} test images")
+        rate = steps * 32 / seconds
+        print(f"{name:34s} {steps:6d} steps in {seconds:6.1f} s ({rate:7.0f} samples/s)  "
+              f"accuracy {acc:.4f} on {total} test images")
     print(f"accuracy difference: {abs(results[0][3] - results[1][3]):.4f}")
 
 
