@@ -66,10 +66,14 @@ typedef struct sl_image_folder_options {
     int decode;                    /* 1: yield decoded RGB images, 0: the file's bytes */
     int num_parallel_workers;      /* decode workers when decode is 1 (default 2) */
     sl_sampler_options sampler;
+    /* Appended in version 2. */
+    uint64_t decode_max_pixels;    /* when decode is 1: refuse JPEGs declaring more pixels
+                                    * (default SL_DECODE_MAX_PIXELS_DEFAULT; see op.h) */
 } sl_image_folder_options;
 
 /* Defaults: shuffle 1, seed 0, one shard, all samples; MNIST usage all;
- * ImageFolder every file, no decode, 2 workers. The _sized functions write
+ * ImageFolder every file, no decode, 2 workers, decode_max_pixels
+ * SL_DECODE_MAX_PIXELS_DEFAULT. The _sized functions write
  * at most size bytes and are what bindings call; C callers use the inline
  * _init, which passes the size their struct was compiled with. */
 SL_API void sl_sampler_options_init_sized(sl_sampler_options *o, size_t size);
