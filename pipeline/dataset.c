@@ -47,6 +47,7 @@ int sl_dataset_copy(sl_dataset **out, const sl_dataset *src)
     if (ds->source)
         sl__source_retain(ds->source);
     ds->seed = src->seed;
+    ds->decode_budget = src->decode_budget;
     ds->schema = src->schema;
     *out = ds;
     return SL_OK;
@@ -111,6 +112,11 @@ const char *sl_dataset_last_error(const sl_dataset *ds)
 void sl_dataset_set_seed(sl_dataset *ds, uint64_t seed)
 {
     ds->seed = seed;
+}
+
+void sl_dataset_set_decode_budget(sl_dataset *ds, uint64_t bytes)
+{
+    ds->decode_budget = bytes;
 }
 
 static void set_source(sl_dataset *ds, sl__source *src)

@@ -85,6 +85,7 @@ static int run_owned(const sl_op *op, sl_tensor *in, sl_tensor **out, uint64_t s
                      sl_pool *pool, sl__error *err)
 {
     sl__op_ctx ctx;
+    memset(&ctx, 0, sizeof ctx); /* no decode budget */
     ctx.pool = pool;
     ctx.err = err;
     sl__err_clear(err);

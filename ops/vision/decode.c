@@ -11,7 +11,9 @@
  * CMYK/YCCK files, which libjpeg cannot turn into RGB: those are decoded as
  * CMYK a row at a time and converted as MindSpore does. A file declaring
  * more than the op's max_pixels is refused from its header (op.h says
- * why the default is 2^26). */
+ * why the default is 2^26). In a pipeline, the output's bytes are taken
+ * from the iterator's decode budget before the tensor is allocated
+ * (sl_dataset_set_decode_budget; the map gives them back, nodes.c). */
 #include "ops/op_impl.h"
 
 #include <setjmp.h>
@@ -19,6 +21,8 @@
 #include <string.h>
 
 #include <jpeglib.h>
+
+#include "core/byte_budget.h"
 
 typedef struct decode_op {
     sl_op base;
@@ -109,6 +113,35 @@ static void cmyk_row(uint8_t *dst, const JSAMPLE *src, size_t w, int adobe, int 
     }
 }
 
+/* Takes need bytes for a w x h image from the pipeline's decode budget
+ * (core/byte_budget.h), waiting for other workers to give bytes back. A
+ * worker that already holds bytes for this row (a second image in it) does
+ * not wait: two such workers could wait on each other for ever. */
+static int take_budget(sl__op_ctx *ctx, uint64_t need, unsigned w, unsigned h)
+{
+    int rc = sl__byte_budget_take(ctx->budget, need, ctx->budget_held == 0);
+    switch (rc) {
+    case SL_OK:
+        ctx->budget_held += need;
+        return SL_OK;
+    case SL_EINVAL:
+        return sl__errf(ctx->err, SL_EINVAL,
+                        "decode: a %ux%u image needs %llu bytes, more than the whole decode "
+                        "budget of %llu bytes (raise it with sl_dataset_set_decode_budget)",
+                        w, h, (unsigned long long)need, (unsigned long long)ctx->budget->limit);
+    case SL_ETIMEDOUT:
+        return sl__errf(ctx->err, SL_EINVAL,
+                        "decode: a %ux%u image needs %llu bytes beside the %llu its row already "
+                        "holds, more than the decode budget of %llu bytes had free (raise it "
+                        "with sl_dataset_set_decode_budget)",
+                        w, h, (unsigned long long)need, (unsigned long long)ctx->budget_held,
+                        (unsigned long long)ctx->budget->limit);
+    default:
+        return sl__errf(ctx->err, SL_ECLOSED, "decode: stopped while waiting for the decode "
+                        "budget");
+    }
+}
+
 /* Decodes data[0..len) into job->out. On failure job->out may hold a
  * half-written tensor, which the caller releases. */
 static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len,
@@ -149,6 +182,13 @@ static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len,
         cinfo->out_color_space = JCS_CMYK;
     else
         cinfo->out_color_space = rgb ? JCS_RGB : JCS_GRAYSCALE;
+    jpeg_calc_output_dimensions(cinfo); /* sizes only: allocates nothing */
+    if (ctx->budget) {
+        uint64_t need = (uint64_t)cinfo->output_width * cinfo->output_height * (rgb ? 3 : 1);
+        rc = take_budget(ctx, need, cinfo->output_width, cinfo->output_height);
+        if (rc != SL_OK)
+            return rc;
+    }
     jpeg_start_decompress(cinfo);
 
     shape[0] = cinfo->output_height;
@@ -249,6 +289,14 @@ int sl_op_decode_new_limited(sl_op **out, int rgb, uint64_t max_pixels)
     ((decode_op *)*out)->rgb = rgb;
     ((decode_op *)*out)->max_pixels = max_pixels;
     return SL_OK;
+}
+
+uint64_t sl__op_decode_max_bytes(const sl_op *op)
+{
+    const decode_op *d = (const decode_op *)op;
+    if (op->iface != &decode_iface)
+        return 0;
+    return d->max_pixels * (d->rgb ? 3 : 1);
 }
 
 int sl_op_decode_new(sl_op **out, int rgb)
