@@ -1,15 +1,23 @@
-/* check_hostile.c: files made to hurt. The decode budget bounds the bytes
- * of decoded images that a pipeline's decode workers hold at once (two
- * workers never hold two images when the budget fits one), and a stop
+/* check_hostile.c: files made to hurt. A decompression bomb (a few hundred
+ * bytes of arithmetic-coded JPEG declaring 16384x16384) is refused from
+ * its header, naming the file, before anything is allocated; raising
+ * max_pixels lets a large image through. The decode budget bounds the
+ * bytes of decoded images that a pipeline's decode workers hold at once
+ * (two workers never hold two images when the budget fits one), and a stop
  * wakes a worker waiting on it. */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
+
+#include <jpeglib.h>
 
 #include "core/byte_budget.h"
 #include "ops/op_impl.h"
@@ -177,6 +185,277 @@ static void budget_counts(sl__byte_budget *b, uint64_t *peak, int *waiting, uint
         *waits = b->waits;
     pthread_mutex_unlock(&b->lock);
 }
+
+/* --- decompression bombs -------------------------------------------------- */
+
+/* libjpeg's errors longjmp back to the encoder (or header reader) here. */
+typedef struct jpeg_jump {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+} jpeg_jump;
+
+static void jump_on_error(j_common_ptr cinfo)
+{
+    longjmp(((jpeg_jump *)cinfo->err)->jump, 1);
+}
+
+/* Encodes a small w x h image of c channels (1 or 3) with arithmetic
+ * coding (SOF9 instead of SOF0); *out is malloc'd. */
+static void encode_arith(uint8_t **out, size_t *len, int w, int h, int c)
+{
+    struct jpeg_compress_struct cinfo;
+    jpeg_jump jerr;
+    unsigned char *buf = NULL;
+    unsigned long n = 0;
+    uint8_t *px = malloc((size_t)w * (size_t)h * (size_t)c); /* (h, w, c) */
+    ck_assert_ptr_nonnull(px);
+    tu_fill_image(px, w, h, c, 3);
+    cinfo.err = jpeg_std_error(&jerr.pub);
+    jerr.pub.error_exit = jump_on_error;
+    if (setjmp(jerr.jump))
+        ck_abort_msg("libjpeg could not encode an arithmetic-coded JPEG");
+    jpeg_create_compress(&cinfo);
+    jpeg_mem_dest(&cinfo, &buf, &n);
+    cinfo.image_width = (JDIMENSION)w;
+    cinfo.image_height = (JDIMENSION)h;
+    cinfo.input_components = c;
+    cinfo.in_color_space = c == 3 ? JCS_RGB : JCS_GRAYSCALE;
+    jpeg_set_defaults(&cinfo);
+    cinfo.arith_code = TRUE;
+    jpeg_start_compress(&cinfo, TRUE);
+    while (cinfo.next_scanline < cinfo.image_height) {
+        JSAMPROW row = px + (size_t)cinfo.next_scanline * (size_t)w * (size_t)c;
+        jpeg_write_scanlines(&cinfo, &row, 1);
+    }
+    jpeg_finish_compress(&cinfo);
+    jpeg_destroy_compress(&cinfo);
+    free(px);
+    *out = malloc(n);
+    ck_assert_ptr_nonnull(*out);
+    memcpy(*out, buf, n);
+    free(buf); /* jpeg_mem_dest's buffer comes from malloc */
+    *len = n;
+}
+
+/* Rewrites the arithmetic-coded frame header (SOF9) to declare h x w. */
+static void patch_sof9(uint8_t *jpg, size_t len, unsigned h, unsigned w)
+{
+    for (size_t i = 2; i + 9 < len; i++) {
+        if (jpg[i] == 0xFF && jpg[i + 1] == 0xC9) {
+            jpg[i + 5] = (uint8_t)(h >> 8);
+            jpg[i + 6] = (uint8_t)h;
+            jpg[i + 7] = (uint8_t)(w >> 8);
+            jpg[i + 8] = (uint8_t)w;
+            return;
+        }
+    }
+    ck_abort_msg("no SOF9 marker");
+}
+
+/* A bomb: a 16x16 image encoded with arithmetic coding, its frame header
+ * then patched to declare side x side. Encoding a real 16384x16384 image
+ * would take seconds; this takes microseconds and is just as hostile: the
+ * header is well formed, and once the arithmetic decoder meets the EOI
+ * marker it decodes every further block as zeros without a warning, so
+ * libjpeg would fill the whole declared image "successfully" (the issue's
+ * 384-byte file took 3.8 s and 805 MB). */
+static void make_bomb(uint8_t **out, size_t *len, unsigned side, int c)
+{
+    encode_arith(out, len, 16, 16, c);
+    patch_sof9(*out, *len, side, side);
+}
+
+/* What libjpeg itself reads in the header: the declared size, and that the
+ * file is arithmetic-coded. */
+static void check_header(const uint8_t *jpg, size_t len, unsigned side)
+{
+    struct jpeg_decompress_struct cinfo;
+    jpeg_jump jerr;
+    cinfo.err = jpeg_std_error(&jerr.pub);
+    jerr.pub.error_exit = jump_on_error;
+    if (setjmp(jerr.jump))
+        ck_abort_msg("libjpeg refused the bomb's header");
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, jpg, (unsigned long)len);
+    ck_assert_int_eq(jpeg_read_header(&cinfo, TRUE), JPEG_HEADER_OK);
+    ck_assert_uint_eq(cinfo.image_width, side);
+    ck_assert_uint_eq(cinfo.image_height, side);
+    ck_assert(cinfo.arith_code);
+    jpeg_destroy_decompress(&cinfo);
+}
+
+static long max_rss_kb(void)
+{
+    struct rusage ru;
+    ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+    return ru.ru_maxrss;
+}
+
+static sl_tensor *bytes_tensor(const uint8_t *data, size_t len)
+{
+    sl_tensor *t;
+    int64_t shape[1] = {(int64_t)len};
+    ck_assert_int_eq(sl_tensor_new(&t, SL_UINT8, 1, shape), SL_OK);
+    memcpy(sl_tensor_data(t), data, len);
+    return t;
+}
+
+/* The bomb through the Decode op and through an ImageFolder pipeline: a
+ * clear error naming the size, the limit and the option that raises it
+ * (and in the pipeline the file), at once and without allocating the
+ * image: the pipeline's buffer pool stays small, so does the process. */
+START_TEST(test_bomb_refused)
+{
+    uint8_t *bomb;
+    size_t len;
+    sl_op *op;
+    sl_tensor *in, *out = NULL;
+    char msg[512], *root, *cdir, *good, *bad;
+    long rss0 = max_rss_kb();
+    double t0;
+    sl_dataset *ds;
+    sl_iterator *it;
+    sl_iterator_stats stats;
+    sl_row row;
+    int rc;
+
+    make_bomb(&bomb, &len, 16384, 3);
+    ck_assert_uint_lt(len, 1024);
+    check_header(bomb, len, 16384);
+
+    ck_assert_int_eq(sl_op_decode_new(&op, 1), SL_OK);
+    in = bytes_tensor(bomb, len);
+    t0 = wall_ms();
+    ck_assert_int_eq(sl_op_apply(op, in, &out, 0, msg, sizeof msg), SL_EFORMAT);
+    ck_assert_msg(wall_ms() - t0 < 500.0, "refusing took %.0f ms", wall_ms() - t0);
+    ck_assert_ptr_null(out);
+    ck_assert_msg(strstr(msg, "16384x16384 = 268435456 pixels") &&
+                      strstr(msg, "max_pixels = 67108864") &&
+                      strstr(msg, "--decode-max-pixels"),
+                  "%s", msg);
+    sl_tensor_release(in);
+    sl_op_release(op);
+
+    /* In an ImageFolder, after a good image. */
+    root = tu_path(tmp, "bombs");
+    cdir = tu_path(root, "a");
+    good = tu_path(cdir, "a_good.jpg");
+    bad = tu_path(cdir, "b_bomb.jpg");
+    ck_assert_int_eq(mkdir(root, 0777), 0);
+    ck_assert_int_eq(mkdir(cdir, 0777), 0);
+    {
+        uint8_t px[64 * 48 * 3];
+        tu_fill_image(px, 64, 48, 3, 1);
+        ck_assert_int_eq(tu_write_jpeg(good, px, 64, 48, 3, 90), 0);
+    }
+    ck_assert_int_eq(tu_write_bytes(bad, bomb, len, 0), 0);
+    ds = image_folder(root, 2);
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    t0 = wall_ms();
+    ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+    sl_row_clear(&row);
+    rc = sl_iterator_next(it, &row);
+    ck_assert_msg(wall_ms() - t0 < 2000.0, "refusing took %.0f ms", wall_ms() - t0);
+    ck_assert_int_eq(rc, SL_EFORMAT);
+    ck_assert_msg(strstr(sl_iterator_last_error(it), bad) &&
+                      strstr(sl_iterator_last_error(it), "16384x16384") &&
+                      strstr(sl_iterator_last_error(it), "max_pixels = 67108864"),
+                  "%s", sl_iterator_last_error(it));
+    sl_iterator_get_stats(it, &stats);
+    ck_assert_msg(stats.pool_bytes < ((size_t)16 << 20), "the pool holds %zu bytes",
+                  stats.pool_bytes);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+    /* An 805 MB image never came to be (ASan's shadow and the test's own
+     * files stay far below). */
+    ck_assert_msg(max_rss_kb() - rss0 < 256 * 1024, "peak RSS grew by %ld kB",
+                  max_rss_kb() - rss0);
+    free(bomb);
+    free(good);
+    free(bad);
+    free(cdir);
+    free(root);
+}
+END_TEST
+
+/* Raising max_pixels lets a large image through: a bomb-style file
+ * declaring 8200x8200 gray (67,240,000 pixels, just over the default
+ * 2^26) is refused by default and decodes, as libjpeg would, with the
+ * limit at 2^27 (a 67 MB tensor). */
+START_TEST(test_raised_limit_lets_large_image_through)
+{
+    uint8_t *jpg;
+    size_t len;
+    sl_op *op;
+    sl_tensor *in, *out = NULL;
+    char msg[512];
+    make_bomb(&jpg, &len, 8200, 1);
+    check_header(jpg, len, 8200);
+    in = bytes_tensor(jpg, len);
+
+    ck_assert_int_eq(sl_op_decode_new(&op, 0), SL_OK);
+    ck_assert_int_eq(sl_op_apply(op, in, &out, 0, msg, sizeof msg), SL_EFORMAT);
+    ck_assert_msg(strstr(msg, "8200x8200 = 67240000 pixels"), "%s", msg);
+    sl_op_release(op);
+
+    ck_assert_int_eq(sl_op_decode_new_limited(&op, 0, (uint64_t)1 << 27), SL_OK);
+    ck_assert_msg(sl_op_apply(op, in, &out, 0, msg, sizeof msg) == SL_OK, "%s", msg);
+    ck_assert_int_eq(sl_tensor_ndim(out), 3);
+    ck_assert_int_eq(sl_tensor_shape(out)[0], 8200);
+    ck_assert_int_eq(sl_tensor_shape(out)[1], 8200);
+    ck_assert_int_eq(sl_tensor_shape(out)[2], 1);
+    sl_tensor_release(out);
+    sl_op_release(op);
+    sl_tensor_release(in);
+    free(jpg);
+}
+END_TEST
+
+/* ImageFolder's decode_max_pixels: a limit below a 16x16 image refuses it
+ * naming the file, one at its size lets it through, 0 is refused. */
+START_TEST(test_image_folder_decode_max_pixels)
+{
+    char *dir = tu_path(tmp, "folder");
+    sl_image_folder_options o;
+    sl_dataset *ds;
+    sl_iterator *it;
+    sl_row row;
+    ck_assert_int_eq(tu_make_image_folder(dir, 1, 1, 16, 16), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        ds = sl_dataset_new();
+        ck_assert_ptr_nonnull(ds);
+        sl_image_folder_options_init(&o);
+        ck_assert_uint_eq(o.decode_max_pixels, SL_DECODE_MAX_PIXELS_DEFAULT);
+        o.dataset_dir = dir;
+        o.decode = 1;
+        o.decode_max_pixels = pass == 0 ? 255 : 256;
+        ck_assert_int_eq(sl_dataset_image_folder(ds, &o), SL_OK);
+        ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+        if (pass == 0) {
+            ck_assert_int_eq(sl_iterator_next(it, &row), SL_EFORMAT);
+            ck_assert_msg(strstr(sl_iterator_last_error(it), "img_0.jpg") &&
+                              strstr(sl_iterator_last_error(it), "max_pixels = 255"),
+                          "%s", sl_iterator_last_error(it));
+        } else {
+            ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+            sl_row_clear(&row);
+        }
+        sl_iterator_free(it);
+        sl_dataset_free(ds);
+    }
+    ds = sl_dataset_new();
+    ck_assert_ptr_nonnull(ds);
+    sl_image_folder_options_init(&o);
+    o.dataset_dir = dir;
+    o.decode = 1;
+    o.decode_max_pixels = 0;
+    ck_assert_int_eq(sl_dataset_image_folder(ds, &o), SL_EINVAL);
+    ck_assert_msg(strstr(sl_dataset_last_error(ds), "decode_max_pixels"), "%s",
+                  sl_dataset_last_error(ds));
+    sl_dataset_free(ds);
+    free(dir);
+}
+END_TEST
 
 /* --- the byte budget ---------------------------------------------------- */
 
@@ -412,7 +691,15 @@ END_TEST
 Suite *make_hostile_suite(void)
 {
     Suite *s = suite_create("hostile");
-    TCase *tc = tcase_create("decode_budget");
+    TCase *tc = tcase_create("bombs");
+    tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
+    tcase_add_test(tc, test_bomb_refused);
+    tcase_add_test(tc, test_raised_limit_lets_large_image_through);
+    tcase_add_test(tc, test_image_folder_decode_max_pixels);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("decode_budget");
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
     tcase_add_test(tc, test_byte_budget_unit);
     tcase_add_test(tc, test_decode_budget_bounds_workers);

@@ -343,11 +343,21 @@ expect "bench pipeline image folder" 0 stdout '"kind": "image_folder"' \
     stdout '"batches": 2, "images": 4'
 run bench pipeline --data "$BAD_IMAGES" --repeats 1 --workers 1 --batch 1
 expect "bench pipeline corrupt JPEG" 1 stderr '^sluice: bench: .*broken\.jpg'
+# The images are 8x8: a limit of 63 pixels refuses the first one read, naming
+# it, the limit and the option; 64 lets them all through.
+run bench pipeline --data "$IMAGES" --repeats 1 --workers 1 --batch 1 --decode-max-pixels 63
+expect "bench pipeline --decode-max-pixels below the images" 1 \
+    stderr '^sluice: bench: .*/[a-z]*\.jpg.*8x8 = 64 pixels, more than max_pixels = 63.*--decode-max-pixels'
+run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 2 --batch 1 --decode-max-pixels 64
+expect "bench pipeline --decode-max-pixels at the images" 0 stdout '"batches": 5, "images": 5'
+run help bench pipeline
+expect "help bench pipeline: --decode-max-pixels" 0 stdout '--decode-max-pixels N'
 
 for bad in "--workers 0" "--workers 1,,2" "--workers x" "--repeats 0" "--repeats 3x" \
     "--epochs -1" "--rescale 1/0" "--normalize 1,2:3" "--normalize 1:0" "--flip 2" \
     "--resize 0" "--crop 8x" "--batch -1" "--seed 99999999999999999999" "extra" \
-    "--shuffle 1" "--batch 16777217"; do
+    "--shuffle 1" "--batch 16777217" "--decode-max-pixels 0" \
+    "--decode-max-pixels 4294967297"; do
     # shellcheck disable=SC2086 # word splitting of $bad is the point
     run bench pipeline --data "$MNIST" $bad
     expect "bench pipeline $bad" 2 stderr '^sluice: bench: '
