@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +26,10 @@ int sl__atomic_open(sl__atomic_file *af, const char *path, sl__error *err)
         return sl__errf(err, SL_EIO, "%s: cannot create a file beside it: %s", path,
                         strerror(e));
     }
+    /* Held until the file is closed or its writer dies: a cleaner that can
+     * take it knows the file is an orphan. A file system without locks
+     * only makes such files look alive, which is the safe side. */
+    (void)flock(fd, LOCK_EX | LOCK_NB);
     af->f = fdopen(fd, "wb");
     if (!af->f) {
         int e = errno;

@@ -14,7 +14,9 @@ typedef struct sl__atomic_file {
     const char *path;
 } sl__atomic_file;
 
-/* Opens a temporary file beside path. On failure returns SL_EIO or
+/* Opens a temporary file beside path (path + ".tmp-XXXXXX"), locked with
+ * flock until it is closed, so a cleaner can tell a live writer's file
+ * from one a killed writer left. On failure returns SL_EIO or
  * SL_ENOMEM with a message naming path in err. */
 int sl__atomic_open(sl__atomic_file *af, const char *path, sl__error *err);
 /* Flushes, syncs, closes and renames into place; failed is non-zero when

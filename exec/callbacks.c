@@ -3,14 +3,13 @@
  * They hand their lines to the caller's function: the library never
  * prints. */
 #include "core/atomic_file.h"
+#include "exec/checkpoint_folder.h"
 #include "exec/model_impl.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 void sl__format_float32(char *buf, size_t len, float v)
 {
@@ -143,16 +142,11 @@ typedef struct checkpointer {
     char *dir, *prefix;
     int64_t save_steps;
     int keep_max;
-    char **kept;  /* (keep_max) paths written, oldest first */
-    int nkept;
 } checkpointer;
 
 static void checkpointer_free(void *self)
 {
     checkpointer *c = self;
-    for (int i = 0; i < c->nkept; i++)
-        free(c->kept[i]);
-    free(c->kept);
     free(c->dir);
     free(c->prefix);
     free(c);
@@ -161,7 +155,7 @@ static void checkpointer_free(void *self)
 static int checkpointer_save(checkpointer *c, const sl_train_info *info)
 {
     size_t len = strlen(c->dir) + strlen(c->prefix) + 64;
-    char *path = malloc(len);
+    char *path = malloc(len), *name;
     sl__error err;
     int rc;
     if (!path) {
@@ -177,21 +171,19 @@ static int checkpointer_save(checkpointer *c, const sl_train_info *info)
     }
     snprintf(path, len, "%s/%s-%lld_%lld.ckpt", c->dir, c->prefix, (long long)info->epoch,
              (long long)info->step_in_epoch);
+    name = path + strlen(c->dir) + 1;
     rc = sl_model_save(info->model, path);
     if (rc < 0) {
         free(path);
         return rc; /* the model's message names the file */
     }
-    if (c->keep_max > 0) {
-        if (c->nkept == c->keep_max) {
-            unlink(c->kept[0]);
-            free(c->kept[0]);
-            memmove(c->kept, c->kept + 1, (size_t)(c->nkept - 1) * sizeof *c->kept);
-            c->nkept--;
-        }
-        c->kept[c->nkept++] = path;
-    } else {
-        free(path);
+    /* By what the folder holds, so an earlier run's checkpoints and a
+     * killed writer's temporary files are pruned too. */
+    rc = sl__ckpt_prune(c->dir, c->prefix, name, c->keep_max, &err);
+    free(path);
+    if (rc < 0) {
+        sl_model_set_error(info->model, "%s", err.msg);
+        return rc;
     }
     return SL_OK;
 }
@@ -222,8 +214,7 @@ int sl_callback_checkpoint(sl_callback *out, const char *dir, const char *prefix
         return SL_ENOMEM;
     c->dir = strdup(dir);
     c->prefix = strdup(prefix);
-    c->kept = keep_max > 0 ? calloc((size_t)keep_max, sizeof *c->kept) : NULL;
-    if (!c->dir || !c->prefix || (keep_max > 0 && !c->kept)) {
+    if (!c->dir || !c->prefix) {
         checkpointer_free(c);
         return SL_ENOMEM;
     }

@@ -72,6 +72,8 @@ int sl_op_apply(const sl_op *op, const sl_tensor *in, sl_tensor **out, uint64_t 
     sl__err_clear(&err);
     ctx.pool = NULL;
     ctx.err = &err;
+    ctx.budget = NULL; /* one call, one image: nothing to share */
+    ctx.budget_held = 0;
     sl__rng_seed(&ctx.rng, seed, 0, 0, 0);
     /* The extra reference keeps the caller's tensor untouched: ops only
      * write in place into tensors nobody else holds. */

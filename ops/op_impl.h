@@ -12,11 +12,18 @@
 #include "core/rng.h"
 #include "core/tensor_impl.h"
 
+typedef struct sl__byte_budget sl__byte_budget; /* core/byte_budget.h */
+
 /* What a running op may use besides its input. */
 typedef struct sl__op_ctx {
     sl_pool *pool;   /* where output tensors come from (NULL: heap) */
     sl_rng rng;      /* seeded for this sample and this op */
     sl__error *err;  /* where a failing op writes its message */
+    /* Decode takes its output's bytes from budget (NULL: no bound) and adds
+     * them to budget_held; whoever runs the ops gives budget_held back when
+     * done with the row (sl__map_apply). */
+    sl__byte_budget *budget;
+    uint64_t budget_held;
 } sl__op_ctx;
 
 typedef struct sl_op_iface {
@@ -61,6 +68,10 @@ int sl__op_resize_is_linear(const sl_op *op);
 /* The fused op of a bilinear Resize and n (1 to SL__RESCALE_FUSE_MAX)
  * Rescales; it holds a reference to each. */
 int sl__op_resize_rescale_new(sl_op **out, sl_op *resize, sl_op *const *rescales, size_t n);
+
+/* The most bytes one output of op may need if op is a Decode (max_pixels
+ * x channels), else 0: what a pipeline's decode budget must hold at least. */
+uint64_t sl__op_decode_max_bytes(const sl_op *op);
 
 /* A custom op's own name (sluice/op.h), or NULL for any other op. */
 const char *sl__op_custom_name(const sl_op *op);

@@ -47,6 +47,7 @@ int sl_dataset_copy(sl_dataset **out, const sl_dataset *src)
     if (ds->source)
         sl__source_retain(ds->source);
     ds->seed = src->seed;
+    ds->decode_budget = src->decode_budget;
     ds->schema = src->schema;
     *out = ds;
     return SL_OK;
@@ -111,6 +112,11 @@ const char *sl_dataset_last_error(const sl_dataset *ds)
 void sl_dataset_set_seed(sl_dataset *ds, uint64_t seed)
 {
     ds->seed = seed;
+}
+
+void sl_dataset_set_decode_budget(sl_dataset *ds, uint64_t bytes)
+{
+    ds->decode_budget = bytes;
 }
 
 static void set_source(sl_dataset *ds, sl__source *src)
@@ -275,6 +281,12 @@ int sl_dataset_image_folder(sl_dataset *ds, const sl_image_folder_options *user)
         return sl__errf(&ds->error, SL_EINVAL,
                         "ImageFolderDataset: num_parallel_workers must be in [1, 256], got %d",
                         o->num_parallel_workers);
+    if (o->decode &&
+        (o->decode_max_pixels < 1 || o->decode_max_pixels > SL_DECODE_MAX_PIXELS_LIMIT))
+        return sl__errf(&ds->error, SL_EINVAL,
+                        "ImageFolderDataset: decode_max_pixels must be in [1, %llu], got %llu",
+                        (unsigned long long)SL_DECODE_MAX_PIXELS_LIMIT,
+                        (unsigned long long)o->decode_max_pixels);
     rc = sl__image_folder_source_new(&src, o, &ds->error);
     if (rc != SL_OK) {
         sl__err_prefix(&ds->error, "ImageFolderDataset(%s): ",
@@ -285,7 +297,7 @@ int sl_dataset_image_folder(sl_dataset *ds, const sl_image_folder_options *user)
     if (!o->decode)
         return SL_OK;
     /* Decoding runs as a map right after the source, in parallel workers. */
-    rc = sl_op_decode_new(&decode, 1);
+    rc = sl_op_decode_new_limited(&decode, 1, o->decode_max_pixels);
     if (rc != SL_OK)
         return sl__errf(&ds->error, rc, "ImageFolderDataset: cannot make the decode op");
     rc = sl_dataset_map(ds, &decode, 1, "image", NULL, o->num_parallel_workers);

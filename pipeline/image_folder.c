@@ -259,7 +259,7 @@ static const size_t folder_options_v1_size =
 /* No tail padding, so a caller's size covers only fields it knows; name the
  * last field here when one is appended. */
 _Static_assert(sizeof(sl_image_folder_options) ==
-                   offsetof(sl_image_folder_options, sampler) + sizeof(sl_sampler_options),
+                   offsetof(sl_image_folder_options, decode_max_pixels) + sizeof(uint64_t),
                "sl_image_folder_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -269,6 +269,7 @@ void sl_image_folder_options_init_sized(sl_image_folder_options *o, size_t size)
     memset(&d, 0, sizeof d);
     d.num_parallel_workers = 2;
     sl_sampler_options_init(&d.sampler);
+    d.decode_max_pixels = SL_DECODE_MAX_PIXELS_DEFAULT;
     sl__options_init(o, size, &d, sizeof d);
 }
 

@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/options.h"
 #include "core/tensor_impl.h"
+#include "ops/op_impl.h"
 #include "pipeline/iterator_impl.h"
 #include "pipeline/iterator_report.h"
 
@@ -55,6 +56,9 @@ void sl_row_clear(sl_row *row)
 static void shutdown_stages(sl_iterator *it)
 {
     atomic_store(&it->stop, 1);
+    /* A decode worker waiting for budget wakes and sees the stop. */
+    if (it->has_decode_budget)
+        sl__byte_budget_close(&it->decode_budget);
     /* A source thread waiting for another iterator's load sees the flag. */
     if (it->source->iface->wake)
         it->source->iface->wake(it->source);
@@ -65,6 +69,27 @@ static void shutdown_stages(sl_iterator *it)
             pthread_join(it->stages[s].threads[t], NULL);
     for (size_t s = 0; s < it->nstages; s++)
         it->stages[s].started = 0;
+}
+
+/* Makes the decode budget when a map of the pipeline decodes: the
+ * dataset's, or by default the largest image one of its Decodes accepts. */
+static int make_decode_budget(sl_iterator *it, uint64_t bytes)
+{
+    uint64_t largest = 0;
+    int rc;
+    for (size_t i = 0; i < it->nnodes; i++) {
+        for (size_t k = 0; k < it->nodes[i].nops; k++) {
+            uint64_t need = sl__op_decode_max_bytes(it->nodes[i].ops[k]);
+            if (need > largest)
+                largest = need;
+        }
+    }
+    if (largest == 0)
+        return SL_OK;
+    rc = sl__byte_budget_init(&it->decode_budget, bytes > 0 ? bytes : largest, &it->error);
+    if (rc == SL_OK)
+        it->has_decode_budget = 1;
+    return rc;
 }
 
 static int64_t count_passes(const sl_iterator *it)
@@ -119,6 +144,9 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
     if (rc == SL_OK) {
         it->nnodes = ds->nnodes;
         it->passes = count_passes(it);
+        rc = make_decode_budget(it, ds->decode_budget);
+    }
+    if (rc == SL_OK) {
         rc = sl__stages_build(it);
     }
     if (rc != SL_OK) {
@@ -164,6 +192,8 @@ void sl_iterator_free(sl_iterator *it)
     sl__nodes_free(it->nodes, it->nnodes);
     sl__source_release(it->source);
     sl__pool_release(it->pool);
+    if (it->has_decode_budget)
+        sl__byte_budget_destroy(&it->decode_budget);
     free(it);
 }
 

@@ -72,6 +72,10 @@ struct sl_iterator {
     int lazy_source;       /* the source thread only orders indices; the first
                             * parallel stage reads the samples */
     sl_pool *pool;
+    /* Bounds the decoded images the map workers hold at once (see
+     * sl_dataset_set_decode_budget); made only when a map decodes. */
+    int has_decode_budget;
+    sl__byte_budget decode_budget;
     atomic_int stop;
     atomic_int interrupted; /* sl_iterator_interrupt was called */
     sl__stage *stages;

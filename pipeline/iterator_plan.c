@@ -217,6 +217,7 @@ int sl__stages_build(sl_iterator *it)
             st->map.nsteps = i - first;
             st->map.seed = it->seed;
             st->map.source = it->source;
+            st->map.budget = it->has_decode_budget ? &it->decode_budget : NULL;
             st->schema = schema;
             st->map.schema = &st->schema;
             st->collation.schema = &st->schema;

@@ -513,12 +513,29 @@ static void prefetch_row(const sl__map_work *w, const sl__row *row)
     }
 }
 
+/* The bytes a Decode took for this row come back once the worker is done
+ * with the row, not when the image is freed: by then the ops after the
+ * Decode in this map (a Resize, usually) have replaced it, or it leaves the
+ * worker in a chunk for a queue whose capacity bounds what waits there.
+ * Counting until the image is freed would count rows held downstream (a
+ * shuffle buffer, a batch being filled), which need more rows before they
+ * let any go: the workers would then wait on them for ever. */
+static void give_back_budget(sl__op_ctx *ctx)
+{
+    if (ctx->budget_held > 0) {
+        sl__byte_budget_give(ctx->budget, ctx->budget_held);
+        ctx->budget_held = 0;
+    }
+}
+
 int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
                   const atomic_int *stop, sl__error *err)
 {
     sl__op_ctx ctx;
     ctx.pool = pool;
     ctx.err = err;
+    ctx.budget = w->budget;
+    ctx.budget_held = 0;
     for (size_t r = 0; r < chunk->nrows; r++) {
         sl__row *row = &chunk->rows[r];
         if (atomic_load_explicit(stop, memory_order_relaxed))
@@ -540,6 +557,7 @@ int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
                 rc = sl__op_run(op, t, &next, &ctx);
                 if (rc != SL_OK) {
                     char where[300];
+                    give_back_budget(&ctx);
                     name_row(w, node, row, where, sizeof where);
                     sl__err_prefix(err, "map on column '%s', %s: ", node->colname, where);
                     /* Keep the rows done before this one: they go on
@@ -553,6 +571,7 @@ int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
             }
             row->col[node->column] = t;
         }
+        give_back_budget(&ctx);
     }
     return SL_OK;
 }

@@ -12,6 +12,7 @@
 
 #include <stdatomic.h>
 
+#include "core/byte_budget.h"
 #include "core/pool.h"
 #include "core/queue.h"
 #include "pipeline/dataset_impl.h"
@@ -103,9 +104,11 @@ typedef struct sl__map_work {
     uint64_t seed;
     const sl__source *source; /* to name samples in messages */
     const sl__schema *schema; /* columns at the map (names for messages) */
+    sl__byte_budget *budget;  /* the iterator's decode budget, or NULL */
 } sl__map_work;
 
-/* Applies the steps to every row of chunk. Checks *stop between rows. On
+/* Applies the steps to every row of chunk. Checks *stop between rows.
+ * Gives back the decode budget a row's ops took once the row is done. On
  * failure err names the op, the column and the sample, and the chunk keeps
  * only the rows before the failing one (all steps applied), which are to
  * be delivered ahead of the error. */

@@ -85,6 +85,7 @@ static int run_owned(const sl_op *op, sl_tensor *in, sl_tensor **out, uint64_t s
                      sl_pool *pool, sl__error *err)
 {
     sl__op_ctx ctx;
+    memset(&ctx, 0, sizeof ctx); /* no decode budget */
     ctx.pool = pool;
     ctx.err = err;
     sl__err_clear(err);
@@ -1819,6 +1820,9 @@ START_TEST(test_decode_refusals)
     char msg[256];
 
     ck_assert_int_eq(sl_op_decode_new(&op, 2), SL_EINVAL);
+    ck_assert_int_eq(sl_op_decode_new_limited(&op, 1, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_decode_new_limited(&op, 1, SL_DECODE_MAX_PIXELS_LIMIT + 1), SL_EINVAL);
+    ck_assert_ptr_null(op);
     ck_assert_int_eq(sl_op_decode_new(&op, 1), SL_OK);
     /* Absurd sizes are refused before anything is allocated. */
     patch_sof(jpg, len, 40000, 40000);
@@ -1826,7 +1830,9 @@ START_TEST(test_decode_refusals)
     ck_assert_msg(strstr(msg, "too large"), "%s", msg);
     patch_sof(jpg, len, 20000, 20000); /* each side fine, 4e8 pixels not */
     ck_assert_int_eq(decode_bytes(op, jpg, len, msg, sizeof msg), SL_EFORMAT);
-    ck_assert_msg(strstr(msg, "too large"), "%s", msg);
+    ck_assert_msg(strstr(msg, "too large") && strstr(msg, "20000x20000") &&
+                      strstr(msg, "max_pixels = 67108864"),
+                  "%s", msg);
     free(jpg);
 
     /* Wrong rank or dtype. */

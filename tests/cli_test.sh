@@ -343,11 +343,21 @@ expect "bench pipeline image folder" 0 stdout '"kind": "image_folder"' \
     stdout '"batches": 2, "images": 4'
 run bench pipeline --data "$BAD_IMAGES" --repeats 1 --workers 1 --batch 1
 expect "bench pipeline corrupt JPEG" 1 stderr '^sluice: bench: .*broken\.jpg'
+# The images are 8x8: a limit of 63 pixels refuses the first one read, naming
+# it, the limit and the option; 64 lets them all through.
+run bench pipeline --data "$IMAGES" --repeats 1 --workers 1 --batch 1 --decode-max-pixels 63
+expect "bench pipeline --decode-max-pixels below the images" 1 \
+    stderr '^sluice: bench: .*/[a-z]*\.jpg.*8x8 = 64 pixels, more than max_pixels = 63.*--decode-max-pixels'
+run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 2 --batch 1 --decode-max-pixels 64
+expect "bench pipeline --decode-max-pixels at the images" 0 stdout '"batches": 5, "images": 5'
+run help bench pipeline
+expect "help bench pipeline: --decode-max-pixels" 0 stdout '--decode-max-pixels N'
 
 for bad in "--workers 0" "--workers 1,,2" "--workers x" "--repeats 0" "--repeats 3x" \
     "--epochs -1" "--rescale 1/0" "--normalize 1,2:3" "--normalize 1:0" "--flip 2" \
     "--resize 0" "--crop 8x" "--batch -1" "--seed 99999999999999999999" "extra" \
-    "--shuffle 1" "--batch 16777217"; do
+    "--shuffle 1" "--batch 16777217" "--decode-max-pixels 0" \
+    "--decode-max-pixels 4294967297"; do
     # shellcheck disable=SC2086 # word splitting of $bad is the point
     run bench pipeline --data "$MNIST" $bad
     expect "bench pipeline $bad" 2 stderr '^sluice: bench: '
@@ -439,6 +449,24 @@ if [ -s "$TMP/ckpts/mlp-1_3.ckpt" ] && [ -s "$TMP/ckpts/mlp-2_3.ckpt" ]; then
     pass "train --ckpt-dir saves each epoch"
 else
     fail "train --ckpt-dir saves each epoch"
+fi
+# Training again into a folder an earlier run filled: --ckpt-keep counts what
+# the folder holds (newest by epoch and step), a dead writer's temporary file
+# goes, other files stay.
+OLD_CKPTS=$TMP/old-ckpts
+mkdir -p "$OLD_CKPTS"
+for s in 1 2 3 4 5 6 7 8 9 10; do echo old >"$OLD_CKPTS/mlp-0_$s.ckpt"; done
+echo notes >"$OLD_CKPTS/notes.txt"
+echo torn >"$OLD_CKPTS/mlp-0_11.ckpt.tmp-AbC123"
+touch -d '2 hours ago' "$OLD_CKPTS/mlp-0_11.ckpt.tmp-AbC123"
+run train --data "$MNIST" --epochs 2 --no-eval --ckpt-dir "$OLD_CKPTS" --model mlp --ckpt-keep 5
+expect "train --ckpt-keep 5 into an earlier run's folder" 0 stdout 'mlp on'
+if [ "$(cd "$OLD_CKPTS" && LC_ALL=C ls | tr '\n' ' ')" = \
+    "mlp-0_10.ckpt mlp-0_8.ckpt mlp-0_9.ckpt mlp-1_3.ckpt mlp-2_3.ckpt notes.txt " ]; then
+    pass "train --ckpt-keep prunes the folder, not only its own files"
+else
+    echo "    left: $(cd "$OLD_CKPTS" && LC_ALL=C ls | tr '\n' ' ')"
+    fail "train --ckpt-keep prunes the folder, not only its own files"
 fi
 run eval --data "$MNIST" --load "$TMP/ckpts/mlp-2_3.ckpt"
 expect "eval a checkpoint of another network" 1 stderr '^sluice: eval: checkpoint .*mlp-2_3.ckpt'

@@ -22,7 +22,7 @@ enum {
     OPT_DATA = 256, OPT_USAGE, OPT_WORKERS, OPT_REPEATS, OPT_EPOCHS, OPT_SEED, OPT_JSON,
     OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_CROP,
     OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
-    OPT_NUM_SAMPLES
+    OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS
 };
 
 typedef struct bench_args {
@@ -47,6 +47,7 @@ typedef struct bench_args {
     int keep_remainder;
     int no_source_shuffle;
     int64_t num_samples;
+    int64_t decode_max_pixels; /* 0: the library's default */
 } bench_args;
 
 /* One timed run: one fresh iterator, `epochs` full epochs. */
@@ -107,7 +108,10 @@ void cli_bench_pipeline_usage(FILE *f)
           "  --batch N           batch size, 0 for none\n"
           "  --keep-remainder    keep the last short batch\n"
           "  --no-source-shuffle read the source in file order\n"
-          "  --num-samples N     read at most N samples per epoch (0: all)\n",
+          "  --num-samples N     read at most N samples per epoch (0: all)\n"
+          "  --decode-max-pixels N  ImageFolder: refuse JPEGs declaring more than N pixels\n"
+          "                      (width x height), from the header, before decoding\n"
+          "                      (default 67108864 = 8192x8192; raise it for larger images)\n",
           f);
 }
 
@@ -268,6 +272,9 @@ static int parse_option(bench_args *a, int opt, const char *arg)
     case OPT_NO_SOURCE_SHUFFLE: a->no_source_shuffle = 1; return 0;
     case OPT_NUM_SAMPLES:
         return cli_parse_int64(CMD, "--num-samples", arg, 0, INT64_MAX, &a->num_samples);
+    case OPT_DECODE_MAX_PIXELS:
+        return cli_parse_int64(CMD, "--decode-max-pixels", arg, 1,
+                               (int64_t)SL_DECODE_MAX_PIXELS_LIMIT, &a->decode_max_pixels);
     }
     return -1;
 }
@@ -295,6 +302,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         {"keep-remainder", no_argument, NULL, OPT_KEEP_REMAINDER},
         {"no-source-shuffle", no_argument, NULL, OPT_NO_SOURCE_SHUFFLE},
         {"num-samples", required_argument, NULL, OPT_NUM_SAMPLES},
+        {"decode-max-pixels", required_argument, NULL, OPT_DECODE_MAX_PIXELS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -349,6 +357,7 @@ static void make_pipeline(const bench_args *a, cli_kind kind, cli_pipeline *p)
     if (a->no_source_shuffle)
         p->source_shuffle = 0;
     p->num_samples = a->num_samples;
+    p->decode_max_pixels = (uint64_t)a->decode_max_pixels;
     p->seed = (uint64_t)a->seed;
 }
 

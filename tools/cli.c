@@ -572,6 +572,8 @@ static int set_source(const cli_pipeline *p, int workers, sl_dataset *ds)
         o.decode = 1; /* every image op expects pixels, not file bytes */
         o.num_parallel_workers = workers;
         o.sampler = sampler;
+        if (p->decode_max_pixels > 0)
+            o.decode_max_pixels = p->decode_max_pixels;
         return sl_dataset_image_folder(ds, &o);
     }
 }

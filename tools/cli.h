@@ -128,6 +128,7 @@ typedef struct cli_pipeline {
     int source_shuffle;      /* the source sampler's shuffle flag */
     int64_t num_samples;     /* sampler num_samples; 0: all */
     uint64_t seed;           /* sampler seed and dataset seed */
+    uint64_t decode_max_pixels; /* ImageFolder decode limit; 0: the library's default */
 } cli_pipeline;
 
 /* Fills p with the default pipeline of kind for dir: for MNIST the seeds'

@@ -66,10 +66,14 @@ typedef struct sl_image_folder_options {
     int decode;                    /* 1: yield decoded RGB images, 0: the file's bytes */
     int num_parallel_workers;      /* decode workers when decode is 1 (default 2) */
     sl_sampler_options sampler;
+    /* Appended in version 2. */
+    uint64_t decode_max_pixels;    /* when decode is 1: refuse JPEGs declaring more pixels
+                                    * (default SL_DECODE_MAX_PIXELS_DEFAULT; see op.h) */
 } sl_image_folder_options;
 
 /* Defaults: shuffle 1, seed 0, one shard, all samples; MNIST usage all;
- * ImageFolder every file, no decode, 2 workers. The _sized functions write
+ * ImageFolder every file, no decode, 2 workers, decode_max_pixels
+ * SL_DECODE_MAX_PIXELS_DEFAULT. The _sized functions write
  * at most size bytes and are what bindings call; C callers use the inline
  * _init, which passes the size their struct was compiled with. */
 SL_API void sl_sampler_options_init_sized(sl_sampler_options *o, size_t size);
@@ -136,6 +140,17 @@ SL_API int sl_dataset_take(sl_dataset *ds, int64_t n);
 SL_API int sl_dataset_skip(sl_dataset *ds, int64_t n);
 /* The seed of shuffle nodes and random ops (default 0). */
 SL_API void sl_dataset_set_seed(sl_dataset *ds, uint64_t seed);
+/* The most bytes of decoded images that the Decode ops of one iterator's
+ * workers hold at once: a Decode takes its image's bytes before allocating
+ * it and they come back once its worker has run the rest of the map on
+ * that row (usually a Resize that replaces the image). A worker whose
+ * image does not fit waits, without polling, until others give bytes back
+ * (freeing the iterator wakes it); an image needing more than the whole
+ * budget is an error naming its file. 0 (the default): the largest image
+ * the pipeline's Decode ops accept (max_pixels x channels, 192 MiB for RGB
+ * by default), so however many workers decode, together they never hold
+ * more than one image of the largest size allowed. */
+SL_API void sl_dataset_set_decode_budget(sl_dataset *ds, uint64_t bytes);
 
 /* The size sl_dataset_get_dataset_size gives an epoch that never ends (a
  * repeat(-1) that no take bounds). It travels in the out-parameter, never

@@ -25,8 +25,23 @@ typedef enum sl_interp {
     SL_INTER_NEAREST     /* nearest neighbour (OpenCV INTER_NEAREST) */
 } sl_interp;
 
-/* JPEG bytes (1-D uint8) -> (H, W, 3) uint8 RGB, or (H, W, 1) when rgb is 0. */
+/* Decode refuses a JPEG whose header declares more than max_pixels pixels
+ * (width x height), before allocating anything for it: a few hundred bytes
+ * can declare 16384x16384 (an 805 MB RGB tensor), a decompression bomb.
+ * The default, 2^26 = 8192 x 8192 pixels (192 MiB as RGB), is above any
+ * camera's frame (a 50-megapixel one makes 8688 x 5792) and far above
+ * what is trained on, while two decode workers holding two such images
+ * (384 MiB) still fit a small machine. Raise it, up to
+ * SL_DECODE_MAX_PIXELS_LIMIT, for larger images. */
+#define SL_DECODE_MAX_PIXELS_DEFAULT ((uint64_t)1 << 26)
+#define SL_DECODE_MAX_PIXELS_LIMIT ((uint64_t)1 << 32)
+
+/* JPEG bytes (1-D uint8) -> (H, W, 3) uint8 RGB, or (H, W, 1) when rgb is 0;
+ * at most SL_DECODE_MAX_PIXELS_DEFAULT pixels. */
 SL_API int sl_op_decode_new(sl_op **out, int rgb);
+/* The same with at most max_pixels pixels, 1 <= max_pixels <=
+ * SL_DECODE_MAX_PIXELS_LIMIT (SL_EINVAL otherwise). */
+SL_API int sl_op_decode_new_limited(sl_op **out, int rgb, uint64_t max_pixels);
 /* (H, W, C) or (H, W), uint8 or float32 -> (height, width, C) or
  * (height, width), same dtype; uint8 results are rounded to nearest. */
 SL_API int sl_op_resize_new(sl_op **out, int64_t height, int64_t width, sl_interp interp);

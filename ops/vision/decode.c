@@ -9,7 +9,11 @@
  * TJFLAG_STOPONWARNING we treat every warning as an error. Nothing is ever
  * printed. Rows are decoded straight into the output tensor, except for
  * CMYK/YCCK files, which libjpeg cannot turn into RGB: those are decoded as
- * CMYK a row at a time and converted as MindSpore does. */
+ * CMYK a row at a time and converted as MindSpore does. A file declaring
+ * more than the op's max_pixels is refused from its header (op.h says
+ * why the default is 2^26). In a pipeline, the output's bytes are taken
+ * from the iterator's decode budget before the tensor is allocated
+ * (sl_dataset_set_decode_budget; the map gives them back, nodes.c). */
 #include "ops/op_impl.h"
 
 #include <setjmp.h>
@@ -18,14 +22,12 @@
 
 #include <jpeglib.h>
 
-/* Refused before allocating: larger sides or pixel counts are surely bogus
- * headers, not images we mean to train on. */
-#define DECODE_MAX_SIDE 32768
-#define DECODE_MAX_PIXELS ((uint64_t)1 << 28)
+#include "core/byte_budget.h"
 
 typedef struct decode_op {
     sl_op base;
     int rgb;
+    uint64_t max_pixels; /* width x height above this is refused from the header */
 } decode_op;
 
 typedef struct decode_err {
@@ -111,13 +113,45 @@ static void cmyk_row(uint8_t *dst, const JSAMPLE *src, size_t w, int adobe, int 
     }
 }
 
+/* Takes need bytes for a w x h image from the pipeline's decode budget
+ * (core/byte_budget.h), waiting for other workers to give bytes back. A
+ * worker that already holds bytes for this row (a second image in it) does
+ * not wait: two such workers could wait on each other for ever. */
+static int take_budget(sl__op_ctx *ctx, uint64_t need, unsigned w, unsigned h)
+{
+    int rc = sl__byte_budget_take(ctx->budget, need, ctx->budget_held == 0);
+    switch (rc) {
+    case SL_OK:
+        ctx->budget_held += need;
+        return SL_OK;
+    case SL_EINVAL:
+        return sl__errf(ctx->err, SL_EINVAL,
+                        "decode: a %ux%u image needs %llu bytes, more than the whole decode "
+                        "budget of %llu bytes (raise it with sl_dataset_set_decode_budget)",
+                        w, h, (unsigned long long)need, (unsigned long long)ctx->budget->limit);
+    case SL_ETIMEDOUT:
+        return sl__errf(ctx->err, SL_EINVAL,
+                        "decode: a %ux%u image needs %llu bytes beside the %llu its row already "
+                        "holds, more than the decode budget of %llu bytes had free (raise it "
+                        "with sl_dataset_set_decode_budget)",
+                        w, h, (unsigned long long)need, (unsigned long long)ctx->budget_held,
+                        (unsigned long long)ctx->budget->limit);
+    default:
+        return sl__errf(ctx->err, SL_ECLOSED, "decode: stopped while waiting for the decode "
+                        "budget");
+    }
+}
+
 /* Decodes data[0..len) into job->out. On failure job->out may hold a
  * half-written tensor, which the caller releases. */
-static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len, int rgb,
-                       sl_pool *pool, sl__error *err)
+static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len,
+                       const decode_op *d, sl__op_ctx *ctx)
 {
     struct jpeg_decompress_struct *cinfo = &job->cinfo;
+    sl__error *err = ctx->err;
+    int rgb = d->rgb;
     int64_t shape[3];
+    uint64_t pixels;
     size_t stride;
     int rc;
 
@@ -131,22 +165,36 @@ static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len, i
     jpeg_create_decompress(cinfo);
     jpeg_mem_src(cinfo, data, (unsigned long)len);
     jpeg_read_header(cinfo, TRUE);
-    if (cinfo->image_width > DECODE_MAX_SIDE || cinfo->image_height > DECODE_MAX_SIDE ||
-        (uint64_t)cinfo->image_width * cinfo->image_height > DECODE_MAX_PIXELS)
+    /* The header alone says how big the image is: refuse a bomb (a few
+     * hundred bytes declaring 16384x16384) here, before libjpeg allocates
+     * its buffers and before the output tensor exists. libjpeg itself
+     * caps each side at JPEG_MAX_DIMENSION (65500). */
+    pixels = (uint64_t)cinfo->image_width * cinfo->image_height;
+    if (pixels > d->max_pixels)
         return sl__errf(err, SL_EFORMAT,
-                        "decode: a %ux%u JPEG is too large (limits: %d per side, %llu pixels)",
+                        "decode: the JPEG is too large: its header declares %ux%u = %llu "
+                        "pixels, more than max_pixels = %llu; raise the limit if such images "
+                        "are expected (Decode's max_pixels, ImageFolder's decode_max_pixels, "
+                        "--decode-max-pixels)",
                         (unsigned)cinfo->image_width, (unsigned)cinfo->image_height,
-                        DECODE_MAX_SIDE, (unsigned long long)DECODE_MAX_PIXELS);
+                        (unsigned long long)pixels, (unsigned long long)d->max_pixels);
     if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK)
         cinfo->out_color_space = JCS_CMYK;
     else
         cinfo->out_color_space = rgb ? JCS_RGB : JCS_GRAYSCALE;
+    jpeg_calc_output_dimensions(cinfo); /* sizes only: allocates nothing */
+    if (ctx->budget) {
+        uint64_t need = (uint64_t)cinfo->output_width * cinfo->output_height * (rgb ? 3 : 1);
+        rc = take_budget(ctx, need, cinfo->output_width, cinfo->output_height);
+        if (rc != SL_OK)
+            return rc;
+    }
     jpeg_start_decompress(cinfo);
 
     shape[0] = cinfo->output_height;
     shape[1] = cinfo->output_width;
     shape[2] = rgb ? 3 : 1;
-    rc = sl__tensor_alloc(&job->out, pool, SL_UINT8, 3, shape);
+    rc = sl__tensor_alloc(&job->out, ctx->pool, SL_UINT8, 3, shape);
     if (rc != SL_OK)
         return sl__errf(err, rc, "decode: cannot allocate a %ux%u image",
                         (unsigned)cinfo->output_width, (unsigned)cinfo->output_height);
@@ -211,7 +259,7 @@ static int decode_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ct
         return rc;
     }
     memset(&job, 0, sizeof job);
-    rc = decode_jpeg(&job, data, in->numel, d->rgb, ctx->pool, ctx->err);
+    rc = decode_jpeg(&job, data, in->numel, d, ctx);
     jpeg_destroy_decompress(&job.cinfo);
     sl_tensor_release(in);
     if (rc != SL_OK) {
@@ -229,15 +277,29 @@ static const sl_op_iface decode_iface = {
     .destroy = NULL,
 };
 
-int sl_op_decode_new(sl_op **out, int rgb)
+int sl_op_decode_new_limited(sl_op **out, int rgb, uint64_t max_pixels)
 {
     int rc;
     *out = NULL;
-    if (rgb != 0 && rgb != 1)
+    if ((rgb != 0 && rgb != 1) || max_pixels < 1 || max_pixels > SL_DECODE_MAX_PIXELS_LIMIT)
         return SL_EINVAL;
     rc = sl__op_alloc(out, sizeof(decode_op), &decode_iface, 0);
     if (rc != SL_OK)
         return rc;
     ((decode_op *)*out)->rgb = rgb;
+    ((decode_op *)*out)->max_pixels = max_pixels;
     return SL_OK;
+}
+
+uint64_t sl__op_decode_max_bytes(const sl_op *op)
+{
+    const decode_op *d = (const decode_op *)op;
+    if (op->iface != &decode_iface)
+        return 0;
+    return d->max_pixels * (d->rgb ? 3 : 1);
+}
+
+int sl_op_decode_new(sl_op **out, int rgb)
+{
+    return sl_op_decode_new_limited(out, rgb, SL_DECODE_MAX_PIXELS_DEFAULT);
 }
