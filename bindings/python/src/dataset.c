@@ -188,12 +188,13 @@ static PyObject *dataset_image_folder(PyObject *o, PyObject *args)
     size_t nexts, nnames;
     sl_image_folder_options opts;
     long long num_samples, num_shards, shard_id;
+    unsigned long long max_pixels = 0;
     int decode, workers, shuffle, rc;
     char msg[1024];
     PyThreadState *ts;
-    if (!PyArg_ParseTuple(args, "O&OOOpiLpOLL:image_folder", PyUnicode_FSConverter, &dir,
+    if (!PyArg_ParseTuple(args, "O&OOOpiLpOLL|K:image_folder", PyUnicode_FSConverter, &dir,
                           &exts_o, &names_o, &indices_o, &decode, &workers, &num_samples,
-                          &shuffle, &seed, &num_shards, &shard_id))
+                          &shuffle, &seed, &num_shards, &shard_id, &max_pixels))
         return NULL;
     if (string_array(exts_o, "extensions", &exts, &nexts, &ext_items) < 0 ||
         string_array(names_o, "class names", &names, &nnames, &name_items) < 0)
@@ -232,6 +233,8 @@ static PyObject *dataset_image_folder(PyObject *o, PyObject *args)
     opts.num_classes = nnames;
     opts.decode = decode;
     opts.num_parallel_workers = workers;
+    if (max_pixels) /* 0: the C default */
+        opts.decode_max_pixels = max_pixels;
     if (fill_sampler(&opts.sampler, num_samples, shuffle, seed, num_shards, shard_id) < 0)
         goto out;
     ts = begin_call(self);
@@ -353,6 +356,19 @@ static PyObject *dataset_set_seed(PyObject *o, PyObject *arg)
         return NULL;
     ts = begin_call(self);
     sl_dataset_set_seed(self->ds, seed);
+    end_call(self, ts);
+    Py_RETURN_NONE;
+}
+
+static PyObject *dataset_set_decode_budget(PyObject *o, PyObject *arg)
+{
+    slpy_dataset *self = (slpy_dataset *)o;
+    unsigned long long bytes = PyLong_AsUnsignedLongLong(arg);
+    PyThreadState *ts;
+    if (bytes == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    ts = begin_call(self);
+    sl_dataset_set_decode_budget(self->ds, bytes);
     end_call(self, ts);
     Py_RETURN_NONE;
 }
@@ -481,7 +497,7 @@ static PyMethodDef dataset_methods[] = {
      "mnist(dir, usage, num_samples, shuffle, seed, num_shards, shard_id)"},
     {"image_folder", dataset_image_folder, METH_VARARGS,
      "image_folder(dir, extensions, class_names, class_indices, decode, workers, num_samples,\n"
-     "             shuffle, seed, num_shards, shard_id)"},
+     "             shuffle, seed, num_shards, shard_id, decode_max_pixels=0)"},
     {"map", dataset_map, METH_VARARGS, "map(ops, input_column, output_column, workers)"},
     {"shuffle", dataset_shuffle, METH_VARARGS, "shuffle(buffer_size)"},
     {"batch", dataset_batch, METH_VARARGS, "batch(batch_size, drop_remainder, workers)"},
@@ -489,6 +505,7 @@ static PyMethodDef dataset_methods[] = {
     {"take", dataset_take, METH_VARARGS, "take(n)"},
     {"skip", dataset_skip, METH_VARARGS, "skip(n)"},
     {"set_seed", dataset_set_seed, METH_O, "set_seed(seed)"},
+    {"set_decode_budget", dataset_set_decode_budget, METH_O, "set_decode_budget(bytes)"},
     {"get_dataset_size", dataset_get_dataset_size, METH_NOARGS,
      "get_dataset_size() -> int (-1: endless)"},
     {"column_names", dataset_column_names, METH_NOARGS, "column_names() -> list of str"},

@@ -43,13 +43,16 @@ static PyObject *made(int rc, sl_op *op, const char *fmt, ...)
 static PyObject *op_decode(PyObject *self, PyObject *args)
 {
     int rgb = 1;
+    unsigned long long max_pixels = 0;
     sl_op *op;
     int rc;
     (void)self;
-    if (!PyArg_ParseTuple(args, "|p:op_decode", &rgb))
+    if (!PyArg_ParseTuple(args, "|pK:op_decode", &rgb, &max_pixels))
         return NULL;
-    rc = sl_op_decode_new(&op, rgb);
-    return made(rc, op, "Decode: rgb must be True or False");
+    /* 0: the C default (SL_DECODE_MAX_PIXELS_DEFAULT). */
+    rc = max_pixels ? sl_op_decode_new_limited(&op, rgb, max_pixels) : sl_op_decode_new(&op, rgb);
+    return made(rc, op, "Decode: max_pixels must be in [1, %llu], got %llu",
+                (unsigned long long)SL_DECODE_MAX_PIXELS_LIMIT, max_pixels);
 }
 
 static PyObject *op_resize(PyObject *self, PyObject *args)
@@ -381,7 +384,7 @@ PyTypeObject slpy_op_type = {
 };
 
 PyMethodDef slpy_op_functions[] = {
-    {"op_decode", op_decode, METH_VARARGS, "op_decode(rgb=True) -> Op"},
+    {"op_decode", op_decode, METH_VARARGS, "op_decode(rgb=True, max_pixels=0) -> Op"},
     {"op_resize", op_resize, METH_VARARGS, "op_resize(height, width, interp) -> Op"},
     {"op_rescale", op_rescale, METH_VARARGS, "op_rescale(rescale, shift) -> Op"},
     {"op_normalize", op_normalize, METH_VARARGS, "op_normalize(mean, std) -> Op"},

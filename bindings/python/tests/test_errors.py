@@ -252,3 +252,28 @@ def test_gzip_reader_errors_name_the_file(tmp_path):
     write_file(lab, gzip.compress(idx1(0x801, 50, bytes(20))))
     rows, msg = run(ds.MnistDataset(root, usage="train"))
     assert rows == 0 and lab in msg
+
+
+def test_decode_limits(make_image_folder):
+    """JPEGs declaring more pixels than allowed, and images larger than the
+    decode budget, are errors naming the file; nothing is decoded past them."""
+    root = make_image_folder(1, 2, 64, 48)
+    first = os.path.join(root, "class_0", "img_0.jpg")
+    rows, msg = run(ds.ImageFolderDataset(root, decode=True, shuffle=False,
+                                          decode_max_pixels=64 * 48 - 1))
+    assert rows == 0 and first in msg
+    assert len(list(ds.ImageFolderDataset(root, decode=True, decode_max_pixels=64 * 48))) == 2
+    rows, msg = run(ds.ImageFolderDataset(root, decode=True, shuffle=False)
+                    .set_decode_budget(64 * 48 * 3 - 1))
+    assert rows == 0 and first in msg
+    fits = ds.ImageFolderDataset(root, decode=True).set_decode_budget(64 * 48 * 3)
+    assert len(list(fits)) == 2
+    jpeg = np.fromfile(first, dtype=np.uint8)
+    assert vision.Decode(max_pixels=64 * 48)(jpeg).shape == (48, 64, 3)
+    with pytest.raises(ValueError, match="pixels"):
+        vision.Decode(max_pixels=100)(jpeg)
+    for bad in (lambda: vision.Decode(max_pixels=0), lambda: vision.Decode(max_pixels=1 << 40),
+                lambda: ds.ImageFolderDataset(root, decode_max_pixels=0),
+                lambda: ds.ImageFolderDataset(root, decode=True).set_decode_budget(-1)):
+        with pytest.raises(ValueError):
+            bad()

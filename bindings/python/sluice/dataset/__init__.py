@@ -213,6 +213,18 @@ class Dataset:
         """Every row of each epoch but the first ``count``."""
         return self._with("skip", _int(count, "skip: count"))
 
+    def set_decode_budget(self, nbytes):
+        """A new dataset whose iterators let their Decode workers hold at most
+        ``nbytes`` of decoded images at once (a worker whose image does not
+        fit waits for the others; an image larger than the whole budget is
+        an error naming its file). 0, the default: the largest image the
+        Decode ops accept, so however many workers decode, together they
+        never hold more than one image of the largest size allowed."""
+        nbytes = _int(nbytes, "set_decode_budget: nbytes")
+        if nbytes < 0:
+            raise ValueError(f"set_decode_budget: nbytes must be >= 0, got {nbytes}")
+        return self._with("set_decode_budget", nbytes)
+
     # --- what it holds ---------------------------------------------------------
 
     def get_dataset_size(self):
@@ -408,13 +420,15 @@ class ImageFolderDataset(Dataset):
             (``{"cat": 0, "dog": 1}``).
         decode (bool): decode the JPEGs (default False: the bytes).
         num_shards (int), shard_id (int): as in :class:`MnistDataset`.
+        decode_max_pixels (int): with ``decode``, refuse JPEGs declaring more
+            pixels (default None: 2^26, as ``vision.Decode``).
     """
 
     __slots__ = ()
 
     def __init__(self, dataset_dir, num_samples=None, num_parallel_workers=None, shuffle=None,
                  extensions=None, class_indexing=None, decode=False, num_shards=None,
-                 shard_id=None):
+                 shard_id=None, decode_max_pixels=None):
         sampler = _sampler_args(num_samples, shuffle, num_shards, shard_id)
         if isinstance(extensions, str):
             extensions = [extensions]
@@ -427,6 +441,11 @@ class ImageFolderDataset(Dataset):
             indices = [_int(class_indexing[n], "class_indexing") for n in names]
         workers = 2 if num_parallel_workers is None else _int(
             num_parallel_workers, "ImageFolderDataset: num_parallel_workers")
+        max_pixels = 0 if decode_max_pixels is None else _int(
+            decode_max_pixels, "ImageFolderDataset: decode_max_pixels")
+        if decode_max_pixels is not None and max_pixels < 1:
+            raise ValueError(f"ImageFolderDataset: decode_max_pixels must be >= 1, "
+                             f"got {max_pixels}")
         super().__init__(_source(_sluice.Dataset.image_folder, os.fspath(dataset_dir),
                                  None if extensions is None else list(extensions), names, indices,
-                                 bool(decode), workers, *sampler))
+                                 bool(decode), workers, *sampler, max_pixels))

@@ -37,14 +37,19 @@ def _size(size, what):
 class Decode(Operation):
     """JPEG bytes (uint8 (n,)) to an RGB image uint8 (H, W, 3) (libjpeg-turbo);
     ``rgb=False`` gives grayscale (H, W, 1). A corrupt or truncated JPEG is
-    an error naming the file."""
+    an error naming the file, and so is one whose header declares more than
+    ``max_pixels`` pixels (default None: 2^26, 8192 x 8192), refused before
+    anything is allocated for it (a decompression bomb)."""
 
     __slots__ = ()
 
-    def __init__(self, to_pil=False, rgb=True):
+    def __init__(self, to_pil=False, rgb=True, max_pixels=None):
         if to_pil:
             raise ValueError("Decode: sluice decodes to arrays, not PIL images (to_pil=False)")
-        self._op = _sluice.op_decode(bool(rgb))
+        limit = 0 if max_pixels is None else operator.index(max_pixels)
+        if max_pixels is not None and limit < 1:
+            raise ValueError(f"Decode: max_pixels must be >= 1, got {limit}")
+        self._op = _sluice.op_decode(bool(rgb), limit)
 
 
 class Resize(Operation):

@@ -1,6 +1,6 @@
 """Type stubs of sluice.dataset.vision."""
 import enum
-from typing import Sequence, Tuple, Union
+from typing import Optional, Sequence, Tuple, Union
 
 from sluice.dataset.transforms import Operation
 
@@ -14,7 +14,8 @@ class Inter(enum.IntEnum):
 
 
 class Decode(Operation):
-    def __init__(self, to_pil: bool = ..., rgb: bool = ...) -> None: ...
+    def __init__(self, to_pil: bool = ..., rgb: bool = ...,
+                 max_pixels: Optional[int] = ...) -> None: ...
 
 
 class Resize(Operation):
