@@ -23,19 +23,18 @@ static const sl__node *gnode(const sl_step *s, int j)
     return &s->g->nodes[s->slots[j].node];
 }
 
-/* Thread ith's share of n units, or nothing for threads > 0 when the op is
- * too small to split (parts == 1). */
-static void share(size_t n, size_t align, int parts, int ith, int nth, size_t *b, size_t *e)
+/* The grain of an op that splits only when it is big enough. */
+static sl__grain big_enough(size_t work, size_t least, sl__grain grain)
 {
-    if (parts <= 1 || nth == 1) {
-        *b = 0;
-        *e = ith == 0 ? n : 0;
-        return;
-    }
-    sl__team_split(n, align, ith, nth, b, e);
+    return work >= least ? grain : SL__GRAIN_ONE;
 }
 
-void sl__compute_node(void *arg, int ith, int nth)
+/* Samples, rows of a sample-split op and elements are independent units:
+ * they split per share, so a thread whose CPU was taken leaves little for
+ * the other to wait on. Splits by output channel (conv2d_grad_weight) and
+ * the dense ops stay one piece per thread: each piece rereads the whole
+ * input, or becomes a matrix product too thin to run at full speed. */
+void sl__compute_node(void *arg, const sl__share *sh)
 {
     sl_step *s = arg;
     int j = s->current;
@@ -47,7 +46,7 @@ void sl__compute_node(void *arg, int ith, int nth)
     switch (nd->op) {
     case SL__OP_CONV2D: {
         const sl__conv2d_dims *d = &nd->attr.conv;
-        share(d->n, 1, 2, ith, nth, &b, &e);
+        sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
         if (b < e)
             sl__conv2d_forward(f32(s, j), aux(s, j), f32(s, in[0]), f32(s, in[1]), d, b, e);
         break;
@@ -57,15 +56,15 @@ void sl__compute_node(void *arg, int ith, int nth)
         float *scratch = s->mode == SL_GRAPH_MODE
                              ? (float *)(s->arena + sl->scratch_offset)
                              : (float *)s->scratch;
-        share(d->n, 1, 2, ith, nth, &b, &e);
+        sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
         if (b < e)
-            sl__conv2d_backward_input(f32(s, j), scratch + (size_t)ith * sl->scratch / sizeof(float),
+            sl__conv2d_backward_input(f32(s, j), scratch + (size_t)sh->worker * sl->scratch / sizeof(float),
                                       f32(s, in[0]), f32(s, in[1]), d, b, e);
         break;
     }
     case SL__OP_CONV2D_DW: {
         const sl__conv2d_dims *d = &nd->attr.conv;
-        share(d->oc, 1, 2, ith, nth, &b, &e);
+        sl__share_range(sh, SL__GRAIN_THREAD, d->oc, 1, &b, &e);
         if (b < e)
             sl__conv2d_backward_weight(f32(s, j), f32(s, in[0]), aux(s, in[1]), f32(s, in[2]),
                                        d, b, e);
@@ -73,37 +72,41 @@ void sl__compute_node(void *arg, int ith, int nth)
     }
     case SL__OP_MAX_POOL2D: {
         const sl__pool2d_dims *d = &nd->attr.pool;
-        share(d->n, 1, 2, ith, nth, &b, &e);
+        sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
         if (b < e)
             sl__max_pool2d_forward(f32(s, j), aux(s, j), f32(s, in[0]), d, b, e);
         break;
     }
     case SL__OP_MAX_POOL2D_DX: {
         const sl__pool2d_dims *d = &nd->attr.pool;
-        share(d->n, 1, 2, ith, nth, &b, &e);
+        sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
         if (b < e)
             sl__max_pool2d_backward(f32(s, j), f32(s, in[0]), aux(s, in[1]), d, b, e);
         break;
     }
     case SL__OP_RELU:
-        share(nd->numel, 16, nd->numel >= MIN_SPLIT_ELEMENTS ? 2 : 1, ith, nth, &b, &e);
+        sl__share_range(sh, big_enough(nd->numel, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), nd->numel,
+                        16, &b, &e);
         if (b < e)
             sl__relu_forward(f32(s, j), f32(s, in[0]), b, e);
         break;
     case SL__OP_RELU_DX:
-        share(nd->numel, 16, nd->numel >= MIN_SPLIT_ELEMENTS ? 2 : 1, ith, nth, &b, &e);
+        sl__share_range(sh, big_enough(nd->numel, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), nd->numel,
+                        16, &b, &e);
         if (b < e)
             sl__relu_backward(f32(s, j), f32(s, in[0]), f32(s, in[1]), b, e);
         break;
     case SL__OP_ADD:
-        share(nd->numel, 16, nd->numel >= MIN_SPLIT_ELEMENTS ? 2 : 1, ith, nth, &b, &e);
+        sl__share_range(sh, big_enough(nd->numel, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), nd->numel,
+                        16, &b, &e);
         if (b < e)
             sl__add_forward(f32(s, j), f32(s, in[0]), f32(s, in[1]), b, e);
         break;
     case SL__OP_DENSE: {
         const sl__node *w = gnode(s, in[1]);
         size_t n = (size_t)nd->shape[0], out = (size_t)w->shape[0], inf = (size_t)w->shape[1];
-        share(n, 1, n * out * inf >= MIN_SPLIT_MACS ? 2 : 1, ith, nth, &b, &e);
+        sl__share_range(sh, big_enough(n * out * inf, MIN_SPLIT_MACS, SL__GRAIN_THREAD), n, 1, &b,
+                        &e);
         if (b < e)
             sl__dense_forward(f32(s, j), f32(s, in[0]), f32(s, in[1]),
                               nd->nin == 3 ? f32(s, in[2]) : NULL, n, inf, out, b, e);
@@ -112,7 +115,8 @@ void sl__compute_node(void *arg, int ith, int nth)
     case SL__OP_DENSE_DX: {
         const sl__node *w = gnode(s, in[1]);
         size_t n = (size_t)nd->shape[0], out = (size_t)w->shape[0], inf = (size_t)w->shape[1];
-        share(n, 1, n * out * inf >= MIN_SPLIT_MACS ? 2 : 1, ith, nth, &b, &e);
+        sl__share_range(sh, big_enough(n * out * inf, MIN_SPLIT_MACS, SL__GRAIN_THREAD), n, 1, &b,
+                        &e);
         if (b < e)
             sl__dense_backward_input(f32(s, j), f32(s, in[0]), f32(s, in[1]), n, inf, out, b, e);
         break;
@@ -120,7 +124,8 @@ void sl__compute_node(void *arg, int ith, int nth)
     case SL__OP_DENSE_DW: {
         const sl__node *x = gnode(s, in[1]);
         size_t n = (size_t)x->shape[0], out = (size_t)nd->shape[0], inf = (size_t)nd->shape[1];
-        share(out, 1, n * out * inf >= MIN_SPLIT_MACS ? 2 : 1, ith, nth, &b, &e);
+        sl__share_range(sh, big_enough(n * out * inf, MIN_SPLIT_MACS, SL__GRAIN_THREAD), out, 1,
+                        &b, &e);
         if (b < e)
             sl__dense_backward_weight(f32(s, j), NULL, f32(s, in[0]), f32(s, in[1]), n, inf, out,
                                       b, e);
@@ -129,12 +134,12 @@ void sl__compute_node(void *arg, int ith, int nth)
     case SL__OP_DENSE_DB: {
         const sl__node *dy = gnode(s, in[0]);
         size_t n = (size_t)dy->shape[0], out = (size_t)nd->shape[0];
-        if (ith == 0)
+        if (sh->index == 0)
             sl__dense_backward_bias(f32(s, j), f32(s, in[0]), n, out, 0, out);
         break;
     }
     case SL__OP_SOFTMAX_XENT:
-        if (ith == 0) {
+        if (sh->index == 0) {
             const sl__node *logits = gnode(s, in[0]);
             long rc = sl__softmax_xent_forward(f32(s, j), aux(s, j), f32(s, in[0]),
                                                (const int32_t *)s->ptr[in[1]],
@@ -144,13 +149,13 @@ void sl__compute_node(void *arg, int ith, int nth)
         }
         break;
     case SL__OP_SOFTMAX_XENT_DX:
-        if (ith == 0)
+        if (sh->index == 0)
             sl__softmax_xent_backward(f32(s, j), aux(s, in[0]), (const int32_t *)s->ptr[in[1]],
                                       1.0f, (size_t)nd->shape[0], (size_t)nd->shape[1], 0,
                                       (size_t)nd->shape[0]);
         break;
     case SL__OP_ARGMAX:
-        if (ith == 0) {
+        if (sh->index == 0) {
             const sl__node *x = gnode(s, in[0]);
             sl__argmax_forward(s->ptr[j], f32(s, in[0]), (size_t)x->shape[0],
                                (size_t)x->shape[1], 0, (size_t)x->shape[0]);
@@ -158,7 +163,7 @@ void sl__compute_node(void *arg, int ith, int nth)
         break;
     case SL__OP_MOMENTUM: {
         size_t n = gnode(s, in[0])->numel;
-        share(n, 16, n >= MIN_SPLIT_ELEMENTS ? 2 : 1, ith, nth, &b, &e);
+        sl__share_range(sh, big_enough(n, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), n, 16, &b, &e);
         if (b < e)
             sl__momentum_update(f32(s, in[0]), f32(s, in[2]), f32(s, in[1]), nd->attr.opt.lr,
                                 nd->attr.opt.momentum, b, e);
@@ -166,7 +171,7 @@ void sl__compute_node(void *arg, int ith, int nth)
     }
     case SL__OP_SGD: {
         size_t n = gnode(s, in[0])->numel;
-        share(n, 16, n >= MIN_SPLIT_ELEMENTS ? 2 : 1, ith, nth, &b, &e);
+        sl__share_range(sh, big_enough(n, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), n, 16, &b, &e);
         if (b < e)
             sl__sgd_update(f32(s, in[0]), f32(s, in[1]), nd->attr.opt.lr, b, e);
         break;

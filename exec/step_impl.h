@@ -86,8 +86,8 @@ int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train);
 /* GRAPH mode: assigns arena offsets; sets arena_bytes. */
 int sl__plan_arena(sl_step *s);
 
-/* Runs thread ith's share of the step's current node. */
-void sl__compute_node(void *step, int ith, int nth);
+/* Runs one share of the step's current node. */
+void sl__compute_node(void *step, const sl__share *share);
 
 /* Posts job(arg) to the executor's thread: waits while the slot holds
  * another caller's job, then returns at once with the job's ticket.

@@ -39,7 +39,7 @@ static int64_t now_ns(void)
  * read. The clock is read once every 64 polls: a pause's length varies
  * tenfold between CPUs, so the bound is in time, not in polls. */
 static unsigned spin_while_equal(const atomic_uint *v, unsigned old, int64_t spin_ns,
-                                 const atomic_int *stop)
+                                 const atomic_int *stop, const atomic_int *parked)
 {
     unsigned cur = atomic_load_explicit(v, memory_order_acquire);
     int64_t until;
@@ -49,40 +49,72 @@ static unsigned spin_while_equal(const atomic_uint *v, unsigned old, int64_t spi
     for (unsigned i = 1;; i++) {
         cpu_relax();
         cur = atomic_load_explicit(v, memory_order_acquire);
-        if (cur != old || atomic_load_explicit(stop, memory_order_relaxed))
+        if (cur != old || atomic_load_explicit(stop, memory_order_relaxed) ||
+            atomic_load_explicit(parked, memory_order_relaxed))
             return cur;
         if (i % 64 == 0 && now_ns() >= until)
             return cur;
     }
 }
 
-/* Shares are claimed, not assigned: each thread takes the next unclaimed
- * share of the current job until none is left. A helper that is slow to
- * get a CPU (another process holds it) then finds its share already done
- * by the caller instead of making every op wait for it. The split into
- * nthreads shares, and so every number, stays the same whoever runs them.
- * claim holds the job's generation in its high half, so a helper late
- * from an earlier job cannot claim a share of a newer one. */
-static void claim_shares(sl__team *t, unsigned gen)
+static uint64_t range_word(unsigned gen, unsigned next, unsigned end)
 {
+    return (uint64_t)gen << 32 | (uint64_t)end << 16 | next;
+}
+
+/* Takes one share of owner's range for the job gen: the owner from the
+ * front, any other thread from the back. Returns the share, or -1 when
+ * none is left (or the range is already another job's). */
+static int take_share(sl__team *t, int owner, unsigned gen, int from_front)
+{
+    atomic_ullong *w = &t->ranges[owner].word;
+    uint64_t c = atomic_load_explicit(w, memory_order_acquire);
     for (;;) {
-        uint64_t c = atomic_load_explicit(&t->claim, memory_order_acquire);
-        int share = (int)(c & 0xffffffffu);
-        if ((unsigned)(c >> 32) != gen || share >= t->nthreads)
-            return;
-        if (!atomic_compare_exchange_weak_explicit(&t->claim, &c, c + 1, memory_order_acq_rel,
-                                                   memory_order_acquire))
-            continue;
-        t->fn(t->arg, share, t->nthreads);
-        if (atomic_fetch_sub_explicit(&t->left, 1, memory_order_acq_rel) == 1) {
-            /* The last share done wakes the caller if it went to sleep. It
-             * set caller_sleeping and re-read left under the lock, so
-             * either it saw zero or it is waiting and sees this signal. */
-            pthread_mutex_lock(&t->lock);
-            if (t->caller_sleeping)
-                pthread_cond_signal(&t->done);
-            pthread_mutex_unlock(&t->lock);
-        }
+        unsigned next = (unsigned)(c & 0xffffu), end = (unsigned)((c >> 16) & 0xffffu);
+        uint64_t taken;
+        if ((unsigned)(c >> 32) != gen || next >= end)
+            return -1;
+        taken = from_front ? range_word(gen, next + 1, end) : range_word(gen, next, end - 1);
+        if (atomic_compare_exchange_weak_explicit(w, &c, taken, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return (int)(from_front ? next : end - 1);
+    }
+}
+
+/* A helper asked to leave its CPU stops between shares; the caller never
+ * does. */
+static int helper_parked(sl__team *t, int worker)
+{
+    return worker != 0 && atomic_load_explicit(&t->parked, memory_order_relaxed);
+}
+
+static void run_share(sl__team *t, int index, int worker)
+{
+    sl__share sh = {index, t->nthreads * t->per_thread, t->per_thread, worker};
+    t->fn(t->arg, &sh);
+    if (atomic_fetch_sub_explicit(&t->left, 1, memory_order_acq_rel) == 1) {
+        /* The last share done wakes the caller if it went to sleep. It set
+         * caller_sleeping and re-read left under the lock, so either it saw
+         * zero or it is waiting and sees this signal. */
+        pthread_mutex_lock(&t->lock);
+        if (t->caller_sleeping)
+            pthread_cond_signal(&t->done);
+        pthread_mutex_unlock(&t->lock);
+    }
+}
+
+/* Thread `worker` runs its own shares in order, then whatever is left of
+ * the others' (see team.h). Each range word carries the job's generation,
+ * so a helper late from an earlier job cannot take a share of a newer one. */
+static void claim_shares(sl__team *t, unsigned gen, int worker)
+{
+    int share;
+    while (!helper_parked(t, worker) && (share = take_share(t, worker, gen, 1)) >= 0)
+        run_share(t, share, worker);
+    for (int k = 1; k < t->nthreads; k++) {
+        int owner = (worker + k) % t->nthreads;
+        while (!helper_parked(t, worker) && (share = take_share(t, owner, gen, 0)) >= 0)
+            run_share(t, share, worker);
     }
 }
 
@@ -104,12 +136,27 @@ static void *helper_main(void *p)
         return NULL;
     }
     for (;;) {
-        unsigned gen = spin_while_equal(&t->generation, seen, t->spin_ns, &t->stop);
+        unsigned gen;
+        if (atomic_load(&t->stop))
+            return NULL;
+        if (atomic_load_explicit(&t->parked, memory_order_acquire)) {
+            /* Not counted in sleeping: new jobs do not wake a parked
+             * helper, only sl__team_park(t, 0) and stop do. */
+            pthread_mutex_lock(&t->lock);
+            atomic_fetch_add_explicit(&t->helper_parks, 1, memory_order_relaxed);
+            while (atomic_load(&t->parked) && !atomic_load(&t->stop))
+                pthread_cond_wait(&t->wake, &t->lock);
+            pthread_mutex_unlock(&t->lock);
+        }
+        gen = spin_while_equal(&t->generation, seen, t->spin_ns, &t->stop, &t->parked);
+        if (atomic_load_explicit(&t->parked, memory_order_relaxed))
+            continue;
         if (gen == seen) {
             pthread_mutex_lock(&t->lock);
             t->sleeping++;
             atomic_fetch_add_explicit(&t->helper_sleeps, 1, memory_order_relaxed);
-            while ((gen = atomic_load(&t->generation)) == seen && !atomic_load(&t->stop))
+            while ((gen = atomic_load(&t->generation)) == seen && !atomic_load(&t->stop) &&
+                   !atomic_load(&t->parked))
                 pthread_cond_wait(&t->wake, &t->lock);
             t->sleeping--;
             pthread_mutex_unlock(&t->lock);
@@ -117,7 +164,7 @@ static void *helper_main(void *p)
         if (atomic_load(&t->stop))
             return NULL;
         seen = gen;
-        claim_shares(t, gen);
+        claim_shares(t, gen, ith);
     }
 }
 
@@ -135,6 +182,8 @@ int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns)
 {
     int cpus;
     t->nthreads = nthreads;
+    t->per_thread = nthreads > 1 ? SL__TEAM_SHARES_PER_THREAD : 1;
+    t->ranges = NULL;
     t->nstarted = 0;
     t->fn = NULL;
     t->arg = NULL;
@@ -144,23 +193,33 @@ int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns)
         spin_ns = cpus < nthreads ? 0 : SL__TEAM_SPIN_NS_DEFAULT;
     t->spin_ns = spin_ns;
     atomic_init(&t->generation, 0);
-    atomic_init(&t->claim, 0);
     atomic_init(&t->left, 0);
     atomic_init(&t->stop, 0);
+    atomic_init(&t->parked, 0);
+    atomic_init(&t->helper_parks, 0);
     atomic_init(&t->helper_sleeps, 0);
     atomic_init(&t->caller_sleeps, 0);
     t->sleeping = 0;
     t->caller_sleeping = 0;
     t->helpers = NULL;
-    if (pthread_mutex_init(&t->lock, NULL) != 0)
+    t->ranges = aligned_alloc(64, sizeof *t->ranges * (size_t)nthreads);
+    if (!t->ranges)
         return SL_ENOMEM;
+    for (int i = 0; i < nthreads; i++)
+        atomic_init(&t->ranges[i].word, 0);
+    if (pthread_mutex_init(&t->lock, NULL) != 0) {
+        free(t->ranges);
+        return SL_ENOMEM;
+    }
     if (pthread_cond_init(&t->wake, NULL) != 0) {
         pthread_mutex_destroy(&t->lock);
+        free(t->ranges);
         return SL_ENOMEM;
     }
     if (pthread_cond_init(&t->done, NULL) != 0) {
         pthread_cond_destroy(&t->wake);
         pthread_mutex_destroy(&t->lock);
+        free(t->ranges);
         return SL_ENOMEM;
     }
     if (nthreads > 1) {
@@ -218,17 +277,24 @@ static void wait_for_helpers(sl__team *t)
 void sl__team_run(sl__team *t, sl__team_fn fn, void *arg)
 {
     unsigned gen;
+    int count = t->nthreads * t->per_thread;
     if (t->active == 1) {
         /* One CPU (or one thread): every share in turn, no hand-off. */
-        for (int share = 0; share < t->nthreads; share++)
-            fn(arg, share, t->nthreads);
+        for (int i = 0; i < count; i++) {
+            sl__share sh = {i, count, t->per_thread, 0};
+            fn(arg, &sh);
+        }
         return;
     }
     t->fn = fn;
     t->arg = arg;
-    atomic_store_explicit(&t->left, t->nthreads, memory_order_relaxed);
+    atomic_store_explicit(&t->left, count, memory_order_relaxed);
     gen = atomic_load_explicit(&t->generation, memory_order_relaxed) + 1;
-    atomic_store_explicit(&t->claim, (uint64_t)gen << 32, memory_order_release);
+    for (int k = 0; k < t->nthreads; k++)
+        atomic_store_explicit(&t->ranges[k].word,
+                              range_word(gen, (unsigned)(k * t->per_thread),
+                                         (unsigned)((k + 1) * t->per_thread)),
+                              memory_order_release);
     atomic_store_explicit(&t->generation, gen, memory_order_release);
     /* A helper that went to sleep checked generation under the lock, so
      * taking it here means it either saw the new value or is waiting. */
@@ -237,8 +303,22 @@ void sl__team_run(sl__team *t, sl__team_fn fn, void *arg)
         pthread_cond_broadcast(&t->wake);
     pthread_mutex_unlock(&t->lock);
 
-    claim_shares(t, gen);
+    claim_shares(t, gen, 0);
     wait_for_helpers(t);
+}
+
+void sl__team_park(sl__team *t, int on)
+{
+    if (on) {
+        atomic_store_explicit(&t->parked, 1, memory_order_release);
+        return;
+    }
+    if (!atomic_exchange(&t->parked, 0))
+        return;
+    /* A parking helper checks parked under the lock before it waits. */
+    pthread_mutex_lock(&t->lock);
+    pthread_cond_broadcast(&t->wake);
+    pthread_mutex_unlock(&t->lock);
 }
 
 void sl__team_destroy(sl__team *t)
@@ -255,6 +335,8 @@ void sl__team_destroy(sl__team *t)
     pthread_cond_destroy(&t->done);
     pthread_cond_destroy(&t->wake);
     pthread_mutex_destroy(&t->lock);
+    free(t->ranges);
+    t->ranges = NULL;
 }
 
 void sl__team_split(size_t n, size_t align, int ith, int nth, size_t *begin, size_t *end)
@@ -267,4 +349,22 @@ void sl__team_split(size_t n, size_t align, int ith, int nth, size_t *begin, siz
     e = b + per * align;
     *begin = b < n ? b : n;
     *end = e < n ? e : n;
+}
+
+void sl__share_range(const sl__share *share, sl__grain grain, size_t n, size_t align,
+                     size_t *begin, size_t *end)
+{
+    int threads = share->count / share->per_thread;
+    if (grain == SL__GRAIN_SHARE && share->count > 1) {
+        sl__team_split(n, align, share->index, share->count, begin, end);
+    } else if (grain == SL__GRAIN_THREAD && threads > 1) {
+        if (share->index % share->per_thread == 0) {
+            sl__team_split(n, align, share->index / share->per_thread, threads, begin, end);
+        } else {
+            *begin = *end = 0;
+        }
+    } else {
+        *begin = 0;
+        *end = share->index == 0 ? n : 0;
+    }
 }

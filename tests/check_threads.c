@@ -115,7 +115,8 @@ static float tiny_train(tiny *t, run_fn run, int n)
 
 typedef struct slow_share {
     int sleep_ms;           /* how long a helper's share takes */
-    atomic_int calls[4];    /* per share */
+    atomic_int calls[4 * SL__TEAM_SHARES_PER_THREAD]; /* per share */
+    atomic_int worker[4 * SL__TEAM_SHARES_PER_THREAD]; /* who ran each share */
     pthread_t caller;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -131,17 +132,22 @@ static void slow_share_init(slow_share *s, int sleep_ms)
     pthread_cond_init(&s->cond, NULL);
 }
 
-/* The caller's share waits (asleep) until a helper has claimed the other,
- * so that a helper surely runs one; the helper's share takes sleep_ms. */
-static void slow_helper_job(void *arg, int ith, int nth)
+/* The caller's first share waits (asleep) until a helper has claimed one,
+ * so that a helper surely runs one; the helper's first share takes
+ * sleep_ms, and any other share nothing. */
+static void slow_helper_job(void *arg, const sl__share *sh)
 {
     slow_share *s = arg;
-    (void)nth;
-    atomic_fetch_add(&s->calls[ith], 1);
+    atomic_fetch_add(&s->calls[sh->index], 1);
+    atomic_store(&s->worker[sh->index], sh->worker);
     pthread_mutex_lock(&s->lock);
     if (pthread_equal(pthread_self(), s->caller)) {
         while (!s->helper_started)
             pthread_cond_wait(&s->cond, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
+    if (s->helper_started) {
         pthread_mutex_unlock(&s->lock);
         return;
     }
@@ -151,10 +157,13 @@ static void slow_helper_job(void *arg, int ith, int nth)
     sleep_ms(s->sleep_ms);
 }
 
-/* While a helper takes long over its share, the caller sleeps rather than
- * spinning or yielding: the process uses far less CPU than the wall time.
- * (The old caller spun and then called sched_yield in a loop, using a
- * whole CPU for the whole wait.) */
+/* While a helper takes long over its share, the caller runs every other
+ * share, the helper's included (a thread whose CPU was taken leaves the
+ * rest of its work to the others), and then sleeps rather than spinning or
+ * yielding: the process uses far less CPU than the wall time. (The old
+ * caller spun and then called sched_yield in a loop, using a whole CPU for
+ * the whole wait; with one share per thread it could not take over the
+ * rest of a helper's work once the helper had started.) */
 START_TEST(test_team_caller_sleeps)
 {
     sl__team t;
@@ -169,8 +178,14 @@ START_TEST(test_team_caller_sleeps)
     sl__team_run(&t, slow_helper_job, &s);
     cpu = cpu_ms() - c0;
     wall = wall_ms() - w0;
-    ck_assert_int_eq(atomic_load(&s.calls[0]), 1);
-    ck_assert_int_eq(atomic_load(&s.calls[1]), 1);
+    {
+        int count = 2 * SL__TEAM_SHARES_PER_THREAD, by_helper = 0;
+        for (int i = 0; i < count; i++) {
+            ck_assert_int_eq(atomic_load(&s.calls[i]), 1);
+            by_helper += atomic_load(&s.worker[i]) != 0;
+        }
+        ck_assert_int_eq(by_helper, 1);
+    }
     ck_assert_double_ge(wall, 190.0);
     ck_assert_msg(cpu < 0.25 * wall, "the caller used %.1f ms of CPU over a %.1f ms wait", cpu,
                   wall);
@@ -200,11 +215,11 @@ START_TEST(test_team_helpers_sleep_when_idle)
 }
 END_TEST
 
-static void count_job(void *arg, int ith, int nth)
+static void count_job(void *arg, const sl__share *sh)
 {
     atomic_int *calls = arg;
-    ck_assert_int_lt(ith, nth);
-    atomic_fetch_add(&calls[ith], 1);
+    ck_assert_int_lt(sh->index, sh->count);
+    atomic_fetch_add(&calls[sh->index], 1);
 }
 
 /* Shares are claimed by whichever thread comes first: over many short jobs
@@ -214,27 +229,77 @@ START_TEST(test_team_every_share_once)
 {
     for (int spin = 0; spin < 2; spin++) {
         sl__team t;
-        atomic_int calls[3];
+        enum { COUNT = 3 * SL__TEAM_SHARES_PER_THREAD };
+        atomic_int calls[COUNT];
         ck_assert_int_eq(sl__team_init(&t, 3, spin ? SL__TEAM_SPIN_NS_DEFAULT : 0), SL_OK);
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < COUNT; k++)
             atomic_init(&calls[k], 0);
         for (int i = 0; i < 5000; i++)
             sl__team_run(&t, count_job, calls);
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < COUNT; k++)
             ck_assert_int_eq(atomic_load(&calls[k]), 5000);
         sl__team_destroy(&t);
     }
 }
 END_TEST
 
-/* On one CPU, a team of two runs both shares on the caller's thread (a
+/* Records which thread ran each share. */
+static void worker_job(void *arg, const sl__share *sh)
+{
+    atomic_int *by_helper = arg;
+    if (sh->worker != 0)
+        atomic_fetch_add(&by_helper[sh->index], 1);
+}
+
+/* While parked, helpers take no share and sleep: the caller runs every
+ * share of every job, and the process uses about one CPU. After unparking,
+ * helpers take shares again. */
+START_TEST(test_team_park)
+{
+    enum { COUNT = 2 * SL__TEAM_SHARES_PER_THREAD };
+    sl__team t;
+    atomic_int by_helper[COUNT];
+    int helper_ran = 0;
+    slow_share s;
+    if (sl__cpus_available() < 2)
+        return; /* one CPU: no helper runs anyway */
+    ck_assert_int_eq(sl__team_init(&t, 2, SL__TEAM_SPIN_NS_DEFAULT), SL_OK);
+    for (int k = 0; k < COUNT; k++)
+        atomic_init(&by_helper[k], 0);
+    sl__team_park(&t, 1);
+    /* Jobs wake the helper until it has seen the request and parked (on a
+     * busy machine it may take a while to get a CPU at all). */
+    for (int i = 0; i < 20000 && atomic_load(&t.helper_parks) == 0; i++) {
+        sl__team_run(&t, worker_job, by_helper);
+        sleep_ms(1);
+    }
+    ck_assert_uint_ge(atomic_load(&t.helper_parks), 1);
+    for (int k = 0; k < COUNT; k++)
+        atomic_store(&by_helper[k], 0);
+    for (int i = 0; i < 2000; i++)
+        sl__team_run(&t, worker_job, by_helper);
+    for (int k = 0; k < COUNT; k++)
+        helper_ran += atomic_load(&by_helper[k]);
+    ck_assert_int_eq(helper_ran, 0);
+    sl__team_park(&t, 0);
+    /* The caller's first share waits until a helper has run one: without
+     * the unpark, this would never return. */
+    slow_share_init(&s, 0);
+    sl__team_run(&t, slow_helper_job, &s);
+    ck_assert_int_eq(s.helper_started, 1);
+    sl__team_destroy(&t);
+}
+END_TEST
+
+/* On one CPU, a team of two runs every share on the caller's thread (a
  * hand-off could only wait for the one CPU), every share still runs once
  * per job, and nothing spins. */
 START_TEST(test_team_one_cpu)
 {
     cpu_set_t one, saved;
     sl__team t;
-    atomic_int calls[2];
+    enum { COUNT = 2 * SL__TEAM_SHARES_PER_THREAD };
+    atomic_int calls[COUNT];
     int cpu;
     ck_assert_int_eq(sched_getaffinity(0, sizeof saved, &saved), 0);
     for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &saved); cpu++)
@@ -245,13 +310,13 @@ START_TEST(test_team_one_cpu)
     ck_assert_int_eq(sl__cpus_available(), 1);
     ck_assert_int_eq(sl__team_init(&t, 2, -1), SL_OK); /* helpers inherit the mask */
     ck_assert_int_eq(t.spin_ns, 0);
-    ck_assert_int_eq(t.active, 1); /* the caller runs both shares */
-    atomic_init(&calls[0], 0);
-    atomic_init(&calls[1], 0);
+    ck_assert_int_eq(t.active, 1); /* the caller runs every share */
+    for (int k = 0; k < COUNT; k++)
+        atomic_init(&calls[k], 0);
     for (int i = 0; i < 3000; i++)
         sl__team_run(&t, count_job, calls);
-    ck_assert_int_eq(atomic_load(&calls[0]), 3000);
-    ck_assert_int_eq(atomic_load(&calls[1]), 3000);
+    for (int k = 0; k < COUNT; k++)
+        ck_assert_int_eq(atomic_load(&calls[k]), 3000);
     sl__team_destroy(&t);
     ck_assert_int_eq(sched_setaffinity(0, sizeof saved, &saved), 0);
     if (CPU_COUNT(&saved) >= 2) {
@@ -679,6 +744,7 @@ static Suite *make_threads_suite(void)
     tcase_add_test(tc, test_team_helpers_sleep_when_idle);
     tcase_add_test(tc, test_team_every_share_once);
     tcase_add_test(tc, test_team_one_cpu);
+    tcase_add_test(tc, test_team_park);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     tc = tcase_create("executor");
