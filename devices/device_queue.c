@@ -40,8 +40,6 @@ struct sl__device_queue {
     sl_device *dev;
     sl__dq_describe_fn describe;
     void *describe_arg;
-    sl__dq_level_fn level;
-    void *level_arg;
     size_t ncolumns;
     size_t column_bytes[SL_MAX_COLUMNS];
     size_t slot_bytes;
@@ -220,8 +218,6 @@ int sl__dq_new(sl__device_queue **out, sl_device *d, const sl_tensor_spec *specs
     q->dev = d;
     q->describe = o->describe;
     q->describe_arg = o->describe_arg;
-    q->level = o->level;
-    q->level_arg = o->level_arg;
     if (o->capacity == 0) {
         rc = sl__errf(err, SL_EINVAL, "device queue '%s': queue capacity must be >= 1", q->name);
         goto fail;
@@ -402,7 +398,6 @@ static void dq_append_locked(sl__device_queue *q, int slot, int status, const ch
 
 void sl__dq_commit(sl__device_queue *q, sl__dq_slot *slot)
 {
-    int full;
     pthread_mutex_lock(&q->lock);
     SL_ASSERT(q->state[slot->index] == SLOT_ACQUIRED);
     q->state[slot->index] = SLOT_COMMITTED;
@@ -410,10 +405,7 @@ void sl__dq_commit(sl__device_queue *q, sl__dq_slot *slot)
     q->filled++;
     slot->batch = q->batches_in++;
     dq_append_locked(q, slot->index, SL_OK, NULL);
-    full = q->filled == q->nslots;
     pthread_mutex_unlock(&q->lock);
-    if (full && q->level)
-        q->level(q->level_arg, 0);
 }
 
 /* Puts a slot back on the free list, the lock held; wakes the transfer side
@@ -421,16 +413,13 @@ void sl__dq_commit(sl__device_queue *q, sl__dq_slot *slot)
  * a transfer thread woken for every slot would cost two context switches a
  * step, which a full queue does not need (it still holds batches for the
  * steps while the transfer thread refills). */
-static int dq_free_slot_locked(sl__device_queue *q, int i)
+static void dq_free_slot_locked(sl__device_queue *q, int i)
 {
-    int refill;
     q->state[i] = SLOT_FREE;
     q->free_slots[q->nfree++] = i;
-    refill = 2 * q->nfree >= q->nslots || q->filled == 0;
     /* Broadcast: marker pushes wait on the same condition for another reason. */
-    if (q->room_waiters && refill)
+    if (q->room_waiters && (2 * q->nfree >= q->nslots || q->filled == 0))
         pthread_cond_broadcast(&q->room);
-    return refill;
 }
 
 void sl__dq_unacquire(sl__device_queue *q, sl__dq_slot *slot)
@@ -470,8 +459,6 @@ int sl__dq_push_marker(sl__device_queue *q, int status, const sl__error *marker,
     pthread_mutex_unlock(&q->lock);
     if (rc != SL_OK)
         dq_room_err(q, err, rc, "pushing a marker", timeout_ms, &s);
-    else if (q->level)
-        q->level(q->level_arg, 0); /* no batch may follow soon: nothing to make room for */
     return rc;
 }
 
@@ -606,13 +593,10 @@ int sl__dq_get_next(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms,
 
 void sl__dq_release(sl__device_queue *q, sl__dq_slot *slot)
 {
-    int refill;
     pthread_mutex_lock(&q->lock);
     SL_ASSERT(q->state[slot->index] == SLOT_TAKEN);
-    refill = dq_free_slot_locked(q, slot->index) && !q->closed;
+    dq_free_slot_locked(q, slot->index);
     pthread_mutex_unlock(&q->lock);
-    if (refill && q->level)
-        q->level(q->level_arg, 1);
 }
 
 /* --- stopping ------------------------------------------------------------ */

@@ -42,15 +42,6 @@ typedef struct sl__device_queue sl__device_queue;
  * thread's state and the pipeline's); writes at most len bytes. */
 typedef void (*sl__dq_describe_fn)(void *arg, char *buf, size_t len);
 
-/* Told, outside the queue's lock, when the queue wants refilling and when
- * it is full again: hungry is 1 when a release leaves half the slots or
- * more free (or none filled), which is when the transfer thread is woken;
- * 0 when a commit fills the last slot or a marker (the end, an error)
- * arrives. Whoever shares CPUs with the transfer thread and the
- * pipeline can make room for them while hungry (see exec/sink.c). Must be
- * cheap and must not call back into the queue. */
-typedef void (*sl__dq_level_fn)(void *arg, int hungry);
-
 /* Markers waiting in a queue at once, besides its batches. */
 #define SL__DQ_MARKER_ROOM 4
 /* Slots in a queue at most: more is a mistake (each holds a whole batch). */
@@ -64,8 +55,6 @@ typedef struct sl__dq_options {
                                 * bytes) slots, at least 1 */
     sl__dq_describe_fn describe; /* may be NULL */
     void *describe_arg;
-    sl__dq_level_fn level;     /* may be NULL */
-    void *level_arg;
 } sl__dq_options;
 
 typedef struct sl__dq_stats {

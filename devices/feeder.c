@@ -3,7 +3,6 @@
 #include "devices/feeder.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,10 +138,6 @@ static void *transfer_main(void *arg)
     int rc;
 
     sl__err_clear(&err);
-    if (f->opts.background) {
-        struct sched_param batch = {0};
-        pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch); /* a hint: ignore failure */
-    }
     for (;;) {
         sl_row row;
         double t0 = sl__now_ms();
@@ -231,8 +226,6 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
         qo.max_bytes = o->max_bytes;
         qo.describe = describe;
         qo.describe_arg = f;
-        qo.level = o->level;
-        qo.level_arg = o->level_arg;
         rc = sl__dq_new(&f->queues[d], devices[d], o->specs, o->ncolumns, &qo, err);
         if (rc < 0)
             goto fail;
@@ -244,8 +237,6 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
         sl__errf(err, rc, "%s", sl_dataset_last_error(ds));
         goto fail;
     }
-    if (o->background)
-        (void)sl__iterator_set_background(f->it); /* a hint: at worst the old sharing */
     set_state(f, WAITING_PIPELINE, sl__now_ms());
     if ((e = pthread_create(&f->thread, NULL, transfer_main, f)) != 0) {
         rc = sl__pthread_errf(err, e, "feeder: starting the transfer thread");

@@ -39,16 +39,6 @@ typedef struct sl__feeder_options {
     int columns[SL_MAX_COLUMNS];      /* dataset column indices */
     sl_tensor_spec specs[SL_MAX_COLUMNS];
     const char *names[SL_MAX_COLUMNS]; /* for messages */
-    /* Told when a device queue runs low and when it is full again (see
-     * sl__dq_level_fn); may be NULL. */
-    sl__dq_level_fn level;
-    void *level_arg;
-    /* 1: the pipeline's threads and the transfer thread run as background
-     * work (SCHED_BATCH: a fair share, but no cutting into the running
-     * thread's slice when woken), so that they run on CPUs that computing
-     * leaves free (with level, whoever computes frees one when the queue
-     * wants refilling). */
-    int background;
 } sl__feeder_options;
 
 typedef struct sl__feeder_stats {

@@ -102,27 +102,10 @@ static void run_sink(sl_model *m, sl__device_queue *q, int64_t steps_wanted, int
     r->to_epoch_end = to_epoch_end;
     r->timeout_ms = timeout_ms;
     sl__executor_call(m->ex, sink_job, r);
-    sl__team_park(&m->ex->team, 0); /* whatever runs next has every thread */
     m->global_step += r->steps;
     m->sink_stats.sinks++;
     m->sink_stats.steps += r->steps;
     m->sink_stats.getnext_wait_ms += r->getnext_wait_ms;
-}
-
-/* The device queue wants refilling (hungry) or is full again. When the
- * compute team has every CPU, a pipeline thread that wakes and takes a
- * CPU from a compute thread mid-op stalls both: the other finishes its
- * part and waits for the rest. Measured on 2 cores (AMD EPYC): another
- * thread taking 2% of the machine in 40 us slices cost a 2-thread LeNet
- * step 11% of its speed. So the pipeline and the transfer thread run as
- * background work that does not preempt (feeder's `background`), and
- * while the queue is being refilled the team's helpers leave their CPUs
- * to them, at share boundaries, and thread 0 computes alone (taking the
- * helpers' shares) until the queue is full again. */
-static void make_room(void *arg, int hungry)
-{
-    sl_model *m = arg;
-    sl__team_park(&m->ex->team, hungry);
 }
 
 /* Starts a feeder for the model's training step on its device. */
@@ -140,11 +123,6 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
     fo.num_epochs = num_epochs;
     fo.stuck_ms = o->getnext_timeout_ms > 0 ? o->getnext_timeout_ms / 2 : 10000;
     fo.ncolumns = sl_step_num_inputs(step);
-    if (m->ex->team.active > 1 && m->ex->team.active >= sl__cpus_available()) {
-        fo.level = make_room;
-        fo.level_arg = m;
-        fo.background = 1;
-    }
     rc = sl__model_map_columns(m, step, ds, what, fo.columns);
     if (rc < 0)
         return rc;

@@ -39,7 +39,7 @@ static int64_t now_ns(void)
  * read. The clock is read once every 64 polls: a pause's length varies
  * tenfold between CPUs, so the bound is in time, not in polls. */
 static unsigned spin_while_equal(const atomic_uint *v, unsigned old, int64_t spin_ns,
-                                 const atomic_int *stop, const atomic_int *parked)
+                                 const atomic_int *stop)
 {
     unsigned cur = atomic_load_explicit(v, memory_order_acquire);
     int64_t until;
@@ -49,8 +49,7 @@ static unsigned spin_while_equal(const atomic_uint *v, unsigned old, int64_t spi
     for (unsigned i = 1;; i++) {
         cpu_relax();
         cur = atomic_load_explicit(v, memory_order_acquire);
-        if (cur != old || atomic_load_explicit(stop, memory_order_relaxed) ||
-            atomic_load_explicit(parked, memory_order_relaxed))
+        if (cur != old || atomic_load_explicit(stop, memory_order_relaxed))
             return cur;
         if (i % 64 == 0 && now_ns() >= until)
             return cur;
@@ -81,13 +80,6 @@ static int take_share(sl__team *t, int owner, unsigned gen, int from_front)
     }
 }
 
-/* A helper asked to leave its CPU stops between shares; the caller never
- * does. */
-static int helper_parked(sl__team *t, int worker)
-{
-    return worker != 0 && atomic_load_explicit(&t->parked, memory_order_relaxed);
-}
-
 static void run_share(sl__team *t, int index, int worker)
 {
     sl__share sh = {index, t->nthreads * t->per_thread, t->per_thread, worker};
@@ -109,11 +101,11 @@ static void run_share(sl__team *t, int index, int worker)
 static void claim_shares(sl__team *t, unsigned gen, int worker)
 {
     int share;
-    while (!helper_parked(t, worker) && (share = take_share(t, worker, gen, 1)) >= 0)
+    while ((share = take_share(t, worker, gen, 1)) >= 0)
         run_share(t, share, worker);
     for (int k = 1; k < t->nthreads; k++) {
         int owner = (worker + k) % t->nthreads;
-        while (!helper_parked(t, worker) && (share = take_share(t, owner, gen, 0)) >= 0)
+        while ((share = take_share(t, owner, gen, 0)) >= 0)
             run_share(t, share, worker);
     }
 }
@@ -136,27 +128,12 @@ static void *helper_main(void *p)
         return NULL;
     }
     for (;;) {
-        unsigned gen;
-        if (atomic_load(&t->stop))
-            return NULL;
-        if (atomic_load_explicit(&t->parked, memory_order_acquire)) {
-            /* Not counted in sleeping: new jobs do not wake a parked
-             * helper, only sl__team_park(t, 0) and stop do. */
-            pthread_mutex_lock(&t->lock);
-            atomic_fetch_add_explicit(&t->helper_parks, 1, memory_order_relaxed);
-            while (atomic_load(&t->parked) && !atomic_load(&t->stop))
-                pthread_cond_wait(&t->wake, &t->lock);
-            pthread_mutex_unlock(&t->lock);
-        }
-        gen = spin_while_equal(&t->generation, seen, t->spin_ns, &t->stop, &t->parked);
-        if (atomic_load_explicit(&t->parked, memory_order_relaxed))
-            continue;
+        unsigned gen = spin_while_equal(&t->generation, seen, t->spin_ns, &t->stop);
         if (gen == seen) {
             pthread_mutex_lock(&t->lock);
             t->sleeping++;
             atomic_fetch_add_explicit(&t->helper_sleeps, 1, memory_order_relaxed);
-            while ((gen = atomic_load(&t->generation)) == seen && !atomic_load(&t->stop) &&
-                   !atomic_load(&t->parked))
+            while ((gen = atomic_load(&t->generation)) == seen && !atomic_load(&t->stop))
                 pthread_cond_wait(&t->wake, &t->lock);
             t->sleeping--;
             pthread_mutex_unlock(&t->lock);
@@ -195,8 +172,6 @@ int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns)
     atomic_init(&t->generation, 0);
     atomic_init(&t->left, 0);
     atomic_init(&t->stop, 0);
-    atomic_init(&t->parked, 0);
-    atomic_init(&t->helper_parks, 0);
     atomic_init(&t->helper_sleeps, 0);
     atomic_init(&t->caller_sleeps, 0);
     t->sleeping = 0;
@@ -305,20 +280,6 @@ void sl__team_run(sl__team *t, sl__team_fn fn, void *arg)
 
     claim_shares(t, gen, 0);
     wait_for_helpers(t);
-}
-
-void sl__team_park(sl__team *t, int on)
-{
-    if (on) {
-        atomic_store_explicit(&t->parked, 1, memory_order_release);
-        return;
-    }
-    if (!atomic_exchange(&t->parked, 0))
-        return;
-    /* A parking helper checks parked under the lock before it waits. */
-    pthread_mutex_lock(&t->lock);
-    pthread_cond_broadcast(&t->wake);
-    pthread_mutex_unlock(&t->lock);
 }
 
 void sl__team_destroy(sl__team *t)

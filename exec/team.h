@@ -78,7 +78,6 @@ typedef struct sl__team {
     atomic_uint generation;  /* bumped once per job */
     atomic_int left;         /* shares of the current job not yet done */
     atomic_int stop;
-    atomic_int parked;       /* 1: helpers leave their CPUs (sl__team_park) */
     pthread_mutex_t lock;    /* guards sleeping, caller_sleeping and the waits */
     pthread_cond_t wake;     /* a new job, or stop: helpers wait here */
     pthread_cond_t done;     /* the last helper finished: the caller waits here */
@@ -87,7 +86,6 @@ typedef struct sl__team {
     /* For reports and tests: how often a wait ended in a sleep. */
     atomic_ulong helper_sleeps;
     atomic_ulong caller_sleeps;
-    atomic_ulong helper_parks;  /* times a helper parked (sl__team_park) */
 } sl__team;
 
 /* Starts nthreads - 1 helpers. spin_ns < 0 picks the default: no spin when
@@ -98,14 +96,6 @@ int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns);
 /* Runs fn(arg, share) for every share of the job, each once, on whichever
  * thread takes it; returns when all are done. */
 void sl__team_run(sl__team *t, sl__team_fn fn, void *arg);
-/* on = 1: helpers stop taking shares and sleep, leaving their CPUs to
- * other threads, until on = 0; the caller runs every share meanwhile (it
- * takes what the helpers leave), so jobs still finish, at one thread's
- * speed. For a machine whose CPUs the team shares with a pipeline that
- * has fallen behind: giving it a whole CPU for a while costs less than
- * letting it cut into both threads' time (see exec/sink.c). Any thread
- * may call it, at any time. */
-void sl__team_park(sl__team *t, int on);
 /* Wakes and joins the helpers. */
 void sl__team_destroy(sl__team *t);
 

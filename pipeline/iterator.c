@@ -6,7 +6,6 @@
  * (waking every blocked thread), joins every thread and then frees what the
  * queues still hold. */
 #include <pthread.h>
-#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,20 +180,6 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
     sl__err_clear(&ds->error);
     *out = it;
     return SL_OK;
-}
-
-int sl__iterator_set_background(sl_iterator *it)
-{
-    struct sched_param batch = {0};
-    for (size_t s = 0; s < it->nstages; s++) {
-        sl__stage *st = &it->stages[s];
-        for (int t = 0; t < st->started; t++) {
-            int e = pthread_setschedparam(st->threads[t], SCHED_BATCH, &batch);
-            if (e != 0)
-                return e;
-        }
-    }
-    return 0;
 }
 
 void sl_iterator_free(sl_iterator *it)

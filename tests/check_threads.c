@@ -243,54 +243,6 @@ START_TEST(test_team_every_share_once)
 }
 END_TEST
 
-/* Records which thread ran each share. */
-static void worker_job(void *arg, const sl__share *sh)
-{
-    atomic_int *by_helper = arg;
-    if (sh->worker != 0)
-        atomic_fetch_add(&by_helper[sh->index], 1);
-}
-
-/* While parked, helpers take no share and sleep: the caller runs every
- * share of every job, and the process uses about one CPU. After unparking,
- * helpers take shares again. */
-START_TEST(test_team_park)
-{
-    enum { COUNT = 2 * SL__TEAM_SHARES_PER_THREAD };
-    sl__team t;
-    atomic_int by_helper[COUNT];
-    int helper_ran = 0;
-    slow_share s;
-    if (sl__cpus_available() < 2)
-        return; /* one CPU: no helper runs anyway */
-    ck_assert_int_eq(sl__team_init(&t, 2, SL__TEAM_SPIN_NS_DEFAULT), SL_OK);
-    for (int k = 0; k < COUNT; k++)
-        atomic_init(&by_helper[k], 0);
-    sl__team_park(&t, 1);
-    /* Jobs wake the helper until it has seen the request and parked (on a
-     * busy machine it may take a while to get a CPU at all). */
-    for (int i = 0; i < 20000 && atomic_load(&t.helper_parks) == 0; i++) {
-        sl__team_run(&t, worker_job, by_helper);
-        sleep_ms(1);
-    }
-    ck_assert_uint_ge(atomic_load(&t.helper_parks), 1);
-    for (int k = 0; k < COUNT; k++)
-        atomic_store(&by_helper[k], 0);
-    for (int i = 0; i < 2000; i++)
-        sl__team_run(&t, worker_job, by_helper);
-    for (int k = 0; k < COUNT; k++)
-        helper_ran += atomic_load(&by_helper[k]);
-    ck_assert_int_eq(helper_ran, 0);
-    sl__team_park(&t, 0);
-    /* The caller's first share waits until a helper has run one: without
-     * the unpark, this would never return. */
-    slow_share_init(&s, 0);
-    sl__team_run(&t, slow_helper_job, &s);
-    ck_assert_int_eq(s.helper_started, 1);
-    sl__team_destroy(&t);
-}
-END_TEST
-
 /* On one CPU, a team of two runs every share on the caller's thread (a
  * hand-off could only wait for the one CPU), every share still runs once
  * per job, and nothing spins. */
@@ -744,7 +696,6 @@ static Suite *make_threads_suite(void)
     tcase_add_test(tc, test_team_helpers_sleep_when_idle);
     tcase_add_test(tc, test_team_every_share_once);
     tcase_add_test(tc, test_team_one_cpu);
-    tcase_add_test(tc, test_team_park);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     tc = tcase_create("executor");
