@@ -243,6 +243,7 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
         goto fail;
     }
     f->started = 1;
+    pthread_setname_np(f->thread, "sl-transfer");
     *out = f;
     return SL_OK;
 fail:

@@ -153,6 +153,8 @@ int sl_executor_new(sl_executor **out, const sl_executor_options *user)
         free(ex);
         return SL_ETHREAD;
     }
+    /* Named for top -H, perf and gdb, as the pipeline's threads are. */
+    pthread_setname_np(ex->thread, "sl-executor");
     pthread_mutex_lock(&ex->lock);
     while (ex->started == 0)
         pthread_cond_wait(&ex->cond, &ex->lock);

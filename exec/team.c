@@ -218,6 +218,7 @@ int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns)
             return SL_ETHREAD;
         }
         t->nstarted++;
+        pthread_setname_np(t->helpers[i - 1], "sl-compute");
     }
     return SL_OK;
 }
