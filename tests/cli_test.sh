@@ -414,6 +414,15 @@ if [ "$rc" -eq 0 ] && cmp -s "$TMP/nonsink.ends" "$TMP/sink.lines"; then
 else
     fail "train: sink mode prints the host-fed run's epoch-end losses and accuracy"
 fi
+# One pipeline worker when the compute threads fill every CPU (they do by
+# default up to 4 CPUs); with a CPU to spare, the budget's 2.
+if [ "$(nproc)" -le 4 ]; then
+    expect "train: 1 worker beside a team that fills the CPUs" 0 stdout 'pipeline 1 worker per map'
+fi
+if [ "$(nproc)" -ge 2 ]; then
+    run train --data "$MNIST" --epochs 1 --threads 1
+    expect "train --threads 1: 2 workers beside it" 0 stdout 'compute 1 thread, .*pipeline 2 workers per map'
+fi
 run train --data "$MNIST" --epochs 2 --sink-size 2 --device sim:0 --log-every 1
 expect "train --sink-size 2 --device sim:0" 0 stdout '^data sink on sim:0: sink_size 2' \
     stdout '^epoch: 1 step: 2, loss is' stdout '^epoch: 2 step: 2, loss is' \

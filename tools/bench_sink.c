@@ -69,7 +69,8 @@ void cli_bench_sink_usage(FILE *f)
           "  --repeats N         rounds (default 3)\n"
           "  --devices LIST      comma list (default cpu:0,sim:0)\n"
           "  --data DIR          MNIST folder (default " CLI_DEFAULT_DATA ")\n"
-          "  --workers N         pipeline workers per map (default 2; 1 on one CPU)\n"
+          "  --workers N         pipeline workers per map (default 1 when the\n"
+          "                      compute threads fill every CPU, else 2)\n"
           "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --queue-capacity N  device queue slots (default 4)\n"
           "  --json              one JSON object: runs (name, device, samples_per_s,\n"
@@ -125,7 +126,6 @@ static int parse_args(int argc, char **argv, bench_args *a)
     sl_thread_budget_default(&b);
     a->steps = 1875;
     a->repeats = 3;
-    a->workers = b.pipeline_workers;
     a->threads = b.compute_threads;
     a->queue_capacity = 4;
     a->data = CLI_DEFAULT_DATA;
@@ -155,6 +155,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
     }
     if (bad)
         return CLI_EXIT_USAGE;
+    if (a->workers == 0)
+        a->workers = cli_training_workers((int)a->threads);
     if (optind < argc) {
         cli_error(CMD, "unexpected argument '%s' (see --help)", argv[optind]);
         return CLI_EXIT_USAGE;

@@ -664,6 +664,20 @@ int cli_pipeline_add_nodes(const char *cmd, const cli_pipeline *p, int workers, 
     return SL_OK;
 }
 
+/* With every CPU computing, each pipeline thread runs by taking a CPU from
+ * a compute thread, and the other compute thread then waits for that one at
+ * the end of the op. One worker keeps that cost down: it spends half the
+ * CPU time per MNIST image that two do (their shared queues and pool locks
+ * contend), and still makes batches 20 times as fast as a 2-thread LeNet
+ * step takes them (bench sink, AMD EPYC, 2 CPUs: data only ~900k images/s
+ * on one worker against ~40k samples/s of compute). */
+int cli_training_workers(int compute_threads)
+{
+    sl_thread_budget b;
+    sl_thread_budget_default(&b);
+    return compute_threads >= b.cpus ? 1 : b.pipeline_workers;
+}
+
 int cli_pipeline_build(const char *cmd, const cli_pipeline *p, int workers,
                        sl_dataset **out)
 {

@@ -142,6 +142,10 @@ void cli_pipeline_default(cli_pipeline *p, const char *dir, cli_kind kind,
 /* Drops the default ops (label cast and image steps) so the command line
  * can give its own. */
 void cli_pipeline_clear_ops(cli_pipeline *p);
+/* The default pipeline workers of a training run whose compute team has
+ * compute_threads threads: 1 when the team fills every CPU, else the
+ * budget's default. */
+int cli_training_workers(int compute_threads);
 /* Builds p into a new dataset, with workers as the num_parallel_workers of
  * every map, the batch and the ImageFolder decode. On success *out is yours
  * (sl_dataset_free). On failure prints "sluice: <cmd>: <library message>"

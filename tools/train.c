@@ -64,7 +64,8 @@ void cli_train_usage(FILE *f)
           "  --momentum X        Momentum's momentum (default 0.9)\n"
           "  --optimizer momentum|sgd  (default momentum)\n"
           "  --seed N            seed of the initial weights and the data order (default 0)\n"
-          "  --workers N         pipeline worker threads (default 2; 1 on one CPU)\n"
+          "  --workers N         pipeline worker threads (default 1 when the compute\n"
+          "                      threads fill every CPU, else 2)\n"
           "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --blas-threads N    OpenBLAS threads (default 1)\n"
           "  --data-timeout S    fail when no batch comes for S seconds, naming the\n"
@@ -108,7 +109,8 @@ void cli_eval_usage(FILE *f)
           "  --data DIR          MNIST folder (default " CLI_DEFAULT_DATA ")\n"
           "  --batch N           batch size (default 32)\n"
           "  --mode graph|pynative  (default graph)\n"
-          "  --workers N         pipeline worker threads (default 2; 1 on one CPU)\n"
+          "  --workers N         pipeline worker threads (default 1 when the compute\n"
+          "                      threads fill every CPU, else 2)\n"
           "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --blas-threads N    OpenBLAS threads (default 1)\n"
           "  --data-timeout S    fail when no batch comes for S seconds, naming the\n"
@@ -310,11 +312,6 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
     a->device = "cpu:0";
     a->data = CLI_DEFAULT_DATA;
     a->epochs = 1;
-    {
-        sl_thread_budget b;
-        sl_thread_budget_default(&b);
-        a->workers = b.pipeline_workers;
-    }
     a->ckpt_keep = 5;
 
     optind = 0;
@@ -348,6 +345,8 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
         return CLI_EXIT_USAGE;
     }
     a->model.context.save_graphs = a->save_graphs != NULL;
+    if (a->workers == 0)
+        a->workers = cli_training_workers(a->model.context.threads);
     if (a->save_graphs)
         a->model.context.save_graphs_path = a->save_graphs;
     return CLI_EXIT_OK;
