@@ -2,18 +2,26 @@
  * the idle bytes. Each block starts with a 64-byte header (its class and the
  * free-list links) so the caller's memory stays 64-byte aligned.
  *
- * The cap in force is min(idle limit, max(peak bytes in use, 8 MiB)). The
- * limit defaults to 64 MiB: the LeNet/MNIST pipeline's whole working set is
- * a few MiB and an ImageNet-style batch (32 x 3 x 224 x 224 float32) is
- * 19 MiB, so the steady state of common pipelines stays cached, while
- * images of every size cannot pile up (a review saw 320 MB cached for 21 MB
- * in use). The peak bounds it too because idle bytes only serve the next
- * rise of demand, which cannot exceed the most ever in use at once; so a
- * pool past the floor never holds more than twice its peak in use. The
- * 8 MiB floor is for small pipelines: with a cap of exactly the peak, the
- * mix of classes in use shifts with the threads' timing, and a one-worker
- * MNIST pipeline with 270 KB in flight gave a batch block back and took a
- * new one every batch; 8 MiB is nothing beside a process's own footprint.
+ * The cap in force is min(idle limit, max(peak bytes in use / 2, 8 MiB)).
+ * The limit defaults to 64 MiB: the LeNet/MNIST pipeline's whole working
+ * set is a few MiB and an ImageNet-style batch (32 x 3 x 224 x 224
+ * float32) is 19 MiB, so the steady state of common pipelines stays
+ * cached, while images of every size cannot pile up (a review saw 320 MB
+ * cached for 21 MB in use). The peak bounds it too, so that what a pool
+ * holds stays in proportion to what its users hold: past the floor, at
+ * most 1.5 times the peak in use, which leaves room within twice the bytes
+ * in flight for the rest of the process (libraries, decoder buffers,
+ * glibc's free lists). With the whole peak as the cap, a pipeline of mixed
+ * 256^2..2048^2 JPEGs peaked at 1.74-1.99 times its pool's peak in use;
+ * with half of it, 1.7 times, for 45% more system calls (those images'
+ * sizes seldom repeat, so most of their blocks miss anyway). What half the
+ * peak gives up is the end of an epoch, when the queues drain and half of
+ * what they held goes back, to be taken again at the next epoch's start.
+ * The 8 MiB floor is for small pipelines: with a cap in proportion to the
+ * peak, the mix of classes in use shifts with the threads' timing, and a
+ * one-worker MNIST pipeline with 270 KB in flight gave a batch block back
+ * and took a new one every batch; 8 MiB is nothing beside a process's own
+ * footprint.
  *
  * Large blocks (SL__POOL_LARGE, 1 MiB, and up) are handled apart. Below
  * 1 MiB are the per-sample blocks of the hot path (rows, tensor headers, an
@@ -265,10 +273,10 @@ void sl__pool_release(sl_pool *pool)
 static size_t idle_cap(const sl_pool *pool)
 {
     size_t limit = atomic_load_explicit(&pool->limit, memory_order_relaxed);
-    size_t peak = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed);
-    if (peak < SL__POOL_IDLE_FLOOR)
-        peak = SL__POOL_IDLE_FLOOR;
-    return limit < peak ? limit : peak;
+    size_t half = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed) / 2;
+    if (half < SL__POOL_IDLE_FLOOR)
+        half = SL__POOL_IDLE_FLOOR;
+    return limit < half ? limit : half;
 }
 
 /* Raises the peak to in_use if it is higher. */

@@ -3,8 +3,8 @@
  * two, so at most 1/32 is wasted) with one free list and one mutex each.
  *
  * Idle (cached) blocks are bounded: the pool keeps at most
- * min(idle limit, max(peak bytes in use, SL__POOL_IDLE_FLOOR)) of them, and
- * a block freed beyond that goes back to the system. Blocks of SL__POOL_LARGE bytes or more come from
+ * min(idle limit, max(peak bytes in use / 2, SL__POOL_IDLE_FLOOR)) of them,
+ * and a block freed beyond that goes back to the system. Blocks of SL__POOL_LARGE bytes or more come from
  * mmap, so giving one back really lowers the process's memory, and idle ones
  * wait on one list in the order they were freed: when the cap is reached the
  * longest idle go back first (see pool.c for why).
@@ -27,8 +27,8 @@ typedef struct sl_pool sl_pool;
 #define SL__POOL_LARGE ((size_t)1 << 20)
 /* The idle limit of a new pool: 64 MiB (see pool.c). */
 #define SL__POOL_IDLE_LIMIT_DEFAULT ((size_t)64 << 20)
-/* Under the limit a pool may keep idle as much as its peak in use, or this
- * much if its peak is lower (see pool.c). */
+/* Under the limit a pool may keep idle half its peak in use, or this much
+ * if that is less (see pool.c). */
 #define SL__POOL_IDLE_FLOOR ((size_t)8 << 20)
 
 /* What a pool holds and has done. Bytes are class sizes: what callers can
@@ -58,8 +58,8 @@ void sl__pool_free(sl_pool *pool, void *block);
 size_t sl__pool_block_size(const void *block);
 
 /* Sets the most idle bytes the pool keeps (0: none; the cap in force is
- * the smaller of this and max(peak in use, SL__POOL_IDLE_FLOOR)) and gives
- * back at once what exceeds it. Thread-safe. */
+ * the smaller of this and max(peak in use / 2, SL__POOL_IDLE_FLOOR)) and
+ * gives back at once what exceeds it. Thread-safe. */
 void sl__pool_set_idle_limit(sl_pool *pool, size_t bytes);
 
 /* Bytes currently held by the pool: in use plus cached on free lists. */

@@ -268,15 +268,15 @@ START_TEST(test_pool_cap_holds)
 }
 END_TEST
 
-/* Past SL__POOL_IDLE_FLOOR the cap in force is also at most the peak in
- * use: idle bytes beyond the most ever handed out at once could never all
- * be handed out again. Below it, everything is kept. */
+/* The cap in force is at most half the peak in use, or SL__POOL_IDLE_FLOOR
+ * if that is more: below the floor everything is kept. */
 START_TEST(test_pool_cap_follows_peak)
 {
     const size_t mib = (size_t)1 << 20;
-    void *small[10], *big;
+    void *small[10], *big, *b[5];
     sl_pool *pool = sl__pool_new();
     sl__pool_stats s;
+    uint64_t allocs;
     size_t one;
     ck_assert_ptr_nonnull(pool);
     for (int i = 0; i < 10; i++)
@@ -288,33 +288,39 @@ START_TEST(test_pool_cap_follows_peak)
     ck_assert_uint_eq(s.peak_in_use, 10 * one);
     ck_assert_uint_eq(s.idle, 10 * one); /* all kept */
 
-    /* 16 MiB out while 10 KB are idle: the peak is 16 MiB, so freeing it
-     * would make more than the peak idle, and it goes back. */
-    ck_assert_ptr_nonnull(big = sl__pool_alloc(pool, 16 * mib));
+    /* 25 MiB out at once: the peak is 25 MiB and the cap 12.5 MiB, so that
+     * block goes back. */
+    ck_assert_ptr_nonnull(big = sl__pool_alloc(pool, 25 * mib));
     sl__pool_free(pool, big);
     s = stats_of(pool);
+    ck_assert_uint_ge(s.peak_in_use, 25 * mib);
     ck_assert_uint_eq(s.cap_frees, 1);
     ck_assert_uint_eq(s.idle, 10 * one);
-    ck_assert_uint_le(s.peak_in_use, 16 * mib + mib / 2);
-    /* Five blocks of 3 MiB fit under the peak; 16 MiB more do not, and the
-     * oldest large blocks go back until what is idle fits. */
+    /* Five blocks of 3 MiB: four fit under 12.5 MiB beside the small ones;
+     * the oldest goes back to make room for the newest. */
     for (int i = 0; i < 5; i++)
-        ck_assert_ptr_nonnull(small[i] = sl__pool_alloc(pool, 3 * mib));
+        ck_assert_ptr_nonnull(b[i] = sl__pool_alloc(pool, 3 * mib));
     for (int i = 0; i < 5; i++)
-        sl__pool_free(pool, small[i]);
-    ck_assert_uint_eq(stats_of(pool).cap_frees, 1);
-    ck_assert_ptr_nonnull(big = sl__pool_alloc(pool, 16 * mib));
-    sl__pool_free(pool, big);
+        sl__pool_free(pool, b[i]);
     s = stats_of(pool);
-    ck_assert_uint_le(s.idle, s.peak_in_use);
-    ck_assert_uint_ge(s.cap_frees, 2);
+    ck_assert_uint_le(s.idle, s.peak_in_use / 2);
+    ck_assert_uint_eq(s.cap_frees, 2);
     ck_assert_uint_eq(sl__pool_bytes(pool), s.idle);
+    allocs = s.system_allocs;
+    for (int i = 0; i < 4; i++) /* the four newest are cached */
+        ck_assert_ptr_nonnull(b[i] = sl__pool_alloc(pool, 3 * mib));
+    ck_assert_uint_eq(stats_of(pool).system_allocs, allocs);
+    ck_assert_ptr_nonnull(b[4] = sl__pool_alloc(pool, 3 * mib));
+    ck_assert_uint_eq(stats_of(pool).system_allocs, allocs + 1);
+    for (int i = 0; i < 5; i++)
+        sl__pool_free(pool, b[i]);
     sl__pool_release(pool);
 }
 END_TEST
 
 /* The same demand, round after round, in varied sizes and orders, is met
- * from the cache: the system is called in the first round only. */
+ * from the cache: the system is called in the first round only. (All of it,
+ * 6 MB, is under the floor: a pool keeps that much whatever its peak.) */
 START_TEST(test_pool_steady_state_reuses)
 {
     enum { N = 12 };

@@ -155,9 +155,9 @@ SL_API void sl_dataset_set_decode_budget(sl_dataset *ds, uint64_t bytes);
 /* The buffer pool. The rows of every iterator made from a dataset come from
  * the dataset's pool, which caches freed blocks so that a running pipeline
  * does not call malloc per sample. It keeps at most min(idle limit,
- * max(the most bytes it ever had in use at once, 8 MiB)) cached; blocks
- * freed beyond that go back to the system (the oldest large ones, 1 MiB
- * and up, first). */
+ * max(half the most bytes it ever had in use at once, 8 MiB)) cached;
+ * blocks freed beyond that go back to the system (the oldest large ones,
+ * 1 MiB and up, first). */
 #define SL_POOL_IDLE_LIMIT_DEFAULT ((size_t)64 << 20) /* 64 MiB */
 
 /* Bytes are what the blocks can hold (their size class, at most 1/32 above
