@@ -2,13 +2,14 @@
  * the idle bytes. Each block starts with a 64-byte header (its class and the
  * free-list links) so the caller's memory stays 64-byte aligned.
  *
- * The cap in force is min(idle limit, max(peak bytes in use / 2, 8 MiB)).
- * The limit defaults to 64 MiB: the LeNet/MNIST pipeline's whole working
- * set is a few MiB and an ImageNet-style batch (32 x 3 x 224 x 224
- * float32) is 19 MiB, so the steady state of common pipelines stays
- * cached, while images of every size cannot pile up (a review saw 320 MB
- * cached for 21 MB in use). The peak bounds it too, so that what a pool
- * holds stays in proportion to what its users hold: past the floor, at
+ * A limit set with sl__pool_set_idle_limit is the cap. The default cap is
+ * min(64 MiB, max(peak bytes in use / 2, 8 MiB)). 64 MiB: the LeNet/MNIST
+ * pipeline's whole working set is a few MiB and an ImageNet-style batch
+ * (32 x 3 x 224 x 224 float32) is 19 MiB, so the steady state of common
+ * pipelines stays cached, while images of every size cannot pile up (a
+ * review saw 320 MB cached for 21 MB in use). The peak bounds it too, so
+ * that what a pool holds stays in proportion to what its users hold: past
+ * the floor, at
  * most 1.5 times the peak in use, which leaves room within twice the bytes
  * in flight for the rest of the process (libraries, decoder buffers,
  * glibc's free lists). With the whole peak as the cap, a pipeline of mixed
@@ -213,7 +214,7 @@ sl_pool *sl__pool_new(void)
     atomic_init(&pool->idle, 0);
     atomic_init(&pool->held, 0);
     atomic_init(&pool->peak_in_use, 0);
-    atomic_init(&pool->limit, SL__POOL_IDLE_LIMIT_DEFAULT);
+    atomic_init(&pool->limit, SL__POOL_IDLE_AUTO);
     if (pthread_mutex_init(&pool->large_lock, NULL) != 0) {
         free(pool);
         return NULL;
@@ -274,9 +275,11 @@ static size_t idle_cap(const sl_pool *pool)
 {
     size_t limit = atomic_load_explicit(&pool->limit, memory_order_relaxed);
     size_t half = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed) / 2;
+    if (limit != SL__POOL_IDLE_AUTO)
+        return limit;
     if (half < SL__POOL_IDLE_FLOOR)
         half = SL__POOL_IDLE_FLOOR;
-    return limit < half ? limit : half;
+    return half < SL__POOL_IDLE_LIMIT_DEFAULT ? half : SL__POOL_IDLE_LIMIT_DEFAULT;
 }
 
 /* Raises the peak to in_use if it is higher. */
@@ -469,6 +472,11 @@ void sl__pool_set_idle_limit(sl_pool *pool, size_t bytes)
     }
 }
 
+size_t sl__pool_idle_limit(const sl_pool *pool)
+{
+    return atomic_load_explicit(&pool->limit, memory_order_relaxed);
+}
+
 size_t sl__pool_bytes(const sl_pool *pool)
 {
     return atomic_load_explicit(&pool->held, memory_order_relaxed);
@@ -482,7 +490,7 @@ void sl__pool_get_stats(const sl_pool *pool, sl__pool_stats *out)
     out->idle = idle;
     out->in_use = held > idle ? held - idle : 0;
     out->peak_in_use = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed);
-    out->idle_limit = atomic_load_explicit(&pool->limit, memory_order_relaxed);
+    out->idle_cap = idle_cap(pool);
     out->system_allocs = atomic_load_explicit(&pool->system_allocs, memory_order_relaxed);
     out->system_frees = atomic_load_explicit(&pool->system_frees, memory_order_relaxed);
     out->cap_frees = atomic_load_explicit(&pool->cap_frees, memory_order_relaxed);

@@ -2,8 +2,8 @@
  * not call malloc per sample. Blocks fall into size classes (32 per power of
  * two, so at most 1/32 is wasted) with one free list and one mutex each.
  *
- * Idle (cached) blocks are bounded: the pool keeps at most
- * min(idle limit, max(peak bytes in use / 2, SL__POOL_IDLE_FLOOR)) of them,
+ * Idle (cached) blocks are bounded: the pool keeps at most the limit set,
+ * by default min(64 MiB, max(peak bytes in use / 2, SL__POOL_IDLE_FLOOR)),
  * and a block freed beyond that goes back to the system. Blocks of SL__POOL_LARGE bytes or more come from
  * mmap, so giving one back really lowers the process's memory, and idle ones
  * wait on one list in the order they were freed: when the cap is reached the
@@ -25,10 +25,11 @@ typedef struct sl_pool sl_pool;
 
 /* Blocks of at least this many bytes are "large" (see pool.c). */
 #define SL__POOL_LARGE ((size_t)1 << 20)
-/* The idle limit of a new pool: 64 MiB (see pool.c). */
+/* The limit of a new pool: the default cap, which follows the peak (see
+ * pool.c): half of it, at least SL__POOL_IDLE_FLOOR, at most
+ * SL__POOL_IDLE_LIMIT_DEFAULT. */
+#define SL__POOL_IDLE_AUTO ((size_t)-1)
 #define SL__POOL_IDLE_LIMIT_DEFAULT ((size_t)64 << 20)
-/* Under the limit a pool may keep idle half its peak in use, or this much
- * if that is less (see pool.c). */
 #define SL__POOL_IDLE_FLOOR ((size_t)8 << 20)
 
 /* What a pool holds and has done. Bytes are class sizes: what callers can
@@ -37,7 +38,7 @@ typedef struct sl__pool_stats {
     size_t in_use;         /* blocks handed out and not yet freed */
     size_t idle;           /* blocks cached on free lists */
     size_t peak_in_use;    /* the most in use at once so far */
-    size_t idle_limit;     /* the limit set (sl__pool_set_idle_limit) */
+    size_t idle_cap;       /* the most idle bytes it may keep now */
     uint64_t system_allocs; /* blocks taken from the system */
     uint64_t system_frees;  /* blocks given back to it (not counting the pool's end) */
     uint64_t cap_frees;     /* of those, given back because the idle cap was reached */
@@ -57,10 +58,12 @@ void sl__pool_free(sl_pool *pool, void *block);
 /* The bytes a block of the pool can hold: its class size. */
 size_t sl__pool_block_size(const void *block);
 
-/* Sets the most idle bytes the pool keeps (0: none; the cap in force is
- * the smaller of this and max(peak in use / 2, SL__POOL_IDLE_FLOOR)) and
- * gives back at once what exceeds it. Thread-safe. */
+/* Sets the most idle bytes the pool keeps (0: none; SL__POOL_IDLE_AUTO:
+ * the default, which follows the peak in use) and gives back at once what
+ * exceeds it. Thread-safe. */
 void sl__pool_set_idle_limit(sl_pool *pool, size_t bytes);
+/* The limit set (SL__POOL_IDLE_AUTO unless one was). */
+size_t sl__pool_idle_limit(const sl_pool *pool);
 
 /* Bytes currently held by the pool: in use plus cached on free lists. */
 size_t sl__pool_bytes(const sl_pool *pool);

@@ -32,15 +32,8 @@ sl_dataset *sl_dataset_new(void)
     return ds;
 }
 
-_Static_assert(SL_POOL_IDLE_LIMIT_DEFAULT == SL__POOL_IDLE_LIMIT_DEFAULT,
+_Static_assert(SL_POOL_IDLE_LIMIT_DEFAULT == SL__POOL_IDLE_AUTO,
                "the public default idle limit is the pool's own");
-
-static sl__pool_stats pool_stats_of(const sl_dataset *ds)
-{
-    sl__pool_stats s;
-    sl__pool_get_stats(ds->pool, &s);
-    return s;
-}
 
 void sl_dataset_set_pool_idle_limit(sl_dataset *ds, size_t bytes)
 {
@@ -54,7 +47,7 @@ void sl__pool_stats_public(const sl_pool *pool, sl_pool_stats *out)
     out->in_use_bytes = s.in_use;
     out->idle_bytes = s.idle;
     out->peak_in_use_bytes = s.peak_in_use;
-    out->idle_limit_bytes = s.idle_limit;
+    out->idle_cap_bytes = s.idle_cap;
     out->system_allocs = s.system_allocs;
     out->system_frees = s.system_frees;
     out->cap_frees = s.cap_frees;
@@ -82,7 +75,7 @@ int sl_dataset_copy(sl_dataset **out, const sl_dataset *src)
     ds->seed = src->seed;
     ds->decode_budget = src->decode_budget;
     ds->schema = src->schema;
-    sl_dataset_set_pool_idle_limit(ds, pool_stats_of(src).idle_limit);
+    sl_dataset_set_pool_idle_limit(ds, sl__pool_idle_limit(src->pool));
     *out = ds;
     return SL_OK;
 }

@@ -248,7 +248,7 @@ START_TEST(test_pool_cap_holds)
     ck_assert_uint_gt(s.idle, 0);                    /* some was kept */
     ck_assert_uint_gt(s.cap_frees, 0);               /* the rest went back */
     ck_assert_uint_eq(s.system_frees, s.cap_frees);
-    ck_assert_uint_eq(s.idle_limit, limit);
+    ck_assert_uint_eq(s.idle_cap, limit);
 
     /* A lower limit gives back at once; 0 keeps nothing. */
     sl__pool_set_idle_limit(pool, limit / 4);
@@ -314,6 +314,22 @@ START_TEST(test_pool_cap_follows_peak)
     ck_assert_uint_eq(stats_of(pool).system_allocs, allocs + 1);
     for (int i = 0; i < 5; i++)
         sl__pool_free(pool, b[i]);
+
+    /* A limit set is the cap, whatever the peak; the default follows it
+     * again once asked for, and trims at once. */
+    sl__pool_set_idle_limit(pool, 64 * mib);
+    s = stats_of(pool);
+    ck_assert_uint_eq(s.idle_cap, 64 * mib);
+    allocs = s.cap_frees;
+    ck_assert_ptr_nonnull(big = sl__pool_alloc(pool, 25 * mib));
+    sl__pool_free(pool, big);
+    s = stats_of(pool);
+    ck_assert_uint_eq(s.cap_frees, allocs); /* kept this time */
+    ck_assert_uint_gt(s.idle, 25 * mib);
+    sl__pool_set_idle_limit(pool, SL__POOL_IDLE_AUTO);
+    s = stats_of(pool);
+    ck_assert_uint_eq(s.idle_cap, s.peak_in_use / 2);
+    ck_assert_uint_le(s.idle, s.idle_cap);
     sl__pool_release(pool);
 }
 END_TEST
@@ -430,7 +446,9 @@ START_TEST(test_pool_stats_add_up)
     ck_assert_uint_ge(s.peak_in_use, kept);
     ck_assert_uint_eq(s.system_allocs, n);
     ck_assert_uint_eq(s.system_frees, s.cap_frees); /* nothing else gives back */
-    ck_assert_uint_eq(s.idle_limit, SL__POOL_IDLE_LIMIT_DEFAULT);
+    /* The default cap: half the peak, within [floor, 64 MiB]. */
+    ck_assert_uint_gt(s.peak_in_use / 2, SL__POOL_IDLE_FLOOR);
+    ck_assert_uint_eq(s.idle_cap, s.peak_in_use / 2);
     for (size_t i = 0; i < n; i++)
         if (i % 3 != 0)
             sl__pool_free(pool, blocks[i]);
@@ -620,8 +638,8 @@ START_TEST(test_iterator_pool_stats)
     sl_iterator_get_stats(it, &st);
     ck_assert_uint_gt(st.pool.peak_in_use_bytes, 0);
     ck_assert_uint_gt(st.pool.system_allocs, 0);
-    ck_assert_uint_eq(st.pool.idle_limit_bytes, SL_POOL_IDLE_LIMIT_DEFAULT);
-    ck_assert_uint_le(st.pool.idle_bytes, SL_POOL_IDLE_LIMIT_DEFAULT);
+    ck_assert_uint_eq(st.pool.idle_cap_bytes, (size_t)8 << 20); /* the floor */
+    ck_assert_uint_le(st.pool.idle_bytes, st.pool.idle_cap_bytes);
     sl_iterator_free(it);
 
     /* Every thread joined: what is in use is the row still held. */
@@ -633,7 +651,13 @@ START_TEST(test_iterator_pool_stats)
     ck_assert_uint_eq(ps.in_use_bytes, 0);
     ck_assert_uint_gt(ps.idle_bytes, 0);
 
-    /* The limit: 0 gives back every idle block; a copy takes the limit. */
+    /* A copy takes the limit: the default (which follows the copy's own
+     * peak, 0 so far: the floor), or one set. */
+    ck_assert_int_eq(sl_dataset_copy(&copy, ds), SL_OK);
+    sl_dataset_get_pool_stats(copy, &ps);
+    ck_assert_uint_eq(ps.idle_cap_bytes, (size_t)8 << 20);
+    sl_dataset_free(copy);
+    /* 0 gives back every idle block. */
     sl_dataset_set_pool_idle_limit(ds, 0);
     sl_dataset_get_pool_stats(ds, &ps);
     ck_assert_uint_eq(ps.idle_bytes, 0);
@@ -641,7 +665,7 @@ START_TEST(test_iterator_pool_stats)
     sl_dataset_set_pool_idle_limit(ds, 12345);
     ck_assert_int_eq(sl_dataset_copy(&copy, ds), SL_OK);
     sl_dataset_get_pool_stats(copy, &ps);
-    ck_assert_uint_eq(ps.idle_limit_bytes, 12345);
+    ck_assert_uint_eq(ps.idle_cap_bytes, 12345);
     ck_assert_uint_eq(ps.system_allocs, 0); /* a pool of its own */
     sl_dataset_free(copy);
     sl_dataset_free(ds);

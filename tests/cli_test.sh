@@ -311,7 +311,7 @@ expect "bench pipeline --json" 0 stdout '^{"dataset": ' stdout '"kind": "mnist"'
     stdout '"runs": \[{"workers": 1,' stdout '{"workers": 2,' \
     stdout '"batches": 3, "images": 96' stdout '"consumer_wakeups_per_epoch": [0-9]' \
     stdout '"peak_rss_bytes": [0-9]' stdout '"pool": {"in_use_bytes": [0-9]' \
-    stdout '"peak_in_use_bytes": [1-9]' stdout '"idle_limit_bytes": 67108864,' \
+    stdout '"peak_in_use_bytes": [1-9]' stdout '"idle_cap_bytes": 8388608,' \
     stdout '"system_allocs": [1-9]'
 if [ "$(wc -l <"$TMP/out")" -ne 1 ]; then
     fail "bench --json prints one line"
@@ -328,8 +328,8 @@ fi
 run bench pipeline --data "$MNIST" --repeats 2 --workers 2
 expect "bench pipeline text" 0 stdout '^pipeline' stdout 'images/s' stdout '^load_ms:' \
     stdout 'wakeups/epoch' stdout '^peak RSS: ' stdout '^buffer pool (MB' \
-    stdout '^workers peak in use   in use     idle idle limit system allocs' \
-    stdout '^      2  *[0-9.]* *[0-9.]* *[0-9.]*  *64\.0  *[1-9]'
+    stdout '^workers peak in use   in use     idle idle cap system allocs' \
+    stdout '^      2  *[0-9.]* *[0-9.]* *[0-9.]*  *8\.0  *[1-9]'
 if [ -s "$TMP/err" ]; then
     fail "bench pipeline: no progress lines when stderr is not a terminal"
 else
@@ -342,9 +342,9 @@ run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1 --usage all \
 expect "bench pipeline with every op" 0 stdout '"batches": 10, "images": 240'
 run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1 --pool-idle-mb 0
 expect "bench pipeline --pool-idle-mb 0" 0 stdout '"idle_bytes": 0, ' \
-    stdout '"idle_limit_bytes": 0, ' stdout '"system_frees": [1-9]'
+    stdout '"idle_cap_bytes": 0, ' stdout '"system_frees": [1-9]'
 run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1 --pool-idle-mb 3
-expect "bench pipeline --pool-idle-mb 3" 0 stdout '"idle_limit_bytes": 3145728, '
+expect "bench pipeline --pool-idle-mb 3" 0 stdout '"idle_cap_bytes": 3145728, '
 run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1 --num-samples 64 --batch 0
 expect "bench pipeline without batch" 0 stdout '"batches": 64, "images": 64'
 run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 1 --batch 2
@@ -434,7 +434,7 @@ else
 fi
 run train --data "$MNIST" --max-steps 2 --no-eval --json --pool-idle-mb 2
 expect "train --pool-idle-mb 2 --json" 0 stdout '"train_pool": {"in_use_bytes": ' \
-    stdout '"idle_limit_bytes": 2097152, ' stdout '"system_allocs": [1-9]'
+    stdout '"idle_cap_bytes": 2097152, ' stdout '"system_allocs": [1-9]'
 run train --data "$MNIST" --pool-idle-mb -1
 expect "train --pool-idle-mb -1" 2 stderr '^sluice: train: --pool-idle-mb'
 run train --data "$MNIST" --epochs 2 --sink-size 2 --device sim:0 --log-every 1

@@ -95,9 +95,8 @@ void cli_bench_pipeline_usage(FILE *f)
           "  --epochs N          epochs per timed run (default 1)\n"
           "  --seed N            seed of the sampler, shuffle and random ops (default 0)\n"
           "  --pool-idle-mb N    the most MiB of freed buffers each dataset's pool keeps\n"
-          "                      for reuse (default 64; never more than half the most\n"
-          "                      it had in use at once, or 8 MiB if that is more); 0\n"
-          "                      caches nothing\n"
+          "                      for reuse; 0 caches nothing (default: half the most it\n"
+          "                      had in use at once, at least 8 and at most 64 MiB)\n"
           "  --json              print one JSON object instead of text\n"
           "  -h, --help          show this help and exit\n"
           "\n"
@@ -690,13 +689,13 @@ static void print_pool_text(const bench_args *a, const worker_set *sets)
 {
     printf("\nbuffer pool (MB; each worker count's dataset has its own, shown as its last\n"
            "run ended; allocs and frees count calls to the system since it was made):\n");
-    printf("%7s %11s %8s %8s %10s %13s %12s %9s\n", "workers", "peak in use", "in use",
-           "idle", "idle limit", "system allocs", "system frees", "cap frees");
+    printf("%7s %11s %8s %8s %8s %13s %12s %9s\n", "workers", "peak in use", "in use",
+           "idle", "idle cap", "system allocs", "system frees", "cap frees");
     for (size_t w = 0; w < a->nworkers; w++) {
         const sl_pool_stats *ps = &sets[w].runs[a->repeats - 1].pool;
-        printf("%7d %11.1f %8.1f %8.1f %10.1f %13" PRIu64 " %12" PRIu64 " %9" PRIu64 "\n",
+        printf("%7d %11.1f %8.1f %8.1f %8.1f %13" PRIu64 " %12" PRIu64 " %9" PRIu64 "\n",
                sets[w].workers, MIB(ps->peak_in_use_bytes), MIB(ps->in_use_bytes),
-               MIB(ps->idle_bytes), MIB(ps->idle_limit_bytes), ps->system_allocs,
+               MIB(ps->idle_bytes), MIB(ps->idle_cap_bytes), ps->system_allocs,
                ps->system_frees, ps->cap_frees);
     }
 }

@@ -164,10 +164,10 @@ void cli_pool_json(FILE *f, const sl_pool_stats *ps)
 {
     fprintf(f,
             "{\"in_use_bytes\": %" PRIu64 ", \"idle_bytes\": %" PRIu64
-            ", \"peak_in_use_bytes\": %" PRIu64 ", \"idle_limit_bytes\": %" PRIu64
+            ", \"peak_in_use_bytes\": %" PRIu64 ", \"idle_cap_bytes\": %" PRIu64
             ", \"system_allocs\": %" PRIu64 ", \"system_frees\": %" PRIu64
             ", \"cap_frees\": %" PRIu64 "}",
-            ps->in_use_bytes, ps->idle_bytes, ps->peak_in_use_bytes, ps->idle_limit_bytes,
+            ps->in_use_bytes, ps->idle_bytes, ps->peak_in_use_bytes, ps->idle_cap_bytes,
             ps->system_allocs, ps->system_frees, ps->cap_frees);
 }
 
