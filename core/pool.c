@@ -24,20 +24,23 @@
  * and took a new one every batch; 8 MiB is nothing beside a process's own
  * footprint.
  *
- * Large blocks (SL__POOL_LARGE, 1 MiB, and up) are handled apart. Below
- * 1 MiB are the per-sample blocks of the hot path (rows, tensor headers, an
- * MNIST batch of 128 KiB, a 224x224 float image of 588 KiB), reused class
- * by class millions of times a second: they keep their per-class lists and
- * mutexes. Large blocks are mostly decoded images whose sizes vary from
- * file to file, so their classes see few hits; filling one takes at least
- * ~0.1 ms, so one shared mutex and a short list scan cost nothing that
- * shows. They come from mmap, so a large block given back leaves the
- * process (glibc would keep it in its heap once its adaptive mmap threshold
- * rises, up to 32 MiB), and idle ones wait on one list, newest first: when
- * the cap is reached the oldest go back first, so a class reused every
- * batch keeps its block while one-off sizes leave. A small block that does
- * not fit under the cap also makes large idle blocks go back first, and
- * goes back itself only if that is not enough. */
+ * Large blocks (SL__POOL_LARGE, 256 KiB, and up) are handled apart. Below
+ * are the per-sample blocks of small-image pipelines (MNIST's rows and
+ * tensor headers, its 128 KiB batch), reused class by class millions of
+ * times a second: they keep their per-class lists and mutexes. Large blocks
+ * are decoded images, whose sizes vary from file to file, float images and
+ * batches; filling one takes tens of microseconds at least, so one shared
+ * mutex for them costs nothing that shows. They come from mmap, prefaulted
+ * in one call (map_large), so a large block given back leaves the process:
+ * glibc's malloc keeps freed chunks in its heaps once its adaptive mmap
+ * threshold rises (up to 32 MiB), and its own mappings fault page by page.
+ * On 300 mixed 256^2..2048^2 JPEGs a 1 MiB threshold left 1.6-1.9 times
+ * the peak in use resident, 256 KiB 1.5-1.6 times. Idle large blocks wait
+ * on their class's list and on one list by age: when the cap is reached
+ * the oldest go back first, so a class reused every batch keeps its block
+ * while one-off sizes leave. A small block that does not fit under the cap
+ * also makes large idle blocks go back first, and goes back itself only if
+ * that is not enough. */
 #include "core/pool.h"
 
 #include <pthread.h>
@@ -58,13 +61,16 @@
 #define POOL_CLASSES (1 + (POOL_MAX_SHIFT - POOL_MIN_SHIFT) * POOL_STEPS)
 
 typedef struct pool_block {
-    struct pool_block *next; /* small: the free list; large: the next older idle block */
-    struct pool_block *prev; /* large: the next newer idle block */
+    struct pool_block *next;   /* the class's free list (large: the next older) */
+    struct pool_block *prev;   /* large: the next newer of its class */
+    struct pool_block *older;  /* large: the next older idle block of any class */
+    struct pool_block *newer;
     int cls;
 } pool_block;
 
 /* One cache line each, so workers using neighbouring classes do not
- * invalidate each other's lines. Large classes do not use theirs. */
+ * invalidate each other's lines. A large class's list, newest first, is
+ * guarded by large_lock instead of its own mutex. */
 typedef struct pool_class {
     _Alignas(64) pthread_mutex_t lock;
     pool_block *free;
@@ -80,7 +86,7 @@ struct sl_pool {
     _Alignas(64) atomic_size_t held;  /* in use + idle */
     atomic_size_t peak_in_use;
     atomic_size_t limit;
-    /* Idle large blocks, newest first. */
+    /* Idle large blocks of every class, by age (and each class's list). */
     _Alignas(64) pthread_mutex_t large_lock;
     pool_block *newest, *oldest;
     pool_class cls[POOL_CLASSES];
@@ -261,11 +267,7 @@ void sl__pool_release(sl_pool *pool)
         }
         pthread_mutex_destroy(&pool->cls[i].lock);
     }
-    for (pool_block *b = pool->newest; b;) {
-        pool_block *next = b->next;
-        system_free(pool, b, 0, 0);
-        b = next;
-    }
+    /* Large idle blocks were freed with their classes' lists above. */
     pthread_mutex_destroy(&pool->large_lock);
     free(pool);
 }
@@ -293,17 +295,42 @@ static void note_in_use(sl_pool *pool, size_t held, size_t idle)
         ;
 }
 
-/* Unlinks b from the large idle list; the caller holds large_lock. */
+/* Puts b, a large block just freed, first in its class's list and in the
+ * list by age; the caller holds large_lock. */
+static void push_large(sl_pool *pool, pool_block *b)
+{
+    pool_class *pc = &pool->cls[b->cls];
+    b->prev = NULL;
+    b->next = pc->free;
+    if (pc->free)
+        pc->free->prev = b;
+    pc->free = b;
+    b->newer = NULL;
+    b->older = pool->newest;
+    if (pool->newest)
+        pool->newest->newer = b;
+    else
+        pool->oldest = b;
+    pool->newest = b;
+}
+
+/* Takes b off both lists; the caller holds large_lock. */
 static void unlink_large(sl_pool *pool, pool_block *b)
 {
     if (b->prev)
         b->prev->next = b->next;
     else
-        pool->newest = b->next;
+        pool->cls[b->cls].free = b->next;
     if (b->next)
         b->next->prev = b->prev;
+    if (b->newer)
+        b->newer->older = b->older;
     else
-        pool->oldest = b->prev;
+        pool->newest = b->older;
+    if (b->older)
+        b->older->newer = b->newer;
+    else
+        pool->oldest = b->newer;
 }
 
 /* Takes the oldest large idle blocks off the list until idle + need fits
@@ -323,13 +350,12 @@ static pool_block *evict_large(sl_pool *pool, size_t need, size_t cap)
     return gone;
 }
 
-/* The newest idle large block of class cls, taken off the list, or NULL. */
+/* The newest idle large block of class cls, taken off the lists, or NULL. */
 static pool_block *take_large(sl_pool *pool, int cls)
 {
     pool_block *b;
     pthread_mutex_lock(&pool->large_lock);
-    for (b = pool->newest; b && b->cls != cls; b = b->next)
-        ;
+    b = pool->cls[cls].free;
     if (b)
         unlink_large(pool, b);
     pthread_mutex_unlock(&pool->large_lock);
@@ -381,13 +407,7 @@ static void free_large(sl_pool *pool, pool_block *b, size_t cap)
 {
     pool_block *gone;
     pthread_mutex_lock(&pool->large_lock);
-    b->prev = NULL;
-    b->next = pool->newest;
-    if (pool->newest)
-        pool->newest->prev = b;
-    else
-        pool->oldest = b;
-    pool->newest = b;
+    push_large(pool, b);
     atomic_fetch_add_explicit(&pool->idle, class_size(b->cls), memory_order_relaxed);
     /* b is the newest, so it goes last, and only if the small blocks
      * leave no room for it. */

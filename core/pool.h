@@ -24,7 +24,7 @@
 typedef struct sl_pool sl_pool;
 
 /* Blocks of at least this many bytes are "large" (see pool.c). */
-#define SL__POOL_LARGE ((size_t)1 << 20)
+#define SL__POOL_LARGE ((size_t)256 << 10)
 /* The limit of a new pool: the default cap, which follows the peak (see
  * pool.c): half of it, at least SL__POOL_IDLE_FLOOR, at most
  * SL__POOL_IDLE_LIMIT_DEFAULT. */

@@ -25,8 +25,8 @@ static sl__pool_stats stats_of(const sl_pool *pool)
     return s;
 }
 
-/* A size from 64 bytes to 3 MiB, small and large mixed, a fixed function
- * of i (a multiplicative hash). */
+/* A size from 64 bytes to 3 MiB, small and large mixed (a quarter of them
+ * 1 MiB or more), a fixed function of i (a multiplicative hash). */
 static size_t varied_size(uint32_t i)
 {
     uint32_t h = (i + 1) * 2654435761u;
@@ -34,7 +34,7 @@ static size_t varied_size(uint32_t i)
     case 0: return 64 + h % 4000;
     case 1: return 4096 + h % 200000;
     case 2: return 300000 + h % 700000;
-    default: return SL__POOL_LARGE + h % ((size_t)2 << 20);
+    default: return ((size_t)1 << 20) + h % ((size_t)2 << 20);
     }
 }
 

@@ -157,7 +157,7 @@ SL_API void sl_dataset_set_decode_budget(sl_dataset *ds, uint64_t bytes);
  * does not call malloc per sample. It keeps at most its idle limit cached,
  * by default min(64 MiB, max(half the most bytes it ever had in use at
  * once, 8 MiB)); blocks freed beyond that go back to the system (the
- * oldest large ones, 1 MiB and up, first). */
+ * oldest large ones, 256 KiB and up, first). */
 #define SL_POOL_IDLE_LIMIT_DEFAULT ((size_t)-1)
 
 /* Bytes are what the blocks can hold (their size class, at most 1/32 above
