@@ -437,13 +437,11 @@ void sl__pool_free(sl_pool *pool, void *block)
     if (!reserve_idle(pool, bytes, cap)) {
         /* Large idle blocks go first; this one only if that is not enough. */
         pool_block *gone;
-        int fits;
         pthread_mutex_lock(&pool->large_lock);
         gone = evict_large(pool, bytes, cap);
         pthread_mutex_unlock(&pool->large_lock);
         system_free_list(pool, gone);
-        fits = reserve_idle(pool, bytes, cap);
-        if (!fits) {
+        if (!reserve_idle(pool, bytes, cap)) {
             system_free(pool, b, 1, 1);
             return;
         }

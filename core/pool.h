@@ -4,10 +4,10 @@
  *
  * Idle (cached) blocks are bounded: the pool keeps at most the limit set,
  * by default min(64 MiB, max(peak bytes in use / 2, SL__POOL_IDLE_FLOOR)),
- * and a block freed beyond that goes back to the system. Blocks of SL__POOL_LARGE bytes or more come from
- * mmap, so giving one back really lowers the process's memory, and idle ones
- * wait on one list in the order they were freed: when the cap is reached the
- * longest idle go back first (see pool.c for why).
+ * and a block freed beyond that goes back to the system. Blocks of
+ * SL__POOL_LARGE bytes or more come from mmap, so giving one back really
+ * lowers the process's memory, and when the cap is reached the large ones
+ * idle longest go back first (see pool.c for why).
  *
  * The pool is reference counted, but blocks do not hold references: a
  * shared counter touched by every allocation would bounce between the
