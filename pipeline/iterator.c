@@ -368,6 +368,7 @@ void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out)
     out->source_load_ms = it->source->iface->load_ms(it->source);
     out->rows_out = it->rows_out;
     out->pool_bytes = sl__pool_bytes(it->pool);
+    sl__pool_stats_public(it->pool, &out->pool);
     for (size_t s = 0; s < it->nstages; s++)
         out->threads += it->stages[s].nthreads;
     out->consumer_wakeups = sl__queue_pop_wakeups(&it->stages[it->nstages - 1].out);

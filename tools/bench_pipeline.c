@@ -22,7 +22,7 @@ enum {
     OPT_DATA = 256, OPT_USAGE, OPT_WORKERS, OPT_REPEATS, OPT_EPOCHS, OPT_SEED, OPT_JSON,
     OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_CROP,
     OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
-    OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS
+    OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS, OPT_POOL_IDLE_MB
 };
 
 typedef struct bench_args {
@@ -48,6 +48,7 @@ typedef struct bench_args {
     int no_source_shuffle;
     int64_t num_samples;
     int64_t decode_max_pixels; /* 0: the library's default */
+    int64_t pool_idle_mb; /* -1: the library's default */
 } bench_args;
 
 /* One timed run: one fresh iterator, `epochs` full epochs. */
@@ -58,6 +59,8 @@ typedef struct run_result {
     int64_t images;
     int threads;
     double wakeups_per_epoch; /* times the consumer was woken, per epoch */
+    sl_pool_stats pool;      /* the dataset's pool as the run ended (counts
+                              * since the set's dataset was made) */
 } run_result;
 
 /* Every run of one worker count. */
@@ -91,6 +94,9 @@ void cli_bench_pipeline_usage(FILE *f)
           "  --repeats N         timed runs per worker count (default 3)\n"
           "  --epochs N          epochs per timed run (default 1)\n"
           "  --seed N            seed of the sampler, shuffle and random ops (default 0)\n"
+          "  --pool-idle-mb N    the most MiB of freed buffers each dataset's pool keeps\n"
+          "                      for reuse; 0 caches nothing (default: half the most it\n"
+          "                      had in use at once, at least 8 and at most 64 MiB)\n"
           "  --json              print one JSON object instead of text\n"
           "  -h, --help          show this help and exit\n"
           "\n"
@@ -275,6 +281,9 @@ static int parse_option(bench_args *a, int opt, const char *arg)
     case OPT_DECODE_MAX_PIXELS:
         return cli_parse_int64(CMD, "--decode-max-pixels", arg, 1,
                                (int64_t)SL_DECODE_MAX_PIXELS_LIMIT, &a->decode_max_pixels);
+    case OPT_POOL_IDLE_MB:
+        return cli_parse_int64(CMD, "--pool-idle-mb", arg, 0, CLI_MAX_POOL_IDLE_MB,
+                               &a->pool_idle_mb);
     }
     return -1;
 }
@@ -303,6 +312,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         {"no-source-shuffle", no_argument, NULL, OPT_NO_SOURCE_SHUFFLE},
         {"num-samples", required_argument, NULL, OPT_NUM_SAMPLES},
         {"decode-max-pixels", required_argument, NULL, OPT_DECODE_MAX_PIXELS},
+        {"pool-idle-mb", required_argument, NULL, OPT_POOL_IDLE_MB},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -316,6 +326,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     a->nworkers = 2;
     a->repeats = 3;
     a->epochs = 1;
+    a->pool_idle_mb = -1;
 
     optind = 0; /* GNU: restart scanning on this new argv */
     opterr = 0;
@@ -359,6 +370,7 @@ static void make_pipeline(const bench_args *a, cli_kind kind, cli_pipeline *p)
     p->num_samples = a->num_samples;
     p->decode_max_pixels = (uint64_t)a->decode_max_pixels;
     p->seed = (uint64_t)a->seed;
+    p->pool_idle_mb = a->pool_idle_mb;
 }
 
 /* --- running --------------------------------------------------------- */
@@ -449,6 +461,7 @@ static int timed_run(sl_dataset *ds, int64_t epochs, int batched, run_result *r)
     sl_iterator_free(it);
 
     r->threads = stats.threads;
+    r->pool = stats.pool;
     r->wakeups_per_epoch = (double)stats.consumer_wakeups / (double)epochs;
     r->first_batch_ms = (t_first >= 0 ? t_first : t_end) - t0;
     r->images_per_s = (t_end > t0) ? (double)r->images / ((t_end - t0) / 1e3) : 0.0;
@@ -669,6 +682,24 @@ static int max_workers(const bench_args *a)
     return (int)m;
 }
 
+#define MIB(x) ((double)(x) / (1024.0 * 1024.0))
+
+/* Each worker count's buffer pool as its last run ended. */
+static void print_pool_text(const bench_args *a, const worker_set *sets)
+{
+    printf("\nbuffer pool (MB; each worker count's dataset has its own, shown as its last\n"
+           "run ended; allocs and frees count calls to the system since it was made):\n");
+    printf("%7s %11s %8s %8s %8s %13s %12s %9s\n", "workers", "peak in use", "in use",
+           "idle", "idle cap", "system allocs", "system frees", "cap frees");
+    for (size_t w = 0; w < a->nworkers; w++) {
+        const sl_pool_stats *ps = &sets[w].runs[a->repeats - 1].pool;
+        printf("%7d %11.1f %8.1f %8.1f %8.1f %13" PRIu64 " %12" PRIu64 " %9" PRIu64 "\n",
+               sets[w].workers, MIB(ps->peak_in_use_bytes), MIB(ps->in_use_bytes),
+               MIB(ps->idle_bytes), MIB(ps->idle_cap_bytes), ps->system_allocs,
+               ps->system_frees, ps->cap_frees);
+    }
+}
+
 static void print_text(const bench_args *a, const char *kind, const char *describe,
                        const worker_set *sets, double machine)
 {
@@ -715,6 +746,7 @@ static void print_text(const bench_args *a, const char *kind, const char *descri
     printf("\n(images/s, first batch ms and wakeups/epoch are medians over the runs;\n"
            "threads is what the pipeline runs, and wakeups/epoch how often the consumer\n"
            "slept waiting for a batch and was woken, as reported by the iterator)\n");
+    print_pool_text(a, sets);
     printf("peak RSS: %.1f MB\n", (double)peak_rss_bytes() / (1024.0 * 1024.0));
     if (machine > 0)
         printf("machine:  %d threads of independent work (a compute loop) run %.2fx as fast\n"
@@ -742,9 +774,11 @@ static void print_json(const bench_args *a, const char *kind, const char *descri
         for (int64_t i = 0; i < a->repeats; i++)
             printf("%s%.3f", i ? ", " : "", s->runs[i].images_per_s);
         printf("], \"first_batch_ms\": %.3f, \"batches\": %" PRId64 ", \"images\": %" PRId64
-               ", \"consumer_wakeups_per_epoch\": %.1f, \"load_ms\": %.3f}",
+               ", \"consumer_wakeups_per_epoch\": %.1f, \"load_ms\": %.3f, \"pool\": ",
                median_of(s->runs, a->repeats, 1), s->runs[0].batches, s->runs[0].images,
                median_of(s->runs, a->repeats, 2), s->load_ms);
+        cli_pool_json(stdout, &s->runs[a->repeats - 1].pool);
+        printf("}");
     }
     printf("], \"peak_rss_bytes\": %lld", peak_rss_bytes());
     if (machine > 0)

@@ -46,6 +46,8 @@ typedef struct sl_iterator_stats {
     int threads;            /* threads the pipeline runs */
     uint64_t consumer_wakeups; /* times sl_iterator_next slept waiting for data and was
                                 * woken; about one per wait when nothing polls */
+    sl_pool_stats pool;     /* the buffer pool's, which the dataset's iterators share
+                             * (so its counts include earlier iterators') */
 } sl_iterator_stats;
 
 /* The _sized function writes at most size bytes (for bindings); C callers
