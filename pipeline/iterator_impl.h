@@ -60,6 +60,8 @@ typedef struct sl__stage {
         int prepared, ordered, finished;
     } src;
     int pulls_source;      /* SL__STAGE_MAP, SL__STAGE_COLLATE: its workers run the source */
+    int64_t skip_first;    /* SL__STAGE_SOURCE, SL__STAGE_SEQ: units its chain drops before
+                            * its first end of epoch (an iterator started mid-epoch) */
 } sl__stage;
 
 struct sl_iterator {
