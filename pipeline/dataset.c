@@ -141,6 +141,11 @@ void sl_dataset_set_seed(sl_dataset *ds, uint64_t seed)
     ds->seed = seed;
 }
 
+uint64_t sl_dataset_get_seed(const sl_dataset *ds)
+{
+    return ds->seed;
+}
+
 void sl_dataset_set_decode_budget(sl_dataset *ds, uint64_t bytes)
 {
     ds->decode_budget = bytes;

@@ -140,6 +140,7 @@ SL_API int sl_dataset_take(sl_dataset *ds, int64_t n);
 SL_API int sl_dataset_skip(sl_dataset *ds, int64_t n);
 /* The seed of shuffle nodes and random ops (default 0). */
 SL_API void sl_dataset_set_seed(sl_dataset *ds, uint64_t seed);
+SL_API uint64_t sl_dataset_get_seed(const sl_dataset *ds);
 /* The most bytes of decoded images that the Decode ops of one iterator's
  * workers hold at once: a Decode takes its image's bytes before allocating
  * it and they come back once its worker has run the rest of the map on
