@@ -193,7 +193,17 @@ mkdir -p "$TMP/empty"
 # --- the program ----------------------------------------------------------
 
 run --version
-expect "--version" 0 stdout '^sluice 0\.1\.0$'
+expect "--version" 0 stdout '^sluice 0\.1\.0$' stdout '^cpu path: \(avx512\|avx2\|generic\)$'
+# SLUICE_CPU caps the vector path (to run a lesser machine's), and a name
+# it does not know is refused before any command runs.
+SLUICE_CPU=generic run --version
+expect "SLUICE_CPU=generic --version" 0 stdout '^cpu path: generic$'
+SLUICE_CPU=avx2 run --version
+expect "SLUICE_CPU=avx2 --version" 0 stdout '^cpu path: \(avx2\|generic\)$'
+SLUICE_CPU=avx9 run --version
+expect "SLUICE_CPU=avx9" 2 stderr "SLUICE_CPU is 'avx9': give avx512, avx2 or generic"
+SLUICE_CPU=generic run bench train --steps 20 --repeats 1 --e2e-steps 2
+expect "bench train under SLUICE_CPU=generic" 0 stdout '^cpu path: generic (capped by SLUICE_CPU)$'
 run --help
 expect "--help" 0 stdout '^Usage: sluice' stdout 'inspect' stdout 'bench'
 run

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sluice/sluice.h"
@@ -63,7 +64,11 @@ static void usage(FILE *f)
     fputs("\n"
           "Options:\n"
           "  -h, --help     show this help and exit\n"
-          "  -V, --version  print the version and exit\n"
+          "  -V, --version  print the version and the CPU path the kernels run\n"
+          "\n"
+          "Environment:\n"
+          "  SLUICE_CPU     avx512, avx2 or generic: use at most this vector path\n"
+          "                 (to run or time a lesser machine's path on this one)\n"
           "\n"
           "Every command takes --help. Exit status: 0 success, 1 runtime failure,\n"
           "2 usage error.\n",
@@ -146,7 +151,14 @@ static int run(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const command *c;
+    const char *cpu = getenv("SLUICE_CPU");
     int opt;
+
+    if (cpu && !sl_cpu_path_valid(cpu)) {
+        cli_error("usage", "SLUICE_CPU is '%s': give avx512, avx2 or generic (or unset it)",
+                  cpu);
+        return CLI_EXIT_USAGE;
+    }
 
     /* "+": stop at the command name, whose options are its own. */
     opterr = 0;
@@ -156,7 +168,7 @@ static int run(int argc, char **argv)
             usage(stdout);
             return CLI_EXIT_OK;
         case 'V':
-            printf("sluice %s\n", sl_version());
+            printf("sluice %s\ncpu path: %s\n", sl_version(), sl_cpu_path());
             return CLI_EXIT_OK;
         default:
             cli_bad_option("usage", opt, argv, longopts);
