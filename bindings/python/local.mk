@@ -27,7 +27,10 @@ SL_PY_SOURCES = \
 	bindings/python/src/dlpack.c \
 	bindings/python/src/op.c \
 	bindings/python/src/dataset.c \
-	bindings/python/src/iterator.c
+	bindings/python/src/iterator.c \
+	bindings/python/src/model.c \
+	bindings/python/src/run.c \
+	bindings/python/src/sink.c
 
 SL_PY_TESTS = \
 	bindings/python/tests/conftest.py \
