@@ -59,6 +59,7 @@ SL_PY_TESTS = \
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/lenet_torch.py \
+	bindings/python/examples/lenet_sluice.py \
 	bench/python_dataset.py
 
 if SL_PYTHON
