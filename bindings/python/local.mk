@@ -55,7 +55,8 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_zero_copy.py \
 	bindings/python/tests/test_errors.py \
 	bindings/python/tests/test_threads.py \
-	bindings/python/tests/test_ops.py
+	bindings/python/tests/test_ops.py \
+	bindings/python/tests/test_train.py
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/lenet_torch.py \
