@@ -21,7 +21,7 @@ import sluice.dataset.transforms as transforms
 import sluice.dataset.vision as vision
 import sluice.nn as nn
 from sluice import train
-from conftest import baseline, fashion_or_skip, make_mnist, settled
+from conftest import baseline, fashion_or_skip, make_mnist, nthreads, settled
 
 
 @pytest.fixture(autouse=True)
@@ -173,13 +173,18 @@ def test_parameters_equal_the_c_librarys():
 def test_data_sink_calls_continue_the_traversal(small):
     d = small.repeat()                              # endless
     step_a, a = one_step_cell()
+    step_b, b = one_step_cell()
+    step_a._get_model(), step_b._get_model()        # their executors' threads
+    base = baseline()
     sink = sluice.data_sink(step_a, d, sink_size=50)
     sink()
     loss_a = sink()
+    assert nthreads() > base                        # the pipeline runs until close()
     sink.close()
-    step_b, b = one_step_cell()
+    assert settled(base) == base
     with sluice.data_sink(step_b, d, sink_size=100) as sink:
         loss_b = sink()
+    assert settled(base) == base
     assert isinstance(loss_b, sluice.Tensor) and loss_b.shape == ()
     assert loss_a.item() == loss_b.item() and str(loss_b) == str(np.float32(loss_b.item()))
     assert_same(values(a), values(b))
@@ -369,8 +374,8 @@ def test_exception_in_a_callback_propagates_and_joins_threads(small, sink):
                 raise Boom("from step_end")
     cb = Raise()
     with pytest.raises(Boom, match="from step_end"):
-        model.train(5, small.repeat(), callbacks=[cb], dataset_sink_mode=sink, sink_size=4)
-    assert cb.n == 3
+        model.train(5, small.repeat(100), callbacks=[cb], dataset_sink_mode=sink, sink_size=4)
+    assert cb.n == 3                                # it stopped at once
     assert settled(base) == base
     model.train(1, small, dataset_sink_mode=sink)  # the model still trains
     assert settled(base) == base
@@ -399,28 +404,32 @@ def test_ctrl_c_stops_training(small, sink):
 
 
 def test_gil_is_free_while_training(small):
-    """A Python thread counts while train() runs in C: a train that held
-    the GIL would leave it near 0."""
+    """Another Python thread keeps running while train() runs in C: it
+    notes the time every millisecond, and no gap between its notes is more
+    than a fraction of the training's time. A train that held the GIL
+    would leave one gap as long as itself."""
     model, _ = lenet()
-    counter = [0]
+    stamps = []
     stop = threading.Event()
 
-    def count():
+    def note():
         while not stop.is_set():
-            counter[0] += 1
-    t = threading.Thread(target=count)
+            stamps.append(time.monotonic())
+            time.sleep(0.001)
+    t = threading.Thread(target=note)
     t.start()
     try:
+        time.sleep(0.05)
         t0 = time.monotonic()
-        start = counter[0]
-        model.train(1, small.repeat(20), dataset_sink_mode=True)     # 60 steps
-        took = time.monotonic() - t0
-        counted = counter[0] - start
+        model.train(1, small.repeat(100), dataset_sink_mode=True)     # 300 steps
+        t1 = time.monotonic()
     finally:
         stop.set()
         t.join()
-    assert took > 0.05, "training was too fast to tell"
-    assert counted > 10000, f"{counted} counts while train() ran {took * 1e3:.0f} ms"
+    assert t1 - t0 > 0.2, "training was too fast to tell"
+    inside = [t0] + [x for x in stamps if t0 < x < t1] + [t1]
+    gap = max(b - a for a, b in zip(inside, inside[1:]))
+    assert gap < 0.5 * (t1 - t0), f"no note for {gap * 1e3:.0f} ms of {(t1 - t0) * 1e3:.0f} ms"
 
 
 def test_callbacks_may_read_parameters(small):
