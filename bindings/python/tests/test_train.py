@@ -266,7 +266,8 @@ def test_checkpoints(small, tmp_path):
     sluice.save_checkpoint(network, path)
     sluice.set_seed(3)
     other = nn.LeNet5()
-    assert not np.array_equal(other.trainable_params()[0].asnumpy(), values(network)["conv1.weight"])
+    assert not np.array_equal(other.trainable_params()[0].asnumpy(),
+                              values(network)["conv1.weight"])
     assert sluice.load_param_into_net(other, sluice.load_checkpoint(path)) == []
     assert_same(values(other), values(network))
     train.Model(other, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"))
