@@ -1,5 +1,6 @@
 /* sluice.c: the `sluice` program: global options and dispatch to the
- * subcommands (inspect.c, train.c, bench_pipeline.c, bench_train.c, bench_sink.c). */
+ * subcommands (inspect.c, train.c, bench_pipeline.c, bench_train.c,
+ * bench_sink.c, bench_eval.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -41,6 +42,8 @@ static const command bench_commands[] = {
      cli_bench_train_main, cli_bench_train_usage},
     {"sink", "data sinking against non-sinking, compute-only and data-only, per device",
      cli_bench_sink_main, cli_bench_sink_usage},
+    {"eval", "inference throughput: the test split through LeNet5's forward step",
+     cli_bench_eval_main, cli_bench_eval_usage},
 };
 #define NBENCH (sizeof bench_commands / sizeof bench_commands[0])
 
