@@ -49,6 +49,13 @@ compute_pynative_samples_per_s and end_to_end_samples_per_s; their medians are
 reported with the ratios
     sluice compute_graph median / best torch compute-only median
     sluice end_to_end median / torch end-to-end median (unless --no-e2e).
+With --inference it also times LeNet5's forward pass over the whole test
+split (t10k), batch 256, each batch gathered, resized and normalized as
+sluice's pipeline does it, eval mode and no_grad, in the best configuration
+(median of 3 passes after one untimed, per round); with --sluice, each
+round also runs `PATH bench eval --json` and the ratio
+    sluice inference_images_per_s median / torch inference median
+is reported.
 A failing sluice run (or one printing no usable JSON) prints its stderr and
 exits 1; so does a failing torch subprocess.  Usage errors exit 2.
 
@@ -65,7 +72,9 @@ exits 1; so does a failing torch subprocess.  Usage errors exit 2.
     compute_graph_samples_per_s, compute_pynative_samples_per_s,
     end_to_end_samples_per_s (medians)};
   ratios: {sluice_graph_over_torch_compute, sluice_e2e_over_torch_e2e}
-    (only those that could be computed).
+    (only those that could be computed);
+  inference: null, or {config, batch, torch_runs, torch_images_per_s, and
+    with --sluice sluice_runs, sluice_images_per_s, sluice_over_torch}.
 Progress goes to stderr, results to stdout.
 
 Requires only Debian's python3-torch and python3-numpy; run with
@@ -74,6 +83,7 @@ Requires only Debian's python3-torch and python3-numpy; run with
 import argparse, json, os, shlex, statistics, subprocess, sys, time
 
 BATCH, OUT_HW = 32, (32, 32)
+INFER_BATCH = 256  # inference: as `sluice bench eval`
 MEAN, STD = 0.1307, 0.3081
 LR, MOMENTUM = 0.01, 0.9
 THREADS = (1, 2)
@@ -173,6 +183,9 @@ def child_main(spec):
                     loss_first=first.item(), loss_last=last.item())
         return info
 
+    if spec["mode"] == "inference":
+        return inference(torch, spec, info)
+
     # ---- end-to-end
     import torch.nn.functional as F
     from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler
@@ -223,6 +236,34 @@ def child_main(spec):
     k = min(50, len(losses))
     info.update(samples_per_s=spec["steps"] * BATCH / wall, wall_s=wall, load_ms=load_ms,
                 loss_first50=losses[:k].mean().item(), loss_last50=losses[-k:].mean().item())
+    return info
+
+
+def inference(torch, spec, info):
+    """Images/s of LeNet5's forward pass over the whole test split, batch
+    INFER_BATCH, each batch gathered, resized and normalized as sluice's
+    pipeline does it (the IDX read is not counted); eval mode, no_grad; the
+    median of spec["passes"] passes after one untimed pass."""
+    import torch.nn.functional as F
+    sys.path.insert(0, HERE)
+    from idx import read_idx
+    imgs = read_idx(os.path.join(spec["data"], "t10k-images-idx3-ubyte.gz"), 0x803)
+    imgs = torch.from_numpy(imgs.copy())
+    net, _, _ = make_net(torch)
+    net.eval()
+    rates = []
+    with torch.no_grad():
+        for p in range(spec["passes"] + 1):
+            t0 = time.perf_counter()
+            for i in range(0, len(imgs), INFER_BATCH):
+                b = imgs[i:i + INFER_BATCH].unsqueeze(1).to(torch.float32)
+                b = F.interpolate(b, size=OUT_HW, mode="bilinear", align_corners=False,
+                                  antialias=False)
+                b = b.mul_(1.0 / 255).sub_(MEAN).div_(STD)
+                net(b).argmax(1)
+            if p > 0:
+                rates.append(len(imgs) / (time.perf_counter() - t0))
+    info.update(images_per_s=statistics.median(rates), images=len(imgs))
     return info
 
 
@@ -333,6 +374,9 @@ def main():
     ap.add_argument("--e2e-steps", type=int, default=1000,
                     help="timed end-to-end steps per run (default %(default)s)")
     ap.add_argument("--no-e2e", action="store_true", help="skip the end-to-end run")
+    ap.add_argument("--inference", action="store_true",
+                    help="also time inference (batch 256 over the test split) in the "
+                    "best configuration, against `sluice bench eval` with --sluice")
     ap.add_argument("--sluice", metavar="PATH",
                     help="also run `PATH bench train --json` once per round")
     ap.add_argument("--sluice-args", default="", metavar='"ARGS"',
@@ -428,6 +472,32 @@ def main():
                "loss_first50": med(x["loss_first50"] for x in runs),
                "loss_last50": med(x["loss_last50"] for x in runs)}
 
+    infer = None
+    if a.inference:
+        log(f"inference in the best configuration ({best['config']}): {a.repeats} "
+            "rounds" + (", each against sluice bench eval" if a.sluice else ""))
+        runs, sl_runs = [], []
+        for r in range(1, a.repeats + 1):
+            spec = {"mode": "inference", "threads": best["torch_threads"], "passes": 3,
+                    "seed": a.seed, "data": os.path.abspath(a.data)}
+            res = run_child(spec, configs[best_i]["pinned"], "inference")
+            runs.append(res["images_per_s"])
+            log(f"  round {r}: torch {res['images_per_s']:>9,.0f} images/s")
+            if a.sluice:
+                cmd = [a.sluice, "bench", "eval", "--json", "--data", a.data]
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+                out = last_json(p.stdout) if p.returncode == 0 else None
+                if not isinstance(out, dict) or "inference_images_per_s" not in out:
+                    log(f"error: {' '.join(cmd)} failed: {p.stderr.strip()}")
+                    sys.exit(1)
+                sl_runs.append(float(out["inference_images_per_s"]))
+                log(f"  round {r}: sluice {sl_runs[-1]:>9,.0f} images/s")
+        infer = {"config": best["config"], "batch": INFER_BATCH, "torch_runs": runs,
+                 "torch_images_per_s": med(runs)}
+        if sl_runs:
+            infer.update(sluice_runs=sl_runs, sluice_images_per_s=med(sl_runs),
+                         sluice_over_torch=med(sl_runs) / med(runs))
+
     sluice, ratios = None, {}
     if sluice_cmd:
         sluice = {"cmd": sluice_cmd, "runs": sluice_runs}
@@ -445,7 +515,8 @@ def main():
                           "cpus": os.cpu_count(), "wall_s": wall,
                           "configs": out_configs, "best_config": best["config"],
                           "best_samples_per_s": best["samples_per_s"], "e2e": e2e,
-                          "sluice": sluice, "ratios": ratios}, indent=2))
+                          "sluice": sluice, "ratios": ratios, "inference": infer},
+                         indent=2))
         return 0
 
     R = a.repeats
@@ -487,6 +558,18 @@ def main():
                   f"{ratios['sluice_e2e_over_torch_e2e']:>7.2f}x")
         else:
             print("sluice end_to_end / torch end-to-end: no torch end-to-end (--no-e2e)")
+    if infer:
+        print(f"\ninference: {infer['config']}; batch {INFER_BATCH} over the test split, "
+              "resize/rescale/normalize per batch, eval mode, no_grad; images/s")
+        print(f"{'torch inference':<{name_w}}{'':>5}"
+              + "".join(f"{x:>10,.0f}" for x in infer["torch_runs"])
+              + f"{infer['torch_images_per_s']:>10,.0f}")
+        if "sluice_runs" in infer:
+            print(f"{'sluice bench eval':<{name_w}}{'':>5}"
+                  + "".join(f"{x:>10,.0f}" for x in infer["sluice_runs"])
+                  + f"{infer['sluice_images_per_s']:>10,.0f}")
+            print(f"{'sluice inference / torch inference':<56}"
+                  f"{infer['sluice_over_torch']:>7.2f}x")
     print(f"\nbenchmarks took {wall:.1f} s")
     return 0
 
