@@ -47,7 +47,8 @@ void cli_bench_train_usage(FILE *f)
           "  --steps N           steps per compute-only run (default 2000)\n"
           "  --repeats N         runs of each (default 3)\n"
           "  --data DIR          MNIST folder for end to end (default " CLI_DEFAULT_DATA ")\n"
-          "  --workers N         pipeline workers for end to end (default 2; 1 on one CPU)\n"
+          "  --workers N         pipeline workers for end to end (default 1 when the\n"
+          "                      compute threads fill every CPU, else 2)\n"
           "  --spin-us N         how long a compute thread spins before it sleeps\n"
           "                      (default 20, or 0 when CPUs < threads)\n"
           "  --e2e-steps N       steps per end-to-end run (default 1875: one epoch)\n"
@@ -87,7 +88,6 @@ static int parse_args(int argc, char **argv, bench_args *a)
         sl_thread_budget_default(&b);
         a->threads = b.compute_threads;
         a->blas_threads = b.blas_threads;
-        a->workers = b.pipeline_workers;
     }
     a->steps = 2000;
     a->repeats = 3;
@@ -128,6 +128,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
         cli_error(CMD, "unexpected argument '%s' (see --help)", argv[optind]);
         return CLI_EXIT_USAGE;
     }
+    if (a->workers == 0)
+        a->workers = cli_training_workers((int)a->threads);
     return CLI_EXIT_OK;
 }
 
