@@ -340,8 +340,9 @@ int cli_bench_train_main(int argc, char **argv)
         printf("  compute, PYNATIVE  %10.0f samples/s\n", median(p, (size_t)a.repeats));
         if (ds)
             printf("  end to end         %10.0f samples/s  (%" PRId64 " steps, %" PRId64
-                   " pipeline workers)\n",
-                   median(e, (size_t)a.repeats), a.e2e_steps, a.workers);
+                   " pipeline worker%s)\n",
+                   median(e, (size_t)a.repeats), a.e2e_steps, a.workers,
+                   a.workers == 1 ? "" : "s");
         printf("  memory: GRAPH arena %.2f MiB, PYNATIVE peak %.2f MiB\n",
                (double)sl_step_memory_bytes(step) / 1048576.0,
                (double)sl_step_memory_bytes(sl_model_train_step(pynative)) / 1048576.0);
