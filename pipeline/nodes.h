@@ -6,7 +6,7 @@
  *   by one thread: each node takes a row or an end-of-epoch and passes what
  *   it makes to the next node, the last one to the output builder.
  * - Parallel work (map, batch collation) is a function from chunk to chunk
- *   that several workers apply, each to its own chunk. */
+ *   that several workers apply, each to its own chunk (map.c). */
 #ifndef SLUICE_PIPELINE_NODES_H
 #define SLUICE_PIPELINE_NODES_H
 
