@@ -29,6 +29,8 @@ sl_dataset *sl_dataset_new(void)
         free(ds);
         return NULL;
     }
+    if (ds)
+        sl_error_samples_options_init(&ds->error_samples);
     return ds;
 }
 
@@ -48,6 +50,7 @@ int sl_dataset_copy(sl_dataset **out, const sl_dataset *src)
         sl__source_retain(ds->source);
     ds->seed = src->seed;
     ds->decode_budget = src->decode_budget;
+    ds->error_samples = src->error_samples;
     ds->schema = src->schema;
     *out = ds;
     return SL_OK;

@@ -85,52 +85,85 @@ static void give_back_budget(sl__op_ctx *ctx)
     }
 }
 
+/* Applies the steps to one row. On failure *failed is the step's node, the
+ * row's transformed column is released (NULL), the budget the row took is
+ * given back and err holds the op's message, not yet naming the row. */
+static int map_row(const sl__map_work *w, sl__row *row, sl__op_ctx *ctx,
+                   const sl__node **failed)
+{
+    for (size_t s = 0; s < w->nsteps; s++) {
+        const sl__map_step *step = &w->steps[s];
+        const sl__node *node = step->node;
+        sl_tensor *t = row->col[node->column];
+        row->col[node->column] = NULL;
+        for (size_t k = 0; k < step->nops; k++) {
+            const sl_op *op = step->ops[k];
+            sl_tensor *next;
+            int rc;
+            if (op->random)
+                sl__rng_seed(&ctx->rng, w->seed, (uint64_t)row->epoch, (uint64_t)row->index,
+                             step->salt * 64 + step->first[k]);
+            rc = sl__op_run(op, t, &next, ctx);
+            if (rc != SL_OK) {
+                give_back_budget(ctx);
+                *failed = node;
+                return rc;
+            }
+            t = next;
+        }
+        row->col[node->column] = t;
+    }
+    give_back_budget(ctx);
+    return SL_OK;
+}
+
+static void op_ctx_init(sl__op_ctx *ctx, const sl__map_work *w, sl_pool *pool, sl__error *err)
+{
+    ctx->pool = pool;
+    ctx->err = err;
+    ctx->budget = w->budget;
+    ctx->budget_held = 0;
+}
+
 int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
                   const atomic_int *stop, sl__error *err)
 {
     sl__op_ctx ctx;
-    ctx.pool = pool;
-    ctx.err = err;
-    ctx.budget = w->budget;
-    ctx.budget_held = 0;
+    op_ctx_init(&ctx, w, pool, err);
     for (size_t r = 0; r < chunk->nrows; r++) {
         sl__row *row = &chunk->rows[r];
+        const sl__node *failed;
+        int rc;
         if (atomic_load_explicit(stop, memory_order_relaxed))
             return sl__errf(err, SL_ECLOSED, "map: stopped");
         if (r + 1 < chunk->nrows)
             prefetch_row(w, &chunk->rows[r + 1]);
-        for (size_t s = 0; s < w->nsteps; s++) {
-            const sl__map_step *step = &w->steps[s];
-            const sl__node *node = step->node;
-            sl_tensor *t = row->col[node->column];
-            row->col[node->column] = NULL;
-            for (size_t k = 0; k < step->nops; k++) {
-                const sl_op *op = step->ops[k];
-                sl_tensor *next;
-                int rc;
-                if (op->random)
-                    sl__rng_seed(&ctx.rng, w->seed, (uint64_t)row->epoch, (uint64_t)row->index,
-                                 step->salt * 64 + step->first[k]);
-                rc = sl__op_run(op, t, &next, &ctx);
-                if (rc != SL_OK) {
-                    char where[300];
-                    give_back_budget(&ctx);
-                    name_row(w, node, row, where, sizeof where);
-                    sl__err_prefix(err, "map on column '%s', %s: ", node->colname, where);
-                    /* Keep the rows done before this one: they go on
-                     * ahead of the error. */
-                    for (size_t q = r; q < chunk->nrows; q++)
-                        sl__row_clear(&chunk->rows[q]);
-                    chunk->nrows = r;
-                    return rc;
-                }
-                t = next;
-            }
-            row->col[node->column] = t;
+        rc = map_row(w, row, &ctx, &failed);
+        if (rc != SL_OK) {
+            char where[300];
+            name_row(w, failed, row, where, sizeof where);
+            sl__err_prefix(err, "map on column '%s', %s: ", failed->colname, where);
+            /* Keep the rows done before this one: they go on ahead of the
+             * error. */
+            for (size_t q = r; q < chunk->nrows; q++)
+                sl__row_clear(&chunk->rows[q]);
+            chunk->nrows = r;
+            return rc;
         }
-        give_back_budget(&ctx);
     }
     return SL_OK;
+}
+
+int sl__map_apply_row(const sl__map_work *w, sl__row *row, sl_pool *pool, sl__error *err)
+{
+    sl__op_ctx ctx;
+    const sl__node *failed;
+    int rc;
+    op_ctx_init(&ctx, w, pool, err);
+    rc = map_row(w, row, &ctx, &failed);
+    if (rc != SL_OK)
+        sl__err_prefix(err, "map on column '%s': ", failed->colname);
+    return rc;
 }
 
 int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out, sl_pool *pool,

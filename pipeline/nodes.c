@@ -54,7 +54,7 @@ static int out_send(sl__out *out, sl__chunk *c)
 int sl__out_flush(sl__out *out)
 {
     sl__chunk *c = out->cur;
-    if (!c || c->nrows == 0)
+    if (!c || (c->nrows == 0 && !c->bad))
         return SL_OK;
     out->cur = NULL;
     return out_send(out, c);
@@ -72,6 +72,21 @@ int sl__out_row(sl__out *out, sl__row *row)
     sl__chunk_push_row(out->cur, row);
     if (out->cur->nrows == out->cur->cap || out->cur->nbytes >= out->chunk_bytes)
         return sl__out_flush(out);
+    return SL_OK;
+}
+
+int sl__out_bad(sl__out *out, sl__bad_record *records)
+{
+    if (!records)
+        return SL_OK;
+    if (!out->cur) {
+        out->cur = sl__chunk_new(SL__CHUNK_ROWS, out->chunk_rows);
+        if (!out->cur) {
+            sl__bad_records_free(records);
+            return SL_ENOMEM;
+        }
+    }
+    sl__chunk_add_bad(out->cur, records);
     return SL_OK;
 }
 
@@ -375,6 +390,11 @@ static const seq_node_iface skip_iface = {skip_row, counting_eoe, no_destroy};
 int sl__seq_node_needs_data(const sl__seq_node *node)
 {
     return node->iface == &batch_iface && !((const batch_node *)node)->group_only;
+}
+
+int sl__seq_node_is_batch(const sl__seq_node *node)
+{
+    return node->iface == &batch_iface;
 }
 
 int sl__seq_node_rows_unread(sl__seq_node *node)

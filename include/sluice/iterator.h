@@ -46,6 +46,8 @@ typedef struct sl_iterator_stats {
     int threads;            /* threads the pipeline runs */
     uint64_t consumer_wakeups; /* times sl_iterator_next slept waiting for data and was
                                 * woken; about one per wait when nothing polls */
+    uint64_t samples_skipped;  /* bad samples dropped so far (sl_error_samples_options) */
+    uint64_t samples_replaced; /* bad samples a stand-in replaced so far */
 } sl_iterator_stats;
 
 /* The _sized function writes at most size bytes (for bindings); C callers
