@@ -22,7 +22,7 @@ enum {
     OPT_DATA = 256, OPT_USAGE, OPT_WORKERS, OPT_REPEATS, OPT_EPOCHS, OPT_SEED, OPT_JSON,
     OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_CROP,
     OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
-    OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS
+    OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS, OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES
 };
 
 typedef struct bench_args {
@@ -48,6 +48,7 @@ typedef struct bench_args {
     int no_source_shuffle;
     int64_t num_samples;
     int64_t decode_max_pixels; /* 0: the library's default */
+    cli_error_samples errors;
 } bench_args;
 
 /* One timed run: one fresh iterator, `epochs` full epochs. */
@@ -58,6 +59,7 @@ typedef struct run_result {
     int64_t images;
     int threads;
     double wakeups_per_epoch; /* times the consumer was woken, per epoch */
+    uint64_t skipped, replaced; /* bad samples (--error-samples) */
 } run_result;
 
 /* Every run of one worker count. */
@@ -111,7 +113,9 @@ void cli_bench_pipeline_usage(FILE *f)
           "  --num-samples N     read at most N samples per epoch (0: all)\n"
           "  --decode-max-pixels N  ImageFolder: refuse JPEGs declaring more than N pixels\n"
           "                      (width x height), from the header, before decoding\n"
-          "                      (default 67108864 = 8192x8192; raise it for larger images)\n",
+          "                      (default 67108864 = 8192x8192; raise it for larger images)\n"
+          CLI_ERROR_SAMPLES_HELP
+          "                      (in the first timed run; the others count them only)\n",
           f);
 }
 
@@ -275,6 +279,8 @@ static int parse_option(bench_args *a, int opt, const char *arg)
     case OPT_DECODE_MAX_PIXELS:
         return cli_parse_int64(CMD, "--decode-max-pixels", arg, 1,
                                (int64_t)SL_DECODE_MAX_PIXELS_LIMIT, &a->decode_max_pixels);
+    case OPT_ERROR_SAMPLES: return cli_parse_error_samples(CMD, arg, &a->errors);
+    case OPT_MAX_BAD_SAMPLES: return cli_parse_max_bad_samples(CMD, arg, &a->errors);
     }
     return -1;
 }
@@ -303,6 +309,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
         {"no-source-shuffle", no_argument, NULL, OPT_NO_SOURCE_SHUFFLE},
         {"num-samples", required_argument, NULL, OPT_NUM_SAMPLES},
         {"decode-max-pixels", required_argument, NULL, OPT_DECODE_MAX_PIXELS},
+        {"error-samples", required_argument, NULL, OPT_ERROR_SAMPLES},
+        {"max-bad-samples", required_argument, NULL, OPT_MAX_BAD_SAMPLES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -316,6 +324,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     a->nworkers = 2;
     a->repeats = 3;
     a->epochs = 1;
+    cli_error_samples_default(&a->errors);
 
     optind = 0; /* GNU: restart scanning on this new argv */
     opterr = 0;
@@ -335,6 +344,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
         cli_error(CMD, "unexpected argument '%s' (see --help)", argv[optind]);
         return CLI_EXIT_USAGE;
     }
+    if (cli_check_error_samples(CMD, &a->errors) != 0)
+        return CLI_EXIT_USAGE;
     return CLI_EXIT_OK;
 }
 
@@ -358,6 +369,7 @@ static void make_pipeline(const bench_args *a, cli_kind kind, cli_pipeline *p)
         p->source_shuffle = 0;
     p->num_samples = a->num_samples;
     p->decode_max_pixels = (uint64_t)a->decode_max_pixels;
+    p->errors = a->errors;
     p->seed = (uint64_t)a->seed;
 }
 
@@ -449,6 +461,8 @@ static int timed_run(sl_dataset *ds, int64_t epochs, int batched, run_result *r)
     sl_iterator_free(it);
 
     r->threads = stats.threads;
+    r->skipped = stats.samples_skipped;
+    r->replaced = stats.samples_replaced;
     r->wakeups_per_epoch = (double)stats.consumer_wakeups / (double)epochs;
     r->first_batch_ms = (t_first >= 0 ? t_first : t_end) - t0;
     r->images_per_s = (t_end > t0) ? (double)r->images / ((t_end - t0) / 1e3) : 0.0;
@@ -531,6 +545,8 @@ static int run_sets(const bench_args *a, const cli_pipeline *p, worker_set *sets
         for (size_t w = 0; w < a->nworkers && rc == SL_OK; w++) {
             if (tty)
                 progress(sets[w].workers, i + 1, a->repeats);
+            /* Bad samples are reported once: in the first timed run. */
+            p->report->quiet = i > 0 || w > 0;
             rc = timed_run(ds[w], a->epochs, p->batch > 0, &sets[w].runs[i]);
             if (rc == SL_OK && sets[w].runs[i].batches == 0) {
                 no_rows_error(p, ds[w]);
@@ -715,6 +731,11 @@ static void print_text(const bench_args *a, const char *kind, const char *descri
     printf("\n(images/s, first batch ms and wakeups/epoch are medians over the runs;\n"
            "threads is what the pipeline runs, and wakeups/epoch how often the consumer\n"
            "slept waiting for a batch and was woken, as reported by the iterator)\n");
+    if (a->errors.mode != SL_ERROR_SAMPLES_RAISE)
+        printf("bad samples: %" PRIu64 " skipped, %" PRIu64 " replaced in each run (--error-samples "
+               "%s)\n",
+               sets[0].runs[0].skipped, sets[0].runs[0].replaced,
+               a->errors.mode == SL_ERROR_SAMPLES_SKIP ? "skip" : "replace");
     printf("peak RSS: %.1f MB\n", (double)peak_rss_bytes() / (1024.0 * 1024.0));
     if (machine > 0)
         printf("machine:  %d threads of independent work (a compute loop) run %.2fx as fast\n"
@@ -742,9 +763,11 @@ static void print_json(const bench_args *a, const char *kind, const char *descri
         for (int64_t i = 0; i < a->repeats; i++)
             printf("%s%.3f", i ? ", " : "", s->runs[i].images_per_s);
         printf("], \"first_batch_ms\": %.3f, \"batches\": %" PRId64 ", \"images\": %" PRId64
-               ", \"consumer_wakeups_per_epoch\": %.1f, \"load_ms\": %.3f}",
+               ", \"consumer_wakeups_per_epoch\": %.1f, \"load_ms\": %.3f, \"samples_skipped\": "
+               "%" PRIu64 ", \"samples_replaced\": %" PRIu64 "}",
                median_of(s->runs, a->repeats, 1), s->runs[0].batches, s->runs[0].images,
-               median_of(s->runs, a->repeats, 2), s->load_ms);
+               median_of(s->runs, a->repeats, 2), s->load_ms, s->runs[0].skipped,
+               s->runs[0].replaced);
     }
     printf("], \"peak_rss_bytes\": %lld", peak_rss_bytes());
     if (machine > 0)
@@ -760,6 +783,7 @@ int cli_bench_pipeline_main(int argc, char **argv)
     bench_args a;
     cli_kind kind;
     cli_pipeline p;
+    cli_bad_report report = {CMD, 1, 0, 0};
     worker_set sets[MAX_WORKER_SETS];
     sl_dataset *datasets[MAX_WORKER_SETS] = {NULL};
     double machine;
@@ -788,6 +812,7 @@ int cli_bench_pipeline_main(int argc, char **argv)
     }
     kind_name = kind == CLI_KIND_MNIST ? "mnist" : "image_folder";
     make_pipeline(&a, kind, &p);
+    p.report = &report; /* quiet until the first timed run */
 
     /* One block for every run of every worker count. */
     runs = calloc(a.nworkers * (size_t)a.repeats, sizeof *runs);
