@@ -350,6 +350,7 @@ int sl__bad_work_rows(sl__stage *st, sl__chunk *chunk, sl__error *err)
             r++;
         }
         rc = SL_OK;
+        sl__err_clear(err); /* dealt with: the record keeps the message */
         sl__chunk_add_bad(chunk, rec);
     }
     if (rc == SL_OK)

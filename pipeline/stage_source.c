@@ -80,6 +80,7 @@ void sl__source_run(sl__stage *st, int until_sent)
                 rc = sl__bad_source_sample(st, &row, &st->src.err, &st->src.err);
                 if (rc < 0)
                     goto fail;
+                sl__err_clear(&st->src.err); /* dealt with: the record keeps the message */
                 if (rc == 0)
                     continue;
             }
