@@ -146,6 +146,9 @@ def main():
     ap.add_argument("--per-class", type=int, default=200, help="images per class (default %(default)s)")
     ap.add_argument("--size", type=parse_size, default=(256, 256),
                     help="image size, N or WIDTHxHEIGHT (default 256x256)")
+    ap.add_argument("--max-size", type=parse_size, default=None,
+                    help="mixed sizes: each image's width and height are drawn "
+                    "uniformly between --size and this, N or WIDTHxHEIGHT")
     ap.add_argument("--quality", type=int, default=90, help="JPEG quality 1..95 (default %(default)s)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the tints (default %(default)s)")
     ap.add_argument("--data", default=FASHION, help="Fashion-MNIST folder (default %(default)s)")
@@ -156,6 +159,8 @@ def main():
     a = ap.parse_args()
     if a.classes < 1 or a.per_class < 1 or not 1 <= a.quality <= 95 or a.seed < 0:
         ap.error("--classes and --per-class must be >= 1, --quality in 1..95, --seed >= 0")
+    if a.max_size is not None and (a.max_size[0] < a.size[0] or a.max_size[1] < a.size[1]):
+        ap.error("--max-size must be at least --size in both dimensions")
 
     t0 = time.perf_counter()
     fashion = None if a.synthetic else load_fashion(a.data)
@@ -181,16 +186,21 @@ def main():
         os.makedirs(d, exist_ok=True)
         for i in range(a.per_class):
             rng = np.random.default_rng([a.seed, c, i])
+            size = a.size
+            if a.max_size is not None:
+                size = (int(rng.integers(a.size[0], a.max_size[0] + 1)),
+                        int(rng.integers(a.size[1], a.max_size[1] + 1)))
             if picks is not None:
-                shape = upscale(imgs[picks[c][i]], a.size)
+                shape = upscale(imgs[picks[c][i]], size)
             else:
-                shape = synthetic_shape(rng, c, a.size)
+                shape = synthetic_shape(rng, c, size)
             path = os.path.join(d, f"{i:05d}.jpg")
-            Image.fromarray(tint(shape, rng, a.size), "RGB").save(
+            Image.fromarray(tint(shape, rng, size), "RGB").save(
                 path, "JPEG", quality=a.quality)
             total += os.path.getsize(path)
     with open(os.path.join(a.out, MARKER), "w") as f:
         json.dump({"classes": names, "per_class": a.per_class, "size": list(a.size),
+                   "max_size": list(a.max_size) if a.max_size is not None else None,
                    "quality": a.quality, "seed": a.seed,
                    "source": "fashion-mnist" if picks is not None else "synthetic"}, f)
         f.write("\n")
@@ -199,7 +209,9 @@ def main():
     src = (f"Fashion-MNIST train ({a.data}), class folder = label"
            if picks is not None else "synthetic smooth patterns")
     print(f"made {n} JPEGs in {a.out}: {a.classes} classes ({names[0]} .. {names[-1]}) "
-          f"x {a.per_class}, {a.size[0]}x{a.size[1]} RGB, quality {a.quality}, seed {a.seed}")
+          f"x {a.per_class}, {a.size[0]}x{a.size[1]}"
+          + (f" to {a.max_size[0]}x{a.max_size[1]}" if a.max_size is not None else "")
+          + f" RGB, quality {a.quality}, seed {a.seed}")
     print(f"content: {src}, tinted RGB over gradient backgrounds")
     print(f"size: {total / 2**20:.1f} MiB, mean {total / n / 1024:.1f} KiB per file; "
           f"took {time.perf_counter() - t0:.1f} s")

@@ -1,12 +1,55 @@
-/* pool.c: size classes, one free list and one mutex per class.
- * Each block starts with a 64-byte header (its class and the free-list link)
- * so the caller's memory stays 64-byte aligned. */
+/* pool.c: size classes, one free list and one mutex per class, and a cap on
+ * the idle bytes. Each block starts with a 64-byte header (its class and the
+ * free-list links) so the caller's memory stays 64-byte aligned.
+ *
+ * A limit set with sl__pool_set_idle_limit is the cap. The default cap is
+ * min(64 MiB, max(peak bytes in use / 2, 8 MiB)). 64 MiB: the LeNet/MNIST
+ * pipeline's whole working set is a few MiB and an ImageNet-style batch
+ * (32 x 3 x 224 x 224 float32) is 19 MiB, so the steady state of common
+ * pipelines stays cached, while images of every size cannot pile up (a
+ * review saw 320 MB cached for 21 MB in use). The peak bounds it too, so
+ * that what a pool holds stays in proportion to what its users hold: past
+ * the floor, at
+ * most 1.5 times the peak in use, which leaves room within twice the bytes
+ * in flight for the rest of the process (libraries, decoder buffers,
+ * glibc's free lists). With the whole peak as the cap, a pipeline of mixed
+ * 256^2..2048^2 JPEGs peaked at 1.74-1.99 times its pool's peak in use;
+ * with half of it, 1.7 times, for 45% more system calls (those images'
+ * sizes seldom repeat, so most of their blocks miss anyway). What half the
+ * peak gives up is the end of an epoch, when the queues drain and half of
+ * what they held goes back, to be taken again at the next epoch's start.
+ * The 8 MiB floor is for small pipelines: with a cap in proportion to the
+ * peak, the mix of classes in use shifts with the threads' timing, and a
+ * one-worker MNIST pipeline with 270 KB in flight gave a batch block back
+ * and took a new one every batch; 8 MiB is nothing beside a process's own
+ * footprint.
+ *
+ * Large blocks (SL__POOL_LARGE, 256 KiB, and up) are handled apart. Below
+ * are the per-sample blocks of small-image pipelines (MNIST's rows and
+ * tensor headers, its 128 KiB batch), reused class by class millions of
+ * times a second: they keep their per-class lists and mutexes. Large blocks
+ * are decoded images, whose sizes vary from file to file, float images and
+ * batches; filling one takes tens of microseconds at least, so one shared
+ * mutex for them costs nothing that shows. They come from mmap, prefaulted
+ * in one call (map_large), so a large block given back leaves the process:
+ * glibc's malloc keeps freed chunks in its heaps once its adaptive mmap
+ * threshold rises (up to 32 MiB), and its own mappings fault page by page.
+ * On 300 mixed 256^2..2048^2 JPEGs a 1 MiB threshold left 1.6-1.9 times
+ * the peak in use resident, 256 KiB 1.5-1.6 times. Idle large blocks wait
+ * on their class's list and on one list by age: when the cap is reached
+ * the oldest go back first, so a class reused every batch keeps its block
+ * while one-off sizes leave. A small block that does not fit under the cap
+ * also makes large idle blocks go back first, and goes back itself only if
+ * that is not enough. */
 #include "core/pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/error.h"
 
@@ -18,74 +61,36 @@
 #define POOL_CLASSES (1 + (POOL_MAX_SHIFT - POOL_MIN_SHIFT) * POOL_STEPS)
 
 typedef struct pool_block {
-    struct pool_block *next;
+    struct pool_block *next;   /* the class's free list (large: the next older) */
+    struct pool_block *prev;   /* large: the next newer of its class */
+    struct pool_block *older;  /* large: the next older idle block of any class */
+    struct pool_block *newer;
     int cls;
 } pool_block;
 
 /* One cache line each, so workers using neighbouring classes do not
- * invalidate each other's lines. */
+ * invalidate each other's lines. A large class's list, newest first, is
+ * guarded by large_lock instead of its own mutex. */
 typedef struct pool_class {
     _Alignas(64) pthread_mutex_t lock;
     pool_block *free;
-    size_t idle;
 } pool_class;
 
 struct sl_pool {
+    /* Written rarely: on retain/release and when the system is called. */
     atomic_int refs;
-    atomic_size_t bytes;
+    atomic_uint_least64_t system_allocs, system_frees, cap_frees;
+    /* Written by every cached free and every reuse: a line of its own. */
+    _Alignas(64) atomic_size_t idle;
+    /* Read by every allocation and free, written rarely. */
+    _Alignas(64) atomic_size_t held;  /* in use + idle */
+    atomic_size_t peak_in_use;
+    atomic_size_t limit;
+    /* Idle large blocks of every class, by age (and each class's list). */
+    _Alignas(64) pthread_mutex_t large_lock;
+    pool_block *newest, *oldest;
     pool_class cls[POOL_CLASSES];
 };
-
-sl_pool *sl__pool_new(void)
-{
-    pthread_mutexattr_t attr;
-    sl_pool *pool = calloc(1, sizeof *pool);
-    if (!pool)
-        return NULL;
-    atomic_init(&pool->refs, 1);
-    atomic_init(&pool->bytes, 0);
-    /* The critical sections are a few pointer moves, taken millions of
-     * times a second by several workers: an adaptive mutex spins briefly
-     * instead of putting a contending thread to sleep at once. */
-    if (pthread_mutexattr_init(&attr) != 0) {
-        free(pool);
-        return NULL;
-    }
-    /* Without the adaptive kind a plain mutex still works: ignore failure. */
-    (void)pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
-    for (int i = 0; i < POOL_CLASSES; i++) {
-        if (pthread_mutex_init(&pool->cls[i].lock, &attr) != 0) {
-            while (i-- > 0)
-                pthread_mutex_destroy(&pool->cls[i].lock);
-            pthread_mutexattr_destroy(&attr);
-            free(pool);
-            return NULL;
-        }
-    }
-    pthread_mutexattr_destroy(&attr);
-    return pool;
-}
-
-void sl__pool_retain(sl_pool *pool)
-{
-    atomic_fetch_add_explicit(&pool->refs, 1, memory_order_relaxed);
-}
-
-void sl__pool_release(sl_pool *pool)
-{
-    if (!pool || atomic_fetch_sub_explicit(&pool->refs, 1, memory_order_acq_rel) != 1)
-        return;
-    for (int i = 0; i < POOL_CLASSES; i++) {
-        pool_block *b = pool->cls[i].free;
-        while (b) {
-            pool_block *next = b->next;
-            free(b);
-            b = next;
-        }
-        pthread_mutex_destroy(&pool->cls[i].lock);
-    }
-    free(pool);
-}
 
 /* Classes: 64 bytes, then 32 steps between consecutive powers of two
  * (2^s + k * 2^(s-5), k = 1..32), so a block wastes at most 1/32 of its
@@ -117,49 +122,394 @@ static size_t class_size(int cls)
     return ((size_t)1 << shift) + k * ((size_t)1 << (shift - POOL_STEP_BITS));
 }
 
+/* What the system is asked for: header and class, a multiple of 64 (as
+ * aligned_alloc wants). */
+static size_t system_size(int cls)
+{
+    return (POOL_HEADER + class_size(cls) + 63) & ~(size_t)63;
+}
+
+/* A large block: a mapping of its own, so giving it back really returns
+ * the memory. Its pages are faulted in here, in one call, rather than one
+ * by one as the block is first written: on the VM where sluice is measured
+ * a 4 KiB page fault costs ~14 us, so 12 MiB fault by fault took 43 ms, in
+ * one call 12 ms, and with transparent huge pages (asked for, where the
+ * kernel allows them, for blocks holding a whole 2 MiB page) 1.2 ms, where
+ * rewriting 12 MiB already mapped takes 0.3 ms. Both advices are hints: a
+ * kernel without them faults pages in as they are touched. */
+static void *map_large(size_t size)
+{
+    const size_t huge = (size_t)2 << 20;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t len = size >= huge ? size + huge : size;
+    char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *start, *end;
+    if (p == MAP_FAILED)
+        return NULL;
+    /* Trim the mapping to [start, start + size rounded to pages) with start
+     * on a 2 MiB boundary, so its huge pages line up with the block. */
+    start = size >= huge ? (char *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1)) : p;
+    end = start + (size + page - 1) / page * page;
+    if (start > p)
+        munmap(p, (size_t)(start - p));
+    if (p + len > end)
+        munmap(end, (size_t)(p + len - end));
+#ifdef MADV_HUGEPAGE
+    if (size >= huge)
+        (void)madvise(start, size, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+    (void)madvise(start, size, MADV_POPULATE_WRITE);
+#endif
+    return start;
+}
+
+static pool_block *system_alloc(sl_pool *pool, int cls)
+{
+    pool_block *b;
+    if (class_size(cls) >= SL__POOL_LARGE) {
+        b = map_large(system_size(cls)); /* page-aligned */
+    } else {
+        b = aligned_alloc(64, system_size(cls));
+    }
+    if (!b)
+        return NULL;
+    b->cls = cls;
+    atomic_fetch_add_explicit(&pool->system_allocs, 1, memory_order_relaxed);
+    return b;
+}
+
+/* Gives b back; counted unless the pool is ending. */
+static void system_free(sl_pool *pool, pool_block *b, int counted, int by_cap)
+{
+    int cls = b->cls;
+    if (class_size(cls) >= SL__POOL_LARGE)
+        munmap(b, system_size(cls)); /* cannot fail for a mapping of ours */
+    else
+        free(b);
+    if (!counted)
+        return;
+    atomic_fetch_sub_explicit(&pool->held, class_size(cls), memory_order_relaxed);
+    atomic_fetch_add_explicit(&pool->system_frees, 1, memory_order_relaxed);
+    if (by_cap)
+        atomic_fetch_add_explicit(&pool->cap_frees, 1, memory_order_relaxed);
+}
+
+/* Gives back every block of a list linked by next (blocks the cap evicted:
+ * their idle bytes are already subtracted). */
+static void system_free_list(sl_pool *pool, pool_block *b)
+{
+    while (b) {
+        pool_block *next = b->next;
+        system_free(pool, b, 1, 1);
+        b = next;
+    }
+}
+
+sl_pool *sl__pool_new(void)
+{
+    pthread_mutexattr_t attr;
+    sl_pool *pool = aligned_alloc(64, sizeof(sl_pool));
+    if (!pool)
+        return NULL;
+    memset(pool, 0, sizeof *pool); /* calloc's zeroes, with the struct's alignment */
+    atomic_init(&pool->refs, 1);
+    atomic_init(&pool->system_allocs, 0);
+    atomic_init(&pool->system_frees, 0);
+    atomic_init(&pool->cap_frees, 0);
+    atomic_init(&pool->idle, 0);
+    atomic_init(&pool->held, 0);
+    atomic_init(&pool->peak_in_use, 0);
+    atomic_init(&pool->limit, SL__POOL_IDLE_AUTO);
+    if (pthread_mutex_init(&pool->large_lock, NULL) != 0) {
+        free(pool);
+        return NULL;
+    }
+    /* The critical sections are a few pointer moves, taken millions of
+     * times a second by several workers: an adaptive mutex spins briefly
+     * instead of putting a contending thread to sleep at once. */
+    if (pthread_mutexattr_init(&attr) != 0) {
+        pthread_mutex_destroy(&pool->large_lock);
+        free(pool);
+        return NULL;
+    }
+    /* Without the adaptive kind a plain mutex still works: ignore failure. */
+    (void)pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    for (int i = 0; i < POOL_CLASSES; i++) {
+        if (pthread_mutex_init(&pool->cls[i].lock, &attr) != 0) {
+            while (i-- > 0)
+                pthread_mutex_destroy(&pool->cls[i].lock);
+            pthread_mutexattr_destroy(&attr);
+            pthread_mutex_destroy(&pool->large_lock);
+            free(pool);
+            return NULL;
+        }
+    }
+    pthread_mutexattr_destroy(&attr);
+    return pool;
+}
+
+void sl__pool_retain(sl_pool *pool)
+{
+    atomic_fetch_add_explicit(&pool->refs, 1, memory_order_relaxed);
+}
+
+void sl__pool_release(sl_pool *pool)
+{
+    if (!pool || atomic_fetch_sub_explicit(&pool->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (int i = 0; i < POOL_CLASSES; i++) {
+        pool_block *b = pool->cls[i].free;
+        while (b) {
+            pool_block *next = b->next;
+            system_free(pool, b, 0, 0);
+            b = next;
+        }
+        pthread_mutex_destroy(&pool->cls[i].lock);
+    }
+    /* Large idle blocks were freed with their classes' lists above. */
+    pthread_mutex_destroy(&pool->large_lock);
+    free(pool);
+}
+
+/* The most idle bytes the pool may keep now. */
+static size_t idle_cap(const sl_pool *pool)
+{
+    size_t limit = atomic_load_explicit(&pool->limit, memory_order_relaxed);
+    size_t half = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed) / 2;
+    if (limit != SL__POOL_IDLE_AUTO)
+        return limit;
+    if (half < SL__POOL_IDLE_FLOOR)
+        half = SL__POOL_IDLE_FLOOR;
+    return half < SL__POOL_IDLE_LIMIT_DEFAULT ? half : SL__POOL_IDLE_LIMIT_DEFAULT;
+}
+
+/* Raises the peak to in_use if it is higher. */
+static void note_in_use(sl_pool *pool, size_t held, size_t idle)
+{
+    size_t in_use = held > idle ? held - idle : 0;
+    size_t peak = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed);
+    while (in_use > peak && !atomic_compare_exchange_weak_explicit(
+                                &pool->peak_in_use, &peak, in_use, memory_order_relaxed,
+                                memory_order_relaxed))
+        ;
+}
+
+/* Puts b, a large block just freed, first in its class's list and in the
+ * list by age; the caller holds large_lock. */
+static void push_large(sl_pool *pool, pool_block *b)
+{
+    pool_class *pc = &pool->cls[b->cls];
+    b->prev = NULL;
+    b->next = pc->free;
+    if (pc->free)
+        pc->free->prev = b;
+    pc->free = b;
+    b->newer = NULL;
+    b->older = pool->newest;
+    if (pool->newest)
+        pool->newest->newer = b;
+    else
+        pool->oldest = b;
+    pool->newest = b;
+}
+
+/* Takes b off both lists; the caller holds large_lock. */
+static void unlink_large(sl_pool *pool, pool_block *b)
+{
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        pool->cls[b->cls].free = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    if (b->newer)
+        b->newer->older = b->older;
+    else
+        pool->newest = b->older;
+    if (b->older)
+        b->older->newer = b->newer;
+    else
+        pool->oldest = b->newer;
+}
+
+/* Takes the oldest large idle blocks off the list until idle + need fits
+ * under cap (or none are left); the caller holds large_lock and gives the
+ * returned list back after unlocking. */
+static pool_block *evict_large(sl_pool *pool, size_t need, size_t cap)
+{
+    pool_block *gone = NULL;
+    while (pool->oldest &&
+           atomic_load_explicit(&pool->idle, memory_order_relaxed) + need > cap) {
+        pool_block *b = pool->oldest;
+        unlink_large(pool, b);
+        atomic_fetch_sub_explicit(&pool->idle, class_size(b->cls), memory_order_relaxed);
+        b->next = gone;
+        gone = b;
+    }
+    return gone;
+}
+
+/* The newest idle large block of class cls, taken off the lists, or NULL. */
+static pool_block *take_large(sl_pool *pool, int cls)
+{
+    pool_block *b;
+    pthread_mutex_lock(&pool->large_lock);
+    b = pool->cls[cls].free;
+    if (b)
+        unlink_large(pool, b);
+    pthread_mutex_unlock(&pool->large_lock);
+    return b;
+}
+
 void *sl__pool_alloc(sl_pool *pool, size_t size)
 {
     int cls = class_of(size ? size : 1);
+    size_t bytes, held, idle;
     pool_block *b;
     if (cls < 0)
         return NULL;
-    pool_class *pc = &pool->cls[cls];
-    pthread_mutex_lock(&pc->lock);
-    b = pc->free;
+    bytes = class_size(cls);
+    if (bytes >= SL__POOL_LARGE) {
+        b = take_large(pool, cls);
+    } else {
+        pool_class *pc = &pool->cls[cls];
+        pthread_mutex_lock(&pc->lock);
+        b = pc->free;
+        if (b)
+            pc->free = b->next;
+        pthread_mutex_unlock(&pc->lock);
+    }
     if (b) {
-        pc->free = b->next;
-        pc->idle--;
-    }
-    pthread_mutex_unlock(&pc->lock);
-    if (!b) {
-        /* aligned_alloc wants a multiple of the alignment */
-        b = aligned_alloc(64, (POOL_HEADER + class_size(cls) + 63) & ~(size_t)63);
-        if (!b)
+        idle = atomic_fetch_sub_explicit(&pool->idle, bytes, memory_order_relaxed) - bytes;
+        held = atomic_load_explicit(&pool->held, memory_order_relaxed);
+    } else {
+        if (!(b = system_alloc(pool, cls)))
             return NULL;
-        b->cls = cls;
-        atomic_fetch_add_explicit(&pool->bytes, class_size(cls), memory_order_relaxed);
+        held = atomic_fetch_add_explicit(&pool->held, bytes, memory_order_relaxed) + bytes;
+        idle = atomic_load_explicit(&pool->idle, memory_order_relaxed);
     }
+    note_in_use(pool, held, idle);
     return (char *)b + POOL_HEADER;
+}
+
+/* Counts bytes as idle if they fit under cap; 0 (nothing counted) if not. */
+static int reserve_idle(sl_pool *pool, size_t bytes, size_t cap)
+{
+    size_t before = atomic_fetch_add_explicit(&pool->idle, bytes, memory_order_relaxed);
+    if (before + bytes <= cap)
+        return 1;
+    atomic_fetch_sub_explicit(&pool->idle, bytes, memory_order_relaxed);
+    return 0;
+}
+
+static void free_large(sl_pool *pool, pool_block *b, size_t cap)
+{
+    pool_block *gone;
+    pthread_mutex_lock(&pool->large_lock);
+    push_large(pool, b);
+    atomic_fetch_add_explicit(&pool->idle, class_size(b->cls), memory_order_relaxed);
+    /* b is the newest, so it goes last, and only if the small blocks
+     * leave no room for it. */
+    gone = evict_large(pool, 0, cap);
+    pthread_mutex_unlock(&pool->large_lock);
+    system_free_list(pool, gone);
 }
 
 void sl__pool_free(sl_pool *pool, void *block)
 {
     pool_block *b;
     pool_class *pc;
+    size_t bytes, cap;
     if (!block)
         return;
     b = (pool_block *)((char *)block - POOL_HEADER);
+    bytes = class_size(b->cls);
+    cap = idle_cap(pool);
+    if (bytes > cap) {
+        system_free(pool, b, 1, 1);
+        return;
+    }
+    if (bytes >= SL__POOL_LARGE) {
+        free_large(pool, b, cap);
+        return;
+    }
+    if (!reserve_idle(pool, bytes, cap)) {
+        /* Large idle blocks go first; this one only if that is not enough. */
+        pool_block *gone;
+        pthread_mutex_lock(&pool->large_lock);
+        gone = evict_large(pool, bytes, cap);
+        pthread_mutex_unlock(&pool->large_lock);
+        system_free_list(pool, gone);
+        if (!reserve_idle(pool, bytes, cap)) {
+            system_free(pool, b, 1, 1);
+            return;
+        }
+    }
     pc = &pool->cls[b->cls];
-    /* Idle blocks stay on their list: a pool never holds more than the most
-     * its users had out at once, which the pipeline's queues bound. */
     pthread_mutex_lock(&pc->lock);
     b->next = pc->free;
     pc->free = b;
-    pc->idle++;
     pthread_mutex_unlock(&pc->lock);
+}
+
+size_t sl__pool_block_size(const void *block)
+{
+    const pool_block *b = (const pool_block *)((const char *)block - POOL_HEADER);
+    return class_size(b->cls);
+}
+
+void sl__pool_set_idle_limit(sl_pool *pool, size_t bytes)
+{
+    size_t cap;
+    pool_block *gone;
+    atomic_store_explicit(&pool->limit, bytes, memory_order_relaxed);
+    cap = idle_cap(pool);
+    pthread_mutex_lock(&pool->large_lock);
+    gone = evict_large(pool, 0, cap);
+    pthread_mutex_unlock(&pool->large_lock);
+    system_free_list(pool, gone);
+    /* Then small blocks, biggest classes first: the fewest calls. */
+    for (int i = POOL_CLASSES - 1; i >= 0; i--) {
+        pool_class *pc = &pool->cls[i];
+        if (atomic_load_explicit(&pool->idle, memory_order_relaxed) <= cap)
+            break;
+        if (class_size(i) >= SL__POOL_LARGE)
+            continue;
+        gone = NULL;
+        pthread_mutex_lock(&pc->lock);
+        while (pc->free && atomic_load_explicit(&pool->idle, memory_order_relaxed) > cap) {
+            pool_block *b = pc->free;
+            pc->free = b->next;
+            atomic_fetch_sub_explicit(&pool->idle, class_size(i), memory_order_relaxed);
+            b->next = gone;
+            gone = b;
+        }
+        pthread_mutex_unlock(&pc->lock);
+        system_free_list(pool, gone);
+    }
+}
+
+size_t sl__pool_idle_limit(const sl_pool *pool)
+{
+    return atomic_load_explicit(&pool->limit, memory_order_relaxed);
 }
 
 size_t sl__pool_bytes(const sl_pool *pool)
 {
-    return atomic_load_explicit(&pool->bytes, memory_order_relaxed);
+    return atomic_load_explicit(&pool->held, memory_order_relaxed);
+}
+
+void sl__pool_get_stats(const sl_pool *pool, sl__pool_stats *out)
+{
+    /* idle first: a block counted idle is always counted held by then */
+    size_t idle = atomic_load_explicit(&pool->idle, memory_order_relaxed);
+    size_t held = atomic_load_explicit(&pool->held, memory_order_relaxed);
+    out->idle = idle;
+    out->in_use = held > idle ? held - idle : 0;
+    out->peak_in_use = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed);
+    out->idle_cap = idle_cap(pool);
+    out->system_allocs = atomic_load_explicit(&pool->system_allocs, memory_order_relaxed);
+    out->system_frees = atomic_load_explicit(&pool->system_frees, memory_order_relaxed);
+    out->cap_frees = atomic_load_explicit(&pool->cap_frees, memory_order_relaxed);
 }

@@ -2,6 +2,13 @@
  * not call malloc per sample. Blocks fall into size classes (32 per power of
  * two, so at most 1/32 is wasted) with one free list and one mutex each.
  *
+ * Idle (cached) blocks are bounded: the pool keeps at most the limit set,
+ * by default min(64 MiB, max(peak bytes in use / 2, SL__POOL_IDLE_FLOOR)),
+ * and a block freed beyond that goes back to the system. Blocks of
+ * SL__POOL_LARGE bytes or more come from mmap, so giving one back really
+ * lowers the process's memory, and when the cap is reached the large ones
+ * idle longest go back first (see pool.c for why).
+ *
  * The pool is reference counted, but blocks do not hold references: a
  * shared counter touched by every allocation would bounce between the
  * workers' cores millions of times a second. Whoever allocates must keep a
@@ -12,10 +19,33 @@
 #define SLUICE_CORE_POOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct sl_pool sl_pool;
 
-/* A new pool with one reference (NULL on allocation failure). */
+/* Blocks of at least this many bytes are "large" (see pool.c). */
+#define SL__POOL_LARGE ((size_t)256 << 10)
+/* The limit of a new pool: the default cap, which follows the peak (see
+ * pool.c): half of it, at least SL__POOL_IDLE_FLOOR, at most
+ * SL__POOL_IDLE_LIMIT_DEFAULT. */
+#define SL__POOL_IDLE_AUTO ((size_t)-1)
+#define SL__POOL_IDLE_LIMIT_DEFAULT ((size_t)64 << 20)
+#define SL__POOL_IDLE_FLOOR ((size_t)8 << 20)
+
+/* What a pool holds and has done. Bytes are class sizes: what callers can
+ * use, without the pool's 64-byte block headers. */
+typedef struct sl__pool_stats {
+    size_t in_use;         /* blocks handed out and not yet freed */
+    size_t idle;           /* blocks cached on free lists */
+    size_t peak_in_use;    /* the most in use at once so far */
+    size_t idle_cap;       /* the most idle bytes it may keep now */
+    uint64_t system_allocs; /* blocks taken from the system */
+    uint64_t system_frees;  /* blocks given back to it (not counting the pool's end) */
+    uint64_t cap_frees;     /* of those, given back because the idle cap was reached */
+} sl__pool_stats;
+
+/* A new pool with one reference and the default idle limit (NULL on
+ * allocation failure). */
 sl_pool *sl__pool_new(void);
 void sl__pool_retain(sl_pool *pool);
 void sl__pool_release(sl_pool *pool);
@@ -25,7 +55,20 @@ void sl__pool_release(sl_pool *pool);
 void *sl__pool_alloc(sl_pool *pool, size_t size);
 void sl__pool_free(sl_pool *pool, void *block);
 
+/* The bytes a block of the pool can hold: its class size. */
+size_t sl__pool_block_size(const void *block);
+
+/* Sets the most idle bytes the pool keeps (0: none; SL__POOL_IDLE_AUTO:
+ * the default, which follows the peak in use) and gives back at once what
+ * exceeds it. Thread-safe. */
+void sl__pool_set_idle_limit(sl_pool *pool, size_t bytes);
+/* The limit set (SL__POOL_IDLE_AUTO unless one was). */
+size_t sl__pool_idle_limit(const sl_pool *pool);
+
 /* Bytes currently held by the pool: in use plus cached on free lists. */
 size_t sl__pool_bytes(const sl_pool *pool);
+/* A snapshot of the counters (each read atomically; while other threads
+ * allocate they may be from slightly different moments). */
+void sl__pool_get_stats(const sl_pool *pool, sl__pool_stats *out);
 
 #endif

@@ -232,6 +232,8 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
     }
     sl_iterator_options_init(&io);
     io.num_epochs = o->num_epochs;
+    io.start_epoch = o->start_epoch;
+    io.start_rows = o->start_rows;
     rc = sl_iterator_new(&f->it, ds, &io);
     if (rc < 0) {
         sl__errf(err, rc, "%s", sl_dataset_last_error(ds));

@@ -30,6 +30,8 @@ typedef struct sl__feeder_options {
     size_t capacity;           /* slots per device queue (>= 1) */
     size_t max_bytes;          /* device bytes per queue at most (0: no cap) */
     int64_t num_epochs;        /* epochs the pipeline delivers (-1: without end) */
+    int64_t start_epoch;       /* where the pipeline starts (sl_iterator_options) */
+    int64_t start_rows;
     int64_t stuck_ms;          /* no output for this long: the pipeline is
                                 * "stuck" rather than "slow" in reports */
     /* The columns to send, in the order a step reads them, with the batch

@@ -12,8 +12,9 @@
 #include "exec/graph_impl.h"
 
 #define MAGIC "SLUICECK"
-#define VERSION 1u
+#define VERSION 2u /* 1: no data position; still read */
 #define HEADER_BYTES (8 + 4 + 4 + 8)
+#define POSITION_BYTES (4 + 4 + 8 + 8 + 8 + 8)
 
 /* --- little-endian encoding ------------------------------------------ */
 
@@ -73,6 +74,12 @@ static int write_floats(FILE *f, const float *v, size_t n, uLong *crc)
 
 int sl_checkpoint_save(sl_graph *g, const char *path, int64_t global_step)
 {
+    return sl_checkpoint_save_at(g, path, global_step, NULL);
+}
+
+int sl_checkpoint_save_at(sl_graph *g, const char *path, int64_t global_step,
+                          const sl_checkpoint_position *pos)
+{
     unsigned char head[HEADER_BYTES], buf[2 + SL_NODE_NAME_LEN + 2 + 8 * SL_MAX_DIMS];
     uLong crc = crc32(0L, Z_NULL, 0);
     sl__atomic_file af;
@@ -106,6 +113,18 @@ int sl_checkpoint_save(sl_graph *g, const char *path, int64_t global_step)
             put_u64(buf + k, (uint64_t)n->shape[d]);
         failed = write_crc(af.f, buf, k, &crc) < 0 ||
                  write_floats(af.f, n->data, n->numel, &crc) < 0;
+    }
+    if (!failed) {
+        unsigned char posn[POSITION_BYTES];
+        memset(posn, 0, sizeof posn);
+        if (pos && pos->saved) {
+            put_u32(posn, 1);
+            put_u64(posn + 8, pos->seed);
+            put_u64(posn + 16, (uint64_t)pos->steps_per_epoch);
+            put_u64(posn + 24, (uint64_t)pos->epoch);
+            put_u64(posn + 32, (uint64_t)pos->rows);
+        }
+        failed = write_crc(af.f, posn, sizeof posn, &crc) < 0;
     }
     if (!failed) {
         unsigned char tail[4];
@@ -173,10 +192,10 @@ static int find_param(const sl_graph *g, const char *name)
 
 /* Parses and checks the whole file against g; fills entries. Returns 1
  * (and no message) when the file ends too early. */
-static int parse(sl_graph *g, const char *path, const unsigned char *p, size_t size,
+static int parse(sl_graph *g, const char *path, const unsigned char *p, size_t body,
                  entry *entries, uint32_t count, char *seen)
 {
-    size_t at = HEADER_BYTES, body = size - 4;
+    size_t at = HEADER_BYTES;
     for (uint32_t e = 0; e < count; e++) {
         char name[SL_NODE_NAME_LEN], want[96], got[96];
         int64_t shape[SL_MAX_DIMS];
@@ -246,9 +265,48 @@ truncated:
     return 1;
 }
 
+/* Reads the data position section at q, checking it fits global step
+ * `step`: at most that many batches lie before it. */
+static int read_position(sl_graph *g, const char *path, const unsigned char *q, int64_t step,
+                         sl_checkpoint_position *out)
+{
+    sl_checkpoint_position pos;
+    memset(&pos, 0, sizeof pos);
+    if (!(get_u32(q) & 1)) {
+        *out = pos;
+        return SL_OK;
+    }
+    pos.saved = 1;
+    pos.seed = get_u64(q + 8);
+    pos.steps_per_epoch = (int64_t)get_u64(q + 16);
+    pos.epoch = (int64_t)get_u64(q + 24);
+    pos.rows = (int64_t)get_u64(q + 32);
+    if (pos.steps_per_epoch < 1 || pos.epoch < 0 || pos.rows < 0 ||
+        pos.rows >= pos.steps_per_epoch || step < pos.rows ||
+        pos.epoch > (step - pos.rows) / pos.steps_per_epoch)
+        return sl__errf(&g->err, SL_EFORMAT,
+                        "checkpoint %s: its data position (epoch %lld, batch %lld of %lld) does "
+                        "not fit its global step %lld",
+                        path, (long long)pos.epoch, (long long)pos.rows,
+                        (long long)pos.steps_per_epoch, (long long)step);
+    *out = pos;
+    return SL_OK;
+}
+
 int sl_checkpoint_load(sl_graph *g, const char *path, int64_t *global_step)
 {
+    return sl_checkpoint_load_at(g, path, global_step, NULL);
+}
+
+int sl_checkpoint_load_at(sl_graph *g, const char *path, int64_t *global_step,
+                          sl_checkpoint_position *pos)
+{
+    sl_checkpoint_position posn;
     unsigned char *p = NULL;
+    uint32_t version;
+    size_t body; /* where the entries end */
+
+    memset(&posn, 0, sizeof posn);
     entry *entries = NULL;
     char *seen = NULL;
     size_t size = 0;
@@ -266,11 +324,17 @@ int sl_checkpoint_load(sl_graph *g, const char *path, int64_t *global_step)
                       path, size);
         goto out;
     }
-    if (get_u32(p + 8) != VERSION) {
-        rc = sl__errf(&g->err, SL_EFORMAT, "checkpoint %s: version %u; this sluice reads %u",
-                      path, get_u32(p + 8), VERSION);
+    version = get_u32(p + 8);
+    if (version != 1 && version != VERSION) {
+        rc = sl__errf(&g->err, SL_EFORMAT, "checkpoint %s: version %u; this sluice reads 1 to %u",
+                      path, version, VERSION);
         goto out;
     }
+    if (version >= 2 && size < HEADER_BYTES + POSITION_BYTES + 4) {
+        rc = sl__errf(&g->err, SL_EFORMAT, "checkpoint %s: truncated (%zu bytes)", path, size);
+        goto out;
+    }
+    body = size - 4 - (version >= 2 ? POSITION_BYTES : 0);
     count = get_u32(p + 12);
     if (count > size / 4) {
         rc = sl__errf(&g->err, SL_EFORMAT, "checkpoint %s: claims %u entries in %zu bytes", path,
@@ -285,7 +349,7 @@ int sl_checkpoint_load(sl_graph *g, const char *path, int64_t *global_step)
     }
     stored = get_u32(p + size - 4);
     computed = (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)(size - 4));
-    rc = parse(g, path, p, size, entries, count, seen);
+    rc = parse(g, path, p, body, entries, count, seen);
     /* A short file is "truncated"; otherwise a bad CRC explains any oddity
      * better than what parsing the damaged bytes tripped on. */
     if (rc == 1) {
@@ -299,6 +363,8 @@ int sl_checkpoint_load(sl_graph *g, const char *path, int64_t *global_step)
         goto out;
     }
     if (rc < 0)
+        goto out;
+    if (version >= 2 && (rc = read_position(g, path, p + body, (int64_t)get_u64(p + 16), &posn)) < 0)
         goto out;
     for (size_t i = 0; i < g->nnodes; i++)
         if (g->nodes[i].op == SL__OP_PARAM && g->nodes[i].trainable && !seen[i]) {
@@ -319,6 +385,8 @@ int sl_checkpoint_load(sl_graph *g, const char *path, int64_t *global_step)
     }
     if (global_step)
         *global_step = (int64_t)get_u64(p + 16);
+    if (pos)
+        *pos = posn;
 out:
     free(p);
     free(entries);

@@ -539,7 +539,15 @@ int sl_model_bench_steps(sl_model *m, int64_t steps, double *samples_per_s)
 
 int sl_model_save(sl_model *m, const char *path)
 {
-    int rc = sl_checkpoint_save(m->g, path, m->global_step);
+    /* Where the next step reads in the data global_step counts. */
+    sl_checkpoint_position pos = m->data;
+    int rc;
+    if (pos.saved) {
+        int64_t done = m->global_step - m->data_origin;
+        pos.epoch = done / pos.steps_per_epoch;
+        pos.rows = done % pos.steps_per_epoch;
+    }
+    rc = sl_checkpoint_save_at(m->g, path, m->global_step, &pos);
     if (rc < 0)
         sl__errf(&m->err, rc, "%s", sl_graph_last_error(m->g));
     return rc;
@@ -547,10 +555,13 @@ int sl_model_save(sl_model *m, const char *path)
 
 int sl_model_load(sl_model *m, const char *path)
 {
+    sl_checkpoint_position pos;
     int64_t step = 0;
-    int rc = sl_checkpoint_load(m->g, path, &step);
+    int rc = sl_checkpoint_load_at(m->g, path, &step, &pos);
     if (rc < 0)
         return sl__errf(&m->err, rc, "%s", sl_graph_last_error(m->g));
     m->global_step = step;
+    m->data = pos;
+    m->data_origin = pos.saved ? step - (pos.epoch * pos.steps_per_epoch + pos.rows) : step;
     return SL_OK;
 }

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "sluice/checkpoint.h"
 #include "sluice/device.h"
 #include "sluice/iterator.h"
 #include "sluice/model.h"
@@ -40,7 +41,28 @@ struct sl_model {
     void *staging[SL_MAX_COLUMNS];
     size_t staging_bytes[SL_MAX_COLUMNS];
     sl_sink_stats sink_stats;  /* of the last sink-mode train */
+    /* The seed and batches per epoch of the data global_step counts (set
+     * when training starts, or by loading a checkpoint): with them a
+     * checkpoint says where in the data the next step reads. */
+    sl_checkpoint_position data;
+    int64_t data_origin;       /* the global step at which that data was at its start */
 };
+
+/* Where training reads from: the epoch (0-based) and the batches of it
+ * already trained on, and the step numbers it counts from. */
+typedef struct sl__train_start {
+    int64_t epoch, rows;
+    int64_t steps_per_epoch; /* of the dataset; -1 when it has no end */
+    int64_t run_start;       /* the global step epochs and max_steps count from */
+    int done;                /* resuming a run that has already ended */
+} sl__train_start;
+
+/* Works out where train starts reading ds: at its beginning, or with
+ * o->resume where the model's global step left the run it belongs to
+ * (checking the dataset is that run's); records ds as what global_step
+ * counts. sink_size > 0: epochs are sink_size steps, not the dataset's. */
+int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o, int64_t epochs,
+                          sl__train_start *out);
 
 /* The callbacks' hooks, in the order train calls them. */
 enum { SL__HOOK_BEGIN, SL__HOOK_EPOCH_BEGIN, SL__HOOK_STEP_END, SL__HOOK_EPOCH_END,

@@ -108,9 +108,11 @@ static void run_sink(sl_model *m, sl__device_queue *q, int64_t steps_wanted, int
     m->sink_stats.getnext_wait_ms += r->getnext_wait_ms;
 }
 
-/* Starts a feeder for the model's training step on its device. */
+/* Starts a feeder for the model's training step on its device, its
+ * pipeline at start (NULL: the dataset's beginning). */
 static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
-                        int64_t num_epochs, const char *what, sl__feeder **out)
+                        int64_t num_epochs, const sl__train_start *start, const char *what,
+                        sl__feeder **out)
 {
     sl__feeder_options fo;
     sl_step *step = m->train_step;
@@ -121,6 +123,10 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
     fo.capacity = (size_t)o->queue_capacity;
     fo.max_bytes = (size_t)o->queue_max_bytes;
     fo.num_epochs = num_epochs;
+    if (start) {
+        fo.start_epoch = start->epoch;
+        fo.start_rows = start->rows;
+    }
     fo.stuck_ms = o->getnext_timeout_ms > 0 ? o->getnext_timeout_ms / 2 : 10000;
     fo.ncolumns = sl_step_num_inputs(step);
     rc = sl__model_map_columns(m, step, ds, what, fo.columns);
@@ -152,8 +158,9 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
                          size_t ncbs, const sl_train_options *o)
 {
     sl__feeder *f = NULL;
+    sl__train_start start;
     sl_train_info info;
-    int64_t size, start_step = m->global_step;
+    int64_t size, first_epoch, done_in_epoch;
     int rc, size_rc;
 
     atomic_store(&m->stop, 0);
@@ -170,8 +177,22 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         return sl__errf(&m->err, SL_EINVAL,
                         "train: sink_size -1 sinks one epoch of the dataset at a time, but this "
                         "dataset has no end (repeat -1): give sink_size > 0");
+    rc = sl__model_train_start(m, ds, o, epochs, &start);
+    if (rc < 0 || start.done)
+        return rc;
+    /* Where the loop below starts: with sink_size -1 the dataset's epochs
+     * are the sinks' (and a resumed first sink runs to the epoch's end);
+     * with sink_size > 0 every sink_size steps from the run's start make
+     * an epoch. */
+    if (o->sink_size > 0) {
+        first_epoch = (m->global_step - start.run_start) / o->sink_size;
+        done_in_epoch = (m->global_step - start.run_start) % o->sink_size;
+    } else {
+        first_epoch = start.epoch;
+        done_in_epoch = start.rows;
+    }
     /* sink_size > 0: an endless traversal that each epoch continues. */
-    rc = start_feeder(m, ds, o, o->sink_size > 0 ? -1 : epochs, "train", &f);
+    rc = start_feeder(m, ds, o, o->sink_size > 0 ? -1 : epochs, &start, "train", &f);
     if (rc < 0)
         return rc;
     sl__model_set_active_feeder(m, f);
@@ -183,19 +204,19 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     info.batch_size = m->opts.network.batch;
     info.model = m;
     rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info);
-    for (int64_t e = 1; e <= epochs && rc == SL_OK && !atomic_load(&m->stop); e++) {
+    for (int64_t e = first_epoch + 1; e <= epochs && rc == SL_OK && !atomic_load(&m->stop); e++) {
         sink_run r;
-        int64_t want = o->sink_size > 0 ? o->sink_size : -1;
+        int64_t want = o->sink_size > 0 ? o->sink_size - done_in_epoch : -1;
         double t0;
         if (o->max_steps > 0) {
-            int64_t left = o->max_steps - (m->global_step - start_step);
+            int64_t left = o->max_steps - (m->global_step - start.run_start);
             if (left <= 0)
                 break;
             if (want < 0 || want > left)
                 want = left;
         }
         info.epoch = e;
-        info.step_in_epoch = 0;
+        info.step_in_epoch = done_in_epoch;
         rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_BEGIN, &info);
         if (rc < 0 || atomic_load(&m->stop))
             break;
@@ -203,7 +224,8 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         run_sink(m, sl__feeder_queue(f, 0), want, o->sink_size < 0, o->getnext_timeout_ms, &r);
         info.epoch_ms = sl__now_ms() - t0;
         info.global_step = m->global_step;
-        info.step_in_epoch = r.steps;
+        info.step_in_epoch = done_in_epoch + r.steps;
+        done_in_epoch = 0;
         info.loss = r.loss;
         info.step_ms = r.steps ? info.epoch_ms / (double)r.steps : 0;
         if (r.rc < 0) {
@@ -269,7 +291,7 @@ int sl_data_sink_new(sl_data_sink **out, sl_model *m, sl_dataset *ds, int64_t si
     memset(&m->sink_stats, 0, sizeof m->sink_stats);
     s->timeout_ms = o.getnext_timeout_ms;
     /* Calls continue the traversal, across epochs, for as long as they come. */
-    rc = start_feeder(m, ds, &o, -1, "data_sink", &s->f);
+    rc = start_feeder(m, ds, &o, -1, NULL, "data_sink", &s->f);
     if (rc < 0) {
         free(s);
         return rc;
@@ -361,7 +383,8 @@ int sl_dataset_helper_new(sl_dataset_helper **out, sl_model *m, sl_dataset *ds,
     h->epoch_num = epoch_num;
     h->timeout_ms = o.getnext_timeout_ms;
     if (h->sink_mode) {
-        rc = start_feeder(m, ds, &o, sink_size > 0 ? -1 : epoch_num, "dataset helper", &h->f);
+        rc = start_feeder(m, ds, &o, sink_size > 0 ? -1 : epoch_num, NULL, "dataset helper",
+                          &h->f);
     } else {
         sl_iterator_options io;
         rc = sl__model_map_columns(m, m->train_step, ds, "dataset helper", h->cols);

@@ -17,7 +17,7 @@
 static const size_t train_options_v1_size =
     offsetof(sl_train_options, max_steps) + sizeof(int64_t);
 _Static_assert(sizeof(sl_train_options) ==
-                   offsetof(sl_train_options, max_steps) + sizeof(int64_t),
+                   offsetof(sl_train_options, unused1) + sizeof(int32_t),
                "sl_train_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -56,6 +56,8 @@ int sl__train_options_read(sl_model *m, sl_train_options *o, const sl_train_opti
     if (o->queue_max_bytes < 0)
         return sl__errf(&m->err, SL_EINVAL, "train: queue_max_bytes %lld must be >= 0",
                         (long long)o->queue_max_bytes);
+    if (o->resume != 0 && o->resume != 1)
+        return sl__errf(&m->err, SL_EINVAL, "train: resume is %d; give 0 or 1", (int)o->resume);
     if (o->max_steps < 0)
         return sl__errf(&m->err, SL_EINVAL, "train: max_steps %lld must be >= 0 (0: no limit)",
                         (long long)o->max_steps);
@@ -63,6 +65,47 @@ int sl__train_options_read(sl_model *m, sl_train_options *o, const sl_train_opti
         return sl__errf(&m->err, SL_EINVAL,
                         "train: getnext_timeout_ms %lld: give a time > 0 or -1 (for ever)",
                         (long long)o->getnext_timeout_ms);
+    return SL_OK;
+}
+
+int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o, int64_t epochs,
+                          sl__train_start *out)
+{
+    const sl_checkpoint_position *d = &m->data;
+    uint64_t seed = sl_dataset_get_seed(ds);
+    int64_t spe = -1, g = m->global_step;
+    memset(out, 0, sizeof *out);
+    if (sl_dataset_get_dataset_size(ds, &spe) != SL_OK || spe == SL_DATASET_SIZE_ENDLESS)
+        spe = -1;
+    out->steps_per_epoch = spe;
+    out->run_start = g;
+    if (o->resume && g > 0) {
+        if (!d->saved)
+            return sl__errf(&m->err, SL_EINVAL,
+                            "train: cannot resume at global step %lld: the model does not know "
+                            "where in its data that step left off (load a checkpoint that "
+                            "training wrote, or train without resume)",
+                            (long long)g);
+        if (d->steps_per_epoch != spe || d->seed != seed)
+            return sl__errf(&m->err, SL_EINVAL,
+                            "train: cannot resume: the run being resumed read %lld batches per "
+                            "epoch with seed %llu, but this dataset gives %lld with seed %llu; "
+                            "resume on the same data",
+                            (long long)d->steps_per_epoch, (unsigned long long)d->seed,
+                            (long long)spe, (unsigned long long)seed);
+        out->run_start = m->data_origin;
+        out->epoch = (g - out->run_start) / spe;
+        out->rows = (g - out->run_start) % spe;
+        if (o->dataset_sink_mode && o->sink_size > 0)
+            out->done = g - out->run_start >= epochs * o->sink_size;
+        else
+            out->done = out->epoch >= epochs;
+        return SL_OK;
+    }
+    m->data.saved = spe > 0;
+    m->data.seed = seed;
+    m->data.steps_per_epoch = spe;
+    m->data_origin = g;
     return SL_OK;
 }
 
@@ -119,9 +162,10 @@ int sl__model_nonsink_step(sl_model *m, sl_tensor *const *feed, size_t n)
 
 /* The seeds' non-sink mode: one batch, one step, callbacks, again. */
 static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
-                         size_t ncbs, int64_t max_steps)
+                         size_t ncbs, const sl_train_options *o)
 {
-    int64_t start_step = m->global_step;
+    int64_t max_steps = o->max_steps;
+    sl__train_start start;
     sl_iterator_options io;
     sl_iterator *it = NULL;
     sl_train_info info;
@@ -140,16 +184,22 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         return sl__errf(&m->err, SL_EINVAL,
                         "train: an epoch of the dataset holds no batch (fewer samples than "
                         "the batch size, with drop_remainder?)");
+    rc = sl__model_train_start(m, ds, o, epochs, &start);
+    if (rc < 0 || start.done)
+        return rc;
     sl_iterator_options_init(&io);
     io.num_epochs = epochs;
     io.timeout_ms = sl__model_data_timeout(m);
+    io.start_epoch = start.epoch;
+    io.start_rows = start.rows;
     rc = sl_iterator_new(&it, ds, &io);
     if (rc < 0)
         return sl__errf(&m->err, rc, "train: %s", sl_dataset_last_error(ds));
     sl__model_set_active(m, it);
 
     memset(&info, 0, sizeof info);
-    info.epoch = 1;
+    info.epoch = start.epoch + 1;
+    info.step_in_epoch = start.rows;
     info.epoch_num = epochs;
     sl_dataset_get_dataset_size(ds, &info.steps_per_epoch); /* endless: -1, "unknown" */
     info.global_step = m->global_step;
@@ -160,7 +210,7 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_BEGIN, &info);
     epoch_t0 = t0 = sl__now_ms();
     while (rc == SL_OK && !atomic_load(&m->stop) &&
-           (max_steps == 0 || m->global_step - start_step < max_steps)) {
+           (max_steps == 0 || m->global_step - start.run_start < max_steps)) {
         sl_row row;
         sl_tensor *feed[SL_MAX_COLUMNS];
         int next = sl_iterator_next(it, &row);
@@ -242,7 +292,7 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
         return rc;
     if (o.dataset_sink_mode)
         return sl__model_train_sink(m, epochs, ds, cbs, ncbs, &o);
-    return train_nonsink(m, epochs, ds, cbs, ncbs, o.max_steps);
+    return train_nonsink(m, epochs, ds, cbs, ncbs, &o);
 }
 
 int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,

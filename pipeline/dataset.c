@@ -34,6 +34,32 @@ sl_dataset *sl_dataset_new(void)
     return ds;
 }
 
+_Static_assert(SL_POOL_IDLE_LIMIT_DEFAULT == SL__POOL_IDLE_AUTO,
+               "the public default idle limit is the pool's own");
+
+void sl_dataset_set_pool_idle_limit(sl_dataset *ds, size_t bytes)
+{
+    sl__pool_set_idle_limit(ds->pool, bytes);
+}
+
+void sl__pool_stats_public(const sl_pool *pool, sl_pool_stats *out)
+{
+    sl__pool_stats s;
+    sl__pool_get_stats(pool, &s);
+    out->in_use_bytes = s.in_use;
+    out->idle_bytes = s.idle;
+    out->peak_in_use_bytes = s.peak_in_use;
+    out->idle_cap_bytes = s.idle_cap;
+    out->system_allocs = s.system_allocs;
+    out->system_frees = s.system_frees;
+    out->cap_frees = s.cap_frees;
+}
+
+void sl_dataset_get_pool_stats(const sl_dataset *ds, sl_pool_stats *out)
+{
+    sl__pool_stats_public(ds->pool, out);
+}
+
 int sl_dataset_copy(sl_dataset **out, const sl_dataset *src)
 {
     sl_dataset *ds = sl_dataset_new();
@@ -52,6 +78,7 @@ int sl_dataset_copy(sl_dataset **out, const sl_dataset *src)
     ds->decode_budget = src->decode_budget;
     ds->error_samples = src->error_samples;
     ds->schema = src->schema;
+    sl_dataset_set_pool_idle_limit(ds, sl__pool_idle_limit(src->pool));
     *out = ds;
     return SL_OK;
 }
@@ -115,6 +142,11 @@ const char *sl_dataset_last_error(const sl_dataset *ds)
 void sl_dataset_set_seed(sl_dataset *ds, uint64_t seed)
 {
     ds->seed = seed;
+}
+
+uint64_t sl_dataset_get_seed(const sl_dataset *ds)
+{
+    return ds->seed;
 }
 
 void sl_dataset_set_decode_budget(sl_dataset *ds, uint64_t bytes)

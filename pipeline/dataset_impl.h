@@ -56,6 +56,10 @@ struct sl_dataset {
     sl__error error;
 };
 
+/* pool's counters as the public struct (for the dataset's and the
+ * iterator's stats). */
+void sl__pool_stats_public(const sl_pool *pool, sl_pool_stats *out);
+
 /* Copies nodes[0..n) with their own op references (for an iterator). */
 int sl__nodes_copy(sl__node **out, const sl__node *nodes, size_t n);
 void sl__nodes_free(sl__node *nodes, size_t n);

@@ -24,7 +24,7 @@ static const size_t iterator_options_v1_size =
 /* No tail padding, so a caller's size covers only fields it knows; name the
  * last field here when one is appended. */
 _Static_assert(sizeof(sl_iterator_options) ==
-                   offsetof(sl_iterator_options, unused0) + sizeof(int32_t),
+                   offsetof(sl_iterator_options, start_rows) + sizeof(int64_t),
                "sl_iterator_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -128,6 +128,13 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
                         (long long)o->num_epochs);
     if (o->queue_chunks == 0 || o->chunk_rows == 0)
         return sl__errf(&ds->error, SL_EINVAL, "iterator: queue_chunks and chunk_rows must be >= 1");
+    if (o->start_epoch < 0 || o->start_rows < 0 ||
+        (o->num_epochs > 0 && o->start_epoch >= o->num_epochs))
+        return sl__errf(&ds->error, SL_EINVAL,
+                        "iterator: start_epoch %lld and start_rows %lld must be >= 0, and "
+                        "start_epoch below num_epochs (%lld)",
+                        (long long)o->start_epoch, (long long)o->start_rows,
+                        (long long)o->num_epochs);
     it = calloc(1, sizeof *it);
     if (!it)
         return sl__errf(&ds->error, SL_ENOMEM, "iterator: out of memory");
@@ -378,6 +385,7 @@ void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out)
     out->source_load_ms = it->source->iface->load_ms(it->source);
     out->rows_out = it->rows_out;
     out->pool_bytes = sl__pool_bytes(it->pool);
+    sl__pool_stats_public(it->pool, &out->pool);
     for (size_t s = 0; s < it->nstages; s++)
         out->threads += it->stages[s].nthreads;
     out->consumer_wakeups = sl__queue_pop_wakeups(&it->stages[it->nstages - 1].out);

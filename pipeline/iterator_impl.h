@@ -67,6 +67,8 @@ typedef struct sl__stage {
                             * failing row is one sample, which may be bad */
     int pads;              /* SL__STAGE_SEQ, skip: fills the places of the samples the
                             * map stage before it dropped, at each end of epoch */
+    int64_t skip_first;    /* SL__STAGE_SOURCE, SL__STAGE_SEQ: units its chain drops before
+                            * its first end of epoch (an iterator started mid-epoch) */
 } sl__stage;
 
 /* The sampler's orders of the two passes whose bad samples last needed a

@@ -198,6 +198,38 @@ static int plan_skip(sl_iterator *it)
     return SL_OK;
 }
 
+/* Places every sequential node and the source at the options' start epoch,
+ * and has the last stage with sequential nodes drop start_rows units at its
+ * chain's end: the stages after it (maps, collation) turn each unit into
+ * exactly one row handed out, so the rows handed out begin where they
+ * would have after start_rows rows of that epoch. (When bad samples are
+ * skipped, a map may drop a row: plan_skip has put a sequential stage after
+ * every such map, so the last one comes after the drops and fills.) */
+static int plan_start(sl_iterator *it)
+{
+    int64_t epoch = it->opts.start_epoch;
+    sl__stage *last = NULL;
+    if (epoch == 0 && it->opts.start_rows == 0)
+        return SL_OK;
+    for (size_t s = 0; s < it->nstages; s++) {
+        sl__stage *st = &it->stages[s];
+        if (st->kind != SL__STAGE_SOURCE && st->kind != SL__STAGE_SEQ)
+            continue;
+        for (size_t k = 0; k < st->nnodes; k++) {
+            if (sl__seq_node_counts_epochs(st->nodes[k]))
+                return sl__errf(&it->error, SL_EINVAL,
+                                "cannot start at epoch %lld, row %lld: the pipeline repeats, "
+                                "and a repeat's passes are not the iterator's epochs",
+                                (long long)epoch, (long long)it->opts.start_rows);
+            sl__seq_node_start_at(st->nodes[k], epoch);
+        }
+        last = st;
+    }
+    it->stages[0].src.epoch = epoch;
+    last->skip_first = it->opts.start_rows;
+    return SL_OK;
+}
+
 int sl__stages_build(sl_iterator *it)
 {
     sl__schema schema;
@@ -307,6 +339,8 @@ int sl__stages_build(sl_iterator *it)
         rc = plan_skip(it);
     if (rc == SL_OK)
         rc = plan_lazy_source(it);
+    if (rc == SL_OK)
+        rc = plan_start(it);
     return rc;
 }
 

@@ -132,17 +132,34 @@ struct sl__seq_node {
     const seq_node_iface *iface;
 };
 
+/* Drops one unit at the chain's end if a start mid-epoch still skips. */
+static int chain_skips(sl__chain *chain)
+{
+    if (!chain->skip || *chain->skip <= 0)
+        return 0;
+    (*chain->skip)--;
+    return 1;
+}
+
 int sl__chain_row(sl__chain *chain, size_t pos, sl__row *row)
 {
-    if (pos == chain->nnodes)
+    if (pos == chain->nnodes) {
+        if (chain_skips(chain)) {
+            sl__row_clear(row);
+            return SL_OK;
+        }
         return sl__out_row(chain->out, row);
+    }
     return chain->nodes[pos]->iface->row(chain->nodes[pos], chain, pos + 1, row);
 }
 
 int sl__chain_eoe(sl__chain *chain, size_t pos)
 {
-    if (pos == chain->nnodes)
+    if (pos == chain->nnodes) {
+        if (chain->skip)
+            *chain->skip = 0; /* a start past the epoch's end skips only it */
         return sl__out_marker(chain->out, SL__CHUNK_EOE);
+    }
     return chain->nodes[pos]->iface->eoe(chain->nodes[pos], chain, pos + 1);
 }
 
@@ -269,8 +286,13 @@ static int batch_emit(batch_node *b, sl__chain *chain, size_t next)
     b->group = NULL;
     group->group_index = b->index++;
     group->group_epoch = b->epoch;
-    if (b->group_only)
+    if (b->group_only) { /* the chain's last node */
+        if (chain_skips(chain)) {
+            sl__chunk_free(group);
+            return SL_OK;
+        }
         return sl__out_chunk(chain->out, group);
+    }
     memset(&row, 0, sizeof row);
     rc = sl__collate(&b->work, group, &row, chain->pool, chain->err);
     sl__chunk_free(group);
@@ -411,6 +433,23 @@ int sl__seq_node_rows_unread(sl__seq_node *node)
     s->buf = NULL;
     s->ubuf = ubuf;
     return SL_OK;
+}
+
+void sl__seq_node_start_at(sl__seq_node *node, int64_t epoch)
+{
+    if (node->iface == &shuffle_iface) {
+        shuffle_node *s = (shuffle_node *)node;
+        s->epoch = epoch;
+        shuffle_reseed(s);
+    } else if (node->iface == &batch_iface) {
+        ((batch_node *)node)->epoch = epoch;
+    }
+}
+
+int sl__seq_node_counts_epochs(const sl__seq_node *node)
+{
+    return node->iface == &repeat_iface ||
+           (node->iface == &take_iface && ((const counting_node *)node)->endless);
 }
 
 int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_t position,

@@ -60,6 +60,12 @@ struct sl__chain {
     sl__out *out;
     sl_pool *pool;
     sl__error *err;
+    /* Units (rows, or batch groups from a grouping batch) still to drop at
+     * the chain's end before the next end of epoch: an iterator started
+     * mid-epoch skips them there, unread when the source is lazy. NULL:
+     * none. Lives in the stage, since a pulled source makes a new chain
+     * each turn. */
+    int64_t *skip;
 };
 
 /* Hands row to node pos of the chain (or to the output past the last).
@@ -76,6 +82,13 @@ int sl__chain_eoe(sl__chain *chain, size_t pos);
 int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_t position,
                      const sl__schema *in_schema, int group_only);
 void sl__seq_node_free(sl__seq_node *node);
+/* Makes the node behave as if `epoch` epochs had gone through it (shuffle:
+ * that epoch's draws; batch: its epoch number). Before any row arrives. */
+void sl__seq_node_start_at(sl__seq_node *node, int64_t epoch);
+/* True for nodes whose idea of an epoch differs from the iterator's
+ * (repeat; take after an endless repeat), which a start mid-run cannot
+ * place. */
+int sl__seq_node_counts_epochs(const sl__seq_node *node);
 /* True if the node looks into rows' tensors (a batch that stacks them);
  * false if it only reorders, drops or groups rows, which then may still be
  * unread (columns NULL, index set). */

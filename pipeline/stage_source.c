@@ -22,7 +22,8 @@ void sl__source_run(sl__stage *st, int until_sent)
     sl_iterator *it = st->it;
     sl__source *src = it->source;
     uint64_t sent0 = st->out.next_seq; /* only the source pushes with it */
-    sl__chain chain = {st->nodes, st->nnodes, &st->src.out, it->pool, &st->src.err};
+    sl__chain chain = {st->nodes, st->nnodes, &st->src.out, it->pool, &st->src.err,
+                       &st->skip_first};
     int rc = SL_OK;
 
     st->src.out.chunk_rows = st->chunk_rows; /* planning may have changed it */

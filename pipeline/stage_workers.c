@@ -239,7 +239,7 @@ static void *seq_main(void *arg)
     sl__stage *st = arg;
     sl__out out = {.queue = &st->out, .chunk_rows = st->chunk_rows, .chunk_bytes = SL__CHUNK_BYTES};
     sl__error err;
-    sl__chain chain = {st->nodes, st->nnodes, &out, st->it->pool, &err};
+    sl__chain chain = {st->nodes, st->nnodes, &out, st->it->pool, &err, &st->skip_first};
     pad_list pads = {NULL, NULL};
     sl__err_clear(&err);
     for (;;) {

@@ -396,6 +396,66 @@ START_TEST(test_skip_chain_shapes)
 }
 END_TEST
 
+/* Hashes of each row an iterator started at (epoch, rows) hands out, over
+ * two epochs; *n gets their count. */
+static void row_hashes(sl_dataset *ds, int64_t epoch, int64_t rows, uint64_t *out, int64_t *n)
+{
+    sl_iterator_options o;
+    sl_iterator *it;
+    sl_row row;
+    int rc;
+    *n = 0;
+    sl_iterator_options_init(&o);
+    o.num_epochs = 2;
+    o.start_epoch = epoch;
+    o.start_rows = rows;
+    o.timeout_ms = IT_TIMEOUT_MS;
+    ck_assert_msg(sl_iterator_new(&it, ds, &o) == SL_OK, "%s", sl_dataset_last_error(ds));
+    while ((rc = sl_iterator_next(it, &row)) == SL_OK || rc == SL_END_OF_EPOCH) {
+        uint64_t h = 1469598103934665603ULL;
+        if (rc == SL_END_OF_EPOCH)
+            continue;
+        for (size_t c = 0; c < row.ncolumns; c++) {
+            const uint8_t *p = sl_tensor_data(row.columns[c]);
+            for (size_t b = 0; b < sl_tensor_nbytes(row.columns[c]); b++)
+                h = (h ^ p[b]) * 1099511628211ULL;
+        }
+        ck_assert_int_lt(*n, 64);
+        out[(*n)++] = h;
+        sl_row_clear(&row);
+    }
+    ck_assert_msg(rc == SL_END_OF_DATA, "%s", sl_iterator_last_error(it));
+    sl_iterator_free(it);
+}
+
+/* An iterator resumed mid-epoch (start_epoch, start_rows) hands out what one
+ * started at the beginning did from that point on, bad samples skipped or
+ * replaced alike: skipping happens after the drops and fills. */
+START_TEST(test_resume_mid_epoch)
+{
+    const sl_error_samples mode = _i ? SL_ERROR_SAMPLES_REPLACE : SL_ERROR_SAMPLES_SKIP;
+    static const int64_t starts[][2] = {{0, 7}, {1, 0}, {1, 13}, {1, 29}};
+    sl_sampler_options s = sampler(1, 1, 0);
+    uint64_t full[64], part[64];
+    int64_t nfull, npart;
+    sl_dataset *ds = flaky_mnist(&s, 2, &data_error);
+    set_mode(ds, mode, -1, 1.0, NULL);
+    ck_assert_int_eq(sl_dataset_shuffle(ds, 50), SL_OK);
+    ck_assert_int_eq(sl_dataset_batch(ds, 10, 1, 2), SL_OK);
+    row_hashes(ds, 0, 0, full, &nfull);
+    ck_assert_int_eq(nfull, 60);
+    for (size_t k = 0; k < sizeof starts / sizeof starts[0]; k++) {
+        int64_t from = starts[k][0] * 30 + starts[k][1];
+        row_hashes(ds, starts[k][0], starts[k][1], part, &npart);
+        ck_assert_int_eq(npart, nfull - from);
+        for (int64_t r = 0; r < npart; r++)
+            ck_assert_msg(part[r] == full[from + r], "start (%lld, %lld): row %lld differs",
+                          (long long)starts[k][0], (long long)starts[k][1], (long long)r);
+    }
+    sl_dataset_free(ds);
+}
+END_TEST
+
 /* The cap: by default 1% of a pass (3 of 300) may be bad; the 4th fails the
  * iterator with its status, naming the count, the cap and that sample; a
  * count of 0 fails at the first. Each one up to it is reported. */
@@ -567,6 +627,7 @@ Suite *make_bad_samples_suite(void)
     tcase_add_loop_test(tc, test_shards_keep_their_length, 0, 2);
     tcase_add_test(tc, test_stand_in_places);
     tcase_add_test(tc, test_skip_chain_shapes);
+    tcase_add_loop_test(tc, test_resume_mid_epoch, 0, 2);
     tcase_add_test(tc, test_cap);
     tcase_add_test(tc, test_other_errors_raise);
     tcase_add_test(tc, test_all_bad_is_an_error);

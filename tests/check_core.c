@@ -1,5 +1,6 @@
-/* check_core.c: the core layer: tensors, buffer pool, rng, the ordered
- * bounded queue, status codes and error messages. */
+/* check_core.c: the core layer: tensors, rng, the ordered bounded queue,
+ * status codes and error messages (the buffer pool: check_pool.c, but for
+ * its lock-init failures, which need this file's fault wrappers). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* clock_gettime, nanosleep */
 #endif
@@ -394,179 +395,6 @@ START_TEST(test_tensor_refcount_threads)
         pthread_join(th[i], NULL);
     ck_assert_int_eq(sl_tensor_refcount(t), 1);
     sl_tensor_release(t);
-}
-END_TEST
-
-/* --- pool ---------------------------------------------------------------- */
-
-START_TEST(test_pool_alignment)
-{
-    static const size_t sizes[] = {0, 1, 63, 64, 65, 100, 1000, 4096, 4097, (size_t)1 << 20};
-    void *blocks[sizeof sizes / sizeof sizes[0]];
-    sl_pool *pool = sl__pool_new();
-    ck_assert_ptr_nonnull(pool);
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        blocks[i] = sl__pool_alloc(pool, sizes[i]);
-        ck_assert_ptr_nonnull(blocks[i]);
-        ck_assert(is_aligned64(blocks[i]));
-        memset(blocks[i], 0xab, sizes[i]); /* the whole request is usable (ASan) */
-    }
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        sl__pool_free(pool, blocks[i]);
-    sl__pool_free(pool, NULL);
-    /* Beyond the largest class there is nothing to give. */
-    ck_assert_ptr_null(sl__pool_alloc(pool, (size_t)1 << 46));
-    ck_assert_ptr_null(sl__pool_alloc(pool, ((size_t)1 << 63) + 1));
-    ck_assert_ptr_null(sl__pool_alloc(pool, (size_t)-1));
-    sl__pool_release(pool);
-}
-END_TEST
-
-/* These tests assume nothing about the class layout beyond: a block holds
- * at least its request, a freed block serves the next request of the same
- * size, and a block's class is less than twice its request plus 64. */
-START_TEST(test_pool_reuse_and_bytes)
-{
-    sl_pool *pool = sl__pool_new();
-    void *a, *b, *c, *d;
-    size_t one;
-    ck_assert_ptr_nonnull(pool);
-    ck_assert_uint_eq(sl__pool_bytes(pool), 0);
-
-    a = sl__pool_alloc(pool, 100);
-    ck_assert_ptr_nonnull(a);
-    one = sl__pool_bytes(pool); /* the class size for 100 bytes */
-    ck_assert_uint_ge(one, 100);
-    ck_assert_uint_lt(one, 2 * 100 + 64);
-    sl__pool_free(pool, a);
-    ck_assert_uint_eq(sl__pool_bytes(pool), one); /* cached, still held */
-
-    b = sl__pool_alloc(pool, 100); /* same class: the freed block comes back */
-    ck_assert_ptr_eq(b, a);
-    ck_assert_uint_eq(sl__pool_bytes(pool), one);
-
-    c = sl__pool_alloc(pool, 100); /* class busy: a new block */
-    ck_assert_ptr_nonnull(c);
-    ck_assert_ptr_ne(c, b);
-    ck_assert_uint_eq(sl__pool_bytes(pool), 2 * one);
-
-    sl__pool_free(pool, b);
-    d = sl__pool_alloc(pool, 1000); /* a bigger class does not take it */
-    ck_assert_ptr_nonnull(d);
-    ck_assert_ptr_ne(d, b);
-    ck_assert_uint_ge(sl__pool_bytes(pool), 2 * one + 1000);
-
-    sl__pool_free(pool, c);
-    sl__pool_free(pool, d);
-    ck_assert_uint_ge(sl__pool_bytes(pool), 2 * one + 1000);
-    sl__pool_release(pool);
-}
-END_TEST
-
-START_TEST(test_pool_outlives_release)
-{
-    /* Blocks do not hold the pool: its owner does. A tensor that escapes
-     * (is handed to a user) takes its own reference, so it outlives the
-     * owner; the last release frees the pool (LSan would see a leak, ASan a
-     * use after free). */
-    sl_pool *pool = sl__pool_new();
-    sl_tensor *kept, *view, *inner;
-    int64_t shape[1] = {256}, half[1] = {128};
-    unsigned char *a;
-    ck_assert_ptr_nonnull(pool);
-    a = sl__pool_alloc(pool, 256);
-    ck_assert_ptr_nonnull(a);
-    ck_assert_uint_ge(sl__pool_bytes(pool), 256);
-    sl__pool_free(pool, a); /* freed while the owner still holds the pool */
-
-    ck_assert_int_eq(sl__tensor_alloc(&kept, pool, SL_UINT8, 1, shape), SL_OK);
-    ck_assert_int_eq(sl__tensor_alloc(&inner, pool, SL_UINT8, 1, shape), SL_OK);
-    ck_assert_int_eq(sl__tensor_view(&view, pool, inner, 128, SL_UINT8, 1, half), SL_OK);
-    sl_tensor_release(inner); /* the view keeps it */
-    sl__tensor_escape(kept);
-    sl__tensor_escape(kept); /* twice is once */
-    sl__tensor_escape(view); /* and its base with it */
-    sl__pool_release(pool);  /* the owner is gone */
-
-    memset(sl_tensor_data(kept), 1, 256);
-    memset(sl_tensor_data(view), 2, 128);
-    ck_assert_uint_eq(sl__pool_bytes(pool), sl__pool_bytes(pool)); /* still readable */
-    sl_tensor_release(view); /* view and base go back; the pool stays for kept */
-    ck_assert_uint_eq(((unsigned char *)sl_tensor_data(kept))[255], 1);
-    sl_tensor_release(kept); /* the last reference: pool and cached blocks freed */
-}
-END_TEST
-
-START_TEST(test_pool_reuse_many)
-{
-    const size_t n = 5000;
-    void **blocks = calloc(n, sizeof *blocks);
-    sl_pool *pool = sl__pool_new();
-    size_t peak;
-    ck_assert_ptr_nonnull(blocks);
-    ck_assert_ptr_nonnull(pool);
-    for (size_t i = 0; i < n; i++) {
-        blocks[i] = sl__pool_alloc(pool, 64);
-        ck_assert_ptr_nonnull(blocks[i]);
-    }
-    peak = sl__pool_bytes(pool);
-    ck_assert_uint_eq(peak, n * 64);
-    for (size_t i = 0; i < n; i++)
-        sl__pool_free(pool, blocks[i]);
-    ck_assert_uint_le(sl__pool_bytes(pool), peak); /* cached, or given back */
-    /* The same demand again is met without growing past the first peak. */
-    for (size_t i = 0; i < n; i++) {
-        blocks[i] = sl__pool_alloc(pool, 64);
-        ck_assert_ptr_nonnull(blocks[i]);
-    }
-    ck_assert_uint_eq(sl__pool_bytes(pool), peak);
-    for (size_t i = 0; i < n; i++)
-        sl__pool_free(pool, blocks[i]);
-    sl__pool_release(pool);
-    free(blocks);
-}
-END_TEST
-
-#define POOL_THREADS 4
-#define POOL_ROUNDS 20000
-
-static void *pool_worker(void *arg)
-{
-    sl_pool *pool = arg;
-    long bad = 0;
-    for (int i = 0; i < POOL_ROUNDS; i++) {
-        size_t size = (size_t)(i % 5) * 100 + 1;
-        unsigned char *p = sl__pool_alloc(pool, size);
-        if (!p) {
-            bad++;
-            continue;
-        }
-        p[0] = (unsigned char)i;
-        p[size - 1] = (unsigned char)i;
-        if (p[0] != (unsigned char)i)
-            bad++;
-        sl__pool_free(pool, p);
-    }
-    return (void *)bad;
-}
-
-START_TEST(test_pool_threads)
-{
-    pthread_t th[POOL_THREADS];
-    sl_pool *pool = sl__pool_new();
-    ck_assert_ptr_nonnull(pool);
-    for (int i = 0; i < POOL_THREADS; i++)
-        ck_assert_int_eq(pthread_create(&th[i], NULL, pool_worker, pool), 0);
-    for (int i = 0; i < POOL_THREADS; i++) {
-        void *bad;
-        pthread_join(th[i], &bad);
-        ck_assert_ptr_null(bad);
-    }
-    /* Each thread had at most one block out at a time, one per size; a
-     * class is under 2 * size + 64 (sizes 1, 101, 201, 301, 401). */
-    ck_assert_uint_gt(sl__pool_bytes(pool), 0);
-    ck_assert_uint_le(sl__pool_bytes(pool), (size_t)POOL_THREADS * (2 * 1005 + 5 * 64));
-    sl__pool_release(pool);
 }
 END_TEST
 
@@ -1422,15 +1250,6 @@ Suite *make_core_suite(void)
     tcase_add_test(tc, test_tensor_views);
     tcase_add_test(tc, test_tensor_pooled);
     tcase_add_test(tc, test_tensor_refcount_threads);
-    tcase_set_timeout(tc, 30);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("pool");
-    tcase_add_test(tc, test_pool_alignment);
-    tcase_add_test(tc, test_pool_reuse_and_bytes);
-    tcase_add_test(tc, test_pool_outlives_release);
-    tcase_add_test(tc, test_pool_reuse_many);
-    tcase_add_test(tc, test_pool_threads);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
 

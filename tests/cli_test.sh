@@ -319,7 +319,9 @@ run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1,2
 expect "bench pipeline --json" 0 stdout '^{"dataset": ' stdout '"kind": "mnist"' \
     stdout '"runs": \[{"workers": 1,' stdout '{"workers": 2,' \
     stdout '"batches": 3, "images": 96' stdout '"consumer_wakeups_per_epoch": [0-9]' \
-    stdout '"peak_rss_bytes": [0-9]'
+    stdout '"peak_rss_bytes": [0-9]' stdout '"pool": {"in_use_bytes": [0-9]' \
+    stdout '"peak_in_use_bytes": [1-9]' stdout '"idle_cap_bytes": 8388608,' \
+    stdout '"system_allocs": [1-9]'
 if [ "$(wc -l <"$TMP/out")" -ne 1 ]; then
     fail "bench --json prints one line"
 else
@@ -334,7 +336,9 @@ if command -v python3 >/dev/null 2>&1 && python3 -c 'import json' 2>/dev/null; t
 fi
 run bench pipeline --data "$MNIST" --repeats 2 --workers 2
 expect "bench pipeline text" 0 stdout '^pipeline' stdout 'images/s' stdout '^load_ms:' \
-    stdout 'wakeups/epoch' stdout '^peak RSS: '
+    stdout 'wakeups/epoch' stdout '^peak RSS: ' stdout '^buffer pool (MB' \
+    stdout '^workers peak in use   in use     idle idle cap system allocs' \
+    stdout '^      2  *[0-9.]* *[0-9.]* *[0-9.]*  *8\.0  *[1-9]'
 if [ -s "$TMP/err" ]; then
     fail "bench pipeline: no progress lines when stderr is not a terminal"
 else
@@ -345,6 +349,11 @@ run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1 --usage all \
     --flip 0.5 --hwc2chw --label-int32 --shuffle 0 --batch 25 --keep-remainder \
     --no-source-shuffle --seed 7 --epochs 2
 expect "bench pipeline with every op" 0 stdout '"batches": 10, "images": 240'
+run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1 --pool-idle-mb 0
+expect "bench pipeline --pool-idle-mb 0" 0 stdout '"idle_bytes": 0, ' \
+    stdout '"idle_cap_bytes": 0, ' stdout '"system_frees": [1-9]'
+run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1 --pool-idle-mb 3
+expect "bench pipeline --pool-idle-mb 3" 0 stdout '"idle_cap_bytes": 3145728, '
 run bench pipeline --data "$MNIST" --json --repeats 1 --workers 1 --num-samples 64 --batch 0
 expect "bench pipeline without batch" 0 stdout '"batches": 64, "images": 64'
 run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 1 --batch 2
@@ -367,7 +376,7 @@ expect "help bench pipeline: --decode-max-pixels" 0 stdout '--decode-max-pixels 
 run bench pipeline --data "$SOME_BAD" --json --repeats 2 --workers 1,2 --batch 2 \
     --error-samples skip --max-bad-samples 20%
 expect "bench pipeline --error-samples skip" 0 stdout '"batches": 6, "images": 12' \
-    stdout '"samples_skipped": 2, "samples_replaced": 0}, {"workers": 2' \
+    stdout '"samples_skipped": 2, "samples_replaced": 0, "pool": {.*{"workers": 2' \
     stderr '^sluice: bench: skipped sample 2 (.*/cat/bb\.jpg): .*not a JPEG' \
     stderr '^sluice: bench: skipped sample 9 (.*/dog/cc\.jpg): '
 if [ "$(wc -l <"$TMP/err")" -eq 2 ]; then
@@ -394,7 +403,8 @@ for bad in "--workers 0" "--workers 1,,2" "--workers x" "--repeats 0" "--repeats
     "--epochs -1" "--rescale 1/0" "--normalize 1,2:3" "--normalize 1:0" "--flip 2" \
     "--resize 0" "--crop 8x" "--batch -1" "--seed 99999999999999999999" "extra" \
     "--shuffle 1" "--batch 16777217" "--decode-max-pixels 0" \
-    "--decode-max-pixels 4294967297" "--error-samples drop" "--max-bad-samples 1" \
+    "--decode-max-pixels 4294967297" "--pool-idle-mb -1" "--pool-idle-mb 1048577" \
+    "--pool-idle-mb 1M" "--error-samples drop" "--max-bad-samples 1" \
     "--error-samples skip --max-bad-samples -1" "--error-samples skip --max-bad-samples 101%" \
     "--error-samples skip --max-bad-samples x%"; do
     # shellcheck disable=SC2086 # word splitting of $bad is the point
@@ -462,6 +472,19 @@ if [ "$(nproc)" -ge 2 ]; then
     run train --data "$MNIST" --epochs 1 --threads 1
     expect "train --threads 1: 2 workers beside it" 0 stdout 'compute 1 thread, .*pipeline 2 workers per map'
 fi
+# The pool's cache changes where buffers come from, never the numbers.
+run train --data "$MNIST" --epochs 2 --pool-idle-mb 0
+grep '^epoch: \|^eval: ' "$TMP/out" >"$TMP/nocache.lines"
+if [ "$rc" -eq 0 ] && cmp -s "$TMP/sink.lines" "$TMP/nocache.lines"; then
+    pass "train --pool-idle-mb 0 prints the same losses and accuracy"
+else
+    fail "train --pool-idle-mb 0 prints the same losses and accuracy"
+fi
+run train --data "$MNIST" --max-steps 2 --no-eval --json --pool-idle-mb 2
+expect "train --pool-idle-mb 2 --json" 0 stdout '"train_pool": {"in_use_bytes": ' \
+    stdout '"idle_cap_bytes": 2097152, ' stdout '"system_allocs": [1-9]'
+run train --data "$MNIST" --pool-idle-mb -1
+expect "train --pool-idle-mb -1" 2 stderr '^sluice: train: --pool-idle-mb'
 run train --data "$MNIST" --epochs 2 --sink-size 2 --device sim:0 --log-every 1
 expect "train --sink-size 2 --device sim:0" 0 stdout '^data sink on sim:0: sink_size 2' \
     stdout '^epoch: 1 step: 2, loss is' stdout '^epoch: 2 step: 2, loss is' \

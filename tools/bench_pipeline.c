@@ -22,7 +22,8 @@ enum {
     OPT_DATA = 256, OPT_USAGE, OPT_WORKERS, OPT_REPEATS, OPT_EPOCHS, OPT_SEED, OPT_JSON,
     OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_CROP,
     OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
-    OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS, OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES
+    OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS, OPT_POOL_IDLE_MB, OPT_ERROR_SAMPLES,
+    OPT_MAX_BAD_SAMPLES
 };
 
 typedef struct bench_args {
@@ -49,6 +50,7 @@ typedef struct bench_args {
     int64_t num_samples;
     int64_t decode_max_pixels; /* 0: the library's default */
     cli_error_samples errors;
+    int64_t pool_idle_mb; /* -1: the library's default */
 } bench_args;
 
 /* One timed run: one fresh iterator, `epochs` full epochs. */
@@ -60,6 +62,8 @@ typedef struct run_result {
     int threads;
     double wakeups_per_epoch; /* times the consumer was woken, per epoch */
     uint64_t skipped, replaced; /* bad samples (--error-samples) */
+    sl_pool_stats pool;      /* the dataset's pool as the run ended (counts
+                              * since the set's dataset was made) */
 } run_result;
 
 /* Every run of one worker count. */
@@ -93,6 +97,9 @@ void cli_bench_pipeline_usage(FILE *f)
           "  --repeats N         timed runs per worker count (default 3)\n"
           "  --epochs N          epochs per timed run (default 1)\n"
           "  --seed N            seed of the sampler, shuffle and random ops (default 0)\n"
+          "  --pool-idle-mb N    the most MiB of freed buffers each dataset's pool keeps\n"
+          "                      for reuse; 0 caches nothing (default: half the most it\n"
+          "                      had in use at once, at least 8 and at most 64 MiB)\n"
           "  --json              print one JSON object instead of text\n"
           "  -h, --help          show this help and exit\n"
           "\n"
@@ -281,6 +288,9 @@ static int parse_option(bench_args *a, int opt, const char *arg)
                                (int64_t)SL_DECODE_MAX_PIXELS_LIMIT, &a->decode_max_pixels);
     case OPT_ERROR_SAMPLES: return cli_parse_error_samples(CMD, arg, &a->errors);
     case OPT_MAX_BAD_SAMPLES: return cli_parse_max_bad_samples(CMD, arg, &a->errors);
+    case OPT_POOL_IDLE_MB:
+        return cli_parse_int64(CMD, "--pool-idle-mb", arg, 0, CLI_MAX_POOL_IDLE_MB,
+                               &a->pool_idle_mb);
     }
     return -1;
 }
@@ -311,6 +321,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         {"decode-max-pixels", required_argument, NULL, OPT_DECODE_MAX_PIXELS},
         {"error-samples", required_argument, NULL, OPT_ERROR_SAMPLES},
         {"max-bad-samples", required_argument, NULL, OPT_MAX_BAD_SAMPLES},
+        {"pool-idle-mb", required_argument, NULL, OPT_POOL_IDLE_MB},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -325,6 +336,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     a->repeats = 3;
     a->epochs = 1;
     cli_error_samples_default(&a->errors);
+    a->pool_idle_mb = -1;
 
     optind = 0; /* GNU: restart scanning on this new argv */
     opterr = 0;
@@ -371,6 +383,7 @@ static void make_pipeline(const bench_args *a, cli_kind kind, cli_pipeline *p)
     p->decode_max_pixels = (uint64_t)a->decode_max_pixels;
     p->errors = a->errors;
     p->seed = (uint64_t)a->seed;
+    p->pool_idle_mb = a->pool_idle_mb;
 }
 
 /* --- running --------------------------------------------------------- */
@@ -463,6 +476,7 @@ static int timed_run(sl_dataset *ds, int64_t epochs, int batched, run_result *r)
     r->threads = stats.threads;
     r->skipped = stats.samples_skipped;
     r->replaced = stats.samples_replaced;
+    r->pool = stats.pool;
     r->wakeups_per_epoch = (double)stats.consumer_wakeups / (double)epochs;
     r->first_batch_ms = (t_first >= 0 ? t_first : t_end) - t0;
     r->images_per_s = (t_end > t0) ? (double)r->images / ((t_end - t0) / 1e3) : 0.0;
@@ -685,6 +699,24 @@ static int max_workers(const bench_args *a)
     return (int)m;
 }
 
+#define MIB(x) ((double)(x) / (1024.0 * 1024.0))
+
+/* Each worker count's buffer pool as its last run ended. */
+static void print_pool_text(const bench_args *a, const worker_set *sets)
+{
+    printf("\nbuffer pool (MB; each worker count's dataset has its own, shown as its last\n"
+           "run ended; allocs and frees count calls to the system since it was made):\n");
+    printf("%7s %11s %8s %8s %8s %13s %12s %9s\n", "workers", "peak in use", "in use",
+           "idle", "idle cap", "system allocs", "system frees", "cap frees");
+    for (size_t w = 0; w < a->nworkers; w++) {
+        const sl_pool_stats *ps = &sets[w].runs[a->repeats - 1].pool;
+        printf("%7d %11.1f %8.1f %8.1f %8.1f %13" PRIu64 " %12" PRIu64 " %9" PRIu64 "\n",
+               sets[w].workers, MIB(ps->peak_in_use_bytes), MIB(ps->in_use_bytes),
+               MIB(ps->idle_bytes), MIB(ps->idle_cap_bytes), ps->system_allocs,
+               ps->system_frees, ps->cap_frees);
+    }
+}
+
 static void print_text(const bench_args *a, const char *kind, const char *describe,
                        const worker_set *sets, double machine)
 {
@@ -736,6 +768,7 @@ static void print_text(const bench_args *a, const char *kind, const char *descri
                "%s)\n",
                sets[0].runs[0].skipped, sets[0].runs[0].replaced,
                a->errors.mode == SL_ERROR_SAMPLES_SKIP ? "skip" : "replace");
+    print_pool_text(a, sets);
     printf("peak RSS: %.1f MB\n", (double)peak_rss_bytes() / (1024.0 * 1024.0));
     if (machine > 0)
         printf("machine:  %d threads of independent work (a compute loop) run %.2fx as fast\n"
@@ -764,10 +797,12 @@ static void print_json(const bench_args *a, const char *kind, const char *descri
             printf("%s%.3f", i ? ", " : "", s->runs[i].images_per_s);
         printf("], \"first_batch_ms\": %.3f, \"batches\": %" PRId64 ", \"images\": %" PRId64
                ", \"consumer_wakeups_per_epoch\": %.1f, \"load_ms\": %.3f, \"samples_skipped\": "
-               "%" PRIu64 ", \"samples_replaced\": %" PRIu64 "}",
+               "%" PRIu64 ", \"samples_replaced\": %" PRIu64 ", \"pool\": ",
                median_of(s->runs, a->repeats, 1), s->runs[0].batches, s->runs[0].images,
                median_of(s->runs, a->repeats, 2), s->load_ms, s->runs[0].skipped,
                s->runs[0].replaced);
+        cli_pool_json(stdout, &s->runs[a->repeats - 1].pool);
+        printf("}");
     }
     printf("], \"peak_rss_bytes\": %lld", peak_rss_bytes());
     if (machine > 0)

@@ -160,6 +160,17 @@ void cli_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+void cli_pool_json(FILE *f, const sl_pool_stats *ps)
+{
+    fprintf(f,
+            "{\"in_use_bytes\": %" PRIu64 ", \"idle_bytes\": %" PRIu64
+            ", \"peak_in_use_bytes\": %" PRIu64 ", \"idle_cap_bytes\": %" PRIu64
+            ", \"system_allocs\": %" PRIu64 ", \"system_frees\": %" PRIu64
+            ", \"cap_frees\": %" PRIu64 "}",
+            ps->in_use_bytes, ps->idle_bytes, ps->peak_in_use_bytes, ps->idle_cap_bytes,
+            ps->system_allocs, ps->system_frees, ps->cap_frees);
+}
+
 int cli_stderr_is_tty(void)
 {
     return isatty(STDERR_FILENO);
@@ -458,6 +469,7 @@ void cli_pipeline_default(cli_pipeline *p, const char *dir, cli_kind kind,
     p->source_shuffle = 1; /* MnistDataset / ImageFolderDataset default */
     p->num_samples = 0;
     p->seed = 0;
+    p->pool_idle_mb = -1;
     p->batch = 32;
     p->drop_remainder = 1;
     cli_error_samples_default(&p->errors);
@@ -645,6 +657,8 @@ int cli_pipeline_source(const char *cmd, const cli_pipeline *p, int workers, sl_
         sl_dataset_free(ds);
         return rc;
     }
+    if (p->pool_idle_mb >= 0)
+        sl_dataset_set_pool_idle_limit(ds, (size_t)p->pool_idle_mb << 20);
     *out = ds;
     return SL_OK;
 }

@@ -39,6 +39,8 @@ const char *cli_lib_message(const char *msg, int status);
 /* Writes s as a JSON string literal (quotes included) to f; bytes that are
  * not valid UTF-8 become U+FFFD, so the output stays valid JSON. */
 void cli_json_string(FILE *f, const char *s);
+/* Writes a pool's stats as one JSON object (the fields' own names). */
+void cli_pool_json(FILE *f, const sl_pool_stats *ps);
 /* 1 when stderr is a terminal, so progress lines are worth printing. */
 int cli_stderr_is_tty(void);
 
@@ -174,6 +176,7 @@ typedef struct cli_pipeline {
     uint64_t decode_max_pixels; /* ImageFolder decode limit; 0: the library's default */
     cli_error_samples errors; /* what bad samples do (default raise) */
     cli_bad_report *report;  /* where they are reported (NULL: nowhere) */
+    int64_t pool_idle_mb;    /* the dataset's pool idle limit in MiB; -1: the library's */
 } cli_pipeline;
 
 /* Fills p with the default pipeline of kind for dir: for MNIST the seeds'
@@ -203,6 +206,10 @@ int cli_pipeline_build(const char *cmd, const cli_pipeline *p, int workers,
  * made, the second leaves ds to the caller. */
 int cli_pipeline_source(const char *cmd, const cli_pipeline *p, int workers, sl_dataset **out);
 int cli_pipeline_add_nodes(const char *cmd, const cli_pipeline *p, int workers, sl_dataset *ds);
+
+/* The most --pool-idle-mb takes: 1 TiB, far past any machine's memory,
+ * and small enough that MiB * 2^20 fits a size_t. */
+#define CLI_MAX_POOL_IDLE_MB (INT64_C(1) << 20)
 
 /* --- training -------------------------------------------------------- */
 

@@ -16,8 +16,8 @@ enum {
     OPT_OPTIMIZER, OPT_SEED, OPT_WORKERS, OPT_THREADS, OPT_BLAS_THREADS, OPT_SAVE,
     OPT_LOAD, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_CKPT_DIR,
     OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
-    OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_ERROR_SAMPLES,
-    OPT_MAX_BAD_SAMPLES
+    OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_POOL_IDLE_MB,
+    OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES
 };
 
 /* Options both commands share, and train's own. */
@@ -29,6 +29,7 @@ typedef struct train_args {
     const char *data;
     int64_t epochs;
     int64_t workers;
+    int64_t pool_idle_mb;    /* -1: the library's default */
     const char *save, *load, *save_graphs;
     int64_t log_every;       /* 0: one line at each epoch's end */
     int64_t max_steps;       /* 0: no limit */
@@ -69,6 +70,9 @@ void cli_train_usage(FILE *f)
           "  --seed N            seed of the initial weights and the data order (default 0)\n"
           "  --workers N         pipeline worker threads (default 1 when the compute\n"
           "                      threads fill every CPU, else 2)\n"
+          "  --pool-idle-mb N    the most MiB of freed pipeline buffers kept for reuse;\n"
+          "                      0 caches nothing (default: half the most in use at\n"
+          "                      once, at least 8 and at most 64 MiB)\n"
           "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --blas-threads N    OpenBLAS threads (default 1)\n"
           "  --data-timeout S    fail when no batch comes for S seconds, naming the\n"
@@ -195,6 +199,9 @@ static int parse_option(train_args *a, int opt, const char *arg)
         a->model.seed = (uint64_t)v;
         return 0;
     case OPT_WORKERS: return cli_parse_int64(cmd, "--workers", arg, 1, 64, &a->workers);
+    case OPT_POOL_IDLE_MB:
+        return cli_parse_int64(cmd, "--pool-idle-mb", arg, 0, CLI_MAX_POOL_IDLE_MB,
+                               &a->pool_idle_mb);
     case OPT_THREADS:
         if (cli_parse_int64(cmd, "--threads", arg, 1, 64, &v) != 0)
             return -1;
@@ -271,6 +278,7 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
         {"seed", required_argument, NULL, OPT_SEED},
         {"workers", required_argument, NULL, OPT_WORKERS},
+        {"pool-idle-mb", required_argument, NULL, OPT_POOL_IDLE_MB},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"blas-threads", required_argument, NULL, OPT_BLAS_THREADS},
         {"data-timeout", required_argument, NULL, OPT_DATA_TIMEOUT},
@@ -324,6 +332,7 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
     a->ckpt_keep = 5;
     cli_error_samples_default(&a->errors);
     a->report.cmd = a->cmd;
+    a->pool_idle_mb = -1;
 
     optind = 0;
     opterr = 0;
@@ -385,6 +394,7 @@ static int make_dataset(train_args *a, sl_mnist_usage usage, sl_dataset **out)
     cli_pipeline_default(&p, a->data, CLI_KIND_MNIST, usage);
     p.batch = a->model.network.batch;
     p.seed = a->model.seed;
+    p.pool_idle_mb = a->pool_idle_mb;
     if (usage == SL_MNIST_TEST) {
         /* Every test sample counts: keep the short last batch (the model
          * pads it); the order does not matter. */
@@ -496,6 +506,7 @@ int cli_train_main(int argc, char **argv)
     size_t ncbs = 0;
     progress prog;
     sl_metrics metrics;
+    sl_pool_stats pool;
     double t0, train_ms;
     int rc = parse_args(argc, argv, &a, 0), exit_code = CLI_EXIT_OK;
     int64_t start_step, steps_per_epoch;
@@ -632,6 +643,9 @@ int cli_train_main(int argc, char **argv)
         if (!a.no_eval)
             printf(", \"test_samples\": %" PRId64 ", \"test_accuracy\": %.6f, \"test_loss\": %.6f",
                    metrics.samples, metrics.accuracy, metrics.loss);
+        sl_dataset_get_pool_stats(train, &pool);
+        printf(", \"train_pool\": ");
+        cli_pool_json(stdout, &pool);
         printf("}\n");
     }
 out:

@@ -97,7 +97,7 @@ static inline void sl_image_folder_options_init(sl_image_folder_options *o)
 
 /* An empty dataset (NULL when out of memory); free with sl_dataset_free. */
 SL_API sl_dataset *sl_dataset_new(void);
-/* A new dataset with src's source, nodes and seed; nodes appended to one
+/* A new dataset with src's source, nodes, seed and pool idle limit; nodes appended to one
  * later do not change the other. The two share the source and what it has
  * loaded (MNIST's pixels are read once for both). *out is NULL on failure
  * (SL_ENOMEM). */
@@ -140,6 +140,7 @@ SL_API int sl_dataset_take(sl_dataset *ds, int64_t n);
 SL_API int sl_dataset_skip(sl_dataset *ds, int64_t n);
 /* The seed of shuffle nodes and random ops (default 0). */
 SL_API void sl_dataset_set_seed(sl_dataset *ds, uint64_t seed);
+SL_API uint64_t sl_dataset_get_seed(const sl_dataset *ds);
 /* The most bytes of decoded images that the Decode ops of one iterator's
  * workers hold at once: a Decode takes its image's bytes before allocating
  * it and they come back once its worker has run the rest of the map on
@@ -174,6 +175,10 @@ SL_API void sl_dataset_set_decode_budget(sl_dataset *ds, uint64_t bytes);
  *   before the map no epoch ends there: dropped samples are then only
  *   dropped.) The batch is then formed after the map rather than grouped
  *   before it, and a map that is last gets a sequential stage after it.
+ *   An iterator started mid-epoch (sl_iterator_options.start_rows) hands
+ *   out what one started at the beginning did from there on; under skip
+ *   it reads and maps the rows it skips (they are dropped after the map),
+ *   so it reports their bad samples again.
  *
  * Stand-ins are chosen the same way in both modes, and only from (the
  * dataset's seed, the pass over the source, the bad sample's index): so the
@@ -245,6 +250,35 @@ static inline void sl_error_samples_options_init(sl_error_samples_options *o)
  * in sl_dataset_last_error, for options not made by the _init, an unknown
  * mode, max_bad_samples < -1 or max_bad_fraction outside [0, 1]. */
 SL_API int sl_dataset_set_error_samples(sl_dataset *ds, const sl_error_samples_options *o);
+/* The buffer pool. The rows of every iterator made from a dataset come from
+ * the dataset's pool, which caches freed blocks so that a running pipeline
+ * does not call malloc per sample. It keeps at most its idle limit cached,
+ * by default min(64 MiB, max(half the most bytes it ever had in use at
+ * once, 8 MiB)); blocks freed beyond that go back to the system (the
+ * oldest large ones, 256 KiB and up, first). */
+#define SL_POOL_IDLE_LIMIT_DEFAULT ((size_t)-1)
+
+/* Bytes are what the blocks can hold (their size class, at most 1/32 above
+ * the request), without the pool's 64-byte block headers. */
+typedef struct sl_pool_stats {
+    uint64_t in_use_bytes;      /* handed out and not yet given back */
+    uint64_t idle_bytes;        /* cached for reuse; in use + idle is all the pool holds */
+    uint64_t peak_in_use_bytes; /* the most in use at once since the pool was made */
+    uint64_t idle_cap_bytes;    /* the most it may keep idle now (the default
+                                 * limit follows the peak) */
+    uint64_t system_allocs;     /* blocks taken from the system (malloc or mmap) */
+    uint64_t system_frees;      /* blocks given back to it */
+    uint64_t cap_frees;         /* of those, given back because the idle cap was reached */
+} sl_pool_stats;
+
+/* Sets the most bytes ds's pool keeps cached, whatever its peak (0: none,
+ * every freed block goes back to the system; SL_POOL_IDLE_LIMIT_DEFAULT:
+ * the default, which follows the peak) and gives back at once what is
+ * cached beyond it. Applies to the iterators already running too. A copy
+ * (sl_dataset_copy) has its own pool, with the same limit. */
+SL_API void sl_dataset_set_pool_idle_limit(sl_dataset *ds, size_t bytes);
+/* What ds's pool holds and has done, over all its iterators so far. */
+SL_API void sl_dataset_get_pool_stats(const sl_dataset *ds, sl_pool_stats *out);
 
 /* The size sl_dataset_get_dataset_size gives an epoch that never ends (a
  * repeat(-1) that no take bounds). It travels in the out-parameter, never

@@ -29,6 +29,16 @@ typedef struct sl_iterator_options {
     size_t chunk_rows;    /* rows per chunk between stages (default 64) */
     int timeout_ms;       /* sl_iterator_next waits at most this long (-1: forever, default) */
     int32_t unused0;      /* ends the struct without padding (see sluice.h); never used */
+    /* Where to start, for resuming a run exactly: the first epoch to deliver
+     * (0-based; num_epochs still counts from epoch 0, so epochs start_epoch
+     * .. num_epochs - 1 come) and how many of that epoch's rows to skip.
+     * What comes is what an iterator started at the beginning would have
+     * delivered from that point: the same order, the same random draws.
+     * Skipped rows are dropped where the pipeline's sequential part ends,
+     * so a lazy source (MNIST, ImageFolder) never reads or decodes them.
+     * Not for pipelines with repeat (SL_EINVAL). Defaults 0, 0. */
+    int64_t start_epoch;
+    int64_t start_rows;
 } sl_iterator_options;
 
 /* One row: column i is columns[i], in the dataset's column order. The row
@@ -46,6 +56,8 @@ typedef struct sl_iterator_stats {
     int threads;            /* threads the pipeline runs */
     uint64_t consumer_wakeups; /* times sl_iterator_next slept waiting for data and was
                                 * woken; about one per wait when nothing polls */
+    sl_pool_stats pool;     /* the buffer pool's, which the dataset's iterators share
+                             * (so its counts include earlier iterators') */
     uint64_t samples_skipped;  /* bad samples dropped so far (sl_error_samples_options) */
     uint64_t samples_replaced; /* bad samples a stand-in replaced so far */
 } sl_iterator_stats;

@@ -90,6 +90,14 @@ typedef struct sl_train_options {
     int64_t max_steps;       /* stop after this many steps of this call (0,
                               * default: no limit); in sink mode the sink
                               * that reaches it is cut short */
+    /* 1: continue the run that the model's global step belongs to (after
+     * sl_model_load of a checkpoint that run wrote): the data reads on from
+     * exactly where that step left it, and epochs and max_steps count from
+     * that run's start, so the run ends as if it had never stopped. The
+     * dataset must have the run's seed and batches per epoch. 0 (default):
+     * a new run from the dataset's start. */
+    int32_t resume;
+    int32_t unused1;         /* ends the struct without padding; never used */
 } sl_train_options;
 
 /* Where a sink-mode train's time went (sl_model_get_sink_stats). */
