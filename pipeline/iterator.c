@@ -139,6 +139,8 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
     if (!it)
         return sl__errf(&ds->error, SL_ENOMEM, "iterator: out of memory");
     it->opts = opts;
+    it->epochs_out = opts.start_epoch;
+    it->epoch_rows_out = opts.start_rows;
     atomic_init(&it->stop, 0);
     atomic_init(&it->interrupted, 0);
     it->source = ds->source;
@@ -322,6 +324,7 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
             for (size_t c = 0; c < row->ncolumns; c++)
                 sl__tensor_escape(row->columns[c]);
             it->rows_out++;
+            it->epoch_rows_out++;
             return SL_OK;
         }
         if (it->cur && it->cur->kind == SL__CHUNK_ERROR) {
@@ -360,7 +363,8 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
             sl__chunk_free(chunk);
             /* The last epoch asked for ends the data, also where the stream
              * runs on (a take after an endless repeat ends each epoch). */
-            if (it->opts.num_epochs > 0 && ++it->epochs_out == it->opts.num_epochs)
+            it->epoch_rows_out = 0;
+            if (++it->epochs_out == it->opts.num_epochs)
                 it->status = SL_END_OF_DATA;
             return SL_END_OF_EPOCH;
         case SL__CHUNK_EOF:
@@ -377,6 +381,12 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
             return take_error(it, chunk);
         }
     }
+}
+
+void sl_iterator_get_position(const sl_iterator *it, int64_t *epoch, int64_t *rows)
+{
+    *epoch = it->epochs_out;
+    *rows = it->epoch_rows_out;
 }
 
 void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out)

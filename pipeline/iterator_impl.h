@@ -104,7 +104,9 @@ struct sl_iterator {
     sl__chunk *cur;
     size_t pos;
     int status;            /* sticky: SL_END_OF_DATA or an error */
-    int64_t epochs_out;    /* ends of epoch handed out */
+    int64_t epochs_out;    /* ends of epoch handed out (counting from epoch 0, so a
+                            * start at epoch e begins at e) */
+    int64_t epoch_rows_out; /* rows handed out in the current epoch */
     sl__error error;
     uint64_t rows_out;
     /* Bad samples (bad_samples.c): what to do with them, stand-ins, and the

@@ -163,6 +163,41 @@ START_TEST(test_start_matches_straight_run)
 }
 END_TEST
 
+START_TEST(test_position_reported)
+{
+    /* An iterator stopped anywhere reports where it is; one started there
+     * hands out what the first would have handed out next. */
+    enum { CAP = EPOCHS * (PER_EPOCH + 1) };
+    uint64_t straight[CAP], got[CAP];
+    atomic_int calls = 0;
+    sl_dataset *ds = pipeline(2, &calls);
+    size_t n = run_from(ds, 0, 0, straight, CAP);
+    for (size_t stop = 0; stop < n; stop += 5) {
+        sl_iterator_options o;
+        sl_iterator *it;
+        sl_row row;
+        int64_t epoch = -1, rows = -1;
+        size_t m;
+        sl_iterator_options_init(&o);
+        o.num_epochs = EPOCHS;
+        o.timeout_ms = IT_TIMEOUT_MS;
+        ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_OK);
+        for (size_t i = 0; i < stop; i++) {
+            int rc = sl_iterator_next(it, &row);
+            ck_assert(rc == SL_OK || rc == SL_END_OF_EPOCH);
+            sl_row_clear(&row);
+        }
+        sl_iterator_get_position(it, &epoch, &rows);
+        sl_iterator_free(it);
+        ck_assert_int_eq(epoch * (PER_EPOCH + 1) + rows, (int64_t)stop);
+        m = run_from(ds, epoch, rows, got, CAP);
+        ck_assert_uint_eq(m, n - stop);
+        ck_assert(memcmp(got, straight + stop, m * sizeof got[0]) == 0);
+    }
+    sl_dataset_free(ds);
+}
+END_TEST
+
 START_TEST(test_skipped_rows_never_mapped)
 {
     /* Rows skipped are dropped before the maps: the counting op sees only
@@ -524,6 +559,7 @@ Suite *make_resume_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_start_matches_straight_run);
+    tcase_add_test(tc, test_position_reported);
     tcase_add_test(tc, test_skipped_rows_never_mapped);
     tcase_add_test(tc, test_start_past_epoch_end);
     tcase_add_test(tc, test_bad_starts_refused);

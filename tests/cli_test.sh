@@ -485,6 +485,22 @@ expect "train --pool-idle-mb 2 --json" 0 stdout '"train_pool": {"in_use_bytes": 
     stdout '"idle_cap_bytes": 2097152, ' stdout '"system_allocs": [1-9]'
 run train --data "$MNIST" --pool-idle-mb -1
 expect "train --pool-idle-mb -1" 2 stderr '^sluice: train: --pool-idle-mb'
+# --resume continues a stopped run exactly: its final checkpoint is the
+# straight run's, byte for byte (parameters, optimizer state, step, data
+# position); sink mode, stopped mid-epoch (3 batches per epoch).
+run train --data "$MNIST" --epochs 2 --no-eval --save "$TMP/straight.ckpt"
+run train --data "$MNIST" --epochs 2 --no-eval --max-steps 4 --save "$TMP/part.ckpt"
+run train --data "$MNIST" --epochs 2 --no-eval --resume "$TMP/part.ckpt" --save "$TMP/resumed.ckpt"
+expect "train --resume" 0 stdout "^resuming .*part.ckpt at global step 4$" stdout '^trained 2 steps'
+if [ "$rc" -eq 0 ] && cmp -s "$TMP/straight.ckpt" "$TMP/resumed.ckpt"; then
+    pass "train --resume ends with the straight run's checkpoint, byte for byte"
+else
+    fail "train --resume ends with the straight run's checkpoint, byte for byte"
+fi
+run train --data "$MNIST" --epochs 2 --no-eval --resume "$TMP/part.ckpt" --seed 9
+expect "train --resume with another seed" 1 stderr 'cannot resume: .*seed 0.*seed 9'
+run train --data "$MNIST" --resume "$TMP/part.ckpt" --load "$TMP/part.ckpt"
+expect "train --resume --load" 2 stderr 'give --resume or --load, not both'
 run train --data "$MNIST" --epochs 2 --sink-size 2 --device sim:0 --log-every 1
 expect "train --sink-size 2 --device sim:0" 0 stdout '^data sink on sim:0: sink_size 2' \
     stdout '^epoch: 1 step: 2, loss is' stdout '^epoch: 2 step: 2, loss is' \

@@ -14,7 +14,7 @@
 enum {
     OPT_MODEL = 256, OPT_DATA, OPT_EPOCHS, OPT_BATCH, OPT_MODE, OPT_LR, OPT_MOMENTUM,
     OPT_OPTIMIZER, OPT_SEED, OPT_WORKERS, OPT_THREADS, OPT_BLAS_THREADS, OPT_SAVE,
-    OPT_LOAD, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_CKPT_DIR,
+    OPT_LOAD, OPT_RESUME, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_CKPT_DIR,
     OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
     OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_POOL_IDLE_MB,
     OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES
@@ -30,7 +30,7 @@ typedef struct train_args {
     int64_t epochs;
     int64_t workers;
     int64_t pool_idle_mb;    /* -1: the library's default */
-    const char *save, *load, *save_graphs;
+    const char *save, *load, *resume, *save_graphs;
     int64_t log_every;       /* 0: one line at each epoch's end */
     int64_t max_steps;       /* 0: no limit */
     int no_eval;
@@ -92,7 +92,11 @@ void cli_train_usage(FILE *f)
           "  --time              TimeMonitor lines at each epoch's end\n"
           "  --max-steps N       stop after N steps in all (default: no limit)\n"
           "  --save CKPT         write the trained parameters to CKPT\n"
-          "  --load CKPT         start from CKPT's parameters\n"
+          "  --load CKPT         start from CKPT's parameters (a new run)\n"
+          "  --resume CKPT       continue the run that wrote CKPT exactly where it\n"
+          "                      stopped: same data order, random draws and optimizer\n"
+          "                      state; --epochs and --max-steps count from that run's\n"
+          "                      start (give it the same --data, --seed and batch)\n"
           "  --ckpt-dir DIR      save checkpoints DIR/lenet-<epoch>_<step>.ckpt during\n"
           "                      training: each epoch, or every --ckpt-steps N steps,\n"
           "                      keeping the newest --ckpt-keep N (default 5) by epoch\n"
@@ -248,6 +252,7 @@ static int parse_option(train_args *a, int opt, const char *arg)
         return 0;
     case OPT_SAVE: a->save = arg; return 0;
     case OPT_LOAD: a->load = arg; return 0;
+    case OPT_RESUME: a->resume = arg; return 0;
     case OPT_SAVE_GRAPHS: a->save_graphs = arg; return 0;
     case OPT_LOG_EVERY: return cli_parse_int64(cmd, "--log-every", arg, 1, INT64_MAX, &a->log_every);
     case OPT_MAX_STEPS: return cli_parse_int64(cmd, "--max-steps", arg, 1, INT64_MAX, &a->max_steps);
@@ -292,6 +297,7 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"max-bad-samples", required_argument, NULL, OPT_MAX_BAD_SAMPLES},
         {"save", required_argument, NULL, OPT_SAVE},
         {"load", required_argument, NULL, OPT_LOAD},
+        {"resume", required_argument, NULL, OPT_RESUME},
         {"save-graphs", required_argument, NULL, OPT_SAVE_GRAPHS},
         {"log-every", required_argument, NULL, OPT_LOG_EVERY},
         {"max-steps", required_argument, NULL, OPT_MAX_STEPS},
@@ -356,6 +362,11 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
         cli_error(a->cmd, "--load CKPT is required (see --help)");
         return CLI_EXIT_USAGE;
     }
+    if (a->resume && a->load) {
+        cli_error(a->cmd, "--resume loads its checkpoint: give --resume or --load, not both");
+        return CLI_EXIT_USAGE;
+    }
+    a->train.resume = a->resume != NULL;
     if ((a->ckpt_steps || a->ckpt_keep != 5) && !a->ckpt_dir) {
         cli_error(a->cmd, "--ckpt-steps and --ckpt-keep need --ckpt-dir");
         return CLI_EXIT_USAGE;
@@ -488,7 +499,7 @@ static sl_model *make_model(const train_args *a)
         cli_error(a->cmd, "%s", cli_lib_message(err, rc));
         return NULL;
     }
-    if (a->load && sl_model_load(model, a->load) < 0) {
+    if ((a->load || a->resume) && sl_model_load(model, a->load ? a->load : a->resume) < 0) {
         cli_error(a->cmd, "%s", sl_model_last_error(model));
         sl_model_free(model);
         return NULL;
@@ -538,6 +549,8 @@ int cli_train_main(int argc, char **argv)
                (double)a.model.learning_rate,
                a.model.optimizer == SL_OPTIMIZER_SGD ? "SGD" : "Momentum",
                a.load ? " (from the checkpoint)" : "");
+        if (a.resume)
+            printf("resuming %s at global step %" PRId64 "\n", a.resume, start_step);
         if (a.train.dataset_sink_mode)
             printf("data sink on %s: sink_size %" PRId64 " (%s), device queue of %" PRId64
                    " batches\n",

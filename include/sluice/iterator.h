@@ -91,6 +91,10 @@ SL_API const char *sl_iterator_last_error(const sl_iterator *it);
  * training loop that waits for data (sl_model_stop). */
 SL_API void sl_iterator_interrupt(sl_iterator *it);
 SL_API void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out);
+/* Where the iterator has got to: the epoch the next row comes from
+ * (0-based) and the rows of it handed out so far. An iterator made with
+ * these as start_epoch and start_rows continues from exactly here. */
+SL_API void sl_iterator_get_position(const sl_iterator *it, int64_t *epoch, int64_t *rows);
 /* Stops the pipeline: wakes and joins every thread, frees everything (rows
  * already handed out stay valid until cleared). NULL is ignored. */
 SL_API void sl_iterator_free(sl_iterator *it);
