@@ -5,7 +5,8 @@
  * shard and on each of two: every epoch has all its steps (the two shards
  * as many as each other), each bad sample of a shard's epoch is reported
  * once, and one worker (host-fed) and two (sunk) train to the same loss.
- * Also a source that reads the files itself (no map) under both modes. */
+ * Also a source that reads the files itself (no map) under both modes, and
+ * a folder of nothing but broken JPEGs, an error rather than a hang. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,6 +309,40 @@ START_TEST(test_source_reads)
 }
 END_TEST
 
+/* A folder of nothing but broken JPEGs: no stand-in can be found, which is
+ * an error naming a bad sample and the last one tried, not a hang. */
+START_TEST(test_all_bad_is_an_error)
+{
+    for (int64_t i = 0; i < N; i++) {
+        char *path = file_of(i);
+        ck_assert_int_eq(tu_write_bytes(path, "broken", 6, 0), 0);
+        free(path);
+    }
+    for (int m = 0; m < 2; m++) {
+        const sl_error_samples mode = m ? SL_ERROR_SAMPLES_REPLACE : SL_ERROR_SAMPLES_SKIP;
+        sl_error_samples_options eo;
+        sl_iterator_options io;
+        sl_iterator *it;
+        sl_row row;
+        sl_dataset *ds = folder(1, 0, 2, mode, NULL, NULL);
+        sl_error_samples_options_init(&eo);
+        eo.mode = mode;
+        eo.max_bad_fraction = 1.0;
+        ck_assert_int_eq(sl_dataset_set_error_samples(ds, &eo), SL_OK);
+        sl_iterator_options_init(&io);
+        io.timeout_ms = 60000;
+        ck_assert_int_eq(sl_iterator_new(&it, ds, &io), SL_OK);
+        ck_assert_int_eq(sl_iterator_next(it, &row), SL_EFORMAT);
+        ck_assert_msg(strstr(sl_iterator_last_error(it), "no stand-in") != NULL, "%s",
+                      sl_iterator_last_error(it));
+        ck_assert_ptr_nonnull(strstr(sl_iterator_last_error(it), "not a JPEG"));
+        ck_assert_ptr_nonnull(strstr(sl_iterator_last_error(it), root));
+        sl_iterator_free(it);
+        sl_dataset_free(ds);
+    }
+}
+END_TEST
+
 Suite *make_bad_samples_train_suite(void)
 {
     Suite *s = suite_create("bad_samples_train");
@@ -315,6 +350,7 @@ Suite *make_bad_samples_train_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_loop_test(tc, test_trains_to_the_end, 0, 2);
     tcase_add_test(tc, test_source_reads);
+    tcase_add_test(tc, test_all_bad_is_an_error);
     tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
     return s;

@@ -3,6 +3,7 @@
  * struct is still at its first; then every public struct's init_sized and
  * every function that reads options. */
 #include <check.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -491,6 +492,26 @@ START_TEST(test_error_samples_options)
     buf.b[sizeof *eo] = 0;
     ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_OK);
     ck_assert_int_eq(sl_dataset_set_error_samples(ds, NULL), SL_OK);
+    /* values out of range */
+    sl_error_samples_options_init(eo);
+    eo->mode = (sl_error_samples)3;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "mode 3"));
+    eo->mode = SL_ERROR_SAMPLES_SKIP;
+    eo->max_bad_samples = -2;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "max_bad_samples"));
+    eo->max_bad_samples = -1;
+    eo->max_bad_fraction = 1.5;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    eo->max_bad_fraction = NAN;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "max_bad_fraction"));
+    eo->max_bad_fraction = 0.5;
+    eo->unused0 = 1;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    eo->unused0 = 0;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_OK);
     sl_dataset_free(ds);
 }
 END_TEST
