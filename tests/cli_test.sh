@@ -202,7 +202,17 @@ mkdir -p "$TMP/empty"
 # --- the program ----------------------------------------------------------
 
 run --version
-expect "--version" 0 stdout '^sluice 0\.1\.0$'
+expect "--version" 0 stdout '^sluice 0\.1\.0$' stdout '^cpu path: \(avx512\|avx2\|generic\)$'
+# SLUICE_CPU caps the vector path (to run a lesser machine's), and a name
+# it does not know is refused before any command runs.
+SLUICE_CPU=generic run --version
+expect "SLUICE_CPU=generic --version" 0 stdout '^cpu path: generic$'
+SLUICE_CPU=avx2 run --version
+expect "SLUICE_CPU=avx2 --version" 0 stdout '^cpu path: \(avx2\|generic\)$'
+SLUICE_CPU=avx9 run --version
+expect "SLUICE_CPU=avx9" 2 stderr "SLUICE_CPU is 'avx9': give avx512, avx2 or generic"
+SLUICE_CPU=generic run bench train --steps 20 --repeats 1 --e2e-steps 2
+expect "bench train under SLUICE_CPU=generic" 0 stdout '^cpu path: generic (capped by SLUICE_CPU)$'
 run --help
 expect "--help" 0 stdout '^Usage: sluice' stdout 'inspect' stdout 'bench'
 run
@@ -485,6 +495,15 @@ expect "train --pool-idle-mb 2 --json" 0 stdout '"train_pool": {"in_use_bytes": 
     stdout '"idle_cap_bytes": 2097152, ' stdout '"system_allocs": [1-9]'
 run train --data "$MNIST" --pool-idle-mb -1
 expect "train --pool-idle-mb -1" 2 stderr '^sluice: train: --pool-idle-mb'
+# bench eval: every test image (20 here: batches of 8, the last padded).
+run bench eval --data "$MNIST" --batch 8 --repeats 2 --json
+expect "bench eval --json" 0 stdout '^{"inference_images_per_s": [0-9.]*, "runs": \[[0-9.]*, [0-9.]*\], "images": 20, "batch": 8, '
+run bench eval --data "$MNIST" --batch 8 --repeats 1 --load "$TMP/m.ckpt"
+expect "bench eval --load" 0 stdout '^inference: [0-9]* images/s (median of 1 passes; accuracy [0-9.]*)$'
+run bench eval --data "$MNIST" --batch 0
+expect "bench eval --batch 0" 2 stderr '--batch'
+run bench eval --data "$TMP"
+expect "bench eval without a test split" 1 stderr 'holds no MNIST test split'
 # --resume continues a stopped run exactly: its final checkpoint is the
 # straight run's, byte for byte (parameters, optimizer state, step, data
 # position); sink mode, stopped mid-epoch (3 batches per epoch).

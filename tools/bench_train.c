@@ -331,6 +331,8 @@ int cli_bench_train_main(int argc, char **argv)
                sl_network_kind_name(a.model), a.batch, a.threads, a.threads == 1 ? "" : "s",
                a.blas_threads, a.repeats);
         printf("thread budget: %s\n", budget_line);
+        printf("cpu path: %s%s\n", sl_cpu_path(),
+               getenv("SLUICE_CPU") ? " (capped by SLUICE_CPU)" : "");
         printf("  compute, GRAPH     %10.0f samples/s  (%" PRId64 " steps per run)\n",
                median(g, (size_t)a.repeats), a.steps);
         printf("  compute, PYNATIVE  %10.0f samples/s\n", median(p, (size_t)a.repeats));

@@ -242,6 +242,8 @@ int cli_bench_train_main(int argc, char **argv);
 void cli_bench_train_usage(FILE *f);
 int cli_bench_sink_main(int argc, char **argv);
 void cli_bench_sink_usage(FILE *f);
+int cli_bench_eval_main(int argc, char **argv);
+void cli_bench_eval_usage(FILE *f);
 
 /* --mode and --model values (train.c); -1 with a message when unknown. */
 int cli_parse_mode(const char *cmd, const char *s, sl_mode *out);

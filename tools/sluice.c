@@ -1,8 +1,10 @@
 /* sluice.c: the `sluice` program: global options and dispatch to the
- * subcommands (inspect.c, train.c, bench_pipeline.c, bench_train.c, bench_sink.c). */
+ * subcommands (inspect.c, train.c, bench_pipeline.c, bench_train.c,
+ * bench_sink.c, bench_eval.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sluice/sluice.h"
@@ -40,6 +42,8 @@ static const command bench_commands[] = {
      cli_bench_train_main, cli_bench_train_usage},
     {"sink", "data sinking against non-sinking, compute-only and data-only, per device",
      cli_bench_sink_main, cli_bench_sink_usage},
+    {"eval", "inference throughput: the test split through LeNet5's forward step",
+     cli_bench_eval_main, cli_bench_eval_usage},
 };
 #define NBENCH (sizeof bench_commands / sizeof bench_commands[0])
 
@@ -63,7 +67,11 @@ static void usage(FILE *f)
     fputs("\n"
           "Options:\n"
           "  -h, --help     show this help and exit\n"
-          "  -V, --version  print the version and exit\n"
+          "  -V, --version  print the version and the CPU path the kernels run\n"
+          "\n"
+          "Environment:\n"
+          "  SLUICE_CPU     avx512, avx2 or generic: use at most this vector path\n"
+          "                 (to run or time a lesser machine's path on this one)\n"
           "\n"
           "Every command takes --help. Exit status: 0 success, 1 runtime failure,\n"
           "2 usage error.\n",
@@ -146,7 +154,14 @@ static int run(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const command *c;
+    const char *cpu = getenv("SLUICE_CPU");
     int opt;
+
+    if (cpu && !sl_cpu_path_valid(cpu)) {
+        cli_error("usage", "SLUICE_CPU is '%s': give avx512, avx2 or generic (or unset it)",
+                  cpu);
+        return CLI_EXIT_USAGE;
+    }
 
     /* "+": stop at the command name, whose options are its own. */
     opterr = 0;
@@ -156,7 +171,7 @@ static int run(int argc, char **argv)
             usage(stdout);
             return CLI_EXIT_OK;
         case 'V':
-            printf("sluice %s\n", sl_version());
+            printf("sluice %s\ncpu path: %s\n", sl_version(), sl_cpu_path());
             return CLI_EXIT_OK;
         default:
             cli_bad_option("usage", opt, argv, longopts);

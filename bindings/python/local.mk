@@ -18,7 +18,24 @@ SL_PY_PACKAGE = \
 	bindings/python/sluice/dataset/vision/__init__.py \
 	bindings/python/sluice/dataset/vision/__init__.pyi \
 	bindings/python/sluice/dataset/transforms/__init__.py \
-	bindings/python/sluice/dataset/transforms/__init__.pyi
+	bindings/python/sluice/dataset/transforms/__init__.pyi \
+	bindings/python/sluice/context.py \
+	bindings/python/sluice/context.pyi \
+	bindings/python/sluice/nn/__init__.py \
+	bindings/python/sluice/nn/__init__.pyi \
+	$(SL_PY_TRAIN)
+
+SL_PY_TRAIN = \
+	bindings/python/sluice/train/__init__.py \
+	bindings/python/sluice/train/__init__.pyi \
+	bindings/python/sluice/train/callback.py \
+	bindings/python/sluice/train/callback.pyi \
+	bindings/python/sluice/train/dataset_helper.py \
+	bindings/python/sluice/train/dataset_helper.pyi \
+	bindings/python/sluice/train/model.py \
+	bindings/python/sluice/train/model.pyi \
+	bindings/python/sluice/train/serialization.py \
+	bindings/python/sluice/train/serialization.pyi
 
 SL_PY_SOURCES = \
 	bindings/python/src/sluice_py.h \
@@ -27,7 +44,10 @@ SL_PY_SOURCES = \
 	bindings/python/src/dlpack.c \
 	bindings/python/src/op.c \
 	bindings/python/src/dataset.c \
-	bindings/python/src/iterator.c
+	bindings/python/src/iterator.c \
+	bindings/python/src/model.c \
+	bindings/python/src/run.c \
+	bindings/python/src/sink.c
 
 SL_PY_TESTS = \
 	bindings/python/tests/conftest.py \
@@ -35,10 +55,12 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_zero_copy.py \
 	bindings/python/tests/test_errors.py \
 	bindings/python/tests/test_threads.py \
-	bindings/python/tests/test_ops.py
+	bindings/python/tests/test_ops.py \
+	bindings/python/tests/test_train.py
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/lenet_torch.py \
+	bindings/python/examples/lenet_sluice.py \
 	bench/python_dataset.py
 
 if SL_PYTHON
@@ -57,7 +79,12 @@ bindings_python__sluice_la_LDFLAGS = -module -avoid-version -shared -Wl,-rpath,$
 bindings_python__sluice_la_LIBADD = libsluice.la
 
 sluicepy_DATA = bindings/python/sluice/__init__.py bindings/python/sluice/__init__.pyi \
-	bindings/python/sluice/py.typed
+	bindings/python/sluice/py.typed bindings/python/sluice/context.py \
+	bindings/python/sluice/context.pyi
+sluicepynndir = $(sluicepydir)/nn
+sluicepynn_DATA = bindings/python/sluice/nn/__init__.py bindings/python/sluice/nn/__init__.pyi
+sluicepytraindir = $(sluicepydir)/train
+sluicepytrain_DATA = $(SL_PY_TRAIN)
 sluicepydatasetdir = $(sluicepydir)/dataset
 sluicepydataset_DATA = bindings/python/sluice/dataset/__init__.py \
 	bindings/python/sluice/dataset/__init__.pyi
@@ -77,13 +104,14 @@ uninstall-hook: uninstall-python-hook
 uninstall-python-hook:
 	rm -f "$(DESTDIR)$(sluicepydir)/_sluice.la" "$(DESTDIR)$(sluicepydir)/_sluice.so"
 	rmdir "$(DESTDIR)$(sluicepytransformsdir)" "$(DESTDIR)$(sluicepyvisiondir)" \
-		"$(DESTDIR)$(sluicepydatasetdir)" "$(DESTDIR)$(sluicepydir)" 2>/dev/null || :
+		"$(DESTDIR)$(sluicepydatasetdir)" "$(DESTDIR)$(sluicepynndir)" \
+		"$(DESTDIR)$(sluicepytraindir)" "$(DESTDIR)$(sluicepydir)" 2>/dev/null || :
 
 # The installed package imports, and finds libsluice, from its own place.
 installcheck-local: installcheck-python
 installcheck-python:
 	cd / && PYTHONPATH="$(DESTDIR)$(SL_PYTHONDIR)" PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -c \
-		'import sluice, sluice.dataset.vision; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
+		'import sluice, sluice.dataset.vision, sluice.train; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
 
 noinst_DATA = bindings/python/stage.stamp
 bindings/python/stage.stamp: $(SL_PY_PACKAGE) bindings/python/_sluice.la

@@ -48,6 +48,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "core/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -782,11 +783,8 @@ static void find_paths(void)
 {
     path_ok[SL__CONV2D_PATH_C] = 1;
 #ifdef SL_CONV2D_X86
-    __builtin_cpu_init();
-    /* libgcc's checks include the OS saving the AVX / AVX-512 registers */
-    path_ok[SL__CONV2D_PATH_AVX2] =
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    path_ok[SL__CONV2D_PATH_AVX512] = __builtin_cpu_supports("avx512f");
+    path_ok[SL__CONV2D_PATH_AVX2] = sl__cpu_level_get() >= SL__CPU_AVX2;
+    path_ok[SL__CONV2D_PATH_AVX512] = sl__cpu_level_get() >= SL__CPU_AVX512;
 #endif
 }
 

@@ -26,6 +26,7 @@
  * once and shuffles them into place (pshufb) instead of gathering one byte
  * at a time. Both do the same integer arithmetic, so they give the same
  * bytes. */
+#include "core/cpu.h"
 #include "ops/op_impl.h"
 #include "ops/vision/resize_impl.h"
 
@@ -836,9 +837,8 @@ static void find_paths(void)
 #ifdef SL_RESIZE_X86
     __builtin_cpu_init();
     path_ok[SL__RESIZE_PATH_SSSE3] = __builtin_cpu_supports("ssse3");
-    /* libgcc's check includes the OS saving the AVX registers */
     path_ok[SL__RESIZE_PATH_AVX2] =
-        __builtin_cpu_supports("avx2") && path_ok[SL__RESIZE_PATH_SSSE3];
+        sl__cpu_level_get() >= SL__CPU_AVX2 && path_ok[SL__RESIZE_PATH_SSSE3];
 #endif
 }
 

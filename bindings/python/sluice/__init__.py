@@ -1,4 +1,4 @@
-"""sluice: a threaded C dataset engine for Python trainers.
+"""sluice: a threaded C dataset engine and trainer for Python.
 
 sluice reads samples (MNIST IDX files, folders of JPEGs), transforms them in
 worker threads of its C engine, shuffles and batches them, and hands the
@@ -29,6 +29,25 @@ The names follow ``mindspore.dataset``::
 Element types are named by strings; :data:`uint8`, :data:`int32`,
 :data:`uint32`, :data:`int64`, :data:`float32` and :data:`float64` hold them,
 as ``mindspore.int32`` and friends do.
+
+Training follows ``mindspore.nn`` and ``mindspore.train``: the seeds' LeNet
+script runs with ``import sluice`` where it had ``import mindspore``::
+
+    import sluice.nn as nn
+    from sluice import train
+
+    sluice.set_context(mode=sluice.GRAPH_MODE, device_target="CPU")
+    network = nn.LeNet5(10)
+    net_loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    net_opt = nn.Momentum(network.trainable_params(), 0.01, 0.9)
+    model = train.Model(network, net_loss, net_opt, metrics={"accuracy"})
+    model.train(1, d, callbacks=[train.LossMonitor(), train.TimeMonitor()],
+                dataset_sink_mode=True)
+
+Training runs in sluice's C executor with the GIL released; see
+:mod:`sluice.train` (Model, callbacks, DatasetHelper, :func:`data_sink`,
+checkpoints) and :mod:`sluice.context` (:func:`set_context`,
+:func:`set_seed`).
 """
 from sluice import _sluice
 from sluice._sluice import Tensor
@@ -44,6 +63,13 @@ float32 = "float32"
 float64 = "float64"
 
 from sluice import dataset  # noqa: E402  (needs the names above)
+from sluice.context import (GRAPH_MODE, PYNATIVE_MODE, get_context, get_seed,  # noqa: E402
+                            set_context, set_seed)
+from sluice import context, nn, train  # noqa: E402
+from sluice.train import (data_sink, load_checkpoint, load_param_into_net,  # noqa: E402
+                          save_checkpoint)
 
 __all__ = ["Tensor", "dataset", "uint8", "int32", "uint32", "int64", "float32", "float64",
-           "__version__"]
+           "__version__", "context", "nn", "train", "GRAPH_MODE", "PYNATIVE_MODE",
+           "set_context", "get_context", "set_seed", "get_seed", "data_sink",
+           "save_checkpoint", "load_checkpoint", "load_param_into_net"]

@@ -1,7 +1,14 @@
-"""Type stubs of sluice (the C extension's Tensor, the dtype names)."""
+"""Type stubs of sluice (the C extension's Tensor, the dtype names, the
+training names it re-exports)."""
 from typing import Any, Optional, Tuple
 
-from sluice import dataset as dataset
+from sluice import context as context, dataset as dataset, nn as nn, train as train
+from sluice.context import (GRAPH_MODE as GRAPH_MODE, PYNATIVE_MODE as PYNATIVE_MODE,
+                            get_context as get_context, get_seed as get_seed,
+                            set_context as set_context, set_seed as set_seed)
+from sluice.train import (data_sink as data_sink, load_checkpoint as load_checkpoint,
+                          load_param_into_net as load_param_into_net,
+                          save_checkpoint as save_checkpoint)
 
 __version__: str
 

@@ -101,6 +101,19 @@ static PyObject *dataset_copy(PyObject *o, PyObject *unused)
     return dataset_alloc(Py_TYPE(o), copy);
 }
 
+sl_dataset *slpy_dataset_copy_c(slpy_dataset *ds)
+{
+    sl_dataset *copy;
+    PyThreadState *ts = begin_call(ds);
+    int rc = sl_dataset_copy(&copy, ds->ds);
+    end_call(ds, ts);
+    if (rc != SL_OK) {
+        slpy_raise(rc, "out of memory copying the dataset");
+        return NULL;
+    }
+    return copy;
+}
+
 /* --- sources --------------------------------------------------------------------------- */
 
 static int fill_sampler(sl_sampler_options *s, long long num_samples, int shuffle,

@@ -127,8 +127,9 @@ static PyMethodDef module_functions[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "sluice._sluice",
-    .m_doc = "The C half of the sluice package: tensors, datasets, operators and iterators\n"
-             "over libsluice. Use the sluice and sluice.dataset packages, not this module.",
+    .m_doc = "The C half of the sluice package: tensors, datasets, operators, iterators and\n"
+             "models over libsluice. Use the sluice, sluice.dataset, sluice.nn and\n"
+             "sluice.train packages, not this module.",
     .m_size = -1,
     .m_methods = module_functions,
 };
@@ -153,9 +154,14 @@ PyMODINIT_FUNC PyInit__sluice(void)
     if (!m)
         return NULL;
     if (PyModule_AddFunctions(m, slpy_op_functions) < 0 ||
+        PyModule_AddFunctions(m, slpy_model_functions) < 0 ||
         add_type(m, &slpy_tensor_type, "Tensor") < 0 || add_type(m, &slpy_op_type, "Op") < 0 ||
         add_type(m, &slpy_dataset_type, "Dataset") < 0 ||
         add_type(m, &slpy_iterator_type, "Iterator") < 0 ||
+        add_type(m, &slpy_model_type, "Model") < 0 ||
+        add_type(m, &slpy_data_sink_type, "DataSink") < 0 ||
+        add_type(m, &slpy_dataset_helper_type, "DatasetHelper") < 0 ||
+        PyModule_AddIntConstant(m, "END_OF_DATA", SL_END_OF_DATA) < 0 ||
         PyModule_AddIntConstant(m, "END_OF_EPOCH", SL_END_OF_EPOCH) < 0 ||
         PyModule_AddIntConstant(m, "DATASET_SIZE_ENDLESS", SL_DATASET_SIZE_ENDLESS) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", SL_MAX_DIMS) < 0) {

@@ -1,9 +1,12 @@
 /* sluice_py.h: what the files of the extension module sluice._sluice share.
  * The module wraps the public C API only (include/sluice): tensors with the
  * buffer protocol and DLPack (tensor.c, dlpack.c), datasets (dataset.c),
- * operators and Python callables as operators (op.c), and iterators that
- * release the GIL while they wait (iterator.c). The Python package around
- * it (bindings/python/sluice) gives the MindSpore-style names and defaults.
+ * operators and Python callables as operators (op.c), iterators that
+ * release the GIL while they wait (iterator.c), and training: models
+ * (model.c), the calls that run them on a thread of their own with
+ * callbacks written in Python (run.c), data_sink and the dataset helper
+ * (sink.c). The Python package around it (bindings/python/sluice) gives
+ * the MindSpore-style names and defaults.
  *
  * Names: slpy_ for what these files share, static for the rest. Every C
  * call that can block or take long runs with the GIL released. */
@@ -12,6 +15,8 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include <stdatomic.h>
 
 #include <sluice/sluice.h>
 
@@ -91,5 +96,76 @@ extern PyTypeObject slpy_iterator_type;
 
 /* A new Iterator over ds (see iterator.c for the arguments). */
 PyObject *slpy_iterator_new(slpy_dataset *ds, PyObject *args, PyObject *kwargs);
+/* A private copy of ds's C dataset (it shares the source and what it has
+ * loaded), for a training call to read while others use ds. NULL with an
+ * exception on failure. */
+sl_dataset *slpy_dataset_copy_c(slpy_dataset *ds);
+
+/* --- model.c / run.c / sink.c: training ----------------------------------- */
+
+typedef struct slpy_model {
+    PyObject_HEAD
+    sl_model *m;
+    /* Held by the thread that runs a C call on m (train, eval, a sink, a
+     * parameter read), so one runs at a time. */
+    PyThread_type_lock lock;
+    /* The thread running a call on m for slpy_model_run (0: none): its
+     * Python callbacks may read and write parameters, which the lock it
+     * holds would otherwise keep them from. */
+    atomic_ulong job_thread;
+} slpy_model;
+
+extern PyTypeObject slpy_model_type;
+extern PyMethodDef slpy_model_functions[]; /* network_params */
+extern PyTypeObject slpy_data_sink_type;
+extern PyTypeObject slpy_dataset_helper_type;
+
+/* Takes the model's lock for a short call, with the GIL held (and let go
+ * while it waits; Ctrl-C while it waits raises). From a callback of a
+ * call running on the model, the lock is already held for it: returns 0
+ * without taking it when in_callback is 1, refuses (RuntimeError) when 0.
+ * Returns 1 when it took the lock, 0 when it did not need to, -1 with an
+ * exception. slpy_model_unlock(self, result) undoes it. */
+int slpy_model_lock(slpy_model *self, int in_callback, const char *what);
+void slpy_model_unlock(slpy_model *self, int locked);
+
+/* A call of the C library that may run long (train, eval, a sink), run
+ * by slpy_model_run on a thread of its own while the caller waits without
+ * the GIL, checking for signals. */
+typedef struct slpy_call {
+    const char *what;        /* "train", "eval", ...: for messages */
+    sl_model *m;
+    int (*fn)(struct slpy_call *call); /* runs without the GIL; sets rc's message */
+    int rc;                  /* fn's result */
+    char msg[1024];          /* sl_model_last_error() when rc < 0 */
+    int interrupted;         /* a signal handler raised (Ctrl-C): m was stopped */
+    /* The first exception a Python callback (or writing a line to
+     * sys.stdout) raised; it stopped the call. */
+    PyObject *exc_type, *exc_value, *exc_tb;
+    /* The callbacks the call runs (slpy_callbacks_make). */
+    sl_callback *cbs;
+    sl_callback **list;
+    size_t ncbs;
+    PyObject **hooks;        /* the Python callables among them, owned */
+} slpy_call;
+
+/* Runs call->fn on a new thread that holds the model's lock (taken here,
+ * waiting as slpy_model_lock does) and has a Python thread state for the
+ * callbacks; waits for it without the GIL, running Python's signal
+ * handlers every 100 ms. A handler that raises (KeyboardInterrupt) stops
+ * the model (sl_model_stop) and the thread is waited for all the same.
+ * Returns 0 with call->rc set, or -1 with an exception: the handler's,
+ * else the one a callback raised, else a failure to start. */
+int slpy_model_run(slpy_model *self, slpy_call *call);
+/* The callbacks of call from a list of specs: a Python callable (called
+ * as fn(hook, epoch, epoch_num, global_step, step_in_epoch,
+ * steps_per_epoch, loss, step_ms, epoch_ms) at each hook, 0 begin to 4
+ * end; a true result asks training to stop), ("loss_monitor",
+ * per_print_times, at_epoch_end), ("time_monitor",) or ("checkpoint",
+ * directory, prefix, save_steps, keep_max). The monitors' lines go to
+ * sys.stdout. Returns 0, or -1 with an exception (nothing left to free). */
+int slpy_callbacks_make(slpy_call *call, PyObject *specs);
+/* Frees what slpy_callbacks_make made; with the GIL. */
+void slpy_callbacks_free(slpy_call *call);
 
 #endif

@@ -339,6 +339,20 @@ static PyObject *tensor_repr(PyObject *o)
                                 sl_dtype_name(sl_tensor_dtype(t)));
 }
 
+/* str(t): the values as numpy prints them ("2.3025851" for a loss), as
+ * MindSpore's Tensor prints; the repr when numpy is not there. */
+static PyObject *tensor_str(PyObject *o)
+{
+    PyObject *arr = tensor_asnumpy(o, NULL), *s;
+    if (!arr) {
+        PyErr_Clear();
+        return tensor_repr(o);
+    }
+    s = PyObject_Str(arr);
+    Py_DECREF(arr);
+    return s;
+}
+
 static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *obj;
@@ -361,6 +375,7 @@ PyTypeObject slpy_tensor_type = {
     .tp_basicsize = sizeof(slpy_tensor),
     .tp_dealloc = tensor_dealloc,
     .tp_repr = tensor_repr,
+    .tp_str = tensor_str,
     .tp_as_sequence = &tensor_as_sequence,
     .tp_as_buffer = &tensor_as_buffer,
     .tp_flags = Py_TPFLAGS_DEFAULT,

@@ -30,8 +30,10 @@ trap 'exit 1' INT TERM HUP
 PYTHONPATH=$top_builddir/bindings/python/stage
 SLUICE_TEST_MAKE_IMAGE_FOLDER=$top_builddir/bindings/python/tests/make_image_folder
 SLUICE_TEST_DUMP_PIPELINE=$top_builddir/bench/dump_pipeline
+SLUICE_TEST_CLI=$top_builddir/sluice
 PYTHONDONTWRITEBYTECODE=1
-export PYTHONPATH SLUICE_TEST_MAKE_IMAGE_FOLDER SLUICE_TEST_DUMP_PIPELINE PYTHONDONTWRITEBYTECODE
+export PYTHONPATH SLUICE_TEST_MAKE_IMAGE_FOLDER SLUICE_TEST_DUMP_PIPELINE SLUICE_TEST_CLI \
+    PYTHONDONTWRITEBYTECODE
 
 "$PYTHON" -m pytest -p no:cacheprovider -q -rs "$top_srcdir/bindings/python/tests" "$@" >"$out" 2>&1
 rc=$?

@@ -140,7 +140,10 @@ def test_ctrl_c_in_the_loop_body(mnist):
 def test_gil_is_free_while_waiting(mnist):
     """A Python thread counts while the main thread waits in __next__ for
     rows that take long in C (no Python in the pipeline): a wait that held
-    the GIL would leave it at 0."""
+    the GIL would leave it at 0. The counter runs before the pipeline
+    starts and the main thread waits for all four rows, made one after
+    another by one worker, so on a busy machine the rows cannot all be
+    ready before the first __next__."""
     d = (ds.MnistDataset(mnist, usage="train").take(4)
          .map(vision.Resize((2500, 2500)), num_parallel_workers=1))
     counter = [0]
@@ -149,20 +152,24 @@ def test_gil_is_free_while_waiting(mnist):
     def count():
         while not stop.is_set():
             counter[0] += 1
-    it = d.create_tuple_iterator(num_epochs=1)
     t = threading.Thread(target=count)
     t.start()
+    waited, counted = 0.0, 0
     try:
-        t0 = time.monotonic()
-        start = counter[0]
-        next(it)
-        waited = time.monotonic() - t0
-        counted = counter[0] - start
+        it = d.create_tuple_iterator(num_epochs=1)
+        try:
+            for _ in range(4):
+                t0 = time.monotonic()
+                start = counter[0]
+                next(it)
+                waited += time.monotonic() - t0
+                counted += counter[0] - start
+        finally:
+            it.close()
     finally:
         stop.set()
         t.join()
-        it.close()
-    assert waited > 0.002, "the row came too fast to tell"
+    assert waited > 0.002, "the rows came too fast to tell"
     assert counted > 1000, f"{counted} counts while __next__ waited {waited * 1e3:.1f} ms"
 
 

@@ -1,0 +1,212 @@
+"""sluice.train.model: Model, as ``mindspore.train.Model``, and its metrics."""
+import operator
+
+from sluice import _sluice, context, nn
+from sluice.dataset import Dataset
+from sluice.train.callback import CallbackParam, RunContext, _BuiltIn, _Hooks
+
+__all__ = ["Model", "Accuracy", "Loss"]
+
+
+class Accuracy:
+    """The fraction of samples whose largest logit is their label (a metric
+    of :class:`Model`: ``metrics={"Accuracy": Accuracy()}``)."""
+
+    _kind = "accuracy"
+
+
+class Loss:
+    """The mean loss over the samples (a metric of :class:`Model`)."""
+
+    _kind = "loss"
+
+
+_METRIC_NAMES = {"accuracy": "accuracy", "acc": "accuracy", "loss": "loss"}
+
+
+def _metrics(metrics):
+    """{name: "accuracy" | "loss"} from a set of names or a dict of metrics."""
+    if metrics is None:
+        return {}
+    if isinstance(metrics, dict):
+        items = metrics.items()
+    elif isinstance(metrics, (set, frozenset, list, tuple)):
+        items = [(name, name) for name in metrics]
+    else:
+        raise TypeError("Model: metrics must be a set of names ({'accuracy'}) or a dict "
+                        "{name: metric}")
+    out = {}
+    for name, metric in items:
+        kind = getattr(metric, "_kind", None)
+        if kind is None and isinstance(metric, str):
+            kind = _METRIC_NAMES.get(metric.lower())
+        if kind is None:
+            raise ValueError(f"Model: unknown metric {metric!r} (sluice has 'accuracy' and "
+                             "'loss', or Accuracy() and Loss())")
+        out[name] = kind
+    return out
+
+
+def _int(value, what):
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an int, got {type(value).__name__}") from None
+
+
+class Model:
+    """A network with its loss and optimizer, compiled into a C model that
+    trains and evaluates, as ``mindspore.train.Model``.
+
+    Args:
+        network: a :class:`sluice.nn.LeNet5` (or a
+            :class:`~sluice.nn.TrainOneStepCell` holding the rest).
+        loss_fn: :class:`sluice.nn.SoftmaxCrossEntropyWithLogits` (sparse,
+            mean), or None for a model that only evaluates accuracy.
+        optimizer: :class:`sluice.nn.Momentum` or :class:`~sluice.nn.SGD`
+            over ``network.trainable_params()``; None: the model cannot train.
+        metrics: what :meth:`eval` returns: a set of names (``{"accuracy"}``,
+            ``{"accuracy", "loss"}``) or a dict ``{name: Accuracy() or Loss()}``.
+
+    The model is compiled now, with :func:`sluice.set_context`'s mode and
+    device and the network's seed; its executor's threads live as long as
+    it does. It takes over the network's parameter values (see
+    :mod:`sluice.nn`); its optimizer's accumulators start at zero.
+    Training and evaluation run in C without the GIL; Ctrl-C stops them
+    (KeyboardInterrupt) after joining every thread they started.
+    """
+
+    def __init__(self, network, loss_fn=None, optimizer=None, metrics=None):
+        if isinstance(network, nn.TrainOneStepCell):
+            if loss_fn is not None or optimizer is not None:
+                raise ValueError("Model: a TrainOneStepCell brings its loss and optimizer")
+            network, loss_fn, optimizer = (network.network.backbone, network.network.loss_fn,
+                                           network.optimizer)
+        if not isinstance(network, nn.LeNet5):
+            raise TypeError(f"Model: network must be a sluice.nn network (LeNet5), "
+                            f"got {type(network).__name__}")
+        if loss_fn is not None and not isinstance(loss_fn, nn.SoftmaxCrossEntropyWithLogits):
+            raise TypeError("Model: loss_fn must be SoftmaxCrossEntropyWithLogits")
+        if optimizer is not None:
+            if not isinstance(optimizer, nn.Optimizer):
+                raise TypeError("Model: optimizer must be a sluice.nn optimizer (Momentum, SGD)")
+            if optimizer._net is not network:
+                raise ValueError("Model: the optimizer's parameters are another network's")
+        self._metrics = _metrics(metrics)
+        if "loss" in self._metrics.values() and loss_fn is None:
+            raise ValueError("Model: the 'loss' metric needs a loss_fn")
+        kind, lr, momentum = optimizer._c_args() if optimizer else ("momentum", 0.01, 0.9)
+        self.network = network
+        self.loss_fn = loss_fn
+        self.optimizer = optimizer
+        self._c = _sluice.Model(
+            network="lenet", num_classes=network.num_class, channels=network.num_channel,
+            batch=network.batch_size, optimizer=kind, learning_rate=lr, momentum=momentum,
+            seed=network._seed, mode=context.get_context("mode"),
+            device_target=context.get_context("device_target"),
+            device_id=context.get_context("device_id"),
+            save_graphs=context.get_context("save_graphs"),
+            save_graphs_path=context.get_context("save_graphs_path"))
+        network._adopt(self._c)
+
+    def _check_dataset(self, dataset, what, exact_batch, needs_end=False):
+        """ValueError unless dataset's rows hold the network's image and label
+        as far as its description tells (sizes known only with data pass),
+        and an epoch holds a batch and, when needs_end, ends."""
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"{what}: the dataset must be a sluice.dataset.Dataset, "
+                            f"got {type(dataset).__name__}")
+        size = dataset.get_dataset_size()
+        if size == 0:
+            raise ValueError(f"{what}: an epoch of the dataset holds no batch (fewer samples "
+                             "than the batch size, with drop_remainder?)")
+        if size < 0 and needs_end:
+            raise ValueError(f"{what}: the dataset has no end (repeat without a count), so an "
+                             "epoch never ends" + (": give sink_size > 0" if what != "eval"
+                                                   else ""))
+        names = dataset.get_col_names()
+        missing = [c for c in ("image", "label") if c not in names]
+        if missing:
+            raise ValueError(f"{what}: the dataset has no {' or '.join(repr(c) for c in missing)} "
+                             f"column (it has {names}); the network reads 'image' and 'label'")
+        net = self.network
+        want_image = [net.batch_size, net.num_channel, 32, 32]
+        types = dict(zip(names, dataset.output_types()))
+        shapes = dict(zip(names, dataset.output_shapes()))
+        image, label = shapes["image"], shapes["label"]
+        fits = len(image) == 4 and all(g in (w, -1) for g, w in zip(image[1:], want_image[1:]))
+        batch_ok = image[:1] in ([net.batch_size], [-1]) if exact_batch else \
+            len(image) == 4 and (image[0] == -1 or 1 <= image[0] <= net.batch_size)
+        if types["image"] != "float32" or not fits or not batch_ok:
+            raise ValueError(f"{what}: the dataset's images are {types['image']} {image}; the "
+                             f"network takes float32 {want_image} (resize to 32x32, rescale, "
+                             f"HWC2CHW, and batch {net.batch_size} with drop_remainder=True)")
+        if types["label"] != "int32" or len(label) != 1:
+            raise ValueError(f"{what}: the dataset's labels are {types['label']} {label}; the "
+                             f"network takes int32 [{net.batch_size}] "
+                             "(map transforms.TypeCast(sluice.int32) on 'label')")
+
+    def train(self, epoch, train_dataset, callbacks=None, dataset_sink_mode=False, sink_size=-1):
+        """Trains for ``epoch`` epochs over ``train_dataset``.
+
+        Args:
+            epoch (int): epochs, >= 1.
+            train_dataset (Dataset): rows with ``image`` float32
+                (batch, channels, 32, 32) and ``label`` int32 (batch).
+            callbacks: a callback or a list of them (:class:`LossMonitor`,
+                :class:`TimeMonitor`, :class:`ModelCheckpoint`, your own
+                :class:`Callback`), called in this order.
+            dataset_sink_mode (bool): sink the data (a transfer thread fills
+                the device's queue; the steps of a sink run back to back) or,
+                False (the default), feed every step from the host.
+            sink_size (int): in sink mode, -1 (the default) sinks each epoch
+                whole; N > 0 makes each epoch N steps of an endless traversal
+                that the next epoch continues. Ignored without sinking.
+
+        The results are the same, bit for bit, with and without sinking.
+        Callbacks see every step without sinking, one step_end per sink
+        with it. ValueError for bad arguments and datasets (columns, types,
+        shapes, an empty or endless epoch where one must end);
+        RuntimeError with the C library's message for failures while
+        training (a pipeline error, a NaN loss); an exception raised by a callback
+        stops training and is raised here; Ctrl-C raises KeyboardInterrupt.
+        Every thread training started is joined before it returns.
+        """
+        epoch = _int(epoch, "train: epoch")
+        sink_size = _int(sink_size, "train: sink_size")
+        if epoch < 1:
+            raise ValueError(f"train: epoch must be >= 1, got {epoch}")
+        if sink_size == 0 or sink_size < -1:
+            raise ValueError(f"train: sink_size must be -1 (each epoch sinks the whole dataset) "
+                             f"or > 0, got {sink_size}")
+        if self.optimizer is None:
+            raise ValueError("train: the model has no optimizer; make it with one to train")
+        self._check_dataset(train_dataset, "train", True,
+                            needs_end=bool(dataset_sink_mode) and sink_size == -1)
+        if callbacks is None:
+            callbacks = []
+        elif not isinstance(callbacks, (list, tuple)):
+            callbacks = [callbacks]
+        sink = bool(dataset_sink_mode)
+        params = CallbackParam(train_network=self.network, epoch_num=epoch, batch_num=-1,
+                               cur_epoch_num=0, cur_step_num=0, cur_step_in_epoch=0,
+                               net_outputs=None, dataset_sink_mode=sink, step_time_ms=0.0,
+                               epoch_time_ms=0.0)
+        run_context = RunContext(params)
+        start = self._c.global_step()
+        specs = [cb._spec() if isinstance(cb, _BuiltIn) else
+                 _Hooks(cb, params, run_context, start) for cb in callbacks]
+        self._c.train(epoch, train_dataset._c, specs, sink, sink_size if sink else -1)
+
+    def eval(self, valid_dataset):
+        """Runs the network over one pass of ``valid_dataset`` and returns
+        ``{name: value}`` for the model's metrics (``{"accuracy": 0.87}``).
+        A last batch smaller than the network's is padded and only its real
+        rows count."""
+        if not self._metrics:
+            raise ValueError("eval: the model has no metrics; make it with "
+                             "metrics={'accuracy'}")
+        self._check_dataset(valid_dataset, "eval", False, needs_end=True)
+        _, accuracy, loss = self._c.eval(valid_dataset._c)
+        return {name: accuracy if kind == "accuracy" else loss
+                for name, kind in self._metrics.items()}

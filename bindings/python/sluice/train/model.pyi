@@ -1,0 +1,26 @@
+"""Type stubs of sluice.train.model."""
+from typing import Any, Dict, Iterable, Optional, Union
+
+from sluice.dataset import Dataset
+from sluice.nn import LeNet5, Optimizer, SoftmaxCrossEntropyWithLogits, TrainOneStepCell
+
+
+class Accuracy:
+    ...
+
+
+class Loss:
+    ...
+
+
+class Model:
+    network: LeNet5
+    loss_fn: Optional[SoftmaxCrossEntropyWithLogits]
+    optimizer: Optional[Optimizer]
+    def __init__(self, network: Union[LeNet5, TrainOneStepCell],
+                 loss_fn: Optional[SoftmaxCrossEntropyWithLogits] = ...,
+                 optimizer: Optional[Optimizer] = ...,
+                 metrics: Union[Iterable[str], Dict[str, Any], None] = ...) -> None: ...
+    def train(self, epoch: int, train_dataset: Dataset, callbacks: Any = ...,
+              dataset_sink_mode: bool = ..., sink_size: int = ...) -> None: ...
+    def eval(self, valid_dataset: Dataset) -> Dict[str, float]: ...

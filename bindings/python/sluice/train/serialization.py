@@ -1,0 +1,107 @@
+"""sluice.train.serialization: checkpoints, as ``mindspore.save_checkpoint``,
+``load_checkpoint`` and ``load_param_into_net``.
+
+The files are sluice's own format, the one ``sluice train --save`` and
+:class:`~sluice.train.ModelCheckpoint` write (``sluice/checkpoint.h``):
+little-endian, ``"SLUICECK"``, the version (1 or 2), the parameter count
+and the global step, then each parameter (name, float32, shape, values),
+in version 2 the data position (40 bytes: where a resumed run reads on),
+then a CRC-32 of everything before it. Saving writes a temporary file and renames
+it into place.
+"""
+import os
+import struct
+import zlib
+
+from sluice import nn
+
+__all__ = ["save_checkpoint", "load_checkpoint", "load_param_into_net"]
+
+_MAGIC = b"SLUICECK"
+_FLOAT32 = 4  # sl_dtype's SL_FLOAT32
+_POSITION_BYTES = 40  # version 2's data position, before the CRC
+
+
+def _model_c(save_obj):
+    from sluice.train.model import Model
+    if isinstance(save_obj, Model):
+        return save_obj._c
+    if isinstance(save_obj, nn.TrainOneStepCell):
+        return save_obj._get_model()._c
+    if isinstance(save_obj, nn.LeNet5):
+        if save_obj._owner is None:
+            raise ValueError("save_checkpoint: the network is in no Model yet (its values live "
+                             "in the Model that trains it)")
+        return save_obj._owner
+    raise TypeError(f"save_checkpoint: give a Model or a network, got {type(save_obj).__name__}")
+
+
+def save_checkpoint(save_obj, ckpt_file_name):
+    """Writes the parameters of a network (of the Model that holds its
+    values), a Model or a TrainOneStepCell to ``ckpt_file_name``, with the
+    optimizer's accumulators (``moments.<name>``) and the global step.
+    OSError when the file cannot be written."""
+    _model_c(save_obj).save(os.fspath(ckpt_file_name))
+
+
+def _read(path):
+    import numpy as np
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 28 or data[:8] != _MAGIC:
+        raise OSError(f"{path}: not a sluice checkpoint (no SLUICECK header)")
+    if zlib.crc32(data[:-4]) != struct.unpack_from("<I", data, len(data) - 4)[0]:
+        raise OSError(f"{path}: the CRC does not match: the file is corrupt or truncated")
+    version, count, _ = struct.unpack_from("<IIq", data, 8)
+    if version not in (1, 2):
+        raise OSError(f"{path}: checkpoint version {version}; this sluice reads 1 and 2")
+    end = len(data) - 4 - (_POSITION_BYTES if version == 2 else 0)
+    pos, params = 24, {}
+    try:
+        for _ in range(count):
+            (length,) = struct.unpack_from("<H", data, pos)
+            name = data[pos + 2:pos + 2 + length].decode()
+            pos += 2 + length
+            dtype, ndim = data[pos], data[pos + 1]
+            shape = struct.unpack_from(f"<{ndim}q", data, pos + 2)
+            pos += 2 + 8 * ndim
+            numel = 1
+            for n in shape:
+                numel *= n
+            if dtype != _FLOAT32 or pos + 4 * numel > end:
+                raise ValueError
+            values = np.frombuffer(data, "<f4", numel, pos).astype(np.float32).reshape(shape)
+            pos += 4 * numel
+            params[name] = nn.Parameter(name, shape, _data=values)
+    except (struct.error, ValueError, IndexError, UnicodeDecodeError):
+        raise OSError(f"{path}: malformed parameter entry at byte {pos}") from None
+    if pos != end:
+        raise OSError(f"{path}: {end - pos} bytes after the last parameter")
+    return params
+
+
+def load_checkpoint(ckpt_file_name, net=None):
+    """The parameters in a checkpoint as ``{name: Parameter}`` (the
+    network's and the optimizer's accumulators, ``moments.<name>``). With
+    ``net``, also loads them into it (:func:`load_param_into_net`).
+    FileNotFoundError / OSError for a missing, corrupt or truncated file."""
+    params = _read(os.fspath(ckpt_file_name))
+    if net is not None:
+        load_param_into_net(net, params)
+    return params
+
+
+def load_param_into_net(net, parameter_dict):
+    """Sets the parameters of ``net`` found in ``parameter_dict`` (``{name:
+    Parameter or array}``); other entries (an optimizer's accumulators) are
+    left out. Returns the names of the network's parameters the dict does
+    not hold. ValueError when a value's shape is not the parameter's."""
+    if not isinstance(net, nn.LeNet5):
+        raise TypeError(f"load_param_into_net: give a network, got {type(net).__name__}")
+    missing = []
+    for param in net.trainable_params():
+        if param.name in parameter_dict:
+            param.set_data(parameter_dict[param.name])
+        else:
+            missing.append(param.name)
+    return missing

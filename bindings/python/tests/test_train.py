@@ -1,0 +1,488 @@
+"""Training from Python (sluice.nn, sluice.train, sluice.data_sink): the loss
+goes down; sinking and not sinking, GRAPH and PYNATIVE, data_sink calls
+of 50 + 50 and one of 100 all give the same parameters, bit for bit, and
+they equal what the C library gives (`sluice train --save`, a public-API
+program); callbacks are called once per step or per sink; errors,
+exceptions in callbacks and Ctrl-C stop training with every thread
+joined; the GIL is free while training runs."""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import sluice
+import sluice.dataset as ds
+import sluice.dataset.transforms as transforms
+import sluice.dataset.vision as vision
+import sluice.nn as nn
+from sluice import train
+from conftest import baseline, fashion_or_skip, make_mnist, nthreads, settled
+
+
+@pytest.fixture(autouse=True)
+def defaults():
+    """Every test starts from the default seeds and context."""
+    ds.config.set_seed(0)
+    sluice.set_seed(0)
+    sluice.set_context(mode=sluice.GRAPH_MODE, device_target="CPU")
+    yield
+    ds.config.set_seed(0)
+    sluice.set_seed(0)
+    sluice.set_context(mode=sluice.GRAPH_MODE, device_target="CPU")
+
+
+def create_dataset(data_path, usage="train", batch_size=32, shuffle=True):
+    """The seeds' create_dataset with its image operations in one map, as
+    `sluice train` builds it: the same values, and (the shuffle's random
+    stream follows its position in the chain) the same order."""
+    d = ds.MnistDataset(data_path, usage=usage, shuffle=shuffle)
+    d = d.map(operations=transforms.TypeCast(sluice.int32), input_columns="label")
+    d = d.map(operations=[vision.Resize((32, 32), interpolation=vision.Inter.LINEAR),
+                          vision.Rescale(1.0 / 255.0, 0.0),
+                          vision.Rescale(1 / 0.3081, -1 * 0.1307 / 0.3081), vision.HWC2CHW()],
+              input_columns="image")
+    if shuffle:
+        d = d.shuffle(buffer_size=10000)
+    return d.batch(batch_size, drop_remainder=shuffle)
+
+
+def lenet(lr=0.01, momentum=0.9, metrics=None):
+    """The seeds' network, loss and optimizer in a Model."""
+    network = nn.LeNet5(10)
+    net_loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    net_opt = nn.Momentum(network.trainable_params(), lr, momentum)
+    return train.Model(network, net_loss, net_opt, metrics=metrics), network
+
+
+def one_step_cell(lr=0.01):
+    network = nn.LeNet5(10)
+    loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    opt = nn.Momentum(network.trainable_params(), lr, 0.9)
+    return nn.TrainOneStepCell(nn.WithLossCell(network, loss), opt), network
+
+
+def values(network):
+    return {p.name: p.asnumpy() for p in network.trainable_params()}
+
+
+def assert_same(a, b):
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].dtype == np.float32 and b[name].dtype == np.float32
+        assert np.array_equal(a[name], b[name]), f"{name} differs"
+
+
+class Steps(train.Callback):
+    """Records what each hook saw."""
+
+    def __init__(self):
+        self.calls = []
+        self.steps = []
+
+    def begin(self, run_context):
+        self.calls.append("begin")
+
+    def epoch_begin(self, run_context):
+        self.calls.append("epoch_begin")
+
+    def step_end(self, run_context):
+        p = run_context.original_args()
+        self.steps.append((p.cur_epoch_num, p.cur_step_in_epoch, p.cur_step_num,
+                           float(p.net_outputs.asnumpy())))
+
+    def epoch_end(self, run_context):
+        self.calls.append("epoch_end")
+
+    def end(self, run_context):
+        self.calls.append("end")
+
+
+@pytest.fixture
+def small(mnist):
+    """The seeds' pipeline over the 100-sample MNIST of conftest: 3 batches
+    per epoch."""
+    return create_dataset(mnist)
+
+
+# --- training works, the same way every way --------------------------------------------
+
+def test_loss_decreases_on_fashion_mnist():
+    d = create_dataset(fashion_or_skip()).take(400)
+    model, _ = lenet(lr=0.05)
+    steps = Steps()
+    model.train(1, d, callbacks=[steps], dataset_sink_mode=False)
+    losses = [s[3] for s in steps.steps]
+    assert len(losses) == 400
+    first, last = np.mean(losses[:50]), np.mean(losses[-50:])
+    assert first > 2.2 and last < first - 0.5, (first, last)
+
+
+def test_sink_and_no_sink_give_the_same_parameters(small):
+    d = small.repeat(20)                      # 60 steps an epoch
+    sinking, a = lenet()
+    sinking.train(2, d, dataset_sink_mode=True, sink_size=20)        # 40 steps
+    feeding, b = lenet()
+    feeding.train(1, d.take(40), dataset_sink_mode=False)             # the same 40
+    whole, c = lenet()
+    whole.train(1, d.take(40), dataset_sink_mode=True)                # one sink of 40
+    assert_same(values(a), values(b))
+    assert_same(values(a), values(c))
+    assert not np.array_equal(values(a)["fc3.bias"], nn.LeNet5().parameters_dict()
+                              ["fc3.bias"].asnumpy())                 # it did train
+
+
+def test_graph_and_pynative_give_the_same_parameters(small):
+    graph, a = lenet()
+    graph.train(2, small, dataset_sink_mode=True)
+    sluice.set_context(mode=sluice.PYNATIVE_MODE)
+    assert sluice.get_context("mode") == sluice.PYNATIVE_MODE
+    eager, b = lenet()
+    eager.train(2, small, dataset_sink_mode=False)
+    assert_same(values(a), values(b))
+
+
+def test_parameters_equal_the_c_librarys():
+    """`sluice train --seed 7 --max-steps 100 --save` (the C API) and the
+    same seeds, pipeline and steps from Python write the same numbers."""
+    root = fashion_or_skip()
+    cli = os.environ.get("SLUICE_TEST_CLI")
+    if not cli or not os.path.exists(cli):
+        pytest.skip("SLUICE_TEST_CLI is not set (run through make check)")
+    ckpt = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"sluice-pytest-{os.getpid()}.ckpt")
+    try:
+        subprocess.run([cli, "train", "--data", root, "--seed", "7", "--max-steps", "100",
+                        "--no-eval", "--save", ckpt], check=True, capture_output=True)
+        from_c = sluice.load_checkpoint(ckpt)
+    finally:
+        if os.path.exists(ckpt):
+            os.unlink(ckpt)
+    ds.config.set_seed(7)
+    sluice.set_seed(7)
+    model, network = lenet()
+    model.train(1, create_dataset(root), dataset_sink_mode=True, sink_size=100)
+    assert {k for k in from_c if k.startswith("moments.")} == \
+        {"moments." + p.name for p in network.trainable_params()}
+    assert_same(values(network), {name: from_c[name].asnumpy() for name in values(network)})
+
+
+def test_data_sink_calls_continue_the_traversal(small):
+    d = small.repeat()                              # endless
+    step_a, a = one_step_cell()
+    step_b, b = one_step_cell()
+    step_a._get_model(), step_b._get_model()        # their executors' threads
+    base = baseline()
+    sink = sluice.data_sink(step_a, d, sink_size=50)
+    sink()
+    loss_a = sink()
+    assert nthreads() > base                        # the pipeline runs until close()
+    sink.close()
+    assert settled(base) == base
+    with sluice.data_sink(step_b, d, sink_size=100) as sink:
+        loss_b = sink()
+    assert settled(base) == base
+    assert isinstance(loss_b, sluice.Tensor) and loss_b.shape == ()
+    assert loss_a.item() == loss_b.item() and str(loss_b) == str(np.float32(loss_b.item()))
+    assert_same(values(a), values(b))
+
+
+def test_dataset_helper_yields_once_per_sink(small):
+    step, _ = one_step_cell()
+    helper = train.DatasetHelper(small, dataset_sink_mode=True, sink_size=5, epoch_num=3)
+    net = train.connect_network_with_dataset(step, helper)
+    per_epoch = []
+    for _ in range(4):                              # the 4th loop has nothing left
+        items = [net(*inputs) for inputs in helper]
+        per_epoch.append(len(items))
+        assert all(isinstance(loss, sluice.Tensor) for loss in items)
+    helper.close()
+    assert per_epoch == [1, 1, 1, 0]
+    assert step._get_model()._c.global_step() == 15
+    # without sinking: once per step (3 batches an epoch)
+    step, _ = one_step_cell()
+    with train.DatasetHelper(small, dataset_sink_mode=False, epoch_num=2) as helper:
+        net = train.connect_network_with_dataset(step, helper)
+        assert [len([net(*i) for i in helper]) for _ in range(3)] == [3, 3, 0]
+    with pytest.raises(RuntimeError, match="connect"):
+        iter(train.DatasetHelper(small))
+
+
+def test_callbacks_once_per_sink_or_per_step(small):
+    d = small.repeat(10)                            # 30 steps an epoch
+    model, _ = lenet()
+    steps = Steps()
+    model.train(2, d, callbacks=steps, dataset_sink_mode=False)
+    assert len(steps.steps) == 60
+    assert [s[:3] for s in steps.steps[28:32]] == [(1, 29, 29), (1, 30, 30), (2, 1, 31),
+                                                   (2, 2, 32)]
+    assert steps.calls == ["begin", "epoch_begin", "epoch_end", "epoch_begin", "epoch_end", "end"]
+    steps = Steps()
+    model.train(3, d, callbacks=[steps], dataset_sink_mode=True, sink_size=7)
+    assert [s[:3] for s in steps.steps] == [(1, 7, 7), (2, 7, 14), (3, 7, 21)]
+
+    class Plain:                                    # MindSpore 2's names, no base class
+        def __init__(self):
+            self.n = 0
+
+        def on_train_step_end(self, run_context):
+            self.n += 1
+            if self.n == 4:
+                run_context.request_stop()
+    plain = Plain()
+    model.train(2, d, callbacks=[plain], dataset_sink_mode=False)
+    assert plain.n == 4                             # stopped after the step that asked
+    with pytest.raises(TypeError, match="hooks"):
+        model.train(1, d, callbacks=[object()])
+
+
+def test_monitor_lines_go_to_sys_stdout(small, capsys):
+    model, _ = lenet()
+    model.train(2, small.repeat(10), callbacks=[train.LossMonitor(), train.TimeMonitor()],
+                dataset_sink_mode=True, sink_size=10)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4
+    assert lines[0].startswith("epoch: 1 step: 10, loss is ")
+    assert lines[2].startswith("epoch: 2 step: 10, loss is ")
+    assert lines[1].startswith("epoch time: ") and " ms, per step time: " in lines[1]
+    model.train(1, small, callbacks=[train.LossMonitor(2)], dataset_sink_mode=False)
+    assert capsys.readouterr().out.splitlines()[0].startswith("epoch: 1 step: 2, loss is ")
+
+
+def test_checkpoints(small, tmp_path):
+    model, network = lenet()
+    config = train.CheckpointConfig(save_checkpoint_steps=10, keep_checkpoint_max=2)
+    saver = train.ModelCheckpoint(prefix="lenet", directory=tmp_path / "ckpt", config=config)
+    model.train(1, small.repeat(10), callbacks=[saver])
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["lenet-1_20.ckpt", "lenet-1_30.ckpt"]
+    saved = sluice.load_checkpoint(tmp_path / "ckpt" / "lenet-1_30.ckpt")
+    assert_same(values(network), {k: v.asnumpy() for k, v in saved.items()
+                                  if not k.startswith("moments.")})
+    # into a network before and after it has a Model
+    path = tmp_path / "direct.ckpt"
+    sluice.save_checkpoint(network, path)
+    sluice.set_seed(3)
+    other = nn.LeNet5()
+    assert not np.array_equal(other.trainable_params()[0].asnumpy(),
+                              values(network)["conv1.weight"])
+    assert sluice.load_param_into_net(other, sluice.load_checkpoint(path)) == []
+    assert_same(values(other), values(network))
+    train.Model(other, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"))
+    assert_same(values(other), values(network))     # the new Model took the values over
+    data = bytearray(path.read_bytes())
+    data[40] ^= 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(OSError, match="CRC"):
+        sluice.load_checkpoint(path)
+
+
+def test_eval_returns_accuracy():
+    root = fashion_or_skip()
+    model, _ = lenet(metrics={"accuracy"})
+    model.train(1, create_dataset(root).take(50), dataset_sink_mode=True)
+    test = create_dataset(root, usage="test", shuffle=False).take(20)  # 640 samples
+    result = model.eval(test)
+    assert list(result) == ["accuracy"]
+    assert isinstance(result["accuracy"], float) and 0.0 <= result["accuracy"] <= 1.0
+    both = train.Model(model.network, metrics={"Accuracy": train.Accuracy()})
+    assert both.eval(test) == {"Accuracy": result["accuracy"]}  # the values moved with it
+
+
+# --- errors, exceptions, threads, the GIL --------------------------------------------------
+
+def test_bad_arguments_raise_value_error(small, mnist):
+    model, network = lenet(metrics={"accuracy"})
+    with pytest.raises(ValueError, match="sink_size"):
+        model.train(1, small, dataset_sink_mode=True, sink_size=0)
+    with pytest.raises(ValueError, match="epoch"):
+        model.train(0, small)
+    with pytest.raises(ValueError, match="'label' column"):
+        model.train(1, small.map(transforms.TypeCast(sluice.int32), input_columns="label",
+                                 output_columns="target"))
+    with pytest.raises(ValueError, match=r"float32 \[32, 1, 32, 32\]"):
+        model.train(1, ds.MnistDataset(mnist, usage="train").batch(32, drop_remainder=True))
+    with pytest.raises(ValueError, match="int32"):
+        model.eval(ds.MnistDataset(mnist, usage="test").map(
+            [vision.Resize((32, 32)), vision.Rescale(1 / 255, 0), vision.HWC2CHW()],
+            input_columns="image").batch(32))
+    with pytest.raises(ValueError, match="no end"):            # found by the C library
+        model.train(1, small.repeat(), dataset_sink_mode=True)
+    with pytest.raises(ValueError, match="sink_size"):
+        sluice.data_sink(one_step_cell()[0], small, sink_size=0)
+    with pytest.raises(ValueError, match="sink_size"):
+        train.DatasetHelper(small, sink_size=0)
+    with pytest.raises(ValueError, match="metrics"):
+        lenet()[0].eval(small)
+    with pytest.raises(ValueError, match="sparse=True"):
+        nn.SoftmaxCrossEntropyWithLogits()
+    with pytest.raises(ValueError, match="learning_rate"):
+        nn.Momentum(network.trainable_params(), 0.0, 0.9)
+    with pytest.raises(ValueError, match="momentum"):
+        nn.Momentum(network.trainable_params(), 0.01, 1.5)
+    with pytest.raises(ValueError, match="every parameter"):
+        nn.Momentum(network.trainable_params()[:2], 0.01, 0.9)
+    with pytest.raises(ValueError, match="GPU"):
+        sluice.set_context(device_target="GPU")
+    with pytest.raises(ValueError, match="mode"):
+        sluice.set_context(mode=3)
+    with pytest.raises(ValueError, match="jit_level"):
+        sluice.set_context(jit_level="O2")
+    with pytest.raises(ValueError, match="shape"):
+        network.trainable_params()[0].set_data(np.zeros((3, 3), np.float32))
+    with pytest.raises(TypeError, match="TrainOneStepCell"):
+        sluice.data_sink(lambda x: x, small)
+    assert sluice.get_context("device_target") == "CPU"
+
+
+def test_failure_while_training_is_a_runtime_error(tmp_path):
+    """A pipeline error mid-training (a Python map operation that raises)
+    is a RuntimeError carrying the C message; the model trains afterwards."""
+    d = create_dataset(make_mnist(tmp_path / "m", 100))
+    calls = [0]
+
+    def poison(label):
+        calls[0] += 1
+        if calls[0] > 5:
+            raise ArithmeticError("bad label")
+        return label
+    bad = d.repeat(10).map(poison, input_columns="label")
+    model, _ = lenet()
+    for sink in (False, True):
+        calls[0] = 0
+        with pytest.raises(RuntimeError, match="ArithmeticError: bad label"):
+            model.train(1, bad, dataset_sink_mode=sink)
+    model.train(1, d)
+
+
+@pytest.mark.parametrize("sink", [False, True])
+def test_exception_in_a_callback_propagates_and_joins_threads(small, sink):
+    model, _ = lenet()
+    base = baseline()                               # the model's executor threads included
+
+    class Boom(Exception):
+        pass
+
+    class Raise(train.Callback):
+        def __init__(self):
+            self.n = 0
+
+        def step_end(self, run_context):
+            self.n += 1
+            if self.n == 3:
+                raise Boom("from step_end")
+    cb = Raise()
+    with pytest.raises(Boom, match="from step_end"):
+        model.train(5, small.repeat(100), callbacks=[cb], dataset_sink_mode=sink, sink_size=4)
+    assert cb.n == 3                                # it stopped at once
+    assert settled(base) == base
+    model.train(1, small, dataset_sink_mode=sink)  # the model still trains
+    assert settled(base) == base
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach the main thread only")
+@pytest.mark.parametrize("sink", [False, True])
+def test_ctrl_c_stops_training(small, sink):
+    model, _ = lenet()
+    base = baseline()
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        timer.start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):               # 4200 steps, seconds
+            model.train(1, small.repeat(1400), dataset_sink_mode=sink)
+        waited = time.monotonic() - t0
+    finally:
+        signal.signal(signal.SIGINT, old)
+        timer.join()
+    assert 0.25 < waited < 2.0
+    assert settled(base) == base
+    model.train(1, small, dataset_sink_mode=sink)
+
+
+def test_gil_is_free_while_training(small):
+    """Another Python thread keeps running while train() runs in C: it
+    notes the time every millisecond, and no gap between its notes is more
+    than a fraction of the training's time. A train that held the GIL
+    would leave one gap as long as itself."""
+    model, _ = lenet()
+    stamps = []
+    stop = threading.Event()
+
+    def note():
+        while not stop.is_set():
+            stamps.append(time.monotonic())
+            time.sleep(0.001)
+    t = threading.Thread(target=note)
+    t.start()
+    try:
+        time.sleep(0.05)
+        t0 = time.monotonic()
+        model.train(1, small.repeat(100), dataset_sink_mode=True)     # 300 steps
+        t1 = time.monotonic()
+    finally:
+        stop.set()
+        t.join()
+    assert t1 - t0 > 0.2, "training was too fast to tell"
+    inside = [t0] + [x for x in stamps if t0 < x < t1] + [t1]
+    gap = max(b - a for a, b in zip(inside, inside[1:]))
+    assert gap < 0.5 * (t1 - t0), f"no note for {gap * 1e3:.0f} ms of {(t1 - t0) * 1e3:.0f} ms"
+
+
+def test_callbacks_may_read_parameters(small):
+    """A callback runs while its training holds the model: reading the
+    parameters there works (and sees the step's values); training the same
+    model from it is refused."""
+    model, network = lenet()
+    seen = []
+
+    class Read(train.Callback):
+        def step_end(self, run_context):
+            seen.append(network.trainable_params()[-1].asnumpy())
+            if len(seen) == 2:
+                model.train(1, small)
+    with pytest.raises(RuntimeError, match="train: not from a callback"):
+        model.train(1, small, callbacks=[Read()])
+    assert len(seen) == 2 and not np.array_equal(seen[0], seen[1])
+
+
+# --- the example and the README ----------------------------------------------------------
+
+@pytest.mark.parametrize("loop,line", [("model", "epoch: {e} step: 20, loss is "),
+                                       ("data_sink", "epoch {e}, loss is "),
+                                       ("custom", "epoch: {e}/2, losses: ")])
+def test_lenet_sluice_example_runs(loop, line):
+    """bindings/python/examples/lenet_sluice.py, each of the seeds' loops for
+    2 epochs of 20 steps: one loss line per epoch (per sink), then the
+    accuracy."""
+    root = fashion_or_skip()
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "lenet_sluice.py")
+    out = subprocess.run([sys.executable, example, "--data", root, "--epochs", "2",
+                          "--sink-size", "20", "--eval-batches", "5", "--loop", loop],
+                         check=True, capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1")).stdout
+    lines = out.splitlines()
+    assert lines[0] == "============== Starting Training =============="
+    for e in (1, 2):
+        assert sum(x.startswith(line.format(e=e)) for x in lines) == 1
+    assert sum(x.startswith("epoch time: ") for x in lines) == (2 if loop == "model" else 0)
+    assert lines[-2] == "============== Starting Testing =============="
+    assert lines[-1].startswith("{'accuracy': ")
+
+
+def test_readme_training_example(capsys):
+    """The Python block of README.md's training section runs as written."""
+    fashion_or_skip()
+    readme = os.path.join(os.path.dirname(__file__), "..", "..", "..", "README.md")
+    text = open(readme).read()
+    section = text[text.index("## Python: training"):]
+    code = section[section.index("```python\n") + 10:section.index("\n```\n")]
+    exec(compile(code, "README.md", "exec"), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "============== Starting Training =============="
+    assert out[1].startswith("epoch: 1 step: 100, loss is ")
+    assert out[-1].startswith("{'accuracy': ")

@@ -1,0 +1,63 @@
+/* cpu.c: the vector level found once per process (cpu.h). */
+#include "core/cpu.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/version.h"
+
+static pthread_once_t level_once = PTHREAD_ONCE_INIT;
+static sl__cpu_level level; /* written once, by find_level */
+
+static const char *const level_names[] = {
+    [SL__CPU_GENERIC] = "generic",
+    [SL__CPU_AVX2] = "avx2",
+    [SL__CPU_AVX512] = "avx512",
+};
+
+static void find_level(void)
+{
+    const char *cap = getenv("SLUICE_CPU");
+    int capped = cap ? sl__cpu_level_parse(cap) : -1;
+    level = SL__CPU_GENERIC;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    /* libgcc's checks include the OS saving the AVX / AVX-512 registers */
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        level = SL__CPU_AVX2;
+    if (level == SL__CPU_AVX2 && __builtin_cpu_supports("avx512f"))
+        level = SL__CPU_AVX512;
+#endif
+    if (capped >= 0 && (sl__cpu_level)capped < level)
+        level = (sl__cpu_level)capped;
+}
+
+sl__cpu_level sl__cpu_level_get(void)
+{
+    pthread_once(&level_once, find_level);
+    return level;
+}
+
+const char *sl__cpu_level_name(sl__cpu_level l)
+{
+    return l >= SL__CPU_GENERIC && l <= SL__CPU_AVX512 ? level_names[l] : "unknown";
+}
+
+int sl__cpu_level_parse(const char *s)
+{
+    for (int l = SL__CPU_GENERIC; l <= SL__CPU_AVX512; l++)
+        if (strcmp(s, level_names[l]) == 0)
+            return l;
+    return -1;
+}
+
+const char *sl_cpu_path(void)
+{
+    return sl__cpu_level_name(sl__cpu_level_get());
+}
+
+int sl_cpu_path_valid(const char *name)
+{
+    return sl__cpu_level_parse(name) >= 0;
+}
