@@ -29,6 +29,8 @@ sl_dataset *sl_dataset_new(void)
         free(ds);
         return NULL;
     }
+    if (ds)
+        sl_error_samples_options_init(&ds->error_samples);
     return ds;
 }
 
@@ -74,6 +76,7 @@ int sl_dataset_copy(sl_dataset **out, const sl_dataset *src)
         sl__source_retain(ds->source);
     ds->seed = src->seed;
     ds->decode_budget = src->decode_budget;
+    ds->error_samples = src->error_samples;
     ds->schema = src->schema;
     sl_dataset_set_pool_idle_limit(ds, sl__pool_idle_limit(src->pool));
     *out = ds;

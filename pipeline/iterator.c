@@ -149,12 +149,15 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
     it->schema = ds->schema;
     it->pool = ds->pool;
     sl__pool_retain(it->pool);
+    it->bad = ds->error_samples;
     rc = sl__nodes_copy(&it->nodes, ds->nodes, ds->nnodes);
     if (rc == SL_OK) {
         it->nnodes = ds->nnodes;
         it->passes = count_passes(it);
         rc = make_decode_budget(it, ds->decode_budget);
     }
+    if (rc == SL_OK)
+        rc = sl__standins_init(it);
     if (rc == SL_OK) {
         rc = sl__stages_build(it);
     }
@@ -203,6 +206,7 @@ void sl_iterator_free(sl_iterator *it)
     sl__pool_release(it->pool);
     if (it->has_decode_budget)
         sl__byte_budget_destroy(&it->decode_budget);
+    sl__standins_destroy(it);
     free(it);
 }
 
@@ -344,6 +348,12 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
                                   "error (out of memory?)");
             return it->status;
         }
+        /* Bad samples among the chunk's rows are counted and reported
+         * before its rows go out; past the cap, none of them does. */
+        if (chunk->bad && sl__bad_account(it, chunk) != SL_OK) {
+            sl__chunk_free(chunk);
+            return it->status;
+        }
         switch (chunk->kind) {
         case SL__CHUNK_ROWS:
             it->cur = chunk;
@@ -389,4 +399,6 @@ void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out)
     for (size_t s = 0; s < it->nstages; s++)
         out->threads += it->stages[s].nthreads;
     out->consumer_wakeups = sl__queue_pop_wakeups(&it->stages[it->nstages - 1].out);
+    out->samples_skipped = it->samples_skipped;
+    out->samples_replaced = it->samples_replaced;
 }

@@ -58,11 +58,28 @@ typedef struct sl__stage {
         int64_t n;             /* samples per epoch */
         int64_t epoch, pos;
         int prepared, ordered, finished;
+        /* skip: the samples this pass dropped, whose stand-ins end it */
+        sl__bad_record *pending, *pending_tail;
     } src;
     int pulls_source;      /* SL__STAGE_MAP, SL__STAGE_COLLATE: its workers run the source */
+    /* Bad samples (sl_error_samples_options; bad_samples.c). */
+    int per_sample;        /* SL__STAGE_MAP: its maps come before any batch, so a
+                            * failing row is one sample, which may be bad */
+    int pads;              /* SL__STAGE_SEQ, skip: fills the places of the samples the
+                            * map stage before it dropped, at each end of epoch */
     int64_t skip_first;    /* SL__STAGE_SOURCE, SL__STAGE_SEQ: units its chain drops before
                             * its first end of epoch (an iterator started mid-epoch) */
 } sl__stage;
+
+/* The sampler's orders of the two passes whose bad samples last needed a
+ * stand-in (bad_samples.c); made only when bad samples are dealt with. */
+typedef struct sl__standins {
+    pthread_mutex_t lock;
+    int ready;             /* lock made */
+    int64_t epoch[2];      /* -1: empty */
+    int64_t *order[2];
+    int next;              /* the slot to reuse next */
+} sl__standins;
 
 struct sl_iterator {
     sl__source *source;
@@ -92,6 +109,14 @@ struct sl_iterator {
     int64_t epoch_rows_out; /* rows handed out in the current epoch */
     sl__error error;
     uint64_t rows_out;
+    /* Bad samples (bad_samples.c): what to do with them, stand-ins, and the
+     * consumer's counts and cap. */
+    sl_error_samples_options bad;
+    sl__standins standins;
+    int64_t bad_allowed;   /* bad samples one pass may have */
+    int64_t bad_pass;      /* the newest pass a bad sample came from (-1: none yet) */
+    int64_t bad_in_pass;   /* bad samples of it so far */
+    uint64_t samples_skipped, samples_replaced;
 };
 
 /* Whether the iterator is shutting down (threads return when they see it). */
@@ -126,5 +151,39 @@ void *(*sl__stage_main(sl__stage_kind kind))(void *);
 void sl__stage_send_error(sl__stage *st, sl__out *out, const sl__error *err);
 /* Called by each thread of st as it ends; the last one closes st's output. */
 void sl__stage_thread_done(sl__stage *st);
+
+/* --- bad_samples.c --------------------------------------------------------- */
+
+/* 1 when status is a bad sample's error (a data error), 0 for the errors
+ * that always fail the pipeline (no memory, shutdown, threads, timeouts). */
+int sl__is_bad_sample_error(int status);
+/* Sets the cap and, unless bad samples raise, the stand-ins' lock (the
+ * message on failure is in it->error). */
+int sl__standins_init(sl_iterator *it);
+void sl__standins_destroy(sl_iterator *it);
+/* A record of the sample in row that failed with err; NULL without memory. */
+sl__bad_record *sl__bad_record_new(const sl__source *src, const sl__row *row,
+                                   const sl__error *err);
+/* Makes into *out a stand-in for bad (see dataset.h): a sample of its pass,
+ * read and run through the per-sample maps of stages 1 .. upto. Fails, with
+ * the message in err, when none of SL_ERROR_SAMPLES_TRIES draws is good or
+ * on an error that is not a bad sample's. */
+int sl__standin_make(sl_iterator *it, size_t upto, const sl__bad_record *bad, sl__row *out,
+                     sl__error *err);
+/* A map or reading stage's rows one at a time, each read (when the stage
+ * reads) and mapped (when it maps); a bad one is replaced in place or
+ * dropped, and recorded in the chunk. On another error the chunk keeps the
+ * rows before the failing one, as sl__map_apply does. */
+int sl__bad_work_rows(sl__stage *st, sl__chunk *chunk, sl__error *err);
+/* The source thread's read of row failed with why, a bad sample's error:
+ * 1 when row now holds its stand-in, 0 when it was dropped (a stand-in ends
+ * the pass: sl__bad_source_pad), negative on failure (message in err). */
+int sl__bad_source_sample(sl__stage *st, sl__row *row, const sl__error *why, sl__error *err);
+/* Makes into row the stand-in of the first sample dropped this pass and not
+ * yet filled (st->src.pending is not empty). */
+int sl__bad_source_pad(sl__stage *st, sl__row *row, sl__error *err);
+/* Consumer side: counts chunk's records, reports each, and fails the
+ * iterator (its status and message) when a pass exceeds the cap. */
+int sl__bad_account(sl_iterator *it, const sl__chunk *chunk);
 
 #endif

@@ -132,9 +132,14 @@ static int plan_lazy_source(sl_iterator *it)
     int rc;
     if (it->nstages < 2 || it->stages[1].kind == SL__STAGE_SEQ)
         return SL_OK;
-    for (size_t k = 0; k < src->nnodes; k++)
+    for (size_t k = 0; k < src->nnodes; k++) {
         if (sl__seq_node_needs_data(src->nodes[k]))
             return SL_OK;
+        /* Skipping a bad sample must leave whole batches: read before
+         * grouping them (dataset.h). */
+        if (it->bad.mode == SL_ERROR_SAMPLES_SKIP && sl__seq_node_is_batch(src->nodes[k]))
+            return SL_OK;
+    }
     it->lazy_source = 1;
     it->stages[1].reads = 1;
     /* The source thread would only order indices: the workers do it
@@ -157,11 +162,49 @@ static int plan_lazy_source(sl_iterator *it)
     return rc;
 }
 
+/* True when the rows reaching node (at the iterator's index) come from an
+ * endless repeat that no take has bounded since: no end of epoch reaches
+ * it. */
+static int endless_before(const sl_iterator *it, const sl__node *node)
+{
+    int endless = 0;
+    for (const sl__node *n = it->nodes; n < node; n++) {
+        if (n->kind == SL__NODE_REPEAT && n->count < 0)
+            endless = 1;
+        else if (n->kind == SL__NODE_TAKE && n->count >= 0)
+            endless = 0;
+    }
+    return endless;
+}
+
+/* When bad samples are skipped, the sequential stage after each map stage
+ * that may drop samples fills their places at each end of epoch (one is
+ * added after a map that ends the chain), so that an epoch keeps its
+ * length (dataset.h). */
+static int plan_skip(sl_iterator *it)
+{
+    int rc = SL_OK;
+    sl__stage *last = &it->stages[it->nstages - 1];
+    if (last->kind == SL__STAGE_MAP && last->per_sample &&
+        !add_stage(it, SL__STAGE_SEQ, "sequential", 1, last->chunk_rows, &rc))
+        return rc;
+    for (size_t s = 1; s + 1 < it->nstages; s++) {
+        const sl__stage *st = &it->stages[s];
+        if (st->kind != SL__STAGE_MAP || !st->per_sample)
+            continue;
+        SL_ASSERT(it->stages[s + 1].kind == SL__STAGE_SEQ);
+        it->stages[s + 1].pads = !endless_before(it, st->steps[0].node);
+    }
+    return SL_OK;
+}
+
 /* Places every sequential node and the source at the options' start epoch,
  * and has the last stage with sequential nodes drop start_rows units at its
  * chain's end: the stages after it (maps, collation) turn each unit into
  * exactly one row handed out, so the rows handed out begin where they
- * would have after start_rows rows of that epoch. */
+ * would have after start_rows rows of that epoch. (When bad samples are
+ * skipped, a map may drop a row: plan_skip has put a sequential stage after
+ * every such map, so the last one comes after the drops and fills.) */
 static int plan_start(sl_iterator *it)
 {
     int64_t epoch = it->opts.start_epoch;
@@ -192,6 +235,7 @@ int sl__stages_build(sl_iterator *it)
     sl__schema schema;
     sl__stage *seq;     /* the sequential stage nodes go to, or NULL after a parallel one */
     int batched = 0;
+    const int skip = it->bad.mode == SL_ERROR_SAMPLES_SKIP;
     size_t i = 0;
     int rc = SL_OK;
 
@@ -216,8 +260,10 @@ int sl__stages_build(sl_iterator *it)
                     workers = it->nodes[i].workers;
                 i++;
             }
-            /* maps then batch: group before, stack in the map workers */
-            fuse_batch = i < it->nnodes && it->nodes[i].kind == SL__NODE_BATCH;
+            /* maps then batch: group before, stack in the map workers;
+             * not when bad samples are skipped, since the batch must then
+             * be made of the rows left after the map */
+            fuse_batch = i < it->nnodes && it->nodes[i].kind == SL__NODE_BATCH && !skip;
             if (fuse_batch) {
                 if (it->nodes[i].workers > workers)
                     workers = it->nodes[i].workers;
@@ -235,6 +281,7 @@ int sl__stages_build(sl_iterator *it)
             if (!st->steps)
                 return SL_ENOMEM;
             st->nsteps = i - first;
+            st->per_sample = !it->nodes[first].after_batch;
             for (size_t k = first; k < i && rc == SL_OK; k++) {
                 st->steps[k - first].node = &it->nodes[k];
                 st->steps[k - first].salt = it->nodes[k].position;
@@ -288,6 +335,8 @@ int sl__stages_build(sl_iterator *it)
         }
         i++;
     }
+    if (rc == SL_OK && skip)
+        rc = plan_skip(it);
     if (rc == SL_OK)
         rc = plan_lazy_source(it);
     if (rc == SL_OK)
@@ -303,6 +352,7 @@ void sl__stages_free(sl_iterator *it)
         sl__queue_destroy(&st->out);
         if (st->kind == SL__STAGE_SOURCE) {
             sl__out_discard(&st->src.out);
+            sl__bad_records_free(st->src.pending);
             free(st->src.order);
             pthread_mutex_destroy(&st->src.lock);
         }

@@ -1,13 +1,12 @@
-/* nodes.c: output builders, the sequential nodes (shuffle, batch, repeat,
- * take, skip) and the parallel work of map and batch collation. */
+/* nodes.c: output builders and the sequential nodes (shuffle, batch,
+ * repeat, take, skip); the parallel work of map and batch collation is in
+ * map.c. */
 #include "pipeline/nodes.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/rng.h"
-#include "ops/op_impl.h"
 
 /* --- output builder ------------------------------------------------------ */
 
@@ -55,7 +54,7 @@ static int out_send(sl__out *out, sl__chunk *c)
 int sl__out_flush(sl__out *out)
 {
     sl__chunk *c = out->cur;
-    if (!c || c->nrows == 0)
+    if (!c || (c->nrows == 0 && !c->bad))
         return SL_OK;
     out->cur = NULL;
     return out_send(out, c);
@@ -73,6 +72,21 @@ int sl__out_row(sl__out *out, sl__row *row)
     sl__chunk_push_row(out->cur, row);
     if (out->cur->nrows == out->cur->cap || out->cur->nbytes >= out->chunk_bytes)
         return sl__out_flush(out);
+    return SL_OK;
+}
+
+int sl__out_bad(sl__out *out, sl__bad_record *records)
+{
+    if (!records)
+        return SL_OK;
+    if (!out->cur) {
+        out->cur = sl__chunk_new(SL__CHUNK_ROWS, out->chunk_rows);
+        if (!out->cur) {
+            sl__bad_records_free(records);
+            return SL_ENOMEM;
+        }
+    }
+    sl__chunk_add_bad(out->cur, records);
     return SL_OK;
 }
 
@@ -400,6 +414,11 @@ int sl__seq_node_needs_data(const sl__seq_node *node)
     return node->iface == &batch_iface && !((const batch_node *)node)->group_only;
 }
 
+int sl__seq_node_is_batch(const sl__seq_node *node)
+{
+    return node->iface == &batch_iface;
+}
+
 int sl__seq_node_rows_unread(sl__seq_node *node)
 {
     shuffle_node *s = (shuffle_node *)node;
@@ -486,182 +505,4 @@ int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_
         break;
     }
     return SL_EINVAL;
-}
-
-/* --- parallel work ------------------------------------------------------- */
-
-static void name_row(const sl__map_work *w, const sl__node *node, const sl__row *row, char *buf,
-                     size_t len)
-{
-    if (node->after_batch)
-        snprintf(buf, len, "batch %lld of epoch %lld", (long long)row->index,
-                 (long long)row->epoch);
-    else
-        w->source->iface->describe(w->source, row->index, buf, len);
-}
-
-int sl__map_step_plan(sl__map_step *step)
-{
-    const sl__node *node = step->node;
-    step->nops = 0;
-    step->ops = malloc(node->nops * sizeof *step->ops);
-    step->first = malloc(node->nops * sizeof *step->first);
-    if (!step->ops || !step->first)
-        return SL_ENOMEM;
-    for (size_t k = 0; k < node->nops;) {
-        sl_op *fused;
-        size_t used;
-        int rc = sl__op_fuse(node->ops + k, node->nops - k, &fused, &used);
-        if (rc != SL_OK)
-            return rc;
-        step->ops[step->nops] = fused ? fused : sl_op_retain(node->ops[k]);
-        step->first[step->nops] = k;
-        step->nops++;
-        k += used;
-    }
-    return SL_OK;
-}
-
-void sl__map_step_clear(sl__map_step *step)
-{
-    for (size_t k = 0; k < step->nops; k++)
-        sl_op_release(step->ops[k]);
-    free(step->ops);
-    free(step->first);
-    step->ops = NULL;
-    step->first = NULL;
-    step->nops = 0;
-}
-
-/* Asks the CPU to start loading the next row's mapped inputs while this
- * row is transformed: a source such as MNIST hands out views into a large
- * array in shuffled order, so without it every row begins with cache
- * misses. Only the first PREFETCH_BYTES of each column (an MNIST image is
- * 784 bytes); prefetches never fault. */
-#define PREFETCH_BYTES 2048
-static void prefetch_row(const sl__map_work *w, const sl__row *row)
-{
-    for (size_t s = 0; s < w->nsteps; s++) {
-        const sl_tensor *t = row->col[w->steps[s].node->column];
-        size_t n;
-        if (!t)
-            continue;
-        n = t->nbytes < PREFETCH_BYTES ? t->nbytes : PREFETCH_BYTES;
-        for (size_t b = 0; b < n; b += 64)
-            __builtin_prefetch((const char *)t->data + b, 0, 0);
-    }
-}
-
-/* The bytes a Decode took for this row come back once the worker is done
- * with the row, not when the image is freed: by then the ops after the
- * Decode in this map (a Resize, usually) have replaced it, or it leaves the
- * worker in a chunk for a queue whose capacity bounds what waits there.
- * Counting until the image is freed would count rows held downstream (a
- * shuffle buffer, a batch being filled), which need more rows before they
- * let any go: the workers would then wait on them for ever. */
-static void give_back_budget(sl__op_ctx *ctx)
-{
-    if (ctx->budget_held > 0) {
-        sl__byte_budget_give(ctx->budget, ctx->budget_held);
-        ctx->budget_held = 0;
-    }
-}
-
-int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
-                  const atomic_int *stop, sl__error *err)
-{
-    sl__op_ctx ctx;
-    ctx.pool = pool;
-    ctx.err = err;
-    ctx.budget = w->budget;
-    ctx.budget_held = 0;
-    for (size_t r = 0; r < chunk->nrows; r++) {
-        sl__row *row = &chunk->rows[r];
-        if (atomic_load_explicit(stop, memory_order_relaxed))
-            return sl__errf(err, SL_ECLOSED, "map: stopped");
-        if (r + 1 < chunk->nrows)
-            prefetch_row(w, &chunk->rows[r + 1]);
-        for (size_t s = 0; s < w->nsteps; s++) {
-            const sl__map_step *step = &w->steps[s];
-            const sl__node *node = step->node;
-            sl_tensor *t = row->col[node->column];
-            row->col[node->column] = NULL;
-            for (size_t k = 0; k < step->nops; k++) {
-                const sl_op *op = step->ops[k];
-                sl_tensor *next;
-                int rc;
-                if (op->random)
-                    sl__rng_seed(&ctx.rng, w->seed, (uint64_t)row->epoch, (uint64_t)row->index,
-                                 step->salt * 64 + step->first[k]);
-                rc = sl__op_run(op, t, &next, &ctx);
-                if (rc != SL_OK) {
-                    char where[300];
-                    give_back_budget(&ctx);
-                    name_row(w, node, row, where, sizeof where);
-                    sl__err_prefix(err, "map on column '%s', %s: ", node->colname, where);
-                    /* Keep the rows done before this one: they go on
-                     * ahead of the error. */
-                    for (size_t q = r; q < chunk->nrows; q++)
-                        sl__row_clear(&chunk->rows[q]);
-                    chunk->nrows = r;
-                    return rc;
-                }
-                t = next;
-            }
-            row->col[node->column] = t;
-        }
-        give_back_budget(&ctx);
-    }
-    return SL_OK;
-}
-
-int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out, sl_pool *pool,
-                sl__error *err)
-{
-    const sl__schema *schema = w->schema;
-    int64_t n = (int64_t)group->nrows;
-    SL_ASSERT(n > 0);
-    out->index = group->group_index;
-    out->epoch = group->group_epoch;
-    for (size_t c = 0; c < schema->ncols; c++) {
-        const sl_tensor *first = group->rows[0].col[c];
-        int64_t shape[SL_MAX_DIMS];
-        sl_tensor *batch;
-        char *dst;
-        int rc;
-        if (first->ndim >= SL_MAX_DIMS) {
-            sl__row_clear(out);
-            return sl__errf(err, SL_ESHAPE, "batch: column '%s' already has %d dimensions",
-                            schema->names[c], first->ndim);
-        }
-        shape[0] = n;
-        memcpy(shape + 1, first->shape, (size_t)first->ndim * sizeof *shape);
-        for (int64_t r = 1; r < n; r++) {
-            const sl_tensor *t = group->rows[r].col[c];
-            if (t->dtype != first->dtype ||
-                !sl__shape_equal(t->ndim, t->shape, first->ndim, first->shape)) {
-                char a[96], b[96];
-                sl__row_clear(out);
-                return sl__errf(err, SL_ESHAPE,
-                                "batch %lld: row %lld has column '%s' as %s %s but row 0 has %s %s; "
-                                "the rows of a batch must agree (resize them first)",
-                                (long long)group->group_index, (long long)r, schema->names[c],
-                                sl_dtype_name(t->dtype), sl_shape_str(a, sizeof a, t->ndim, t->shape),
-                                sl_dtype_name(first->dtype),
-                                sl_shape_str(b, sizeof b, first->ndim, first->shape));
-            }
-        }
-        rc = sl__tensor_alloc(&batch, pool, first->dtype, first->ndim + 1, shape);
-        if (rc != SL_OK) {
-            sl__row_clear(out);
-            return sl__errf(err, rc, "batch: out of memory for column '%s'", schema->names[c]);
-        }
-        dst = batch->data;
-        for (int64_t r = 0; r < n; r++) {
-            memcpy(dst, group->rows[r].col[c]->data, first->nbytes);
-            dst += first->nbytes;
-        }
-        out->col[c] = batch;
-    }
-    return SL_OK;
 }

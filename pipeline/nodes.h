@@ -6,7 +6,7 @@
  *   by one thread: each node takes a row or an end-of-epoch and passes what
  *   it makes to the next node, the last one to the output builder.
  * - Parallel work (map, batch collation) is a function from chunk to chunk
- *   that several workers apply, each to its own chunk. */
+ *   that several workers apply, each to its own chunk (map.c). */
 #ifndef SLUICE_PIPELINE_NODES_H
 #define SLUICE_PIPELINE_NODES_H
 
@@ -34,8 +34,12 @@ typedef struct sl__out {
 /* Moves row into the builder; pushes a full chunk. SL_ECLOSED when the
  * queue was closed (shutdown), SL_ENOMEM. */
 int sl__out_row(sl__out *out, sl__row *row);
-/* Pushes the rows waiting, if any. */
+/* Pushes the rows waiting, if any (or the bad-sample records alone). */
 int sl__out_flush(sl__out *out);
+/* Adds bad-sample records (a list; ownership moves, freed on failure) to
+ * the rows waiting: they go with them, or alone at the next flush.
+ * SL_ENOMEM. */
+int sl__out_bad(sl__out *out, sl__bad_record *records);
 /* Flushes, then pushes a marker chunk of kind (EOE, EOF). */
 int sl__out_marker(sl__out *out, sl__chunk_kind kind);
 /* Flushes, then pushes chunk as it is (ownership moves; freed on failure). */
@@ -89,6 +93,8 @@ int sl__seq_node_counts_epochs(const sl__seq_node *node);
  * false if it only reorders, drops or groups rows, which then may still be
  * unread (columns NULL, index set). */
 int sl__seq_node_needs_data(const sl__seq_node *node);
+/* True for a batch node (collating or grouping). */
+int sl__seq_node_is_batch(const sl__seq_node *node);
 /* Tells a node, before any row arrives, that its rows will all be unread
  * (so a shuffle keeps indices only). SL_ENOMEM on failure. */
 int sl__seq_node_rows_unread(sl__seq_node *node);
@@ -127,6 +133,11 @@ typedef struct sl__map_work {
  * be delivered ahead of the error. */
 int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
                   const atomic_int *stop, sl__error *err);
+/* Applies the steps to one row (a bad sample's stand-in, or a row mapped
+ * alone so that a failing one can be dealt with). On failure err names the
+ * op and the column, not the sample (the caller does), and the row's
+ * transformed column is released (NULL). */
+int sl__map_apply_row(const sl__map_work *w, sl__row *row, sl_pool *pool, sl__error *err);
 
 typedef struct sl__collate_work {
     const sl__schema *schema; /* columns of the rows being batched */

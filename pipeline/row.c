@@ -19,6 +19,7 @@ sl__chunk *sl__chunk_new(sl__chunk_kind kind, size_t cap)
     c->cap = cap;
     c->nbytes = 0;
     c->next = NULL;
+    c->bad = c->bad_tail = NULL;
     c->group_index = 0;
     c->group_epoch = 0;
     sl__err_clear(&c->error);
@@ -48,7 +49,36 @@ void sl__chunk_free(sl__chunk *chunk)
         return;
     for (size_t i = 0; i < chunk->nrows; i++)
         sl__row_clear(&chunk->rows[i]);
+    sl__bad_records_free(chunk->bad);
     free(chunk);
+}
+
+void sl__bad_records_free(sl__bad_record *list)
+{
+    while (list) {
+        sl__bad_record *next = list->next;
+        free(list);
+        list = next;
+    }
+}
+
+void sl__chunk_add_bad(sl__chunk *chunk, sl__bad_record *record)
+{
+    if (!record)
+        return;
+    if (chunk->bad_tail)
+        chunk->bad_tail->next = record;
+    else
+        chunk->bad = record;
+    while (record->next)
+        record = record->next;
+    chunk->bad_tail = record;
+}
+
+void sl__chunk_move_bad(sl__chunk *dst, sl__chunk *src)
+{
+    sl__chunk_add_bad(dst, src->bad);
+    src->bad = src->bad_tail = NULL;
 }
 
 void sl__chunk_free_item(void *chunk)

@@ -20,6 +20,21 @@ typedef struct sl__row {
                           * will bring, so chunks of unread rows stay small */
 } sl__row;
 
+/* A bad sample that was skipped or replaced (sl_error_samples_options),
+ * on its way to the consumer, which counts and reports it. Records ride
+ * in the chunk that held the sample, in sample order. */
+typedef struct sl__bad_record {
+    struct sl__bad_record *next;
+    int64_t index, epoch;
+    int64_t stand_in;  /* replace: the sample in its place; skip: -1 */
+    int status;
+    int replaced;
+    int pad;           /* skip: still to be filled at the end of the epoch by
+                        * the next sequential stage */
+    char sample[256];  /* the source's name for it */
+    char reason[SL_ERRMSG_LEN];
+} sl__bad_record;
+
 typedef enum sl__chunk_kind {
     SL__CHUNK_ROWS = 0,
     SL__CHUNK_EOE,   /* end of epoch */
@@ -37,6 +52,8 @@ typedef struct sl__chunk {
     sl__error error; /* for SL__CHUNK_ERROR */
     int64_t group_index, group_epoch; /* a batch's rows on their way to collation */
     struct sl__chunk *next; /* in an output builder's list of chunks not yet sent */
+    sl__bad_record *bad, *bad_tail; /* bad samples met among its rows, in order (a
+                                     * chunk of rows may hold none but these) */
     sl__row rows[];  /* cap entries */
 } sl__chunk;
 
@@ -48,6 +65,12 @@ void sl__chunk_free(sl__chunk *chunk);
 void sl__chunk_free_item(void *chunk);
 /* Appends row (its tensors move into the chunk); the chunk must have room. */
 void sl__chunk_push_row(sl__chunk *chunk, sl__row *row);
+/* Appends record, or the list starting at it, to the chunk's records. */
+void sl__chunk_add_bad(sl__chunk *chunk, sl__bad_record *record);
+/* Moves src's records to the end of dst's. */
+void sl__chunk_move_bad(sl__chunk *dst, sl__chunk *src);
+void sl__bad_records_free(sl__bad_record *list);
+
 /* An error chunk carrying a copy of err (NULL on allocation failure). */
 sl__chunk *sl__chunk_error(const sl__error *err);
 

@@ -74,8 +74,24 @@ void sl__source_run(sl__stage *st, int until_sent)
             } else if ((rc = src->iface->read(src, index, &row, it->pool, &st->src.err)) !=
                        SL_OK) {
                 sl__row_clear(&row);
-                goto fail;
+                if (it->bad.mode == SL_ERROR_SAMPLES_RAISE || !sl__is_bad_sample_error(rc))
+                    goto fail;
+                /* A bad sample: replaced (1) or dropped (0), see dataset.h. */
+                sl__err_prefix(&st->src.err, "%s: ", src->iface->kind);
+                rc = sl__bad_source_sample(st, &row, &st->src.err, &st->src.err);
+                if (rc < 0)
+                    goto fail;
+                sl__err_clear(&st->src.err); /* dealt with: the record keeps the message */
+                if (rc == 0)
+                    continue;
             }
+            if ((rc = sl__chain_row(&chain, 0, &row)) != SL_OK)
+                goto chain_failed;
+        } else if (st->src.pending) {
+            /* skip: the stand-ins of the samples dropped this pass end it */
+            sl__row row;
+            if ((rc = sl__bad_source_pad(st, &row, &st->src.err)) != SL_OK)
+                goto fail;
             if ((rc = sl__chain_row(&chain, 0, &row)) != SL_OK)
                 goto chain_failed;
         } else {

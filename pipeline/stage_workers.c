@@ -6,6 +6,7 @@
  * shares: sending an error downstream, closing the output when the last
  * thread ends. */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pipeline/iterator_impl.h"
@@ -56,11 +57,12 @@ static int read_rows(sl__stage *st, sl__chunk *chunk, sl__error *err)
     return SL_OK;
 }
 
-static int work_chunk(sl__stage *st, sl__chunk **chunk, sl__error *err)
+/* Reads (when the stage reads) and maps (when it maps) the rows of in. */
+static int transform(sl__stage *st, sl__chunk *in, sl__error *err)
 {
-    sl__chunk *in = *chunk, *out;
-    sl__row row;
     int rc, read_rc = SL_OK;
+    if (st->it->bad.mode != SL_ERROR_SAMPLES_RAISE && (st->reads || st->per_sample))
+        return sl__bad_work_rows(st, in, err); /* a row at a time, to deal with bad ones */
     if (st->reads) {
         /* On a read error the rows read before it are still mapped, so
          * they can go on ahead of the error. */
@@ -76,9 +78,20 @@ static int work_chunk(sl__stage *st, sl__chunk **chunk, sl__error *err)
             sl__err_copy(err, &map_err);
             return rc;
         }
-        if (read_rc != SL_OK || !st->collate)
-            return read_rc;
     }
+    return read_rc;
+}
+
+static int work_chunk(sl__stage *st, sl__chunk **chunk, sl__error *err)
+{
+    sl__chunk *in = *chunk, *out;
+    sl__row row;
+    int rc;
+    if (in->nrows == 0)
+        return SL_OK; /* only bad-sample records, on their way to the consumer */
+    rc = transform(st, in, err);
+    if (rc != SL_OK || (st->kind == SL__STAGE_MAP && !st->collate) || in->nrows == 0)
+        return rc;
     memset(&row, 0, sizeof row);
     rc = sl__collate(&st->collation, in, &row, st->it->pool, err);
     if (rc != SL_OK)
@@ -89,6 +102,7 @@ static int work_chunk(sl__stage *st, sl__chunk **chunk, sl__error *err)
         return sl__errf(err, SL_ENOMEM, "batch: out of memory");
     }
     sl__chunk_push_row(out, &row);
+    sl__chunk_move_bad(out, in);
     sl__chunk_free(in);
     *chunk = out;
     return SL_OK;
@@ -161,18 +175,83 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* The samples a map stage dropped (skip) whose places a sequential stage
+ * fills at the next end of epoch, oldest first. */
+typedef struct pad_list {
+    sl__bad_record *head, *tail;
+} pad_list;
+
+/* Sends chunk's bad-sample records on with the rows; those of samples the
+ * map stage before dropped, not yet filled, join pads when st fills them. */
+static int take_records(sl__stage *st, sl__chunk *chunk, sl__out *out, pad_list *pads,
+                        sl__error *err)
+{
+    int rc;
+    for (sl__bad_record *rec = chunk->bad; rec; rec = rec->next) {
+        sl__bad_record *copy;
+        if (!rec->pad)
+            continue;
+        rec->pad = 0;
+        if (!st->pads)
+            continue; /* no end of epoch comes: the samples are only dropped */
+        copy = malloc(sizeof *copy);
+        if (!copy)
+            return sl__errf(err, SL_ENOMEM, "%s: out of memory", st->name);
+        *copy = *rec;
+        copy->next = NULL;
+        if (pads->tail)
+            pads->tail->next = copy;
+        else
+            pads->head = copy;
+        pads->tail = copy;
+    }
+    rc = sl__out_bad(out, chunk->bad);
+    chunk->bad = chunk->bad_tail = NULL;
+    if (rc != SL_OK)
+        return sl__errf(err, rc, "%s: out of memory", st->name);
+    return SL_OK;
+}
+
+/* Before an end of epoch: a stand-in for each sample dropped since the
+ * last one, in the order they were dropped (see dataset.h). */
+static int fill_pads(sl__stage *st, sl__chain *chain, pad_list *pads, sl__error *err)
+{
+    size_t upto = (size_t)(st - st->it->stages) - 1; /* the map stage before */
+    while (pads->head) {
+        sl__bad_record *rec = pads->head;
+        sl__row row;
+        int rc;
+        pads->head = rec->next;
+        if (!pads->head)
+            pads->tail = NULL;
+        rc = sl__standin_make(st->it, upto, rec, &row, err);
+        free(rec);
+        if (rc == SL_OK)
+            rc = sl__chain_row(chain, 0, &row);
+        if (rc != SL_OK)
+            return rc;
+    }
+    return SL_OK;
+}
+
 static void *seq_main(void *arg)
 {
     sl__stage *st = arg;
     sl__out out = {.queue = &st->out, .chunk_rows = st->chunk_rows, .chunk_bytes = SL__CHUNK_BYTES};
     sl__error err;
     sl__chain chain = {st->nodes, st->nnodes, &out, st->it->pool, &err, &st->skip_first};
+    pad_list pads = {NULL, NULL};
     sl__err_clear(&err);
     for (;;) {
         sl__chunk *chunk;
         int rc = SL_OK;
         if (sl__queue_pop(st->in, (void **)&chunk, NULL, -1) != SL_OK)
             break;
+        if (chunk->bad && (rc = take_records(st, chunk, &out, &pads, &err)) != SL_OK) {
+            sl__chunk_free(chunk);
+            sl__stage_send_error(st, &out, &err);
+            break;
+        }
         switch (chunk->kind) {
         case SL__CHUNK_ROWS:
             for (size_t r = 0; r < chunk->nrows && rc == SL_OK; r++) {
@@ -185,7 +264,9 @@ static void *seq_main(void *arg)
             break;
         case SL__CHUNK_EOE:
             sl__chunk_free(chunk);
-            rc = sl__chain_eoe(&chain, 0);
+            rc = fill_pads(st, &chain, &pads, &err);
+            if (rc == SL_OK)
+                rc = sl__chain_eoe(&chain, 0);
             break;
         case SL__CHUNK_EOF:
             sl__chunk_free(chunk);
@@ -220,6 +301,7 @@ static void *seq_main(void *arg)
     }
 done:
     sl__out_discard(&out);
+    sl__bad_records_free(pads.head);
     sl__stage_thread_done(st);
     return NULL;
 }

@@ -3,6 +3,7 @@
  * struct is still at its first; then every public struct's init_sized and
  * every function that reads options. */
 #include <check.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -242,6 +243,7 @@ static void init_context(void *o, size_t n) { sl_context_init_sized(o, n); }
 static void init_model(void *o, size_t n) { sl_model_options_init_sized(o, n); }
 static void init_device(void *o, size_t n) { sl_device_options_init_sized(o, n); }
 static void init_train(void *o, size_t n) { sl_train_options_init_sized(o, n); }
+static void init_error_samples(void *o, size_t n) { sl_error_samples_options_init_sized(o, n); }
 
 typedef struct public_struct {
     const char *name;
@@ -260,6 +262,7 @@ static void inline_context(void *o) { sl_context_init(o); }
 static void inline_model(void *o) { sl_model_options_init(o); }
 static void inline_device(void *o) { sl_device_options_init(o); }
 static void inline_train(void *o) { sl_train_options_init(o); }
+static void inline_error_samples(void *o) { sl_error_samples_options_init(o); }
 
 static const public_struct publics[] = {
     {"sl_sampler_options", sizeof(sl_sampler_options), init_sampler, inline_sampler},
@@ -272,6 +275,8 @@ static const public_struct publics[] = {
     {"sl_model_options", sizeof(sl_model_options), init_model, inline_model},
     {"sl_device_options", sizeof(sl_device_options), init_device, inline_device},
     {"sl_train_options", sizeof(sl_train_options), init_train, inline_train},
+    {"sl_error_samples_options", sizeof(sl_error_samples_options), init_error_samples,
+     inline_error_samples},
 };
 
 START_TEST(test_public_init_sized)
@@ -464,6 +469,53 @@ START_TEST(test_iterator_options)
 }
 END_TEST
 
+/* sl_dataset_set_error_samples reads its options by the same rules. */
+START_TEST(test_error_samples_options)
+{
+    buffer buf;
+    sl_error_samples_options *eo = (sl_error_samples_options *)buf.b;
+    sl_dataset *ds = sl_dataset_new();
+    ck_assert_ptr_nonnull(ds);
+    memset(buf.b, 0, sizeof buf.b);
+    eo->mode = SL_ERROR_SAMPLES_SKIP;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds),
+                                 "not initialised with sl_error_samples_options_init"));
+    sl_error_samples_options_init_sized(eo, sizeof(size_t) + 4);
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "older than any"));
+    sl_error_samples_options_init_sized(eo, sizeof *eo + 8);
+    eo->mode = SL_ERROR_SAMPLES_SKIP;
+    buf.b[sizeof *eo] = 1;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "upgrade libsluice"));
+    buf.b[sizeof *eo] = 0;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_OK);
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, NULL), SL_OK);
+    /* values out of range */
+    sl_error_samples_options_init(eo);
+    eo->mode = (sl_error_samples)3;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "mode 3"));
+    eo->mode = SL_ERROR_SAMPLES_SKIP;
+    eo->max_bad_samples = -2;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "max_bad_samples"));
+    eo->max_bad_samples = -1;
+    eo->max_bad_fraction = 1.5;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    eo->max_bad_fraction = NAN;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "max_bad_fraction"));
+    eo->max_bad_fraction = 0.5;
+    eo->unused0 = 1;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
+    eo->unused0 = 0;
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_OK);
+    sl_dataset_free(ds);
+}
+END_TEST
+
 START_TEST(test_network_build_options)
 {
     sl_graph *g = sl_graph_new();
@@ -603,6 +655,7 @@ Suite *make_options_suite(void)
     tcase_add_test(tc, test_dataset_refuses_bad_options);
     tcase_add_test(tc, test_dataset_newer_options);
     tcase_add_test(tc, test_iterator_options);
+    tcase_add_test(tc, test_error_samples_options);
     tcase_add_test(tc, test_network_build_options);
     tcase_add_test(tc, test_executor_options);
     tcase_add_test(tc, test_model_refuses_bad_options);

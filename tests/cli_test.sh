@@ -184,6 +184,15 @@ BAD_IMAGES=$TMP/bad-images
 mkdir -p "$BAD_IMAGES/cat" "$BAD_IMAGES/dog"
 tiny_jpeg >"$BAD_IMAGES/cat/a.jpg"
 echo 'this is not a JPEG' >"$BAD_IMAGES/dog/broken.jpg"
+# Ten good JPEGs and two broken ones among them (samples 2 and 9).
+SOME_BAD=$TMP/some-bad
+mkdir -p "$SOME_BAD/cat" "$SOME_BAD/dog"
+for f in a b c d e; do
+    tiny_jpeg >"$SOME_BAD/cat/$f.jpg"
+    tiny_jpeg >"$SOME_BAD/dog/$f.jpg"
+done
+echo 'not a JPEG' >"$SOME_BAD/cat/bb.jpg"
+echo 'nor this' >"$SOME_BAD/dog/cc.jpg"
 # A class folder whose name is not UTF-8 (Latin-1 "café").
 LATIN1=$TMP/latin1
 mkdir -p "$LATIN1/caf$(byte 233)"
@@ -372,12 +381,42 @@ expect "bench pipeline --decode-max-pixels at the images" 0 stdout '"batches": 5
 run help bench pipeline
 expect "help bench pipeline: --decode-max-pixels" 0 stdout '--decode-max-pixels N'
 
+# Bad samples: skipped or replaced, each reported once (in the first timed
+# run), every batch kept; the cap turns too many into an error.
+run bench pipeline --data "$SOME_BAD" --json --repeats 2 --workers 1,2 --batch 2 \
+    --error-samples skip --max-bad-samples 20%
+expect "bench pipeline --error-samples skip" 0 stdout '"batches": 6, "images": 12' \
+    stdout '"samples_skipped": 2, "samples_replaced": 0, "pool": {.*{"workers": 2' \
+    stderr '^sluice: bench: skipped sample 2 (.*/cat/bb\.jpg): .*not a JPEG' \
+    stderr '^sluice: bench: skipped sample 9 (.*/dog/cc\.jpg): '
+if [ "$(wc -l <"$TMP/err")" -eq 2 ]; then
+    pass "bench pipeline reports each bad sample once"
+else
+    fail "bench pipeline reports each bad sample once"
+fi
+run bench pipeline --data "$SOME_BAD" --repeats 1 --workers 2 --batch 2 --error-samples replace \
+    --max-bad-samples 2
+expect "bench pipeline --error-samples replace" 0 \
+    stdout '^bad samples: 0 skipped, 2 replaced in each run (--error-samples replace)' \
+    stderr '^sluice: bench: replaced sample 2 (.*/cat/bb\.jpg) by sample [0-9]*: '
+run bench pipeline --data "$SOME_BAD" --repeats 1 --workers 2 --batch 2 --error-samples replace \
+    --max-bad-samples 1
+expect "bench pipeline --max-bad-samples exceeded" 1 \
+    stderr '^sluice: bench: too many bad samples: 2 in epoch 0, more than the 1 allowed.*dog/cc\.jpg'
+run bench pipeline --data "$SOME_BAD" --repeats 1 --workers 2 --batch 2
+expect "bench pipeline bad samples raise by default" 1 stderr '^sluice: bench: .*bb\.jpg'
+run help bench pipeline
+expect "help bench pipeline: --error-samples" 0 stdout '--error-samples raise|skip|replace' \
+    stdout '--max-bad-samples N|P%'
+
 for bad in "--workers 0" "--workers 1,,2" "--workers x" "--repeats 0" "--repeats 3x" \
     "--epochs -1" "--rescale 1/0" "--normalize 1,2:3" "--normalize 1:0" "--flip 2" \
     "--resize 0" "--crop 8x" "--batch -1" "--seed 99999999999999999999" "extra" \
     "--shuffle 1" "--batch 16777217" "--decode-max-pixels 0" \
     "--decode-max-pixels 4294967297" "--pool-idle-mb -1" "--pool-idle-mb 1048577" \
-    "--pool-idle-mb 1M"; do
+    "--pool-idle-mb 1M" "--error-samples drop" "--max-bad-samples 1" \
+    "--error-samples skip --max-bad-samples -1" "--error-samples skip --max-bad-samples 101%" \
+    "--error-samples skip --max-bad-samples x%"; do
     # shellcheck disable=SC2086 # word splitting of $bad is the point
     run bench pipeline --data "$MNIST" $bad
     expect "bench pipeline $bad" 2 stderr '^sluice: bench: '
@@ -551,11 +590,18 @@ expect "train --no-eval without a test split" 0 stdout '^trained 1 steps'
 run train --data "$IMAGES"
 expect "train on an ImageFolder" 1 stderr 'holds no MNIST train split'
 for bad in "--epochs 0" "--lr -1" "--lr x" "--mode fast" "--model resnet" "--batch 0" \
-    "--threads 0" "--momentum 1" "--optimizer adam" "--ckpt-steps 5" "extra"; do
+    "--threads 0" "--momentum 1" "--optimizer adam" "--ckpt-steps 5" "extra" \
+    "--error-samples ignore" "--max-bad-samples 3" "--error-samples skip --max-bad-samples 3x"; do
     # shellcheck disable=SC2086 # word splitting of $bad is the point
     run train --data "$MNIST" $bad
     expect "train $bad" 2 stderr '^sluice: train: '
 done
+run train --data "$MNIST" --epochs 1 --error-samples replace --max-bad-samples 0.5%
+expect "train --error-samples replace" 0 stdout '^bad samples: replace, at most 0.5% of an epoch' \
+    stdout '^bad samples: 0 skipped, 0 replaced'
+run help train
+expect "help train: --error-samples" 0 stdout '--error-samples raise|skip|replace' \
+    stdout '--max-bad-samples N|P%'
 run train --data "$MNIST" --batch 200
 expect "train with a batch larger than the data" 1 stderr '^sluice: train: '
 run bench train --no-e2e --steps 3 --repeats 1 --json

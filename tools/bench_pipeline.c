@@ -22,7 +22,8 @@ enum {
     OPT_DATA = 256, OPT_USAGE, OPT_WORKERS, OPT_REPEATS, OPT_EPOCHS, OPT_SEED, OPT_JSON,
     OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_CROP,
     OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
-    OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS, OPT_POOL_IDLE_MB
+    OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS, OPT_POOL_IDLE_MB, OPT_ERROR_SAMPLES,
+    OPT_MAX_BAD_SAMPLES
 };
 
 typedef struct bench_args {
@@ -48,6 +49,7 @@ typedef struct bench_args {
     int no_source_shuffle;
     int64_t num_samples;
     int64_t decode_max_pixels; /* 0: the library's default */
+    cli_error_samples errors;
     int64_t pool_idle_mb; /* -1: the library's default */
 } bench_args;
 
@@ -59,6 +61,7 @@ typedef struct run_result {
     int64_t images;
     int threads;
     double wakeups_per_epoch; /* times the consumer was woken, per epoch */
+    uint64_t skipped, replaced; /* bad samples (--error-samples) */
     sl_pool_stats pool;      /* the dataset's pool as the run ended (counts
                               * since the set's dataset was made) */
 } run_result;
@@ -117,7 +120,9 @@ void cli_bench_pipeline_usage(FILE *f)
           "  --num-samples N     read at most N samples per epoch (0: all)\n"
           "  --decode-max-pixels N  ImageFolder: refuse JPEGs declaring more than N pixels\n"
           "                      (width x height), from the header, before decoding\n"
-          "                      (default 67108864 = 8192x8192; raise it for larger images)\n",
+          "                      (default 67108864 = 8192x8192; raise it for larger images)\n"
+          CLI_ERROR_SAMPLES_HELP
+          "                      (in the first timed run; the others count them only)\n",
           f);
 }
 
@@ -281,6 +286,8 @@ static int parse_option(bench_args *a, int opt, const char *arg)
     case OPT_DECODE_MAX_PIXELS:
         return cli_parse_int64(CMD, "--decode-max-pixels", arg, 1,
                                (int64_t)SL_DECODE_MAX_PIXELS_LIMIT, &a->decode_max_pixels);
+    case OPT_ERROR_SAMPLES: return cli_parse_error_samples(CMD, arg, &a->errors);
+    case OPT_MAX_BAD_SAMPLES: return cli_parse_max_bad_samples(CMD, arg, &a->errors);
     case OPT_POOL_IDLE_MB:
         return cli_parse_int64(CMD, "--pool-idle-mb", arg, 0, CLI_MAX_POOL_IDLE_MB,
                                &a->pool_idle_mb);
@@ -312,6 +319,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
         {"no-source-shuffle", no_argument, NULL, OPT_NO_SOURCE_SHUFFLE},
         {"num-samples", required_argument, NULL, OPT_NUM_SAMPLES},
         {"decode-max-pixels", required_argument, NULL, OPT_DECODE_MAX_PIXELS},
+        {"error-samples", required_argument, NULL, OPT_ERROR_SAMPLES},
+        {"max-bad-samples", required_argument, NULL, OPT_MAX_BAD_SAMPLES},
         {"pool-idle-mb", required_argument, NULL, OPT_POOL_IDLE_MB},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -326,6 +335,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     a->nworkers = 2;
     a->repeats = 3;
     a->epochs = 1;
+    cli_error_samples_default(&a->errors);
     a->pool_idle_mb = -1;
 
     optind = 0; /* GNU: restart scanning on this new argv */
@@ -346,6 +356,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
         cli_error(CMD, "unexpected argument '%s' (see --help)", argv[optind]);
         return CLI_EXIT_USAGE;
     }
+    if (cli_check_error_samples(CMD, &a->errors) != 0)
+        return CLI_EXIT_USAGE;
     return CLI_EXIT_OK;
 }
 
@@ -369,6 +381,7 @@ static void make_pipeline(const bench_args *a, cli_kind kind, cli_pipeline *p)
         p->source_shuffle = 0;
     p->num_samples = a->num_samples;
     p->decode_max_pixels = (uint64_t)a->decode_max_pixels;
+    p->errors = a->errors;
     p->seed = (uint64_t)a->seed;
     p->pool_idle_mb = a->pool_idle_mb;
 }
@@ -461,6 +474,8 @@ static int timed_run(sl_dataset *ds, int64_t epochs, int batched, run_result *r)
     sl_iterator_free(it);
 
     r->threads = stats.threads;
+    r->skipped = stats.samples_skipped;
+    r->replaced = stats.samples_replaced;
     r->pool = stats.pool;
     r->wakeups_per_epoch = (double)stats.consumer_wakeups / (double)epochs;
     r->first_batch_ms = (t_first >= 0 ? t_first : t_end) - t0;
@@ -544,6 +559,8 @@ static int run_sets(const bench_args *a, const cli_pipeline *p, worker_set *sets
         for (size_t w = 0; w < a->nworkers && rc == SL_OK; w++) {
             if (tty)
                 progress(sets[w].workers, i + 1, a->repeats);
+            /* Bad samples are reported once: in the first timed run. */
+            p->report->quiet = i > 0 || w > 0;
             rc = timed_run(ds[w], a->epochs, p->batch > 0, &sets[w].runs[i]);
             if (rc == SL_OK && sets[w].runs[i].batches == 0) {
                 no_rows_error(p, ds[w]);
@@ -746,6 +763,11 @@ static void print_text(const bench_args *a, const char *kind, const char *descri
     printf("\n(images/s, first batch ms and wakeups/epoch are medians over the runs;\n"
            "threads is what the pipeline runs, and wakeups/epoch how often the consumer\n"
            "slept waiting for a batch and was woken, as reported by the iterator)\n");
+    if (a->errors.mode != SL_ERROR_SAMPLES_RAISE)
+        printf("bad samples: %" PRIu64 " skipped, %" PRIu64 " replaced in each run (--error-samples "
+               "%s)\n",
+               sets[0].runs[0].skipped, sets[0].runs[0].replaced,
+               a->errors.mode == SL_ERROR_SAMPLES_SKIP ? "skip" : "replace");
     print_pool_text(a, sets);
     printf("peak RSS: %.1f MB\n", (double)peak_rss_bytes() / (1024.0 * 1024.0));
     if (machine > 0)
@@ -774,9 +796,11 @@ static void print_json(const bench_args *a, const char *kind, const char *descri
         for (int64_t i = 0; i < a->repeats; i++)
             printf("%s%.3f", i ? ", " : "", s->runs[i].images_per_s);
         printf("], \"first_batch_ms\": %.3f, \"batches\": %" PRId64 ", \"images\": %" PRId64
-               ", \"consumer_wakeups_per_epoch\": %.1f, \"load_ms\": %.3f, \"pool\": ",
+               ", \"consumer_wakeups_per_epoch\": %.1f, \"load_ms\": %.3f, \"samples_skipped\": "
+               "%" PRIu64 ", \"samples_replaced\": %" PRIu64 ", \"pool\": ",
                median_of(s->runs, a->repeats, 1), s->runs[0].batches, s->runs[0].images,
-               median_of(s->runs, a->repeats, 2), s->load_ms);
+               median_of(s->runs, a->repeats, 2), s->load_ms, s->runs[0].skipped,
+               s->runs[0].replaced);
         cli_pool_json(stdout, &s->runs[a->repeats - 1].pool);
         printf("}");
     }
@@ -794,6 +818,7 @@ int cli_bench_pipeline_main(int argc, char **argv)
     bench_args a;
     cli_kind kind;
     cli_pipeline p;
+    cli_bad_report report = {CMD, 1, 0, 0};
     worker_set sets[MAX_WORKER_SETS];
     sl_dataset *datasets[MAX_WORKER_SETS] = {NULL};
     double machine;
@@ -822,6 +847,7 @@ int cli_bench_pipeline_main(int argc, char **argv)
     }
     kind_name = kind == CLI_KIND_MNIST ? "mnist" : "image_folder";
     make_pipeline(&a, kind, &p);
+    p.report = &report; /* quiet until the first timed run */
 
     /* One block for every run of every worker count. */
     runs = calloc(a.nworkers * (size_t)a.repeats, sizeof *runs);

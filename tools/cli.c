@@ -472,6 +472,7 @@ void cli_pipeline_default(cli_pipeline *p, const char *dir, cli_kind kind,
     p->pool_idle_mb = -1;
     p->batch = 32;
     p->drop_remainder = 1;
+    cli_error_samples_default(&p->errors);
 
     if (kind == CLI_KIND_MNIST) {
         /* The seeds' LeNet preprocessing, op for op. */
@@ -652,6 +653,10 @@ int cli_pipeline_source(const char *cmd, const cli_pipeline *p, int workers, sl_
         return rc;
     }
     sl_dataset_set_seed(ds, p->seed);
+    if ((rc = cli_set_error_samples(cmd, &p->errors, p->report, ds)) != SL_OK) {
+        sl_dataset_free(ds);
+        return rc;
+    }
     if (p->pool_idle_mb >= 0)
         sl_dataset_set_pool_idle_limit(ds, (size_t)p->pool_idle_mb << 20);
     *out = ds;

@@ -90,6 +90,49 @@ const char *cli_usage_name(sl_mnist_usage usage);
 /* "(28, 28, 1)" with unknown (-1) sizes shown as "?". Returns buf. */
 char *cli_spec_shape_str(char *buf, size_t len, const sl_tensor_spec *spec);
 
+/* --- bad samples (cli_bad_samples.c) --------------------------------- */
+
+/* --error-samples and --max-bad-samples, as given. */
+typedef struct cli_error_samples {
+    sl_error_samples mode;  /* default raise */
+    int64_t max_count;      /* >= 0, or -1: max_fraction applies (the default) */
+    double max_fraction;    /* default 0.01 */
+    int cap_given;          /* --max-bad-samples was given */
+} cli_error_samples;
+
+/* Where bad samples are reported: "sluice: <cmd>: skipped sample ..." lines
+ * on stderr, unless quiet (a benchmark's repeated runs). */
+typedef struct cli_bad_report {
+    const char *cmd;
+    int quiet;
+    int64_t skipped, replaced; /* counted, quiet or not */
+} cli_bad_report;
+
+/* The help of both options, for the commands' usage texts. */
+#define CLI_ERROR_SAMPLES_HELP \
+    "  --error-samples raise|skip|replace  what a bad sample (a JPEG that does not\n" \
+    "                      decode, a file that cannot be read, a map failing on it)\n" \
+    "                      does: raise (default) fails the run; skip drops it and a\n" \
+    "                      stand-in ends its epoch; replace puts a stand-in in its\n" \
+    "                      place. Stand-ins are other samples of the epoch, chosen\n" \
+    "                      from the seed, so epochs (and every shard) keep their\n" \
+    "                      steps. Each one is reported on stderr\n" \
+    "  --max-bad-samples N|P%  with skip or replace, fail once more than N samples\n" \
+    "                      (or P% of the samples) of one epoch are bad (default 1%:\n" \
+    "                      a few broken files pass, a folder of them fails early)\n"
+
+void cli_error_samples_default(cli_error_samples *e);
+/* "raise", "skip" or "replace"; -1 with a message otherwise. */
+int cli_parse_error_samples(const char *cmd, const char *s, cli_error_samples *e);
+/* "N" (>= 0) or "P%" (0 <= P <= 100); -1 with a message otherwise. */
+int cli_parse_max_bad_samples(const char *cmd, const char *s, cli_error_samples *e);
+/* After parsing: -1 with a message for a cap given with raise. */
+int cli_check_error_samples(const char *cmd, const cli_error_samples *e);
+/* Sets e on ds; report (NULL: none) must outlive its iterators. Prints the
+ * library's message and returns the status on failure. */
+int cli_set_error_samples(const char *cmd, const cli_error_samples *e, cli_bad_report *report,
+                          sl_dataset *ds);
+
 /* --- pipelines ------------------------------------------------------- */
 
 /* One image op as given on the command line (or by a default pipeline). */
@@ -131,6 +174,8 @@ typedef struct cli_pipeline {
     int64_t num_samples;     /* sampler num_samples; 0: all */
     uint64_t seed;           /* sampler seed and dataset seed */
     uint64_t decode_max_pixels; /* ImageFolder decode limit; 0: the library's default */
+    cli_error_samples errors; /* what bad samples do (default raise) */
+    cli_bad_report *report;  /* where they are reported (NULL: nowhere) */
     int64_t pool_idle_mb;    /* the dataset's pool idle limit in MiB; -1: the library's */
 } cli_pipeline;
 

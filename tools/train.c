@@ -16,7 +16,8 @@ enum {
     OPT_OPTIMIZER, OPT_SEED, OPT_WORKERS, OPT_THREADS, OPT_BLAS_THREADS, OPT_SAVE,
     OPT_LOAD, OPT_RESUME, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_CKPT_DIR,
     OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
-    OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_POOL_IDLE_MB
+    OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_POOL_IDLE_MB,
+    OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES
 };
 
 /* Options both commands share, and train's own. */
@@ -38,6 +39,8 @@ typedef struct train_args {
     int64_t ckpt_keep;
     int time_monitor;
     int json;
+    cli_error_samples errors; /* for the train split */
+    cli_bad_report report;
 } train_args;
 
 void cli_train_usage(FILE *f)
@@ -83,6 +86,8 @@ void cli_train_usage(FILE *f)
           "  --queue-capacity N  batches the device queue holds (default 4)\n"
           "  --getnext-timeout S fail when GetNext waits S seconds for a batch, naming\n"
           "                      what starves the queue (default 300; 0: wait for ever)\n"
+          CLI_ERROR_SAMPLES_HELP
+          "                      (in the train split; evaluation fails on one)\n"
           "  --log-every N       a loss line every N steps (default: each epoch's last)\n"
           "  --time              TimeMonitor lines at each epoch's end\n"
           "  --max-steps N       stop after N steps in all (default: no limit)\n"
@@ -256,6 +261,8 @@ static int parse_option(train_args *a, int opt, const char *arg)
     case OPT_CKPT_STEPS:
         return cli_parse_int64(cmd, "--ckpt-steps", arg, 1, INT64_MAX, &a->ckpt_steps);
     case OPT_CKPT_KEEP: return cli_parse_int64(cmd, "--ckpt-keep", arg, 0, 100000, &a->ckpt_keep);
+    case OPT_ERROR_SAMPLES: return cli_parse_error_samples(cmd, arg, &a->errors);
+    case OPT_MAX_BAD_SAMPLES: return cli_parse_max_bad_samples(cmd, arg, &a->errors);
     case OPT_TIME: a->time_monitor = 1; return 0;
     case OPT_JSON: a->json = 1; return 0;
     }
@@ -286,6 +293,8 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"device", required_argument, NULL, OPT_DEVICE},
         {"queue-capacity", required_argument, NULL, OPT_QUEUE_CAPACITY},
         {"getnext-timeout", required_argument, NULL, OPT_GETNEXT_TIMEOUT},
+        {"error-samples", required_argument, NULL, OPT_ERROR_SAMPLES},
+        {"max-bad-samples", required_argument, NULL, OPT_MAX_BAD_SAMPLES},
         {"save", required_argument, NULL, OPT_SAVE},
         {"load", required_argument, NULL, OPT_LOAD},
         {"resume", required_argument, NULL, OPT_RESUME},
@@ -327,6 +336,8 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
     a->data = CLI_DEFAULT_DATA;
     a->epochs = 1;
     a->ckpt_keep = 5;
+    cli_error_samples_default(&a->errors);
+    a->report.cmd = a->cmd;
     a->pool_idle_mb = -1;
 
     optind = 0;
@@ -360,6 +371,8 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
         cli_error(a->cmd, "--ckpt-steps and --ckpt-keep need --ckpt-dir");
         return CLI_EXIT_USAGE;
     }
+    if (cli_check_error_samples(a->cmd, &a->errors) != 0)
+        return CLI_EXIT_USAGE;
     if (a->model.optimizer == SL_OPTIMIZER_MOMENTUM && !(a->model.momentum < 1.0f)) {
         cli_error(a->cmd, "--momentum must be < 1");
         return CLI_EXIT_USAGE;
@@ -373,7 +386,7 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
 }
 
 /* The seeds' pipeline over one split of the MNIST folder. */
-static int make_dataset(const train_args *a, sl_mnist_usage usage, sl_dataset **out)
+static int make_dataset(train_args *a, sl_mnist_usage usage, sl_dataset **out)
 {
     cli_pipeline p;
     int splits = cli_mnist_splits(a->data);
@@ -399,6 +412,9 @@ static int make_dataset(const train_args *a, sl_mnist_usage usage, sl_dataset **
         p.drop_remainder = 0;
         p.shuffle = 0;
         p.source_shuffle = 0;
+    } else {
+        p.errors = a->errors;
+        p.report = &a->report;
     }
     return cli_pipeline_build(a->cmd, &p, (int)a->workers, out) == SL_OK ? 0 : -1;
 }
@@ -553,6 +569,14 @@ int cli_train_main(int argc, char **argv)
         b.transfer_threads = a.train.dataset_sink_mode ? 1 : 0;
         sl_thread_budget_format(&b, line, sizeof line);
         printf("thread budget: %s; seed %" PRIu64 "\n", line, a.model.seed);
+        if (a.errors.mode != SL_ERROR_SAMPLES_RAISE) {
+            printf("bad samples: %s, ",
+                   a.errors.mode == SL_ERROR_SAMPLES_SKIP ? "skip" : "replace");
+            if (a.errors.max_count >= 0)
+                printf("at most %" PRId64 " in an epoch\n", a.errors.max_count);
+            else
+                printf("at most %g%% of an epoch\n", a.errors.max_fraction * 100.0);
+        }
         fflush(stdout);
     }
     memset(&prog, 0, sizeof prog);
@@ -600,6 +624,9 @@ int cli_train_main(int argc, char **argv)
         exit_code = CLI_EXIT_FAIL;
         goto out;
     }
+    if (!a.json && a.errors.mode != SL_ERROR_SAMPLES_RAISE)
+        printf("bad samples: %" PRId64 " skipped, %" PRId64 " replaced\n", a.report.skipped,
+               a.report.replaced);
     if (!a.json)
         printf("trained %" PRId64 " steps in %.1f s (%.0f samples/s)\n",
                sl_model_global_step(model) - start_step, train_ms / 1e3,
@@ -623,6 +650,9 @@ int cli_train_main(int argc, char **argv)
                sl_model_global_step(model) - start_step, train_ms / 1e3,
                (double)(sl_model_global_step(model) - start_step) *
                    (double)a.model.network.batch / (train_ms / 1e3));
+        if (a.errors.mode != SL_ERROR_SAMPLES_RAISE)
+            printf(", \"samples_skipped\": %" PRId64 ", \"samples_replaced\": %" PRId64,
+                   a.report.skipped, a.report.replaced);
         if (!a.no_eval)
             printf(", \"test_samples\": %" PRId64 ", \"test_accuracy\": %.6f, \"test_loss\": %.6f",
                    metrics.samples, metrics.accuracy, metrics.loss);

@@ -58,6 +58,8 @@ typedef struct sl_iterator_stats {
                                 * woken; about one per wait when nothing polls */
     sl_pool_stats pool;     /* the buffer pool's, which the dataset's iterators share
                              * (so its counts include earlier iterators') */
+    uint64_t samples_skipped;  /* bad samples dropped so far (sl_error_samples_options) */
+    uint64_t samples_replaced; /* bad samples a stand-in replaced so far */
 } sl_iterator_stats;
 
 /* The _sized function writes at most size bytes (for bindings); C callers

@@ -386,6 +386,28 @@ static PyObject *dataset_set_decode_budget(PyObject *o, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *dataset_set_error_samples(PyObject *o, PyObject *args)
+{
+    slpy_dataset *self = (slpy_dataset *)o;
+    sl_error_samples_options opts;
+    long long max_count;
+    double max_fraction;
+    int mode, rc;
+    char msg[1024];
+    PyThreadState *ts;
+    if (!PyArg_ParseTuple(args, "iLd:set_error_samples", &mode, &max_count, &max_fraction))
+        return NULL;
+    sl_error_samples_options_init(&opts);
+    opts.mode = (sl_error_samples)mode;
+    opts.max_bad_samples = max_count;
+    opts.max_bad_fraction = max_fraction;
+    ts = begin_call(self);
+    rc = sl_dataset_set_error_samples(self->ds, &opts);
+    keep_error(self, msg, sizeof msg);
+    end_call(self, ts);
+    return done(rc, msg);
+}
+
 /* --- what a dataset holds -------------------------------------------------------------------- */
 
 static PyObject *dataset_get_dataset_size(PyObject *o, PyObject *unused)
@@ -519,6 +541,9 @@ static PyMethodDef dataset_methods[] = {
     {"skip", dataset_skip, METH_VARARGS, "skip(n)"},
     {"set_seed", dataset_set_seed, METH_O, "set_seed(seed)"},
     {"set_decode_budget", dataset_set_decode_budget, METH_O, "set_decode_budget(bytes)"},
+    {"set_error_samples", dataset_set_error_samples, METH_VARARGS,
+     "set_error_samples(mode, max_bad_samples, max_bad_fraction): mode 0 raise, 1 skip, "
+     "2 replace"},
     {"get_dataset_size", dataset_get_dataset_size, METH_NOARGS,
      "get_dataset_size() -> int (-1: endless)"},
     {"column_names", dataset_column_names, METH_NOARGS, "column_names() -> list of str"},

@@ -40,6 +40,9 @@ typedef struct slpy_iterator {
     int ended;                 /* every epoch delivered, or closed */
     int error_status;          /* sticky pipeline error, 0 if none */
     char *error_msg;
+    /* Bad samples dealt with: kept when the pipeline stops, so that they
+     * can be read after the last epoch (guarded by `lock`). */
+    unsigned long long samples_skipped, samples_replaced;
     PyObject *weakrefs;
 } slpy_iterator;
 
@@ -53,6 +56,12 @@ static void stop_pipeline(slpy_iterator *self)
     it = self->it;
     self->it = NULL;
     PyThread_release_lock(self->state);
+    if (it) {
+        sl_iterator_stats s;
+        sl_iterator_get_stats(it, &s);
+        self->samples_skipped = s.samples_skipped;
+        self->samples_replaced = s.samples_replaced;
+    }
     sl_iterator_free(it);
 }
 
@@ -108,6 +117,7 @@ PyObject *slpy_iterator_new(slpy_dataset *ds, PyObject *args, PyObject *kwargs)
     self->ended = 0;
     self->error_status = 0;
     self->error_msg = NULL;
+    self->samples_skipped = self->samples_replaced = 0;
     self->weakrefs = NULL;
     if (!self->lock || !self->state) {
         Py_DECREF(self);
@@ -398,15 +408,21 @@ static PyObject *iterator_get_stats(PyObject *o, PyObject *unused)
     ts = PyEval_SaveThread();
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
     running = self->it != NULL;
-    if (running)
+    if (running) {
         sl_iterator_get_stats(self->it, &s);
+    } else {
+        s.samples_skipped = self->samples_skipped;
+        s.samples_replaced = self->samples_replaced;
+    }
     PyThread_release_lock(self->lock);
     PyEval_RestoreThread(ts);
-    return Py_BuildValue("{s:O,s:d,s:K,s:n,s:i,s:K}", "running", running ? Py_True : Py_False,
-                         "source_load_ms", s.source_load_ms, "rows_out",
-                         (unsigned long long)s.rows_out, "pool_bytes", (Py_ssize_t)s.pool_bytes,
-                         "threads", s.threads, "consumer_wakeups",
-                         (unsigned long long)s.consumer_wakeups);
+    return Py_BuildValue("{s:O,s:d,s:K,s:n,s:i,s:K,s:K,s:K}", "running",
+                         running ? Py_True : Py_False, "source_load_ms", s.source_load_ms,
+                         "rows_out", (unsigned long long)s.rows_out, "pool_bytes",
+                         (Py_ssize_t)s.pool_bytes, "threads", s.threads, "consumer_wakeups",
+                         (unsigned long long)s.consumer_wakeups, "samples_skipped",
+                         (unsigned long long)s.samples_skipped, "samples_replaced",
+                         (unsigned long long)s.samples_replaced);
 }
 
 static PyObject *iterator_iter(PyObject *o)
@@ -422,7 +438,8 @@ static PyMethodDef iterator_methods[] = {
      "finish_epoch(): drops the rest of the current epoch, so the next pass begins a new one."},
     {"get_stats", iterator_get_stats, METH_NOARGS,
      "get_stats() -> dict: running, source_load_ms, rows_out, pool_bytes, threads,\n"
-     "consumer_wakeups (zeros once the pipeline is stopped)."},
+     "consumer_wakeups (zeros once the pipeline is stopped), samples_skipped,\n"
+     "samples_replaced (bad samples, still there once it stopped)."},
     {"__enter__", iterator_enter, METH_NOARGS, NULL},
     {"__exit__", iterator_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},

@@ -259,8 +259,10 @@ static int pyfunc_call(void *user, const sl_tensor *in, sl_tensor **out, uint64_
     res = arg ? PyObject_CallOneArg((PyObject *)user, arg) : NULL;
     Py_XDECREF(arg);
     if (!res) {
+        /* A MemoryError fails the pipeline even when bad samples are
+         * skipped or replaced; any other exception is the sample's. */
+        rc = PyErr_ExceptionMatches(PyExc_MemoryError) ? SL_ENOMEM : SL_EINVAL;
         exception_text(errbuf, errlen);
-        rc = SL_EINVAL;
     } else if (PyObject_TypeCheck(res, &slpy_tensor_type)) {
         *out = sl_tensor_retain(((slpy_tensor *)res)->t);
     } else if (slpy_tensor_from_buffer(res, out, errbuf, errlen) < 0) {

@@ -225,6 +225,34 @@ class Dataset:
             raise ValueError(f"set_decode_budget: nbytes must be >= 0, got {nbytes}")
         return self._with("set_decode_budget", nbytes)
 
+    _ERROR_SAMPLES = {"raise": 0, "skip": 1, "replace": 2}
+
+    def set_error_samples(self, mode, max_bad_samples=-1, max_bad_fraction=0.01):
+        """A new dataset whose iterators deal with bad samples (a read or a map
+        before any batch failing with a data error: a corrupt JPEG, one over
+        the decode limit, a wrong shape, a Python operation's exception) as
+        ``mode`` says:
+
+        - ``"raise"`` (the default): RuntimeError, after the rows before it;
+        - ``"skip"``: it is dropped, and the epoch ends with a stand-in for
+          it, so every epoch (and every shard) keeps its length;
+        - ``"replace"``: a stand-in takes its place.
+
+        A stand-in is another sample of the same epoch and shard, chosen
+        from the seed, the epoch and the bad sample alone: the rows are the
+        same whatever the number of workers. Once more than
+        ``max_bad_samples`` (>= 0) samples of one epoch are bad, or, when it
+        is -1, more than ``max_bad_fraction`` (in [0, 1], default 1%) of the
+        epoch's samples, iterating raises RuntimeError naming the count and
+        the last one. The iterator's ``get_stats()`` counts them
+        (``samples_skipped``, ``samples_replaced``)."""
+        if mode not in self._ERROR_SAMPLES:
+            raise ValueError(f"set_error_samples: mode must be 'raise', 'skip' or 'replace', "
+                             f"got {mode!r}")
+        return self._with("set_error_samples", self._ERROR_SAMPLES[mode],
+                          _int(max_bad_samples, "set_error_samples: max_bad_samples"),
+                          float(max_bad_fraction))
+
     # --- what it holds ---------------------------------------------------------
 
     def get_dataset_size(self):
