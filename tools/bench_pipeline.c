@@ -11,10 +11,11 @@
 
 #include "sluice/sluice.h"
 #include "cli.h"
+#include "bench_pipeline.h"
 
 /* Library messages are printed as "sluice: bench: <message>". */
 #define CMD "bench"
-#define MAX_WORKER_SETS 16
+#define MAX_WORKER_SETS CLI_BENCH_PIPELINE_MAX_WORKER_SETS
 #define DESCRIBE_LEN 16384
 
 /* Long-only options get codes outside the char range. */
@@ -24,31 +25,6 @@ enum {
     OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
     OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS
 };
-
-typedef struct bench_args {
-    const char *data;
-    int usage_given;
-    sl_mnist_usage usage;
-    int64_t workers[MAX_WORKER_SETS];
-    size_t nworkers;
-    int64_t repeats;
-    int64_t epochs;
-    int64_t seed;
-    int json;
-    /* Pipeline overrides; the *_given flags say which defaults to replace. */
-    int ops_given;       /* any op option: the command line's ops replace the defaults */
-    int label_int32;
-    cli_step steps[CLI_MAX_STEPS];
-    size_t nsteps;
-    int shuffle_given;
-    int64_t shuffle;
-    int batch_given;
-    int64_t batch;
-    int keep_remainder;
-    int no_source_shuffle;
-    int64_t num_samples;
-    int64_t decode_max_pixels; /* 0: the library's default */
-} bench_args;
 
 /* One timed run: one fresh iterator, `epochs` full epochs. */
 typedef struct run_result {
@@ -117,7 +93,7 @@ void cli_bench_pipeline_usage(FILE *f)
 
 /* --- parsing --------------------------------------------------------- */
 
-static int add_step(bench_args *a, const cli_step *s)
+static int add_step(cli_bench_pipeline_args *a, const cli_step *s)
 {
     if (a->nsteps == CLI_MAX_STEPS) {
         cli_error(CMD, "more than %d ops", CLI_MAX_STEPS);
@@ -128,7 +104,7 @@ static int add_step(bench_args *a, const cli_step *s)
     return 0;
 }
 
-static int parse_rescale(bench_args *a, const char *arg)
+static int parse_rescale(cli_bench_pipeline_args *a, const char *arg)
 {
     double v[2];
     size_t n = 0;
@@ -143,7 +119,7 @@ static int parse_rescale(bench_args *a, const char *arg)
     return add_step(a, &s);
 }
 
-static int parse_normalize(bench_args *a, const char *arg)
+static int parse_normalize(cli_bench_pipeline_args *a, const char *arg)
 {
     const char *colon = strchr(arg, ':');
     char means[256];
@@ -177,7 +153,7 @@ static int parse_normalize(bench_args *a, const char *arg)
     return add_step(a, &s);
 }
 
-static int parse_crop(bench_args *a, const char *arg)
+static int parse_crop(cli_bench_pipeline_args *a, const char *arg)
 {
     const char *comma = strchr(arg, ',');
     char size[64];
@@ -200,7 +176,7 @@ static int parse_crop(bench_args *a, const char *arg)
     return add_step(a, &s);
 }
 
-static int parse_simple_step(bench_args *a, int opt, const char *arg)
+static int parse_simple_step(cli_bench_pipeline_args *a, int opt, const char *arg)
 {
     cli_step s;
 
@@ -230,7 +206,7 @@ static int parse_simple_step(bench_args *a, int opt, const char *arg)
 }
 
 /* Handles one option; 0 ok, -1 usage error (already printed). */
-static int parse_option(bench_args *a, int opt, const char *arg)
+static int parse_option(cli_bench_pipeline_args *a, int opt, const char *arg)
 {
     switch (opt) {
     case OPT_DATA: a->data = arg; return 0;
@@ -279,8 +255,7 @@ static int parse_option(bench_args *a, int opt, const char *arg)
     return -1;
 }
 
-/* CLI_EXIT_OK, CLI_EXIT_USAGE, or -1 after --help. */
-static int parse_args(int argc, char **argv, bench_args *a)
+int cli_bench_pipeline_parse(int argc, char **argv, cli_bench_pipeline_args *a)
 {
     static const struct option longopts[] = {
         {"data", required_argument, NULL, OPT_DATA},
@@ -338,8 +313,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     return CLI_EXIT_OK;
 }
 
-/* The pipeline: the kind's default, then the command line's changes. */
-static void make_pipeline(const bench_args *a, cli_kind kind, cli_pipeline *p)
+void cli_bench_pipeline_make(const cli_bench_pipeline_args *a, cli_kind kind, cli_pipeline *p)
 {
     cli_pipeline_default(p, a->data, kind, a->usage);
     if (a->ops_given) {
@@ -485,7 +459,7 @@ static void no_rows_error(const cli_pipeline *p, const sl_dataset *ds)
 
 /* Builds one dataset per worker count into ds[]. MNIST sets share one
  * source (sl_dataset_copy), so its pixels are read once and held once. */
-static int build_sets(const bench_args *a, const cli_pipeline *p, const worker_set *sets,
+static int build_sets(const cli_bench_pipeline_args *a, const cli_pipeline *p, const worker_set *sets,
                       sl_dataset **ds)
 {
     sl_dataset *base = NULL;
@@ -516,7 +490,7 @@ static int build_sets(const bench_args *a, const cli_pipeline *p, const worker_s
 /* Warms every set up, then runs them in turn, `repeats` rounds: a slow
  * spell of the machine then touches every worker count alike, which keeps
  * their ratio honest. */
-static int run_sets(const bench_args *a, const cli_pipeline *p, worker_set *sets,
+static int run_sets(const cli_bench_pipeline_args *a, const cli_pipeline *p, worker_set *sets,
                     sl_dataset **ds)
 {
     const int tty = cli_stderr_is_tty();
@@ -660,7 +634,7 @@ static long long peak_rss_bytes(void)
 }
 
 /* The largest worker count of the runs, the one the machine is probed at. */
-static int max_workers(const bench_args *a)
+static int max_workers(const cli_bench_pipeline_args *a)
 {
     int64_t m = 1;
     for (size_t w = 0; w < a->nworkers; w++)
@@ -669,7 +643,7 @@ static int max_workers(const bench_args *a)
     return (int)m;
 }
 
-static void print_text(const bench_args *a, const char *kind, const char *describe,
+static void print_text(const cli_bench_pipeline_args *a, const char *kind, const char *describe,
                        const worker_set *sets, double machine)
 {
     const char *line = describe;
@@ -722,7 +696,7 @@ static void print_text(const bench_args *a, const char *kind, const char *descri
                max_workers(a), machine, max_workers(a));
 }
 
-static void print_json(const bench_args *a, const char *kind, const char *describe,
+static void print_json(const cli_bench_pipeline_args *a, const char *kind, const char *describe,
                        const worker_set *sets, double machine)
 {
     printf("{\"dataset\": ");
@@ -757,7 +731,7 @@ static void print_json(const bench_args *a, const char *kind, const char *descri
 
 int cli_bench_pipeline_main(int argc, char **argv)
 {
-    bench_args a;
+    cli_bench_pipeline_args a;
     cli_kind kind;
     cli_pipeline p;
     worker_set sets[MAX_WORKER_SETS];
@@ -767,7 +741,7 @@ int cli_bench_pipeline_main(int argc, char **argv)
     int lrc;
     char *describe = NULL;
     const char *kind_name;
-    int rc = parse_args(argc, argv, &a);
+    int rc = cli_bench_pipeline_parse(argc, argv, &a);
 
     if (rc < 0)
         return CLI_EXIT_OK; /* --help */
@@ -787,7 +761,7 @@ int cli_bench_pipeline_main(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     kind_name = kind == CLI_KIND_MNIST ? "mnist" : "image_folder";
-    make_pipeline(&a, kind, &p);
+    cli_bench_pipeline_make(&a, kind, &p);
 
     /* One block for every run of every worker count. */
     runs = calloc(a.nworkers * (size_t)a.repeats, sizeof *runs);
