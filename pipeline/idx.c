@@ -9,6 +9,12 @@
 #define IDX_TYPE_UBYTE 0x08
 #define IDX_READ_BLOCK (1u << 20) /* check for a stop request every MiB */
 #define DEFLATE_MAX_RATIO 1032u   /* zlib's bound on uncompressed / compressed */
+/* zlib's input buffer when reading a payload (its output buffer is twice
+ * that): IDX_BUFFER_MAX for large files, the file's size for smaller ones,
+ * but not under zlib's default. A fixed 256 KiB made reading a 10-byte
+ * label file allocate 768 KiB. */
+#define IDX_BUFFER_MAX (256u * 1024u)
+#define IDX_BUFFER_MIN (8u * 1024u)
 
 /* The error text of a failed gzread: zlib's message, or errno's. */
 /* The error text of a failed gzread: zlib's message (without the file name
@@ -63,6 +69,7 @@ int sl__idx_read_header(const char *path, int expect_ndim, sl__idx_header *hdr,
         return rc;
     }
     hdr->compressed = !gzdirect(gz);
+    hdr->file_bytes = (uint64_t)st.st_size;
     if (head[0] != 0 || head[1] != 0 || head[2] != IDX_TYPE_UBYTE || head[3] != expect_ndim) {
         gzclose(gz);
         return sl__errf(err, SL_EFORMAT,
@@ -115,10 +122,11 @@ int sl__idx_read_payload(const char *path, const sl__idx_header *hdr, void *buf,
     unsigned char skip[4 + 4 * SL__IDX_MAX_DIMS];
     size_t total = 0, got = 0, body;
     int rc = SL_OK;
+    unsigned buffer = hdr->file_bytes < IDX_BUFFER_MAX ? (unsigned)hdr->file_bytes : IDX_BUFFER_MAX;
     gzFile gz = gzopen(path, "rb");
     if (!gz)
         return sl__errf(err, SL_EIO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
-    gzbuffer(gz, 256 * 1024);
+    gzbuffer(gz, buffer > IDX_BUFFER_MIN ? buffer : IDX_BUFFER_MIN);
     if (read_exact(gz, skip, header_bytes, &got) != 0) {
         rc = sl__errf(err, SL_EFORMAT, "%s: truncated header", path);
         goto done;

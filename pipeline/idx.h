@@ -18,6 +18,7 @@ typedef struct sl__idx_header {
     uint32_t dims[SL__IDX_MAX_DIMS];
     size_t payload;           /* bytes after the header: the product of dims */
     int compressed;           /* the file is gzip */
+    uint64_t file_bytes;      /* the file's size when the header was read */
 } sl__idx_header;
 
 /* Reads and checks path's header: the type must be ubyte and ndim equal
