@@ -42,11 +42,13 @@ max_len() {
 }
 # Harness-specific flags: the CLI prints its messages (stderr) and --help
 # (stdout), which only slow the fuzzer down (libFuzzer's own output and
-# sanitizer reports still come through), and fuzzes better knowing the
-# option names, which it cannot see compared inside glibc's getopt.
+# sanitizer reports still come through). Dictionaries give the words the
+# fuzzer cannot see compared: option names (inside glibc's getopt) and
+# JPEG markers (inside libjpeg, which is not instrumented).
 extra_flags() {
     case $1 in
     cli_options) echo "-close_fd_mask=3 -dict=$here/cli_options.dict" ;;
+    decode) echo "-dict=$here/decode.dict" ;;
     esac
 }
 
