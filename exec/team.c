@@ -67,7 +67,7 @@ static uint64_t range_word(unsigned gen, unsigned next, unsigned end)
 static int take_share(sl__team *t, int owner, unsigned gen, int from_front)
 {
     atomic_ullong *w = &t->ranges[owner].word;
-    uint64_t c = atomic_load_explicit(w, memory_order_acquire);
+    unsigned long long c = atomic_load_explicit(w, memory_order_acquire);
     for (;;) {
         unsigned next = (unsigned)(c & 0xffffu), end = (unsigned)((c >> 16) & 0xffffu);
         uint64_t taken;

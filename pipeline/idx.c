@@ -9,6 +9,12 @@
 #define IDX_TYPE_UBYTE 0x08
 #define IDX_READ_BLOCK (1u << 20) /* check for a stop request every MiB */
 #define DEFLATE_MAX_RATIO 1032u   /* zlib's bound on uncompressed / compressed */
+/* zlib's input buffer when reading a payload (its output buffer is twice
+ * that): IDX_BUFFER_MAX for large files, the file's size for smaller ones,
+ * but not under zlib's default. A fixed 256 KiB made reading a 10-byte
+ * label file allocate 768 KiB. */
+#define IDX_BUFFER_MAX (256u * 1024u)
+#define IDX_BUFFER_MIN (8u * 1024u)
 
 /* The error text of a failed gzread: zlib's message, or errno's. */
 /* The error text of a failed gzread: zlib's message (without the file name
@@ -63,6 +69,7 @@ int sl__idx_read_header(const char *path, int expect_ndim, sl__idx_header *hdr,
         return rc;
     }
     hdr->compressed = !gzdirect(gz);
+    hdr->file_bytes = (uint64_t)st.st_size;
     if (head[0] != 0 || head[1] != 0 || head[2] != IDX_TYPE_UBYTE || head[3] != expect_ndim) {
         gzclose(gz);
         return sl__errf(err, SL_EFORMAT,
@@ -113,18 +120,22 @@ int sl__idx_read_payload(const char *path, const sl__idx_header *hdr, void *buf,
 {
     size_t header_bytes = 4 + 4 * (size_t)hdr->ndim;
     unsigned char skip[4 + 4 * SL__IDX_MAX_DIMS];
-    size_t total = 0, got = 0;
+    size_t total = 0, got = 0, body;
     int rc = SL_OK;
+    unsigned buffer = hdr->file_bytes < IDX_BUFFER_MAX ? (unsigned)hdr->file_bytes : IDX_BUFFER_MAX;
     gzFile gz = gzopen(path, "rb");
     if (!gz)
         return sl__errf(err, SL_EIO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
-    gzbuffer(gz, 256 * 1024);
+    gzbuffer(gz, buffer > IDX_BUFFER_MIN ? buffer : IDX_BUFFER_MIN);
     if (read_exact(gz, skip, header_bytes, &got) != 0) {
         rc = sl__errf(err, SL_EFORMAT, "%s: truncated header", path);
         goto done;
     }
-    while (total < hdr->payload) {
-        size_t want = hdr->payload - total;
+    /* Of a gzip payload, the last byte is left for the read of the end of
+     * the stream below. */
+    body = hdr->compressed && hdr->payload > 0 ? hdr->payload - 1 : hdr->payload;
+    while (total < body) {
+        size_t want = body - total;
         int r;
         if (stop && atomic_load_explicit(stop, memory_order_relaxed)) {
             rc = sl__errf(err, SL_ECLOSED, "%s: reading stopped", path);
@@ -149,22 +160,35 @@ int sl__idx_read_payload(const char *path, const sl__idx_header *hdr, void *buf,
         total += (size_t)r;
     }
     if (hdr->compressed) {
-        /* Read on to the end of the stream: only there does zlib check the
-         * CRC and length in the gzip trailer, which catches corruption the
-         * inflater could not see. Data past the announced size is refused,
-         * as for plain files. */
-        char extra;
+        /* The end of the stream: the payload's last byte and one byte more,
+         * asked for at once. Asking for more than the stream holds makes
+         * zlib inflate to its end, where it checks the CRC and length in
+         * the gzip trailer (corruption the inflater could not see) or finds
+         * the stream cut short; a byte past the announced size is refused,
+         * as for plain files. A read that stopped at the last byte of data
+         * would not do: once zlib has used up the file, it reports its end
+         * with no error even when the trailer is missing. */
+        unsigned char tail[2];
+        unsigned want = (unsigned)(hdr->payload - total) + 1;
         int zerr = Z_OK;
-        int r = gzread(gz, &extra, 1);
-        if (r == 0)
-            gzerror(gz, &zerr); /* a stream cut short reads as 0 with Z_BUF_ERROR */
-        if (r < 0 || zerr != Z_OK)
+        int r = gzread(gz, tail, want);
+        gzerror(gz, &zerr);
+        if (r < 0)
+            rc = sl__errf(err, SL_EFORMAT, "%s: corrupt data after %zu bytes of %zu: %s", path,
+                          total, hdr->payload, gz_message(gz, path));
+        else if ((unsigned)r + 1 < want)
+            rc = sl__errf(err, SL_EFORMAT, "%s: truncated data: %zu of %zu bytes (%s)", path,
+                          total, hdr->payload,
+                          zerr != Z_OK ? gz_message(gz, path) : "unexpected end of file");
+        else if (zerr != Z_OK)
             rc = sl__errf(err, SL_EFORMAT, "%s: corrupt gzip stream after its %zu bytes of data: %s",
                           path, hdr->payload, gz_message(gz, path));
-        else if (r > 0)
+        else if ((unsigned)r == want)
             rc = sl__errf(err, SL_EFORMAT,
                           "%s: more data than the %zu bytes its header announces (trailing bytes)",
                           path, hdr->payload);
+        else if (want == 2)
+            ((unsigned char *)buf)[total] = tail[0];
     }
 done:
     gzclose(gz);

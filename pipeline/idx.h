@@ -18,6 +18,7 @@ typedef struct sl__idx_header {
     uint32_t dims[SL__IDX_MAX_DIMS];
     size_t payload;           /* bytes after the header: the product of dims */
     int compressed;           /* the file is gzip */
+    uint64_t file_bytes;      /* the file's size when the header was read */
 } sl__idx_header;
 
 /* Reads and checks path's header: the type must be ubyte and ndim equal
@@ -29,8 +30,8 @@ int sl__idx_read_header(const char *path, int expect_ndim, sl__idx_header *hdr,
 /* Reads the payload of path into buf (hdr->payload bytes). Stops with
  * SL_ECLOSED when *stop becomes non-zero. Truncated or corrupt data gives
  * SL_EFORMAT naming the file and the byte offset reached; a gzip file is
- * read to the end of its stream, so its CRC is checked and data past the
- * announced size is refused. */
+ * read to the end of its stream, so its CRC is checked, a stream without
+ * its trailer is refused and so is data past the announced size. */
 int sl__idx_read_payload(const char *path, const sl__idx_header *hdr, void *buf,
                          const atomic_int *stop, sl__error *err);
 

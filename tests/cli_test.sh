@@ -423,6 +423,10 @@ for bad in "--workers 0" "--workers 1,,2" "--workers x" "--repeats 0" "--repeats
 done
 run bench pipeline --data "$MNIST" --json=1
 expect "bench pipeline --json=1" 2 stderr "^sluice: bench: option '--json' takes no argument"
+# An unknown short option inside a cluster, after a long option: the
+# message names the short one (it once named '--json').
+run bench pipeline --data "$MNIST" --json -xy
+expect "bench pipeline --json -xy" 2 stderr "^sluice: bench: unknown option '-x'"
 run bench pipeline --data "$MNIST" --re 3
 expect "bench pipeline ambiguous option" 2 \
     stderr "^sluice: bench: option '--re' is ambiguous: --repeats, --resize, --rescale"

@@ -11,10 +11,11 @@
 
 #include "sluice/sluice.h"
 #include "cli.h"
+#include "bench_pipeline.h"
 
 /* Library messages are printed as "sluice: bench: <message>". */
 #define CMD "bench"
-#define MAX_WORKER_SETS 16
+#define MAX_WORKER_SETS CLI_BENCH_PIPELINE_MAX_WORKER_SETS
 #define DESCRIBE_LEN 16384
 
 /* Long-only options get codes outside the char range. */
@@ -25,33 +26,6 @@ enum {
     OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS, OPT_POOL_IDLE_MB, OPT_ERROR_SAMPLES,
     OPT_MAX_BAD_SAMPLES
 };
-
-typedef struct bench_args {
-    const char *data;
-    int usage_given;
-    sl_mnist_usage usage;
-    int64_t workers[MAX_WORKER_SETS];
-    size_t nworkers;
-    int64_t repeats;
-    int64_t epochs;
-    int64_t seed;
-    int json;
-    /* Pipeline overrides; the *_given flags say which defaults to replace. */
-    int ops_given;       /* any op option: the command line's ops replace the defaults */
-    int label_int32;
-    cli_step steps[CLI_MAX_STEPS];
-    size_t nsteps;
-    int shuffle_given;
-    int64_t shuffle;
-    int batch_given;
-    int64_t batch;
-    int keep_remainder;
-    int no_source_shuffle;
-    int64_t num_samples;
-    int64_t decode_max_pixels; /* 0: the library's default */
-    cli_error_samples errors;
-    int64_t pool_idle_mb; /* -1: the library's default */
-} bench_args;
 
 /* One timed run: one fresh iterator, `epochs` full epochs. */
 typedef struct run_result {
@@ -128,7 +102,7 @@ void cli_bench_pipeline_usage(FILE *f)
 
 /* --- parsing --------------------------------------------------------- */
 
-static int add_step(bench_args *a, const cli_step *s)
+static int add_step(cli_bench_pipeline_args *a, const cli_step *s)
 {
     if (a->nsteps == CLI_MAX_STEPS) {
         cli_error(CMD, "more than %d ops", CLI_MAX_STEPS);
@@ -139,7 +113,7 @@ static int add_step(bench_args *a, const cli_step *s)
     return 0;
 }
 
-static int parse_rescale(bench_args *a, const char *arg)
+static int parse_rescale(cli_bench_pipeline_args *a, const char *arg)
 {
     double v[2];
     size_t n = 0;
@@ -154,7 +128,7 @@ static int parse_rescale(bench_args *a, const char *arg)
     return add_step(a, &s);
 }
 
-static int parse_normalize(bench_args *a, const char *arg)
+static int parse_normalize(cli_bench_pipeline_args *a, const char *arg)
 {
     const char *colon = strchr(arg, ':');
     char means[256];
@@ -188,7 +162,7 @@ static int parse_normalize(bench_args *a, const char *arg)
     return add_step(a, &s);
 }
 
-static int parse_crop(bench_args *a, const char *arg)
+static int parse_crop(cli_bench_pipeline_args *a, const char *arg)
 {
     const char *comma = strchr(arg, ',');
     char size[64];
@@ -211,7 +185,7 @@ static int parse_crop(bench_args *a, const char *arg)
     return add_step(a, &s);
 }
 
-static int parse_simple_step(bench_args *a, int opt, const char *arg)
+static int parse_simple_step(cli_bench_pipeline_args *a, int opt, const char *arg)
 {
     cli_step s;
 
@@ -241,7 +215,7 @@ static int parse_simple_step(bench_args *a, int opt, const char *arg)
 }
 
 /* Handles one option; 0 ok, -1 usage error (already printed). */
-static int parse_option(bench_args *a, int opt, const char *arg)
+static int parse_option(cli_bench_pipeline_args *a, int opt, const char *arg)
 {
     switch (opt) {
     case OPT_DATA: a->data = arg; return 0;
@@ -295,8 +269,7 @@ static int parse_option(bench_args *a, int opt, const char *arg)
     return -1;
 }
 
-/* CLI_EXIT_OK, CLI_EXIT_USAGE, or -1 after --help. */
-static int parse_args(int argc, char **argv, bench_args *a)
+int cli_bench_pipeline_parse(int argc, char **argv, cli_bench_pipeline_args *a)
 {
     static const struct option longopts[] = {
         {"data", required_argument, NULL, OPT_DATA},
@@ -361,8 +334,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
     return CLI_EXIT_OK;
 }
 
-/* The pipeline: the kind's default, then the command line's changes. */
-static void make_pipeline(const bench_args *a, cli_kind kind, cli_pipeline *p)
+void cli_bench_pipeline_make(const cli_bench_pipeline_args *a, cli_kind kind, cli_pipeline *p)
 {
     cli_pipeline_default(p, a->data, kind, a->usage);
     if (a->ops_given) {
@@ -513,7 +485,7 @@ static void no_rows_error(const cli_pipeline *p, const sl_dataset *ds)
 
 /* Builds one dataset per worker count into ds[]. MNIST sets share one
  * source (sl_dataset_copy), so its pixels are read once and held once. */
-static int build_sets(const bench_args *a, const cli_pipeline *p, const worker_set *sets,
+static int build_sets(const cli_bench_pipeline_args *a, const cli_pipeline *p, const worker_set *sets,
                       sl_dataset **ds)
 {
     sl_dataset *base = NULL;
@@ -544,7 +516,7 @@ static int build_sets(const bench_args *a, const cli_pipeline *p, const worker_s
 /* Warms every set up, then runs them in turn, `repeats` rounds: a slow
  * spell of the machine then touches every worker count alike, which keeps
  * their ratio honest. */
-static int run_sets(const bench_args *a, const cli_pipeline *p, worker_set *sets,
+static int run_sets(const cli_bench_pipeline_args *a, const cli_pipeline *p, worker_set *sets,
                     sl_dataset **ds)
 {
     const int tty = cli_stderr_is_tty();
@@ -690,7 +662,7 @@ static long long peak_rss_bytes(void)
 }
 
 /* The largest worker count of the runs, the one the machine is probed at. */
-static int max_workers(const bench_args *a)
+static int max_workers(const cli_bench_pipeline_args *a)
 {
     int64_t m = 1;
     for (size_t w = 0; w < a->nworkers; w++)
@@ -702,7 +674,7 @@ static int max_workers(const bench_args *a)
 #define MIB(x) ((double)(x) / (1024.0 * 1024.0))
 
 /* Each worker count's buffer pool as its last run ended. */
-static void print_pool_text(const bench_args *a, const worker_set *sets)
+static void print_pool_text(const cli_bench_pipeline_args *a, const worker_set *sets)
 {
     printf("\nbuffer pool (MB; each worker count's dataset has its own, shown as its last\n"
            "run ended; allocs and frees count calls to the system since it was made):\n");
@@ -717,7 +689,7 @@ static void print_pool_text(const bench_args *a, const worker_set *sets)
     }
 }
 
-static void print_text(const bench_args *a, const char *kind, const char *describe,
+static void print_text(const cli_bench_pipeline_args *a, const char *kind, const char *describe,
                        const worker_set *sets, double machine)
 {
     const char *line = describe;
@@ -776,7 +748,7 @@ static void print_text(const bench_args *a, const char *kind, const char *descri
                max_workers(a), machine, max_workers(a));
 }
 
-static void print_json(const bench_args *a, const char *kind, const char *describe,
+static void print_json(const cli_bench_pipeline_args *a, const char *kind, const char *describe,
                        const worker_set *sets, double machine)
 {
     printf("{\"dataset\": ");
@@ -815,7 +787,7 @@ static void print_json(const bench_args *a, const char *kind, const char *descri
 
 int cli_bench_pipeline_main(int argc, char **argv)
 {
-    bench_args a;
+    cli_bench_pipeline_args a;
     cli_kind kind;
     cli_pipeline p;
     cli_bad_report report = {CMD, 1, 0, 0};
@@ -826,7 +798,7 @@ int cli_bench_pipeline_main(int argc, char **argv)
     int lrc;
     char *describe = NULL;
     const char *kind_name;
-    int rc = parse_args(argc, argv, &a);
+    int rc = cli_bench_pipeline_parse(argc, argv, &a);
 
     if (rc < 0)
         return CLI_EXIT_OK; /* --help */
@@ -846,7 +818,7 @@ int cli_bench_pipeline_main(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     kind_name = kind == CLI_KIND_MNIST ? "mnist" : "image_folder";
-    make_pipeline(&a, kind, &p);
+    cli_bench_pipeline_make(&a, kind, &p);
     p.report = &report; /* quiet until the first timed run */
 
     /* One block for every run of every worker count. */

@@ -46,11 +46,32 @@ static const struct option *find_long_option(const struct option *longopts,
     return *nmatch == 1 ? found : NULL;
 }
 
+/* 1 when getopt_long's error was about the long option arg (a word
+ * starting with "--"), 0 when it was about a short option. For a long
+ * option, getopt_long leaves optopt 0 (unknown or ambiguous) or the
+ * option's val (argument missing or unwanted); for a short one, optopt is
+ * its letter. The word is argv[optind - 1] except inside a cluster of
+ * short options ("-xy"), which getopt_long has not stepped past yet: there
+ * argv[optind - 1] is the word before, maybe a long option. */
+static int long_option_error(const char *arg, const struct option *longopts)
+{
+    const struct option *o;
+    int nmatch;
+
+    if (strncmp(arg, "--", 2) != 0)
+        return 0;
+    if (optopt == 0)
+        return 1;
+    o = find_long_option(longopts, arg + 2, strcspn(arg + 2, "="), &nmatch);
+    return o != NULL && o->flag == NULL && o->val == optopt;
+}
+
 void cli_bad_option(const char *cmd, int c, char *const *argv,
                     const struct option *longopts)
 {
     /* With opterr = 0 getopt_long leaves the offending word at
-     * argv[optind - 1]; for a short option optopt holds its letter. */
+     * argv[optind - 1] (but see long_option_error); for a short option
+     * optopt holds its letter. */
     const char *arg = (optind > 0) ? argv[optind - 1] : "?";
     size_t len = strcspn(arg, "="); /* "--data=x": name the option only */
     const struct option *o;
@@ -58,7 +79,7 @@ void cli_bad_option(const char *cmd, int c, char *const *argv,
     size_t used = 0;
     int nmatch;
 
-    if (strncmp(arg, "--", 2) != 0) {
+    if (!long_option_error(arg, longopts)) {
         if (c == ':')
             cli_error(cmd, "option '-%c' needs an argument (see --help)", optopt);
         else
