@@ -23,6 +23,18 @@ SL_PY_PACKAGE = \
 	bindings/python/sluice/context.pyi \
 	bindings/python/sluice/nn/__init__.py \
 	bindings/python/sluice/nn/__init__.pyi \
+	bindings/python/sluice/nn/cell.py \
+	bindings/python/sluice/nn/cell.pyi \
+	bindings/python/sluice/nn/layers.py \
+	bindings/python/sluice/nn/layers.pyi \
+	bindings/python/sluice/ops/__init__.py \
+	bindings/python/sluice/ops/__init__.pyi \
+	bindings/python/sluice/common/__init__.py \
+	bindings/python/sluice/common/__init__.pyi \
+	bindings/python/sluice/common/initializer.py \
+	bindings/python/sluice/common/initializer.pyi \
+	bindings/python/sluice/functional.py \
+	bindings/python/sluice/functional.pyi \
 	$(SL_PY_TRAIN)
 
 SL_PY_TRAIN = \
@@ -35,7 +47,9 @@ SL_PY_TRAIN = \
 	bindings/python/sluice/train/model.py \
 	bindings/python/sluice/train/model.pyi \
 	bindings/python/sluice/train/serialization.py \
-	bindings/python/sluice/train/serialization.pyi
+	bindings/python/sluice/train/serialization.pyi \
+	bindings/python/sluice/train/tracing.py \
+	bindings/python/sluice/train/tracing.pyi
 
 SL_PY_SOURCES = \
 	bindings/python/src/sluice_py.h \

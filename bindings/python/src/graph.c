@@ -278,15 +278,9 @@ static PyObject *graph_spec(PyObject *o, PyObject *arg)
     return shape ? Py_BuildValue("(sN)", sl_dtype_name(spec.dtype), shape) : NULL;
 }
 
-/* nodes() -> [(op, name)] in creation order */
-static PyObject *graph_nodes(PyObject *o, PyObject *unused)
+PyObject *slpy_graph_nodes(const sl_graph *g)
 {
-    sl_graph *g = live(o);
-    PyObject *list;
-    (void)unused;
-    if (!g)
-        return NULL;
-    list = PyList_New(0);
+    PyObject *list = PyList_New(0);
     for (size_t i = 0; list && i < sl_graph_num_nodes(g); i++) {
         PyObject *item = Py_BuildValue("(ss)", sl_graph_node_op(g, (int)i),
                                        sl_graph_node_name(g, (int)i));
@@ -295,6 +289,13 @@ static PyObject *graph_nodes(PyObject *o, PyObject *unused)
         Py_XDECREF(item);
     }
     return list;
+}
+
+static PyObject *graph_nodes(PyObject *o, PyObject *unused)
+{
+    sl_graph *g = live(o);
+    (void)unused;
+    return g ? slpy_graph_nodes(g) : NULL;
 }
 
 /* get_param(node) -> Tensor: a copy of a parameter's values. */

@@ -124,6 +124,8 @@ extern PyTypeObject slpy_dataset_helper_type;
 /* --- graph.c: a graph built by tracing, made into a model ------------------ */
 
 extern PyTypeObject slpy_graph_type;
+/* [(op, name)] of g's nodes in creation order; NULL with an exception. */
+PyObject *slpy_graph_nodes(const sl_graph *g);
 
 /* Takes the model's lock for a short call, with the GIL held (and let go
  * while it waits; Ctrl-C while it waits raises). From a callback of a
