@@ -71,11 +71,13 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_errors.py \
 	bindings/python/tests/test_threads.py \
 	bindings/python/tests/test_ops.py \
-	bindings/python/tests/test_train.py
+	bindings/python/tests/test_train.py \
+	bindings/python/tests/test_trace.py
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/lenet_torch.py \
 	bindings/python/examples/lenet_sluice.py \
+	bindings/python/examples/seed001_data_sink.py \
 	bench/python_dataset.py
 
 if SL_PYTHON

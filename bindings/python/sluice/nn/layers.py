@@ -138,8 +138,9 @@ class Dense(Cell):
         x = _sym(x, "Dense")
         t = x._trace
         what = f"Dense({self.in_channels}, {self.out_channels})"
+        w = t.param(self.weight)
         b = t.param(self.bias) if self.has_bias else -1
-        y = t.op(what, t.g.dense, x._node, t.param(self.weight), b)
+        y = t.op(what, t.g.dense, x._node, w, b)
         return t.op(what + " activation", t.g.relu, y._node) if self._relu else y
 
 

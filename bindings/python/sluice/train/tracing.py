@@ -14,6 +14,8 @@ model starts from them. The optimizer's accumulators move along the same
 way, so a second data_sink over the same network and optimizer continues
 the training as MindSpore's would.
 """
+import inspect
+
 from sluice import context
 from sluice.nn.cell import _Sym, _Trace
 
@@ -111,6 +113,14 @@ def trace_step(fn, dataset, mode, what="data_sink"):
     a value_and_grad function and an optimizer with its grads, and return
     the loss. Returns (model_c, owned, optimizer)."""
     specs = _input_specs(dataset, what)
+    try:
+        inspect.signature(fn).bind(*(name for name, _, _ in specs))
+    except TypeError as e:
+        raise TypeError(f"{what}: fn must be a TrainOneStepCell or a function called with one "
+                        f"argument per dataset column ({', '.join(n for n, _, _ in specs)}): "
+                        f"{e}") from None
+    except ValueError:
+        pass                 # no signature to check (a builtin): the call will tell
     t = _Trace()
     inputs = {name: t.input(name, dtype, shape) for name, dtype, shape in specs}
     out = fn(*inputs.values())
