@@ -12,11 +12,12 @@ The three calling patterns of the seed train the same network in turn:
   2. sink_size data_size, called epochs times, a loss line per epoch
   3. sink_size epochs * data_size, called once
 
-Differences from the seed, all about where the data comes from and how
-long it runs: Debian's Fashion-MNIST (dataset-fashion-mnist) instead of
-the download, its train split (usage="train"), and --steps to cut an
-epoch to that many batches (default: the whole dataset, 1875 batches)
-and --epochs (default 10).
+Differences from the seed, all about where it runs, where the data comes
+from and how long it runs: device_target "CPU" (sluice has no GPU),
+Debian's Fashion-MNIST (dataset-fashion-mnist) instead of the download,
+its train split (usage="train"), and --steps to cut an epoch to that many
+batches (default: the whole dataset, 1875 batches) and --epochs (default
+10). Each data_sink is closed once its pattern is done.
 
     PYTHONPATH=build/bindings/python/stage /usr/bin/python3 \\
         bindings/python/examples/seed001_data_sink.py --epochs 2 --steps 5
