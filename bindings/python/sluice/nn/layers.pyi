@@ -29,7 +29,8 @@ class Dense(Cell):
     weight: Parameter
     bias: Parameter
     def __init__(self, in_channels: int, out_channels: int, weight_init: Any = ...,
-                 bias_init: Any = ..., has_bias: bool = ..., activation: Optional[Any] = ...) -> None: ...
+                 bias_init: Any = ..., has_bias: bool = ...,
+                 activation: Optional[Any] = ...) -> None: ...
     def construct(self, x: Any) -> Any: ...
 
 
