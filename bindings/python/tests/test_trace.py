@@ -289,6 +289,8 @@ def test_functional_pieces_outside_a_traced_step(small):
         grad_fn(x, np.zeros(32, np.int32))
     with pytest.raises(TypeError, match="value_and_grad returned"):
         nn.Momentum(network.trainable_params(), 0.01, 0.9)(None)
+    with pytest.raises(TypeError, match="built-in"):
+        sluice.value_and_grad(lambda d, l: d, None, nn.LeNet5().trainable_params())
     with pytest.raises(ValueError, match="grad_position"):
         sluice.value_and_grad(lambda d: d, 0, network.trainable_params())
     with pytest.raises(ValueError, match="no optimizer"):

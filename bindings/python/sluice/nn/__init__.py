@@ -78,6 +78,12 @@ class LeNet5(Cell):
                                                    self._seed)
         return self._initial
 
+    def construct(self, x):
+        raise TypeError("sluice.nn: the built-in LeNet5 is compiled whole by Model, "
+                        "TrainOneStepCell and DatasetHelper and cannot be called inside a "
+                        "traced function (value_and_grad, data_sink(train_step)); write it "
+                        "as a Cell of sluice.nn layers there, as seed 001 does")
+
     def trainable_params(self):
         """The parameters, in the order the network makes them
         (``conv1.weight``, ``conv2.weight``, ``fc1.weight``, ``fc1.bias``, ...)."""
