@@ -16,7 +16,6 @@
 #include "sluice/iterator.h"
 #include "core/clock.h"
 #include "core/options.h"
-#include "core/rng.h"
 #include "exec/blas.h"
 #include "devices/device_impl.h"
 #include "core/tensor_impl.h"
@@ -209,23 +208,28 @@ static int check_context(sl_model *m, const sl_context *c)
     return SL_OK;
 }
 
+/* Builds the network of the options into a new graph, with its gradients
+ * and the optimizer's updates (m->g NULL), or takes the caller's graph as
+ * it is (m->g set, m->net naming its nodes); then compiles the steps. */
 static int build(sl_model *m)
 {
     const sl_model_options *o = &m->opts;
     sl_executor_options eo;
-    int rc;
+    int rc = SL_OK;
 
-    m->g = sl_graph_new();
-    if (!m->g)
-        return sl__errf(&m->err, SL_ENOMEM, "model: out of memory");
-    sl_graph_set_seed(m->g, o->seed);
-    rc = sl_network_build(m->g, &o->network, &m->net);
-    if (rc == SL_OK)
-        rc = sl_graph_backward(m->g, m->net.loss);
-    if (rc == SL_OK)
-        rc = o->optimizer == SL_OPTIMIZER_SGD
-                 ? sl_graph_sgd(m->g, o->learning_rate)
-                 : sl_graph_momentum(m->g, o->learning_rate, o->momentum);
+    if (!m->g) {
+        m->g = sl_graph_new();
+        if (!m->g)
+            return sl__errf(&m->err, SL_ENOMEM, "model: out of memory");
+        sl_graph_set_seed(m->g, o->seed);
+        rc = sl_network_build(m->g, &o->network, &m->net);
+        if (rc == SL_OK)
+            rc = sl_graph_backward(m->g, m->net.loss);
+        if (rc == SL_OK)
+            rc = o->optimizer == SL_OPTIMIZER_SGD
+                     ? sl_graph_sgd(m->g, o->learning_rate)
+                     : sl_graph_momentum(m->g, o->learning_rate, o->momentum);
+    }
     if (rc < 0)
         return sl__errf(&m->err, rc, "model: %s", sl_graph_last_error(m->g));
     sl_executor_options_init(&eo);
@@ -242,19 +246,22 @@ static int build(sl_model *m)
                    : sl__errf(&m->err, rc, "model: cannot start the executor: %s",
                               sl_strerror(rc));
     rc = sl_step_new(&m->train_step, m->g, m->ex, o->context.mode, &m->net.loss, 1, 1);
-    if (rc == SL_OK)
+    if (rc == SL_OK && m->net.logits >= 0)
         rc = sl_step_new(&m->eval_step, m->g, m->ex, o->context.mode, &m->net.logits, 1, 0);
     if (rc < 0)
         return sl__errf(&m->err, rc, "model: %s", sl_graph_last_error(m->g));
     if (o->context.save_graphs) {
         rc = sl__dump_step(m->train_step, m->graphs_path, "train_step", &m->err);
-        if (rc == SL_OK)
+        if (rc == SL_OK && m->eval_step)
             rc = sl__dump_step(m->eval_step, m->graphs_path, "eval_step", &m->err);
     }
     return rc;
 }
 
-int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t err_len)
+/* sl_model_new (g NULL) and sl_model_new_from_graph (g taken, net its
+ * nodes). */
+static int model_new(sl_model **out, const sl_model_options *o, sl_graph *g,
+                     const sl_network *net, char *err, size_t err_len)
 {
     sl_model *m = calloc(1, sizeof *m);
     int rc;
@@ -263,8 +270,12 @@ int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t er
     if (!m) {
         if (err && err_len)
             snprintf(err, err_len, "model: out of memory");
+        sl_graph_free(g);
         return SL_ENOMEM;
     }
+    m->g = g;
+    if (net)
+        m->net = *net;
     atomic_init(&m->stop, 0);
     if (pthread_mutex_init(&m->active_lock, NULL) != 0) {
         if (err && err_len)
@@ -288,6 +299,46 @@ int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t er
     m->opts.context.save_graphs_path = m->graphs_path;
     *out = m;
     return SL_OK;
+}
+
+int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t err_len)
+{
+    return model_new(out, o, NULL, NULL, err, err_len);
+}
+
+int sl_model_new_from_graph(sl_model **out, sl_graph *g, const sl_network *net,
+                            const sl_model_options *o, char *err, size_t err_len)
+{
+    sl_tensor_spec spec;
+    sl_model_options opts;
+    const char *why = NULL;
+
+    *out = NULL;
+    if (!g || !net)
+        why = "model: no graph or no network nodes given";
+    else if (net->loss < 0 || sl_graph_node_spec(g, net->loss, &spec) != SL_OK || spec.ndim != 0)
+        why = "model: the graph's loss is not a scalar node";
+    else if (net->logits >= 0 && (net->image < 0 || net->label < 0))
+        why = "model: a graph that can evaluate (logits given) needs its image and label inputs";
+    if (why) {
+        if (err && err_len)
+            snprintf(err, err_len, "%s", why);
+        sl_graph_free(g);
+        return SL_EINVAL;
+    }
+    /* Evaluation pads short batches to the image input's shape. */
+    sl_model_options_init(&opts);
+    if (o)
+        memcpy(&opts, o, o->size < sizeof opts ? o->size : sizeof opts);
+    if (net->image >= 0 && sl_graph_node_spec(g, net->image, &spec) == SL_OK && spec.ndim == 4) {
+        opts.network.batch = spec.shape[0];
+        opts.network.channels = spec.shape[1];
+        opts.network.height = spec.shape[2];
+        opts.network.width = spec.shape[3];
+    }
+    if (net->logits >= 0 && sl_graph_node_spec(g, net->logits, &spec) == SL_OK && spec.ndim == 2)
+        opts.network.num_classes = spec.shape[1];
+    return model_new(out, &opts, g, net, err, err_len);
 }
 
 /* --- training -------------------------------------------------------- */
@@ -394,6 +445,10 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
 
     sl__err_clear(&m->err);
     memset(out, 0, sizeof *out);
+    if (!m->eval_step)
+        return sl__errf(&m->err, SL_ESTATE,
+                        "eval: the model's graph has no logits to evaluate (it was built "
+                        "from a training step only)");
     /* The eval step reads the image; the labels are scored here. */
     if (image_col < 0 || label_col < 0)
         return sl__errf(&m->err, SL_EINVAL,
@@ -491,48 +546,6 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
     out->accuracy = (double)correct / (double)seen;
     out->loss = loss_sum / (double)seen;
     return SL_OK;
-}
-
-/* --- compute-only timing --------------------------------------------- */
-
-int sl_model_bench_steps(sl_model *m, int64_t steps, double *samples_per_s)
-{
-    const sl_network_options *no = &m->opts.network;
-    int64_t is[4] = {no->batch, no->channels, no->height, no->width}, ls[1] = {no->batch};
-    sl_tensor *feed[2] = {NULL, NULL};
-    sl_rng rng;
-    double t0, ms;
-    int rc;
-
-    sl__err_clear(&m->err);
-    if (steps < 1)
-        return sl__errf(&m->err, SL_EINVAL, "bench: steps %lld must be >= 1", (long long)steps);
-    rc = sl_tensor_new(&feed[0], SL_FLOAT32, 4, is);
-    if (rc == SL_OK)
-        rc = sl_tensor_new(&feed[1], SL_INT32, 1, ls);
-    if (rc < 0) {
-        sl_tensor_release(feed[0]);
-        return sl__errf(&m->err, rc, "bench: out of memory");
-    }
-    /* Values like a normalised image: centred, unit spread. */
-    sl__rng_seed(&rng, 12345, 0, 0, 0);
-    for (size_t i = 0; i < feed[0]->numel; i++)
-        ((float *)feed[0]->data)[i] = (float)(sl__rng_uniform(&rng) * 3.0 - 1.5);
-    for (size_t i = 0; i < feed[1]->numel; i++)
-        ((int32_t *)feed[1]->data)[i] = (int32_t)(i % (size_t)no->num_classes);
-    t0 = sl__now_ms();
-    for (int64_t i = 0; i < steps && rc == SL_OK; i++) {
-        rc = sl_step_run_here(m->train_step, feed, 2); /* as train runs it */
-        m->global_step += rc == SL_OK;
-    }
-    ms = sl__now_ms() - t0;
-    if (rc < 0)
-        sl__errf(&m->err, rc, "bench: %s", sl_step_last_error(m->train_step));
-    else
-        *samples_per_s = (double)steps * (double)no->batch / (ms / 1e3);
-    sl_tensor_release(feed[0]);
-    sl_tensor_release(feed[1]);
-    return rc;
 }
 
 /* --- checkpoints ----------------------------------------------------- */

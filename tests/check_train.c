@@ -500,6 +500,61 @@ START_TEST(test_checkpoint_callback)
 }
 END_TEST
 
+/* A model over a graph the caller built (what Python's tracing does)
+ * trains as the same network built by sl_model_new, bit for bit; without
+ * logits it refuses eval; a graph whose loss is not a scalar is refused
+ * (and freed: the model owns it either way). */
+START_TEST(test_model_from_graph)
+{
+    tmp_mnist t = make_mnist(320, 32);
+    sl_model_options o;
+    sl_network_options no;
+    sl_network net;
+    sl_model *built, *given = NULL;
+    sl_dataset *ds;
+    sl_metrics metrics;
+    sl_graph *g = sl_graph_new();
+    char err[512];
+    sl_model_options_init(&o);
+    built = model_with(&o);
+    sl_network_options_init(&no);
+    ck_assert_int_eq(sl_network_build(g, &no, &net), SL_OK);
+    ck_assert_int_eq(sl_graph_backward(g, net.loss), SL_OK);
+    ck_assert_int_eq(sl_graph_momentum(g, 0.01f, 0.9f), SL_OK);
+    net.logits = -1;
+    ck_assert_msg(sl_model_new_from_graph(&given, g, &net, &o, err, sizeof err) == SL_OK, "%s",
+                  err);
+    ds = mnist_pipeline(t.dir, SL_MNIST_TRAIN, 1, 0, 1, 1);
+    ck_assert_msg(sl_model_train(built, 2, ds, NULL, 0) == SL_OK, "%s",
+                  sl_model_last_error(built));
+    ck_assert_msg(sl_model_train(given, 2, ds, NULL, 0) == SL_OK, "%s",
+                  sl_model_last_error(given));
+    for (size_t i = 0; i < sl_graph_num_params(sl_model_graph(built)); i++) {
+        sl_graph *a = sl_model_graph(built), *b = sl_model_graph(given);
+        int na = sl_graph_param_at(a, i), nb = sl_graph_param_at(b, i);
+        size_t la, lb;
+        const float *va = sl_graph_param_data(a, na, &la), *vb = sl_graph_param_data(b, nb, &lb);
+        ck_assert_str_eq(sl_graph_node_name(a, na), sl_graph_node_name(b, nb));
+        ck_assert_msg(la == lb && memcmp(va, vb, la * sizeof *va) == 0, "%s differs",
+                      sl_graph_node_name(a, na));
+    }
+    ck_assert_int_eq(sl_model_eval(given, ds, &metrics), SL_ESTATE);
+    ck_assert_msg(strstr(sl_model_last_error(given), "no logits"), "%s",
+                  sl_model_last_error(given));
+    sl_model_free(given);
+    /* the logits are no loss */
+    g = sl_graph_new();
+    ck_assert_int_eq(sl_network_build(g, &no, &net), SL_OK);
+    net.loss = net.logits;
+    ck_assert_int_eq(sl_model_new_from_graph(&given, g, &net, &o, err, sizeof err), SL_EINVAL);
+    ck_assert_ptr_null(given);
+    ck_assert_msg(strstr(err, "not a scalar"), "%s", err);
+    sl_dataset_free(ds);
+    sl_model_free(built);
+    drop_mnist(&t);
+}
+END_TEST
+
 Suite *make_train_suite(void)
 {
     Suite *s = suite_create("train");
@@ -516,6 +571,7 @@ Suite *make_train_suite(void)
     tcase_add_test(tc, test_wrong_shape_from_the_pipeline);
     tcase_add_test(tc, test_diverging_loss_stops);
     tcase_add_test(tc, test_checkpoint_callback);
+    tcase_add_test(tc, test_model_from_graph);
     tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
     return s;

@@ -23,6 +23,18 @@ SL_PY_PACKAGE = \
 	bindings/python/sluice/context.pyi \
 	bindings/python/sluice/nn/__init__.py \
 	bindings/python/sluice/nn/__init__.pyi \
+	bindings/python/sluice/nn/cell.py \
+	bindings/python/sluice/nn/cell.pyi \
+	bindings/python/sluice/nn/layers.py \
+	bindings/python/sluice/nn/layers.pyi \
+	bindings/python/sluice/ops/__init__.py \
+	bindings/python/sluice/ops/__init__.pyi \
+	bindings/python/sluice/common/__init__.py \
+	bindings/python/sluice/common/__init__.pyi \
+	bindings/python/sluice/common/initializer.py \
+	bindings/python/sluice/common/initializer.pyi \
+	bindings/python/sluice/functional.py \
+	bindings/python/sluice/functional.pyi \
 	$(SL_PY_TRAIN)
 
 SL_PY_TRAIN = \
@@ -35,7 +47,9 @@ SL_PY_TRAIN = \
 	bindings/python/sluice/train/model.py \
 	bindings/python/sluice/train/model.pyi \
 	bindings/python/sluice/train/serialization.py \
-	bindings/python/sluice/train/serialization.pyi
+	bindings/python/sluice/train/serialization.pyi \
+	bindings/python/sluice/train/tracing.py \
+	bindings/python/sluice/train/tracing.pyi
 
 SL_PY_SOURCES = \
 	bindings/python/src/sluice_py.h \
@@ -47,7 +61,8 @@ SL_PY_SOURCES = \
 	bindings/python/src/iterator.c \
 	bindings/python/src/model.c \
 	bindings/python/src/run.c \
-	bindings/python/src/sink.c
+	bindings/python/src/sink.c \
+	bindings/python/src/graph.c
 
 SL_PY_TESTS = \
 	bindings/python/tests/conftest.py \
@@ -56,11 +71,13 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_errors.py \
 	bindings/python/tests/test_threads.py \
 	bindings/python/tests/test_ops.py \
-	bindings/python/tests/test_train.py
+	bindings/python/tests/test_train.py \
+	bindings/python/tests/test_trace.py
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/lenet_torch.py \
 	bindings/python/examples/lenet_sluice.py \
+	bindings/python/examples/seed001_data_sink.py \
 	bench/python_dataset.py
 
 if SL_PYTHON

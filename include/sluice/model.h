@@ -194,6 +194,17 @@ static inline void sl_train_options_init(sl_train_options *o)
  * not made by sl_model_options_init (or setting fields this library does
  * not know) fail with SL_EINVAL. */
 SL_API int sl_model_new(sl_model **out, const sl_model_options *o, char *err, size_t err_len);
+/* A model over a graph the caller built (a network traced from Python):
+ * g holds the inputs, the scalar loss net->loss, its backward and the
+ * optimizer's updates (sl_graph_momentum or sl_graph_sgd), and its
+ * parameters' values. The training step reads the graph's inputs by name
+ * from the dataset's columns. net->logits may be -1: the model then
+ * trains but cannot evaluate; with logits, net->image and net->label name
+ * the inputs evaluation feeds. o's context and timeouts apply; its
+ * network, optimizer and seed fields do not. The model owns g from now
+ * on, also when this fails (then *out is NULL and the message is in err). */
+SL_API int sl_model_new_from_graph(sl_model **out, sl_graph *g, const sl_network *net,
+                                   const sl_model_options *o, char *err, size_t err_len);
 /* Stops the executor's threads and frees everything. */
 SL_API void sl_model_free(sl_model *m);
 SL_API const char *sl_model_last_error(const sl_model *m);

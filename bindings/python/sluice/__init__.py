@@ -44,6 +44,12 @@ script runs with ``import sluice`` where it had ``import mindspore``::
     model.train(1, d, callbacks=[train.LossMonitor(), train.TimeMonitor()],
                 dataset_sink_mode=True)
 
+Your own networks (a :class:`sluice.nn.Cell` of Conv2d, Dense, ReLU,
+MaxPool2d layers with a ``construct``) are traced into the C graph, and
+the functional loop of the seeds runs too: :func:`value_and_grad` (see
+:mod:`sluice.functional`), an optimizer called on the grads, and
+``sluice.data_sink(train_step, dataset, sink_size, jit_config)``.
+
 Training runs in sluice's C executor with the GIL released; see
 :mod:`sluice.train` (Model, callbacks, DatasetHelper, :func:`data_sink`,
 checkpoints) and :mod:`sluice.context` (:func:`set_context`,
@@ -65,11 +71,13 @@ float64 = "float64"
 from sluice import dataset  # noqa: E402  (needs the names above)
 from sluice.context import (GRAPH_MODE, PYNATIVE_MODE, get_context, get_seed,  # noqa: E402
                             set_context, set_seed)
-from sluice import context, nn, train  # noqa: E402
+from sluice import common, context, nn, ops, train  # noqa: E402
+from sluice.functional import JitConfig, value_and_grad  # noqa: E402
 from sluice.train import (data_sink, load_checkpoint, load_param_into_net,  # noqa: E402
                           save_checkpoint)
 
 __all__ = ["Tensor", "dataset", "uint8", "int32", "uint32", "int64", "float32", "float64",
            "__version__", "context", "nn", "train", "GRAPH_MODE", "PYNATIVE_MODE",
            "set_context", "get_context", "set_seed", "get_seed", "data_sink",
-           "save_checkpoint", "load_checkpoint", "load_param_into_net"]
+           "save_checkpoint", "load_checkpoint", "load_param_into_net", "common", "ops",
+           "value_and_grad", "JitConfig"]

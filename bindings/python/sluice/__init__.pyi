@@ -2,7 +2,9 @@
 training names it re-exports)."""
 from typing import Any, Optional, Tuple
 
-from sluice import context as context, dataset as dataset, nn as nn, train as train
+from sluice import (common as common, context as context, dataset as dataset, nn as nn,
+                    ops as ops, train as train)
+from sluice.functional import JitConfig as JitConfig, value_and_grad as value_and_grad
 from sluice.context import (GRAPH_MODE as GRAPH_MODE, PYNATIVE_MODE as PYNATIVE_MODE,
                             get_context as get_context, get_seed as get_seed,
                             set_context as set_context, set_seed as set_seed)

@@ -306,19 +306,23 @@ static PyObject *model_params(PyObject *o, PyObject *unused)
     return list;
 }
 
-/* The trainable parameter named name, or -1 with KeyError. */
-static int find_param(sl_graph *g, const char *name)
+/* The trainable parameter named name (with any: an optimizer's
+ * accumulator too), or -1 with KeyError. */
+static int find_param(sl_graph *g, const char *name, int any)
 {
     int node = sl_graph_find(g, name);
-    if (node < 0 || sl_graph_grad(g, node) < 0) {
-        PyErr_Format(PyExc_KeyError, "the network has no trainable parameter '%s'", name);
+    size_t numel;
+    if (node < 0 || (any ? !sl_graph_param_data(g, node, &numel) : sl_graph_grad(g, node) < 0)) {
+        PyErr_Format(PyExc_KeyError, "the network has no %s '%s'",
+                     any ? "parameter or accumulator" : "trainable parameter", name);
         return -1;
     }
     return node;
 }
 
-/* get_param(name) -> Tensor: a copy of the current values. */
-static PyObject *model_get_param(PyObject *o, PyObject *arg)
+/* get_param(name) / get_state(name) -> Tensor: a copy of the current
+ * values of a trainable parameter / of any (an accumulator too). */
+static PyObject *get_param(PyObject *o, PyObject *arg, int any)
 {
     slpy_model *self = (slpy_model *)o;
     const char *name = PyUnicode_AsUTF8(arg);
@@ -329,15 +333,26 @@ static PyObject *model_get_param(PyObject *o, PyObject *arg)
     locked = slpy_model_lock(self, 1, "read a parameter");
     if (locked < 0)
         return NULL;
-    node = find_param(sl_model_graph(self->m), name);
+    node = find_param(sl_model_graph(self->m), name, any);
     if (node >= 0)
         res = param_tensor(sl_model_graph(self->m), node);
     slpy_model_unlock(self, locked);
     return res;
 }
 
-/* set_param(name, array): copies a float32 array of the parameter's shape. */
-static PyObject *model_set_param(PyObject *o, PyObject *args)
+static PyObject *model_get_param(PyObject *o, PyObject *arg)
+{
+    return get_param(o, arg, 0);
+}
+
+static PyObject *model_get_state(PyObject *o, PyObject *arg)
+{
+    return get_param(o, arg, 1);
+}
+
+/* set_param(name, array) / set_state(name, array): copies a float32 array
+ * of the parameter's (set_state: or accumulator's) shape. */
+static PyObject *set_param(PyObject *o, PyObject *args, int any)
 {
     slpy_model *self = (slpy_model *)o;
     const char *name;
@@ -355,7 +370,7 @@ static PyObject *model_set_param(PyObject *o, PyObject *args)
         sl_tensor_release(t);
         return NULL;
     }
-    node = find_param(sl_model_graph(self->m), name);
+    node = find_param(sl_model_graph(self->m), name, any);
     if (node >= 0) {
         size_t numel;
         float *data = sl_graph_param_data(sl_model_graph(self->m), node, &numel);
@@ -374,6 +389,30 @@ static PyObject *model_set_param(PyObject *o, PyObject *args)
     slpy_model_unlock(self, locked);
     sl_tensor_release(t);
     return res;
+}
+
+static PyObject *model_set_param(PyObject *o, PyObject *args)
+{
+    return set_param(o, args, 0);
+}
+
+static PyObject *model_set_state(PyObject *o, PyObject *args)
+{
+    return set_param(o, args, 1);
+}
+
+/* nodes() -> [(op, name)] of the model's graph, in creation order. */
+static PyObject *model_nodes(PyObject *o, PyObject *unused)
+{
+    slpy_model *self = (slpy_model *)o;
+    int locked = slpy_model_lock(self, 1, "read the graph");
+    PyObject *list;
+    (void)unused;
+    if (locked < 0)
+        return NULL;
+    list = slpy_graph_nodes(sl_model_graph(self->m));
+    slpy_model_unlock(self, locked);
+    return list;
 }
 
 /* save(path) / load(path): sl_model_save / sl_model_load (every parameter,
@@ -424,6 +463,11 @@ static PyMethodDef model_methods[] = {
      "params() -> [(name, shape)] of the trainable parameters"},
     {"get_param", model_get_param, METH_O, "get_param(name) -> Tensor (a copy)"},
     {"set_param", model_set_param, METH_VARARGS, "set_param(name, array): copies the values in"},
+    {"get_state", model_get_state, METH_O,
+     "get_state(name) -> Tensor: a parameter's or an accumulator's values (a copy)"},
+    {"set_state", model_set_state, METH_VARARGS,
+     "set_state(name, array): a parameter's or an accumulator's values"},
+    {"nodes", model_nodes, METH_NOARGS, "nodes() -> [(op, name)] of the graph"},
     {"save", model_save, METH_O, "save(path): a checkpoint (sl_model_save)"},
     {"load", model_load, METH_O, "load(path): a checkpoint (sl_model_load)"},
     {NULL, NULL, 0, NULL},

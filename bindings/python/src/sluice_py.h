@@ -5,7 +5,8 @@
  * release the GIL while they wait (iterator.c), and training: models
  * (model.c), the calls that run them on a thread of their own with
  * callbacks written in Python (run.c), data_sink and the dataset helper
- * (sink.c). The Python package around it (bindings/python/sluice) gives
+ * (sink.c), and graphs that sluice.nn's tracing builds (graph.c). The
+ * Python package around it (bindings/python/sluice) gives
  * the MindSpore-style names and defaults.
  *
  * Names: slpy_ for what these files share, static for the rest. Every C
@@ -119,6 +120,12 @@ extern PyTypeObject slpy_model_type;
 extern PyMethodDef slpy_model_functions[]; /* network_params */
 extern PyTypeObject slpy_data_sink_type;
 extern PyTypeObject slpy_dataset_helper_type;
+
+/* --- graph.c: a graph built by tracing, made into a model ------------------ */
+
+extern PyTypeObject slpy_graph_type;
+/* [(op, name)] of g's nodes in creation order; NULL with an exception. */
+PyObject *slpy_graph_nodes(const sl_graph *g);
 
 /* Takes the model's lock for a short call, with the GIL held (and let go
  * while it waits; Ctrl-C while it waits raises). From a callback of a

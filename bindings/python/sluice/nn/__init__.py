@@ -7,9 +7,13 @@ them into a C model, which computes. The seeds' lines read unchanged::
     net_loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     net_opt = nn.Momentum(network.trainable_params(), 0.01, 0.9)
 
-What sluice has is what its C library builds: the seeds' LeNet5, the sparse
-mean softmax cross-entropy, Momentum and SGD over every parameter. Anything
-else is refused with ValueError (or TypeError) when the object is made.
+Networks are the built-in :class:`LeNet5` (built whole by the C library) or
+your own :class:`Cell` of :class:`Conv2d`, :class:`Dense`, :class:`ReLU`,
+:class:`MaxPool2d` and :class:`Flatten` layers with a ``construct``, which
+sluice traces into a C graph (see :mod:`sluice.nn.cell`). The loss is the
+sparse mean softmax cross-entropy; the optimizers Momentum and SGD over
+every parameter. Anything else is refused with ValueError (or TypeError,
+AttributeError for a layer sluice does not have), naming it.
 
 A network's parameters start from the seed of :func:`sluice.set_seed` at
 the time the network is made (as MindSpore's initializers do). Once a
@@ -23,9 +27,18 @@ import operator
 
 from sluice import _sluice
 from sluice.context import get_seed
+from sluice.nn.cell import Cell, Parameter, _as_values, _Grads, _sym
+from sluice.nn.layers import Conv2d, Dense, Flatten, MaxPool2d, ReLU
 
 __all__ = ["Cell", "Parameter", "LeNet5", "SoftmaxCrossEntropyWithLogits", "Optimizer",
-           "Momentum", "SGD", "WithLossCell", "TrainOneStepCell"]
+           "Momentum", "SGD", "WithLossCell", "TrainOneStepCell", "Conv2d", "Dense", "ReLU",
+           "MaxPool2d", "Flatten"]
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"sluice.nn has no {name!r}: it has {', '.join(__all__)}")
 
 
 def _positive(value, what):
@@ -33,68 +46,6 @@ def _positive(value, what):
     if value < 1:
         raise ValueError(f"{what} must be >= 1, got {value}")
     return value
-
-
-class Parameter:
-    """One trainable parameter: its ``name`` (``"conv1.weight"``), ``shape``
-    and values (float32).
-
-    A network's parameters (:meth:`LeNet5.trainable_params`) read and write
-    the network's current values; those of :func:`sluice.load_checkpoint`
-    hold the values read from the file.
-    """
-
-    __slots__ = ("name", "shape", "requires_grad", "_net", "_data")
-
-    def __init__(self, name, shape, _net=None, _data=None):
-        self.name = name
-        self.shape = tuple(shape)
-        self.requires_grad = True
-        self._net = _net
-        self._data = _data
-
-    @property
-    def dtype(self):
-        """``"float32"``, the type of every parameter."""
-        return "float32"
-
-    def asnumpy(self):
-        """The values as a new numpy array (a copy: training does not change it)."""
-        if self._net is not None:
-            return self._net._param_value(self.name)
-        return self._data.copy()
-
-    def set_data(self, data):
-        """Replaces the values with ``data`` (an array of the parameter's shape)."""
-        if self._net is not None:
-            self._net._set_param_value(self.name, data)
-        else:
-            self._data = _as_values(self.name, self.shape, data)
-
-    def __repr__(self):
-        return f"Parameter(name={self.name!r}, shape={self.shape}, dtype=float32)"
-
-
-def _as_values(name, shape, data):
-    import numpy as np
-    arr = np.array(data.asnumpy() if hasattr(data, "asnumpy") else data, dtype=np.float32)
-    if arr.shape != tuple(shape):
-        raise ValueError(f"parameter {name!r} has shape {tuple(shape)}, the value {arr.shape}")
-    return arr
-
-
-class Cell:
-    """The base of sluice's networks: a description that a Model compiles."""
-
-    def __init__(self):
-        self.training = False
-
-    def set_train(self, mode=True):
-        """Records whether the cell is in training mode; returns the cell.
-        sluice's networks have no layer (dropout, batch norm) that behaves
-        differently when training, so this changes no number."""
-        self.training = bool(mode)
-        return self
 
 
 class LeNet5(Cell):
@@ -126,6 +77,12 @@ class LeNet5(Cell):
             self._initial = _sluice.network_params("lenet", self.num_class, self.num_channel,
                                                    self._seed)
         return self._initial
+
+    def construct(self, x):
+        raise TypeError("sluice.nn: the built-in LeNet5 is compiled whole by Model, "
+                        "TrainOneStepCell and DatasetHelper and cannot be called inside a "
+                        "traced function (value_and_grad, data_sink(train_step)); write it "
+                        "as a Cell of sluice.nn layers there, as seed 001 does")
 
     def trainable_params(self):
         """The parameters, in the order the network makes them
@@ -177,7 +134,9 @@ class SoftmaxCrossEntropyWithLogits(Cell):
     """The loss: softmax cross-entropy of the logits against integer labels
     (``sparse=True``), averaged over the batch (``reduction="mean"``), which
     is what sluice computes. MindSpore's defaults (``sparse=False``,
-    ``reduction="none"``) are refused: give the seeds' arguments."""
+    ``reduction="none"``) are refused: give the seeds' arguments. Called
+    inside a traced step with logits (N, C) and int32 labels (N), it
+    records the loss, a scalar."""
 
     def __init__(self, sparse=False, reduction="none"):
         super().__init__()
@@ -188,38 +147,82 @@ class SoftmaxCrossEntropyWithLogits(Cell):
         self.sparse = True
         self.reduction = "mean"
 
+    def construct(self, logits, labels):
+        logits = _sym(logits, "SoftmaxCrossEntropyWithLogits (logits)")
+        labels = _sym(labels, "SoftmaxCrossEntropyWithLogits (labels)")
+        return logits._trace.op("SoftmaxCrossEntropyWithLogits",
+                                logits._trace.g.softmax_cross_entropy, logits._node,
+                                labels._node)
+
+
+def _is_traced(network):
+    """True for a user's Cell with a construct (traced), False for LeNet5."""
+    return isinstance(network, Cell) and not isinstance(network, LeNet5) and \
+        type(network).construct is not Cell.construct
+
 
 class Optimizer(Cell):
     """The base of the optimizers: the parameters they update (every
-    trainable parameter of one network) and the learning rate."""
+    trainable parameter of one network) and the learning rate.
+
+    Inside a step traced by :func:`sluice.data_sink`, ``optimizer(grads)``
+    with the gradients :func:`sluice.value_and_grad` returned appends the
+    updates to the step (MindSpore's functional ``net_opt(grads)``)."""
 
     def __init__(self, learning_rate, parameters):
         super().__init__()
         params = list(parameters)
-        if not params or not all(isinstance(p, Parameter) and p._net is not None
-                                 for p in params):
-            raise TypeError(f"{type(self).__name__}: give the network's parameters "
-                            "(network.trainable_params())")
+        name = type(self).__name__
+        if not params or not all(isinstance(p, Parameter) for p in params):
+            raise TypeError(f"{name}: give the network's parameters (network.trainable_params())")
         nets = {id(p._net) for p in params}
-        if len(nets) != 1:
-            raise ValueError(f"{type(self).__name__}: the parameters come from several networks")
         net = params[0]._net
-        if sorted(p.name for p in params) != sorted(p.name for p in net.trainable_params()):
-            raise ValueError(f"{type(self).__name__}: sluice updates every parameter of the "
-                             "network: give all of network.trainable_params()")
+        if net is not None or len(nets) != 1:
+            if len(nets) != 1:
+                raise ValueError(f"{name}: the parameters come from several networks")
+            if sorted(p.name for p in params) != sorted(p.name for p in net.trainable_params()):
+                raise ValueError(f"{name}: sluice updates every parameter of the "
+                                 "network: give all of network.trainable_params()")
+        elif len({id(p) for p in params}) != len(params):
+            raise ValueError(f"{name}: a parameter is given twice")
         if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)):
-            raise TypeError(f"{type(self).__name__}: learning_rate must be a number")
+            raise TypeError(f"{name}: learning_rate must be a number")
         if not (math.isfinite(learning_rate) and learning_rate > 0):
-            raise ValueError(f"{type(self).__name__}: learning_rate must be > 0, "
-                             f"got {learning_rate}")
-        self.parameters = params
+            raise ValueError(f"{name}: learning_rate must be > 0, got {learning_rate}")
+        self._parameters = params
         self.learning_rate = float(learning_rate)
         self._net = net
+
+    @property
+    def parameters(self):
+        """The parameters it updates, as given."""
+        return self._parameters
+
+    def __call__(self, grads):
+        name = type(self).__name__
+        if not isinstance(grads, _Grads):
+            raise TypeError(f"{name}: call it with the gradients value_and_grad returned inside "
+                            "the train_step given to sluice.data_sink (sluice applies "
+                            f"optimizers in compiled steps only); got {type(grads).__name__}")
+        trace = grads._trace
+        if trace.optimizer is not None:
+            raise ValueError(f"{name}: the step already applied an optimizer; apply one per step")
+        mine, theirs = {id(p) for p in self._parameters}, {id(p) for p in grads._weights}
+        if mine != theirs:
+            raise ValueError(
+                f"{name}: the gradients are of [{', '.join(p.name for p in grads._weights)}] but "
+                f"this optimizer updates [{', '.join(p.name for p in self._parameters)}]: give "
+                "it the grads of value_and_grad(fn, None, weights) over its own parameters")
+        kind, lr, momentum = self._c_args()
+        trace.g.optimizer(kind, lr, momentum)
+        trace.optimizer = self
+        return True
 
 
 class Momentum(Optimizer):
     """MindSpore's Momentum: ``accum = momentum * accum + grad; param -= lr *
-    accum``, one accumulator per parameter, zero at first.
+    accum``, one accumulator per parameter, zero at first (and kept from one
+    model of the same network to the next: a new data_sink continues them).
 
     Args:
         params: ``network.trainable_params()`` (all of them).
@@ -254,16 +257,22 @@ class SGD(Optimizer):
 
 
 class WithLossCell(Cell):
-    """A network with its loss (``backbone``, ``loss_fn``), as MindSpore's."""
+    """A network with its loss (``backbone``, ``loss_fn``), as MindSpore's:
+    ``construct(data, label)`` is ``loss_fn(backbone(data), label)``. The
+    backbone is a :class:`LeNet5` or your own Cell."""
 
     def __init__(self, backbone, loss_fn):
-        super().__init__()
-        if not isinstance(backbone, LeNet5):
-            raise TypeError("WithLossCell: the backbone must be a sluice.nn network (LeNet5)")
+        super().__init__(auto_prefix=False)
+        if not isinstance(backbone, LeNet5) and not _is_traced(backbone):
+            raise TypeError("WithLossCell: the backbone must be a sluice.nn network (LeNet5, or "
+                            "a Cell with a construct)")
         if not isinstance(loss_fn, SoftmaxCrossEntropyWithLogits):
             raise TypeError("WithLossCell: loss_fn must be SoftmaxCrossEntropyWithLogits")
         self.backbone = backbone
         self.loss_fn = loss_fn
+
+    def construct(self, data, label):
+        return self.loss_fn(self.backbone(data), label)
 
 
 class TrainOneStepCell(Cell):
@@ -278,13 +287,19 @@ class TrainOneStepCell(Cell):
     """
 
     def __init__(self, network, optimizer):
-        super().__init__()
+        super().__init__(auto_prefix=False)
         if not isinstance(network, WithLossCell):
             raise TypeError("TrainOneStepCell: network must be a WithLossCell(backbone, loss_fn)")
         if not isinstance(optimizer, Optimizer):
             raise TypeError("TrainOneStepCell: optimizer must be a sluice.nn optimizer")
-        if optimizer._net is not network.backbone:
-            raise ValueError("TrainOneStepCell: the optimizer's parameters are another network's")
+        if isinstance(network.backbone, LeNet5):
+            if optimizer._net is not network.backbone:
+                raise ValueError("TrainOneStepCell: the optimizer's parameters are another "
+                                 "network's")
+        elif {id(p) for p in optimizer.parameters} != \
+                {id(p) for p in network.backbone.trainable_params()}:
+            raise ValueError("TrainOneStepCell: the optimizer must update exactly the "
+                             "network's trainable_params()")
         self.network = network
         self.optimizer = optimizer
         self._model = None

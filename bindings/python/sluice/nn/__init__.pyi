@@ -2,19 +2,9 @@
 from typing import Any, Dict, Iterable, List, Tuple
 
 
-class Parameter:
-    name: str
-    shape: Tuple[int, ...]
-    requires_grad: bool
-    @property
-    def dtype(self) -> str: ...
-    def asnumpy(self) -> Any: ...
-    def set_data(self, data: Any) -> None: ...
-
-
-class Cell:
-    training: bool
-    def set_train(self, mode: bool = ...) -> "Cell": ...
+from sluice.nn.cell import Cell as Cell, Parameter as Parameter
+from sluice.nn.layers import (Conv2d as Conv2d, Dense as Dense, Flatten as Flatten,
+                              MaxPool2d as MaxPool2d, ReLU as ReLU)
 
 
 class LeNet5(Cell):
@@ -31,11 +21,14 @@ class SoftmaxCrossEntropyWithLogits(Cell):
     sparse: bool
     reduction: str
     def __init__(self, sparse: bool = ..., reduction: str = ...) -> None: ...
+    def construct(self, logits: Any, labels: Any) -> Any: ...
 
 
 class Optimizer(Cell):
-    parameters: List[Parameter]
     learning_rate: float
+    @property
+    def parameters(self) -> List[Parameter]: ...
+    def __call__(self, grads: Tuple[Any, ...]) -> bool: ...
 
 
 class Momentum(Optimizer):
@@ -49,9 +42,10 @@ class SGD(Optimizer):
 
 
 class WithLossCell(Cell):
-    backbone: LeNet5
+    backbone: Cell
     loss_fn: SoftmaxCrossEntropyWithLogits
-    def __init__(self, backbone: LeNet5, loss_fn: SoftmaxCrossEntropyWithLogits) -> None: ...
+    def __init__(self, backbone: Cell, loss_fn: SoftmaxCrossEntropyWithLogits) -> None: ...
+    def construct(self, data: Any, label: Any) -> Any: ...
 
 
 class TrainOneStepCell(Cell):

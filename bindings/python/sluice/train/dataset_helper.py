@@ -1,11 +1,13 @@
 """sluice.train.dataset_helper: custom training loops and data_sink, as
 ``mindspore.train.dataset_helper`` and ``mindspore.data_sink``.
 
-Both run a :class:`sluice.nn.TrainOneStepCell` on the device: the C
-library's pipeline and transfer thread fill the device's queue and the
-executor runs the steps, taking each batch with GetNext. sluice cannot
-compile a Python function, so the step to run is always a
-TrainOneStepCell (a network, its loss and optimizer)::
+Both run a compiled training step on the device: the C library's pipeline
+and transfer thread fill the device's queue and the executor runs the
+steps, taking each batch with GetNext. The step is a
+:class:`sluice.nn.TrainOneStepCell` (a network, its loss and optimizer; the
+network the built-in LeNet5 or your own Cell), or, for data_sink, the
+seed's plain ``train_step(data, label)`` built on :func:`sluice.value_and_grad`,
+which is traced once into a C graph (:mod:`sluice.train.tracing`)::
 
     train_net = nn.TrainOneStepCell(nn.WithLossCell(network, net_loss), net_opt)
 
@@ -27,6 +29,7 @@ import operator
 import weakref
 
 from sluice import _sluice, nn
+from sluice.dataset import Dataset
 
 __all__ = ["DatasetHelper", "connect_network_with_dataset", "data_sink"]
 
@@ -97,6 +100,8 @@ class DatasetHelper:
             raise RuntimeError("DatasetHelper: already connected to a network")
         model._check_dataset(self.dataset, "DatasetHelper", True,
                              needs_end=self.dataset_sink_mode and self._sink_size == -1)
+        model._ensure(self.dataset, "DatasetHelper")
+        self._model = model
         self._c = _sluice.DatasetHelper(model._c, self.dataset._c, self.dataset_sink_mode,
                                         self._sink_size, self.epoch_num)
         _live.add(self)
@@ -109,6 +114,7 @@ class DatasetHelper:
 
     def _epoch(self):
         while True:
+            self._model._claim()
             status, loss = self._c.next()
             if status != 0:
                 return
@@ -154,11 +160,14 @@ class _SinkProcess:
     """What :func:`data_sink` returns: each call runs sink_size steps and
     returns the last step's loss (a 0-d :class:`sluice.Tensor`)."""
 
-    def __init__(self, c):
+    def __init__(self, c, claim=None):
         self._c = c
+        self._claim = claim
         _live.add(self)
 
     def __call__(self):
+        if self._claim is not None:
+            self._claim()   # the parameters' latest values, wherever they are
         return self._c()
 
     def close(self):
@@ -173,22 +182,58 @@ class _SinkProcess:
         return False
 
 
-def data_sink(fn, dataset, sink_size=1):
+def data_sink(fn, dataset, sink_size=1, jit_config=None, input_signature=None):
     """MindSpore's data_sink: binds a training step to a dataset.
 
     Args:
-        fn (TrainOneStepCell): the step (a network, its loss and optimizer).
-        dataset (Dataset): rows with the network's ``image`` and ``label``.
+        fn: the step: a :class:`sluice.nn.TrainOneStepCell`, or a Python
+            function of the dataset's columns (``train_step(data, label)``)
+            that calls a :func:`sluice.value_and_grad` function, applies an
+            optimizer to its grads (``net_opt(grads)``) and returns the loss.
+            The function is traced once, on symbolic tensors shaped like the
+            dataset's batches, into one compiled step (forward, loss,
+            backward, updates); anything it does that sluice cannot trace
+            raises an error naming it.
+        dataset (Dataset): the step's inputs, one column per argument, of a
+            fixed batch shape.
         sink_size (int): steps each call runs on the device (default 1).
+        jit_config (JitConfig): for a function step, GRAPH mode (memory
+            planned once); None (the default) runs it op by op, PYNATIVE
+            mode, as MindSpore's None does. Both give the same numbers, bit
+            for bit. A TrainOneStepCell runs in the context's mode.
+        input_signature: None only (the shapes come from the dataset).
 
     Returns a callable; each call runs ``sink_size`` steps and returns the
     last one's loss. Calls continue the traversal where the previous one
     stopped, across epochs, so two calls of 50 steps train exactly as one
-    of 100. The pipeline and the transfer thread start now and run until
-    ``close()``. Ctrl-C during a call raises KeyboardInterrupt; the next
-    call continues.
+    of 100. The network's parameters (and the optimizer's accumulators)
+    carry over from one data_sink or Model to the next. The pipeline and
+    the transfer thread start now and run until ``close()``. Ctrl-C during
+    a call raises KeyboardInterrupt; the next call continues. A batch of
+    another shape than the first fails the call with RuntimeError.
     """
+    from sluice import context
+    from sluice.functional import JitConfig
+    from sluice.train.tracing import claim, trace_step
     sink_size = _sink_size(sink_size, "data_sink", False)
-    model = _model_of(fn, "data_sink")
-    model._check_dataset(dataset, "data_sink", True)
-    return _SinkProcess(_sluice.DataSink(model._c, dataset._c, sink_size))
+    if jit_config is not None and not isinstance(jit_config, JitConfig):
+        raise TypeError(f"data_sink: jit_config must be a sluice.JitConfig or None, got "
+                        f"{type(jit_config).__name__}")
+    if input_signature is not None:
+        raise ValueError("data_sink: input_signature is not supported; sluice takes the "
+                         "inputs' shapes from the dataset")
+    if isinstance(fn, nn.Cell) and not isinstance(fn, nn.TrainOneStepCell):
+        raise TypeError(f"data_sink: fn must be a TrainOneStepCell or a train_step function, "
+                        f"got the cell {type(fn).__name__}")
+    if isinstance(fn, nn.TrainOneStepCell) or not callable(fn):
+        model = _model_of(fn, "data_sink")
+        model._check_dataset(dataset, "data_sink", True)
+        model._ensure(dataset, "data_sink")
+        return _SinkProcess(_sluice.DataSink(model._c, dataset._c, sink_size), model._claim)
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"data_sink: the dataset must be a sluice.dataset.Dataset, got "
+                        f"{type(dataset).__name__}")
+    mode = context.PYNATIVE_MODE if jit_config is None else context.GRAPH_MODE
+    model_c, owned, optimizer = trace_step(fn, dataset, mode)
+    return _SinkProcess(_sluice.DataSink(model_c, dataset._c, sink_size),
+                        lambda: claim(model_c, owned, optimizer))

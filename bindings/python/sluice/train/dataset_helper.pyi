@@ -1,8 +1,9 @@
 """Type stubs of sluice.train.dataset_helper."""
-from typing import Any, Callable, Iterator, Tuple
+from typing import Any, Callable, Iterator, Optional, Tuple, Union
 
 from sluice import Tensor
 from sluice.dataset import Dataset
+from sluice.functional import JitConfig
 from sluice.nn import TrainOneStepCell
 
 
@@ -30,4 +31,6 @@ class _SinkProcess:
     def __exit__(self, *exc: Any) -> bool: ...
 
 
-def data_sink(fn: TrainOneStepCell, dataset: Dataset, sink_size: int = ...) -> _SinkProcess: ...
+def data_sink(fn: Union[TrainOneStepCell, Callable[..., Any]], dataset: Dataset,
+              sink_size: int = ..., jit_config: Optional[JitConfig] = ...,
+              input_signature: Any = ...) -> _SinkProcess: ...

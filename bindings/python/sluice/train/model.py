@@ -82,15 +82,21 @@ class Model:
                 raise ValueError("Model: a TrainOneStepCell brings its loss and optimizer")
             network, loss_fn, optimizer = (network.network.backbone, network.network.loss_fn,
                                            network.optimizer)
-        if not isinstance(network, nn.LeNet5):
-            raise TypeError(f"Model: network must be a sluice.nn network (LeNet5), "
-                            f"got {type(network).__name__}")
+        traced = nn._is_traced(network)
+        if not isinstance(network, nn.LeNet5) and not traced:
+            raise TypeError(f"Model: network must be a sluice.nn network (LeNet5, or a Cell "
+                            f"with a construct), got {type(network).__name__}")
+        if traced and (loss_fn is None or optimizer is None):
+            raise ValueError("Model: a network of your own is compiled with its loss and "
+                             "optimizer: give loss_fn and optimizer")
         if loss_fn is not None and not isinstance(loss_fn, nn.SoftmaxCrossEntropyWithLogits):
             raise TypeError("Model: loss_fn must be SoftmaxCrossEntropyWithLogits")
         if optimizer is not None:
             if not isinstance(optimizer, nn.Optimizer):
                 raise TypeError("Model: optimizer must be a sluice.nn optimizer (Momentum, SGD)")
-            if optimizer._net is not network:
+            mine = {id(p) for p in network.trainable_params()}
+            if (optimizer._net is not network) if not traced else \
+                    {id(p) for p in optimizer.parameters} != mine:
                 raise ValueError("Model: the optimizer's parameters are another network's")
         self._metrics = _metrics(metrics)
         if "loss" in self._metrics.values() and loss_fn is None:
@@ -99,6 +105,10 @@ class Model:
         self.network = network
         self.loss_fn = loss_fn
         self.optimizer = optimizer
+        self._owned = None
+        if traced:
+            self._c = None    # traced when the first dataset gives the input shapes
+            return
         self._c = _sluice.Model(
             network="lenet", num_classes=network.num_class, channels=network.num_channel,
             batch=network.batch_size, optimizer=kind, learning_rate=lr, momentum=momentum,
@@ -108,6 +118,22 @@ class Model:
             save_graphs=context.get_context("save_graphs"),
             save_graphs_path=context.get_context("save_graphs_path"))
         network._adopt(self._c)
+
+    def _ensure(self, dataset, what):
+        """Compiles a network of the user's (tracing it with the dataset's
+        shapes) if it is not yet; makes the model hold the parameters."""
+        if self._c is None:
+            from sluice.train.tracing import trace_network
+            self._c, self._owned = trace_network(self.network, self.loss_fn, self.optimizer,
+                                                 dataset, what)
+        self._claim()
+
+    def _claim(self):
+        """Makes the C model hold the latest parameter values (a traced
+        network's may have moved to another model since)."""
+        if self._owned is not None:
+            from sluice.train.tracing import claim
+            claim(self._c, self._owned, self.optimizer)
 
     def _check_dataset(self, dataset, what, exact_batch, needs_end=False):
         """ValueError unless dataset's rows hold the network's image and label
@@ -130,6 +156,8 @@ class Model:
             raise ValueError(f"{what}: the dataset has no {' or '.join(repr(c) for c in missing)} "
                              f"column (it has {names}); the network reads 'image' and 'label'")
         net = self.network
+        if not isinstance(net, nn.LeNet5):
+            return            # tracing checks the shapes against the layers
         want_image = [net.batch_size, net.num_channel, 32, 32]
         types = dict(zip(names, dataset.output_types()))
         shapes = dict(zip(names, dataset.output_shapes()))
@@ -193,6 +221,7 @@ class Model:
                                net_outputs=None, dataset_sink_mode=sink, step_time_ms=0.0,
                                epoch_time_ms=0.0)
         run_context = RunContext(params)
+        self._ensure(train_dataset, "train")
         start = self._c.global_step()
         specs = [cb._spec() if isinstance(cb, _BuiltIn) else
                  _Hooks(cb, params, run_context, start) for cb in callbacks]
@@ -207,6 +236,7 @@ class Model:
             raise ValueError("eval: the model has no metrics; make it with "
                              "metrics={'accuracy'}")
         self._check_dataset(valid_dataset, "eval", False, needs_end=True)
+        self._ensure(valid_dataset, "eval")
         _, accuracy, loss = self._c.eval(valid_dataset._c)
         return {name: accuracy if kind == "accuracy" else loss
                 for name, kind in self._metrics.items()}

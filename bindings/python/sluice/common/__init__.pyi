@@ -1,0 +1,2 @@
+"""Type stubs of sluice.common."""
+from sluice.common import initializer as initializer

@@ -1,0 +1,19 @@
+"""Type stubs of sluice.ops."""
+from typing import Any, Sequence
+
+
+def reshape(input_x: Any, input_shape: Sequence[int]) -> Any: ...
+def flatten(input: Any, order: str = ..., *, start_dim: int = ..., end_dim: int = ...) -> Any: ...
+def relu(input: Any) -> Any: ...
+
+
+class Reshape:
+    def __call__(self, input_x: Any, input_shape: Sequence[int]) -> Any: ...
+
+
+class Flatten:
+    def __call__(self, input_x: Any) -> Any: ...
+
+
+class ReLU:
+    def __call__(self, input_x: Any) -> Any: ...

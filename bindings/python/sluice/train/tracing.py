@@ -1,0 +1,139 @@
+"""sluice.train.tracing: a user's network, or a plain Python train_step,
+traced into one C graph (forward, loss, backward, optimizer updates) and
+compiled into a C model (``sluice._sluice.Graph.make_model``), which the
+C library's train, data_sink and dataset-helper paths run like a built-in
+network's.
+
+The graph's inputs are the dataset's columns, of the shapes and types of
+its batches; a step is compiled for those shapes, so the dataset's batch
+shape must be fixed (``batch(..., drop_remainder=True)``).
+
+Parameters belong to the network, not to a model: the model made last (or
+the one about to run, see :func:`claim`) holds their values, and a new
+model starts from them. The optimizer's accumulators move along the same
+way, so a second data_sink over the same network and optimizer continues
+the training as MindSpore's would.
+"""
+import inspect
+
+from sluice import context
+from sluice.nn.cell import _Sym, _Trace
+
+__all__ = ["trace_network", "trace_step", "claim"]
+
+
+def _input_specs(dataset, what):
+    """[(name, dtype, shape)] of the dataset's columns, all fixed."""
+    specs = list(zip(dataset.get_col_names(), dataset.output_types(), dataset.output_shapes()))
+    for name, _, shape in specs:
+        if any(d < 0 for d in shape):
+            raise ValueError(f"{what}: the dataset's column {name!r} has shape {list(shape)}, "
+                             "which is not fixed: sluice compiles the step for one shape "
+                             "(batch with drop_remainder=True)")
+    return specs
+
+
+def _check_loss(loss, what):
+    if not isinstance(loss, _Sym):
+        raise TypeError(f"{what}: the loss is a {type(loss).__name__}, not a traced tensor")
+    if loss.shape != ():
+        raise ValueError(f"{what}: the loss must be a scalar, got a tensor of shape "
+                         f"{loss.shape} (use SoftmaxCrossEntropyWithLogits(sparse=True, "
+                         "reduction='mean'))")
+
+
+def _make_model(trace, inputs, logits, loss, mode):
+    """The C model of a finished trace; it holds the parameters' values."""
+    image = inputs["image"]._node if "image" in inputs else -1
+    label = inputs["label"]._node if "label" in inputs else -1
+    if image < 0 or label < 0:
+        logits = -1
+    owned = [(p, p.name) for p, _ in trace.params.values()]
+    model_c = trace.g.make_model(
+        image, label, logits, loss, mode=mode,
+        device_target=context.get_context("device_target"),
+        device_id=context.get_context("device_id"),
+        save_graphs=context.get_context("save_graphs"),
+        save_graphs_path=context.get_context("save_graphs_path"))
+    claim(model_c, owned, trace.optimizer)
+    return model_c, owned
+
+
+def claim(model_c, owned, optimizer):
+    """Makes model_c hold the values of its parameters (owned: [(Parameter,
+    name in model_c)]) and of the optimizer's accumulators, copying them
+    from wherever they are now (another model, or values not yet in any)."""
+    for p, name in owned:
+        if p._owner is not model_c:
+            model_c.set_param(name, p.asnumpy())
+            p._owner, p._cname, p._data = model_c, name, None
+    held = getattr(optimizer, "_held", None)
+    if optimizer is None or (held is not None and held[0] is model_c):
+        return
+    if held is not None:
+        prev, prev_names = held
+        for p, name in owned:
+            if id(p) in prev_names:
+                model_c.set_state("moments." + name,
+                                  prev.get_state("moments." + prev_names[id(p)]))
+    optimizer._held = (model_c, {id(p): name for p, name in owned})
+
+
+def trace_network(network, loss_fn, optimizer, dataset, what):
+    """Model's compilation of a user's Cell: the dataset's ``image`` and
+    ``label`` columns in, ``loss_fn(network(image), label)``, backward and
+    the optimizer. Returns (model_c, owned)."""
+    specs = {name: (dtype, shape) for name, dtype, shape in _input_specs(dataset, what)}
+    t = _Trace(seed=network._seed)
+    inputs = {name: t.input(name, *specs[name]) for name in ("image", "label")}
+    logits = network(inputs["image"])
+    if not isinstance(logits, _Sym):
+        raise TypeError(f"{what}: {type(network).__name__}.construct returned a "
+                        f"{type(logits).__name__}, not a traced tensor")
+    loss = loss_fn(logits, inputs["label"])
+    _check_loss(loss, what)
+    used = {id(p) for p, _ in t.params.values()}
+    params = network.trainable_params()
+    unused = [p.name for p in params if id(p) not in used]
+    if unused:
+        raise ValueError(f"{what}: construct() does not use the parameters {unused}; sluice "
+                         "updates every parameter of the network")
+    if {id(p) for p in optimizer.parameters} != {id(p) for p in params}:
+        raise ValueError(f"{what}: the optimizer must update exactly the network's "
+                         "trainable_params()")
+    t.g.backward(loss._node)
+    t.loss = loss._node
+    t.g.optimizer(*optimizer._c_args())
+    t.optimizer = optimizer
+    return _make_model(t, inputs, logits._node, loss._node, context.get_context("mode"))
+
+
+def trace_step(fn, dataset, mode, what="data_sink"):
+    """data_sink's compilation of a plain train_step(*columns): it must call
+    a value_and_grad function and an optimizer with its grads, and return
+    the loss. Returns (model_c, owned, optimizer)."""
+    specs = _input_specs(dataset, what)
+    try:
+        inspect.signature(fn).bind(*(name for name, _, _ in specs))
+    except TypeError as e:
+        raise TypeError(f"{what}: fn must be a TrainOneStepCell or a function called with one "
+                        f"argument per dataset column ({', '.join(n for n, _, _ in specs)}): "
+                        f"{e}") from None
+    except ValueError:
+        pass                 # no signature to check (a builtin): the call will tell
+    t = _Trace()
+    inputs = {name: t.input(name, dtype, shape) for name, dtype, shape in specs}
+    out = fn(*inputs.values())
+    if t.loss is None:
+        raise ValueError(f"{what}: the step computed no gradients: call the function "
+                         "sluice.value_and_grad(forward_fn, None, weights) returned in it")
+    if t.optimizer is None:
+        raise ValueError(f"{what}: the step applied no optimizer: call net_opt(grads) with the "
+                         "grads value_and_grad returned (sluice sinks training steps)")
+    if isinstance(out, tuple) and out:
+        out = out[0]
+    if not isinstance(out, _Sym) or out._node != t.loss:
+        raise ValueError(f"{what}: the step must return the loss value_and_grad computed "
+                         f"(got {out!r})")
+    model_c, owned = _make_model(t, inputs, -1, t.loss, mode)
+    return model_c, owned, t.optimizer

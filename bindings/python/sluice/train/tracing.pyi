@@ -1,0 +1,12 @@
+"""Type stubs of sluice.train.tracing."""
+from typing import Any, Callable, List, Tuple
+
+from sluice.dataset import Dataset
+from sluice.nn import Cell, Optimizer, Parameter
+
+
+def claim(model_c: Any, owned: List[Tuple[Parameter, str]], optimizer: Any) -> None: ...
+def trace_network(network: Cell, loss_fn: Cell, optimizer: Optimizer, dataset: Dataset,
+                  what: str) -> Tuple[Any, List[Tuple[Parameter, str]]]: ...
+def trace_step(fn: Callable[..., Any], dataset: Dataset, mode: int,
+               what: str = ...) -> Tuple[Any, List[Tuple[Parameter, str]], Any]: ...
