@@ -114,7 +114,13 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl_
     set_state(f, COPYING, t1);
     for (size_t c = 0; c < f->opts.ncolumns && rc == SL_OK; c++) {
         const sl_tensor *t = row->columns[f->opts.columns[c]];
-        rc = sl__device_copy_in(sl__dq_device(q), slot->columns[c].data, t->data, t->nbytes);
+        sl_device *d = sl__dq_device(q);
+        if (f->opts.inline_transfer && f->opts.host_copy && d->iface->reads_host) {
+            f->opts.host_copy(f->opts.host_copy_arg, slot->columns[c].data, t->data, t->nbytes);
+            sl__device_count_copy_in(d, t->nbytes);
+        } else {
+            rc = sl__device_copy_in(d, slot->columns[c].data, t->data, t->nbytes);
+        }
         if (rc < 0)
             sl__errf(err, rc, "transfer: copying column '%s' of batch %llu into queue '%s' failed",
                      f->opts.names[c], (unsigned long long)atomic_load(&f->batches) + 1,

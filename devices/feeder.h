@@ -54,6 +54,12 @@ typedef struct sl__feeder_options {
     int inline_transfer;
     /* inline: the longest wait for the pipeline's next batch (-1: none) */
     int64_t getnext_timeout_ms;
+    /* inline, on a device that reads host memory: copies n bytes on the
+     * caller's thread (sl__feeder_get_next's), which may share the copy
+     * with its compute team (NULL: the device's own copy). Never called
+     * by a transfer thread. */
+    void (*host_copy)(void *arg, void *dst, const void *src, size_t n);
+    void *host_copy_arg;
 } sl__feeder_options;
 
 typedef struct sl__feeder_stats {

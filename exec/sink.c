@@ -107,6 +107,38 @@ static void run_sink(sl_model *m, sl__feeder *f, int64_t steps_wanted, int to_ep
     m->sink_stats.getnext_wait_ms += r->getnext_wait_ms;
 }
 
+/* An inline transfer's copy, on the executor's thread between two steps:
+ * cut over the compute team like an op, so that the helpers copy too
+ * instead of going to sleep while thread 0 copies alone. */
+typedef struct team_copy {
+    unsigned char *dst;
+    const unsigned char *src;
+    size_t n;
+} team_copy;
+
+/* Below this a copy is not worth waking a helper for. */
+#define TEAM_COPY_MIN_BYTES (16u << 10)
+
+static void team_copy_share(void *arg, const sl__share *share)
+{
+    team_copy *c = arg;
+    size_t begin, end;
+    sl__share_range(share, SL__GRAIN_SHARE, c->n, 64, &begin, &end);
+    if (end > begin)
+        memcpy(c->dst + begin, c->src + begin, end - begin);
+}
+
+static void host_copy_on_team(void *arg, void *dst, const void *src, size_t n)
+{
+    sl_model *m = arg;
+    team_copy c = {dst, src, n};
+    if (n < TEAM_COPY_MIN_BYTES || m->ex->team.nthreads < 2) {
+        memcpy(dst, src, n);
+        return;
+    }
+    sl__team_run(&m->ex->team, team_copy_share, &c);
+}
+
 /* Starts a feeder for the model's training step on its device, its
  * pipeline at start (NULL: the dataset's beginning). */
 static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
@@ -129,6 +161,11 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
     fo.stuck_ms = o->getnext_timeout_ms > 0 ? o->getnext_timeout_ms / 2 : 10000;
     fo.inline_transfer = sl_model_transfer_mode(m, o) == SL_TRANSFER_INLINE;
     fo.getnext_timeout_ms = o->getnext_timeout_ms;
+    if (fo.inline_transfer) {
+        /* the sink's GetNext, and so the copy, runs on the executor's thread */
+        fo.host_copy = host_copy_on_team;
+        fo.host_copy_arg = m;
+    }
     fo.ncolumns = sl_step_num_inputs(step);
     rc = sl__model_map_columns(m, step, ds, what, fo.columns);
     if (rc < 0)
