@@ -21,6 +21,7 @@ int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err)
     q->next_seq = 0;
     q->closed = 0;
     q->interrupted = 0;
+    q->woken = 0;
     q->filled = 0;
     q->push_waiters = 0;
     q->pop_waiters = 0;
@@ -154,7 +155,7 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
     /* Re-read head after every wait: another consumer may have advanced it.
      * An item that arrived as the deadline passed is still taken. */
     while (*(slot = &q->slots[q->head % q->capacity]) == NULL && !q->closed &&
-           !q->interrupted) {
+           !q->interrupted && !q->woken) {
         if (timeout_ms == 0 || timed_out) {
             rc = SL_ETIMEDOUT;
             break;
@@ -174,7 +175,7 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
         q->pop_waiters--;
         q->pop_wakeups++;
     }
-    if (q->interrupted) {
+    if (q->interrupted || q->woken) {
         rc = SL_ECANCELED;
     } else if (rc == SL_OK) {
         if (*slot == NULL) {
@@ -219,6 +220,25 @@ void sl__queue_interrupt(sl_queue *q)
     pthread_mutex_lock(&q->lock);
     q->interrupted = 1;
     pthread_cond_broadcast(&q->not_empty);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void sl__queue_wake(sl_queue *q)
+{
+    if (!q->slots)
+        return;
+    pthread_mutex_lock(&q->lock);
+    q->woken = 1;
+    pthread_cond_broadcast(&q->not_empty);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void sl__queue_unwake(sl_queue *q)
+{
+    if (!q->slots)
+        return;
+    pthread_mutex_lock(&q->lock);
+    q->woken = 0;
     pthread_mutex_unlock(&q->lock);
 }
 

@@ -34,6 +34,7 @@ typedef struct sl_queue {
     size_t pop_waiters;       /* consumers waiting for the head item */
     int closed;
     int interrupted;          /* pops return SL_ECANCELED (sl__queue_interrupt) */
+    int woken;                /* the same until sl__queue_unwake (sl__queue_wake) */
     /* Counters for reports: how often each side had to wait (pop_waits:
      * pops that had to sleep at least once), and how often a sleeping pop
      * was woken (by a push, a close, its deadline or spuriously). Wake-ups
@@ -75,6 +76,11 @@ void sl__queue_close(sl_queue *q);
  * affected. For a consumer that must stop waiting while the pipeline runs
  * on. Safe from any thread; does nothing on a queue whose init failed. */
 void sl__queue_interrupt(sl_queue *q);
+/* Like sl__queue_interrupt, but for a while: pops return SL_ECANCELED
+ * until sl__queue_unwake. For a consumer that a stop must wake and that a
+ * later call resumes (a sink on the executor's thread). */
+void sl__queue_wake(sl_queue *q);
+void sl__queue_unwake(sl_queue *q);
 /* Removes every item still held, calling free_item on each (after close and
  * join; no thread may use the queue meanwhile). */
 void sl__queue_drain(sl_queue *q, void (*free_item)(void *));

@@ -208,7 +208,7 @@ void sl__device_free(sl_device *d, void *mem, size_t size)
     atomic_fetch_sub(&d->bytes_allocated, size);
 }
 
-static void count_copy_in(sl_device *d, size_t n)
+void sl__device_count_copy_in(sl_device *d, size_t n)
 {
     atomic_fetch_add(&d->copies_in, 1);
     atomic_fetch_add(&d->bytes_in, n);
@@ -218,7 +218,7 @@ int sl__device_copy_in(sl_device *d, void *dst, const void *src, size_t n)
 {
     int rc = d->iface->copy_in(d, dst, src, n);
     if (rc == SL_OK)
-        count_copy_in(d, n);
+        sl__device_count_copy_in(d, n);
     return rc;
 }
 
@@ -237,7 +237,7 @@ int sl__device_copy_in_async(sl_device *d, void *dst, const void *src, size_t n,
     else
         rc = d->iface->copy_in(d, dst, src, n); /* done when it returns: no event */
     if (rc == SL_OK)
-        count_copy_in(d, n);
+        sl__device_count_copy_in(d, n);
     return rc;
 }
 

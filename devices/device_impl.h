@@ -91,6 +91,9 @@ int sl__device_alloc(sl_device *d, size_t size, void **mem);
 /* NULL mem is ignored. */
 void sl__device_free(sl_device *d, void *mem, size_t size);
 int sl__device_copy_in(sl_device *d, void *dst, const void *src, size_t n);
+/* Counts a copy in of n bytes that the caller made itself, for a device
+ * whose memory the host reads and writes (reads_host). */
+void sl__device_count_copy_in(sl_device *d, size_t n);
 int sl__device_copy_out(sl_device *d, void *dst, const void *src, size_t n);
 /* Starts a copy in; *ev is its completion (NULL: already complete, as when
  * the kind has no copy_in_async and the copy was made with copy_in). */

@@ -591,6 +591,25 @@ int sl__dq_get_next(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms,
     return rc;
 }
 
+size_t sl__dq_pending(sl__device_queue *q)
+{
+    size_t n;
+    pthread_mutex_lock(&q->lock);
+    n = q->count;
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+int sl__dq_timeout_error(sl__device_queue *q, sl__error *err)
+{
+    dq_snapshot s;
+    pthread_mutex_lock(&q->lock);
+    dq_snapshot_locked(q, &s);
+    pthread_mutex_unlock(&q->lock);
+    dq_timeout_err(q, err, &s);
+    return SL_ETIMEDOUT;
+}
+
 void sl__dq_release(sl__device_queue *q, sl__dq_slot *slot)
 {
     pthread_mutex_lock(&q->lock);

@@ -106,6 +106,12 @@ int sl__dq_push_marker(sl__device_queue *q, int status, const sl__error *marker,
 int sl__dq_get_next(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms,
                     sl__error *err);
 void sl__dq_release(sl__device_queue *q, sl__dq_slot *slot);
+/* Entries waiting for GetNext now: batches and markers. */
+size_t sl__dq_pending(sl__device_queue *q);
+/* GetNext's timeout error for q as it is now (what starves it, from the
+ * describe function) into err; returns SL_ETIMEDOUT. For a caller that
+ * did the waiting itself (a transfer run on the executor's thread). */
+int sl__dq_timeout_error(sl__device_queue *q, sl__error *err);
 
 /* Wakes GetNext with SL_ECANCELED, and makes later GetNext calls return
  * it at once, until sl__dq_resume; the transfer side waits on. For a stop

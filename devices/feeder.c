@@ -2,6 +2,7 @@
  * device queues (see feeder.h). */
 #include "devices/feeder.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "core/clock.h"
 #include "devices/device_impl.h"
 #include "pipeline/iterator_report.h"
+#include "pipeline/iterator_wake.h"
 #include "sluice/iterator.h"
 
 /* What the transfer thread is doing, for GetNext's timeout message. */
@@ -51,8 +53,11 @@ static void describe(void *arg, char *buf, size_t len)
     int s = atomic_load(&f->state);
     double since = atomic_load(&f->since_ms);
     size_t used = (size_t)snprintf(buf, len,
-                                   "the transfer thread has been %s for %.1f s (%llu batches "
-                                   "sent); ",
+                                   "%s has been %s for %.1f s (%llu batches sent); ",
+                                   f->opts.inline_transfer
+                                       ? "the executor, which moves batches itself (no CPU "
+                                         "is left for a transfer thread),"
+                                       : "the transfer thread",
                                    state_names[s], (sl__now_ms() - since) / 1e3,
                                    (unsigned long long)atomic_load(&f->batches));
     if (used < len)
@@ -109,7 +114,13 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl_
     set_state(f, COPYING, t1);
     for (size_t c = 0; c < f->opts.ncolumns && rc == SL_OK; c++) {
         const sl_tensor *t = row->columns[f->opts.columns[c]];
-        rc = sl__device_copy_in(sl__dq_device(q), slot->columns[c].data, t->data, t->nbytes);
+        sl_device *d = sl__dq_device(q);
+        if (f->opts.inline_transfer && f->opts.host_copy && d->iface->reads_host) {
+            f->opts.host_copy(f->opts.host_copy_arg, slot->columns[c].data, t->data, t->nbytes);
+            sl__device_count_copy_in(d, t->nbytes);
+        } else {
+            rc = sl__device_copy_in(d, slot->columns[c].data, t->data, t->nbytes);
+        }
         if (rc < 0)
             sl__errf(err, rc, "transfer: copying column '%s' of batch %llu into queue '%s' failed",
                      f->opts.names[c], (unsigned long long)atomic_load(&f->batches) + 1,
@@ -130,6 +141,109 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl_
     return SL_OK;
 }
 
+/* The pipeline's next row, the wait counted in the stats. */
+static int next_row(sl__feeder *f, sl_row *row)
+{
+    double t0 = sl__now_ms(), waited;
+    int rc;
+    set_state(f, WAITING_PIPELINE, t0);
+    rc = sl_iterator_next(f->it, row);
+    waited = sl__now_ms() - t0;
+    pthread_mutex_lock(&f->stats_lock);
+    f->pipeline_wait_ms += waited;
+    pthread_mutex_unlock(&f->stats_lock);
+    return rc;
+}
+
+/* Inline: gives q the pipeline's next batch or marker, on the caller's
+ * thread. SL_OK when q has an entry for GetNext (a batch, an end or the
+ * pipeline's error as a marker); SL_ECANCELED when a stop woke the wait;
+ * SL_ETIMEDOUT with GetNext's message in err. */
+static int move_one(sl__feeder *f, sl__device_queue *q, sl__error *err)
+{
+    sl__error e;
+    sl_row row;
+    int rc;
+
+    sl__err_clear(&e);
+    rc = next_row(f, &row);
+    if (rc == SL_OK) {
+        rc = check_row(f, &row, atomic_load(&f->batches), &e);
+        if (rc == SL_OK)
+            rc = send_batch(f, q, &row, &e);
+        sl_row_clear(&row);
+        if (rc == SL_OK || rc == SL_ECLOSED)
+            return SL_OK; /* closed: GetNext says so */
+    } else if (rc == SL_END_OF_EPOCH || rc == SL_END_OF_DATA) {
+        sl__dq_push_marker(q, rc, NULL, -1, NULL);
+        return SL_OK;
+    } else if (rc == SL_ECANCELED) { /* a stop woke the wait (or the feeder is being freed) */
+        return sl__errf(err, rc, "GetNext: queue '%s' is interrupted (until it is resumed)",
+                        sl__dq_name(q));
+    } else if (rc == SL_ETIMEDOUT) {
+        return sl__dq_timeout_error(q, err);
+    } else {
+        sl__errf(&e, rc, "pipeline: %s", sl_iterator_last_error(f->it));
+    }
+    /* An error travels as a marker, so that every later GetNext sees it. */
+    sl__dq_push_marker(q, rc, &e, -1, NULL);
+    return SL_OK;
+}
+
+int sl__feeder_get_next(sl__feeder *f, size_t device, sl__dq_slot **slot, int64_t timeout_ms,
+                        double *waited_ms, sl__error *err)
+{
+    sl__device_queue *q = f->queues[device];
+    double t0 = sl__now_ms(), copy0 = 0;
+    int rc;
+
+    if (f->opts.inline_transfer && sl__dq_pending(q) == 0) {
+        pthread_mutex_lock(&f->stats_lock);
+        copy0 = f->copy_ms;
+        pthread_mutex_unlock(&f->stats_lock);
+        rc = move_one(f, q, err);
+        if (rc < 0) {
+            *slot = NULL;
+            if (waited_ms)
+                *waited_ms = sl__now_ms() - t0;
+            return rc;
+        }
+        set_state(f, WAITING_PIPELINE, sl__now_ms());
+    }
+    rc = sl__dq_get_next(q, slot, timeout_ms, err);
+    if (waited_ms) {
+        double copied = 0;
+        if (f->opts.inline_transfer) {
+            pthread_mutex_lock(&f->stats_lock);
+            copied = f->copy_ms - copy0;
+            pthread_mutex_unlock(&f->stats_lock);
+        }
+        *waited_ms = sl__now_ms() - t0 - copied;
+    }
+    return rc;
+}
+
+void sl__feeder_interrupt(sl__feeder *f)
+{
+    for (size_t d = 0; d < f->ndevices; d++)
+        sl__dq_interrupt(f->queues[d]);
+    if (f->opts.inline_transfer)
+        sl__iterator_wake(f->it);
+}
+
+void sl__feeder_resume(sl__feeder *f)
+{
+    if (f->opts.inline_transfer)
+        sl__iterator_unwake(f->it);
+    for (size_t d = 0; d < f->ndevices; d++)
+        sl__dq_resume(f->queues[d]);
+}
+
+int sl__feeder_is_inline(const sl__feeder *f)
+{
+    return f->opts.inline_transfer;
+}
+
 static void *transfer_main(void *arg)
 {
     sl__feeder *f = arg;
@@ -140,12 +254,7 @@ static void *transfer_main(void *arg)
     sl__err_clear(&err);
     for (;;) {
         sl_row row;
-        double t0 = sl__now_ms();
-        set_state(f, WAITING_PIPELINE, t0);
-        rc = sl_iterator_next(f->it, &row);
-        pthread_mutex_lock(&f->stats_lock);
-        f->pipeline_wait_ms += sl__now_ms() - t0;
-        pthread_mutex_unlock(&f->stats_lock);
+        rc = next_row(f, &row);
         if (rc == SL_OK) {
             rc = check_row(f, &row, atomic_load(&f->batches), &err);
             if (rc == SL_OK) {
@@ -189,6 +298,11 @@ static int check_options(const sl__feeder_options *o, size_t ndevices, sl__error
     if (o->capacity < 1)
         return sl__errf(err, SL_EINVAL, "feeder: the queue capacity must be >= 1, not %zu",
                         o->capacity);
+    if (o->inline_transfer && ndevices != 1)
+        return sl__errf(err, SL_EINVAL,
+                        "feeder: an inline transfer feeds one device, not %zu (it runs on "
+                        "that device's executor)",
+                        ndevices);
     if (o->ncolumns < 1 || o->ncolumns > SL_MAX_COLUMNS)
         return sl__errf(err, SL_EINVAL, "feeder: %zu columns to send; 1 to %d may be",
                         o->ncolumns, SL_MAX_COLUMNS);
@@ -234,12 +348,18 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
     io.num_epochs = o->num_epochs;
     io.start_epoch = o->start_epoch;
     io.start_rows = o->start_rows;
+    if (o->inline_transfer && o->getnext_timeout_ms >= 0)
+        io.timeout_ms = o->getnext_timeout_ms > INT_MAX ? INT_MAX : (int)o->getnext_timeout_ms;
     rc = sl_iterator_new(&f->it, ds, &io);
     if (rc < 0) {
         sl__errf(err, rc, "%s", sl_dataset_last_error(ds));
         goto fail;
     }
     set_state(f, WAITING_PIPELINE, sl__now_ms());
+    if (o->inline_transfer) {
+        *out = f;
+        return SL_OK;
+    }
     if ((e = pthread_create(&f->thread, NULL, transfer_main, f)) != 0) {
         rc = sl__pthread_errf(err, e, "feeder: starting the transfer thread");
         goto fail;

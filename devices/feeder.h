@@ -9,7 +9,15 @@
  *
  * Threads: one transfer thread, plus the pipeline's. Freeing the feeder
  * interrupts the pipeline and the queues, joins the transfer thread and
- * frees the iterator (joining the pipeline), at any point. */
+ * frees the iterator (joining the pipeline), at any point.
+ *
+ * Inline transfer: when the device reads host memory and the compute
+ * threads fill every CPU, a transfer thread has no CPU of its own: each
+ * time it woke it would take one from the step, once per batch. The
+ * executor then moves batches itself: sl__feeder_get_next finds the queue
+ * empty, takes the pipeline's next batch and copies it into a slot (a
+ * memcpy on cpu) before it takes it as GetNext. The order, the markers,
+ * the errors and the timeout's message are the same. */
 #ifndef SLUICE_DEVICES_FEEDER_H
 #define SLUICE_DEVICES_FEEDER_H
 
@@ -41,6 +49,17 @@ typedef struct sl__feeder_options {
     int columns[SL_MAX_COLUMNS];      /* dataset column indices */
     sl_tensor_spec specs[SL_MAX_COLUMNS];
     const char *names[SL_MAX_COLUMNS]; /* for messages */
+    /* 1: no transfer thread; sl__feeder_get_next moves each batch on the
+     * caller's thread (one device only). */
+    int inline_transfer;
+    /* inline: the longest wait for the pipeline's next batch (-1: none) */
+    int64_t getnext_timeout_ms;
+    /* inline, on a device that reads host memory: copies n bytes on the
+     * caller's thread (sl__feeder_get_next's), which may share the copy
+     * with its compute team (NULL: the device's own copy). Never called
+     * by a transfer thread. */
+    void (*host_copy)(void *arg, void *dst, const void *src, size_t n);
+    void *host_copy_arg;
 } sl__feeder_options;
 
 typedef struct sl__feeder_stats {
@@ -59,5 +78,17 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
 void sl__feeder_free(sl__feeder *f);
 sl__device_queue *sl__feeder_queue(sl__feeder *f, size_t device);
 void sl__feeder_get_stats(sl__feeder *f, sl__feeder_stats *out);
+int sl__feeder_is_inline(const sl__feeder *f);
+
+/* GetNext on device's queue, as sl__dq_get_next (same returns, messages
+ * and timeout). Inline, an empty queue is first given the pipeline's next
+ * batch or marker on this thread. *waited_ms (may be NULL) gets the time
+ * spent waiting for a batch, copying excluded. */
+int sl__feeder_get_next(sl__feeder *f, size_t device, sl__dq_slot **slot, int64_t timeout_ms,
+                        double *waited_ms, sl__error *err);
+/* A stop: GetNext returns SL_ECANCELED, wherever it waits, until
+ * sl__feeder_resume; the data keeps its place. Thread-safe. */
+void sl__feeder_interrupt(sl__feeder *f);
+void sl__feeder_resume(sl__feeder *f);
 
 #endif

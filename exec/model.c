@@ -120,7 +120,7 @@ void sl_model_stop(sl_model *m)
     if (m->active)
         sl_iterator_interrupt(m->active);
     if (m->active_feeder)
-        sl__dq_interrupt(sl__feeder_queue(m->active_feeder, 0));
+        sl__feeder_interrupt(m->active_feeder);
     pthread_mutex_unlock(&m->active_lock);
 }
 
@@ -129,7 +129,7 @@ void sl__model_set_active_feeder(sl_model *m, sl__feeder *f)
     pthread_mutex_lock(&m->active_lock);
     m->active_feeder = f;
     if (f && atomic_load(&m->stop))
-        sl__dq_interrupt(sl__feeder_queue(f, 0));
+        sl__feeder_interrupt(f);
     pthread_mutex_unlock(&m->active_lock);
 }
 

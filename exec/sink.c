@@ -19,7 +19,7 @@
 /* One sink: what the executor's thread runs, and what it found. */
 typedef struct sink_run {
     sl_model *m;
-    sl__device_queue *q;
+    sl__feeder *f;             /* device 0's queue is the one GetNext reads */
     int64_t steps_wanted;      /* at most this many steps (-1: no limit) */
     int to_epoch_end;          /* an end of epoch ends the sink (sink_size -1) */
     int64_t timeout_ms;        /* GetNext's */
@@ -42,13 +42,12 @@ static int sink_loop(void *arg)
     while (r->steps_wanted < 0 || r->steps < r->steps_wanted) {
         sl_tensor *feed[SL_MAX_COLUMNS];
         sl__dq_slot *slot;
-        double t0;
+        double waited;
         int rc;
         if (atomic_load(&r->m->stop))
             return SL_OK; /* asked between steps */
-        t0 = sl__now_ms();
-        rc = sl__dq_get_next(r->q, &slot, r->timeout_ms, &r->err);
-        r->getnext_wait_ms += sl__now_ms() - t0;
+        rc = sl__feeder_get_next(r->f, 0, &slot, r->timeout_ms, &waited, &r->err);
+        r->getnext_wait_ms += waited;
         if (rc == SL_END_OF_EPOCH) {
             if (r->to_epoch_end) {
                 r->end_of_epoch = 1;
@@ -67,7 +66,7 @@ static int sink_loop(void *arg)
         for (size_t i = 0; i < n; i++)
             feed[i] = &slot->columns[i];
         rc = sl_step_run_here(step, feed, n);
-        sl__dq_release(r->q, slot);
+        sl__dq_release(sl__feeder_queue(r->f, 0), slot);
         if (rc < 0)
             return sl__errf(&r->err, rc, "step %lld of the sink: %s", (long long)r->steps + 1,
                             sl_step_last_error(step));
@@ -92,12 +91,12 @@ static void sink_job(void *arg)
 /* Runs one sink of at most steps_wanted steps (-1: no limit), ending at
  * the end of the epoch when to_epoch_end, on the executor's thread while
  * the host waits. */
-static void run_sink(sl_model *m, sl__device_queue *q, int64_t steps_wanted, int to_epoch_end,
+static void run_sink(sl_model *m, sl__feeder *f, int64_t steps_wanted, int to_epoch_end,
                      int64_t timeout_ms, sink_run *r)
 {
     memset(r, 0, sizeof *r);
     r->m = m;
-    r->q = q;
+    r->f = f;
     r->steps_wanted = steps_wanted;
     r->to_epoch_end = to_epoch_end;
     r->timeout_ms = timeout_ms;
@@ -106,6 +105,38 @@ static void run_sink(sl_model *m, sl__device_queue *q, int64_t steps_wanted, int
     m->sink_stats.sinks++;
     m->sink_stats.steps += r->steps;
     m->sink_stats.getnext_wait_ms += r->getnext_wait_ms;
+}
+
+/* An inline transfer's copy, on the executor's thread between two steps:
+ * cut over the compute team like an op, so that the helpers copy too
+ * instead of going to sleep while thread 0 copies alone. */
+typedef struct team_copy {
+    unsigned char *dst;
+    const unsigned char *src;
+    size_t n;
+} team_copy;
+
+/* Below this a copy is not worth waking a helper for. */
+#define TEAM_COPY_MIN_BYTES (16u << 10)
+
+static void team_copy_share(void *arg, const sl__share *share)
+{
+    team_copy *c = arg;
+    size_t begin, end;
+    sl__share_range(share, SL__GRAIN_SHARE, c->n, 64, &begin, &end);
+    if (end > begin)
+        memcpy(c->dst + begin, c->src + begin, end - begin);
+}
+
+static void host_copy_on_team(void *arg, void *dst, const void *src, size_t n)
+{
+    sl_model *m = arg;
+    team_copy c = {dst, src, n};
+    if (n < TEAM_COPY_MIN_BYTES || m->ex->team.nthreads < 2) {
+        memcpy(dst, src, n);
+        return;
+    }
+    sl__team_run(&m->ex->team, team_copy_share, &c);
 }
 
 /* Starts a feeder for the model's training step on its device, its
@@ -128,6 +159,13 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
         fo.start_rows = start->rows;
     }
     fo.stuck_ms = o->getnext_timeout_ms > 0 ? o->getnext_timeout_ms / 2 : 10000;
+    fo.inline_transfer = sl_model_transfer_mode(m, o) == SL_TRANSFER_INLINE;
+    fo.getnext_timeout_ms = o->getnext_timeout_ms;
+    if (fo.inline_transfer) {
+        /* the sink's GetNext, and so the copy, runs on the executor's thread */
+        fo.host_copy = host_copy_on_team;
+        fo.host_copy_arg = m;
+    }
     fo.ncolumns = sl_step_num_inputs(step);
     rc = sl__model_map_columns(m, step, ds, what, fo.columns);
     if (rc < 0)
@@ -221,7 +259,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         if (rc < 0 || atomic_load(&m->stop))
             break;
         t0 = sl__now_ms();
-        run_sink(m, sl__feeder_queue(f, 0), want, o->sink_size < 0, o->getnext_timeout_ms, &r);
+        run_sink(m, f, want, o->sink_size < 0, o->getnext_timeout_ms, &r);
         info.epoch_ms = sl__now_ms() - t0;
         info.global_step = m->global_step;
         info.step_in_epoch = done_in_epoch + r.steps;
@@ -306,9 +344,9 @@ int sl_data_sink_call(sl_data_sink *s, float *loss)
     sink_run r;
     sl__err_clear(&m->err);
     atomic_store(&m->stop, 0);
-    sl__dq_resume(sl__feeder_queue(s->f, 0)); /* a stop ends one call, not the sink */
+    sl__feeder_resume(s->f); /* a stop ends one call, not the sink */
     sl__model_set_active_feeder(m, s->f);
-    run_sink(m, sl__feeder_queue(s->f, 0), s->sink_size, 0, s->timeout_ms, &r);
+    run_sink(m, s->f, s->sink_size, 0, s->timeout_ms, &r);
     sl__model_set_active_feeder(m, NULL);
     if (r.rc < 0)
         return sl__errf(&m->err, r.rc, "data_sink: global step %lld: %s",
@@ -451,8 +489,9 @@ int sl_dataset_helper_next(sl_dataset_helper *h, float *loss)
         return SL_END_OF_EPOCH;
     }
     atomic_store(&m->stop, 0);
+    sl__feeder_resume(h->f); /* a stop ends one sink, not the helper */
     sl__model_set_active_feeder(m, h->f);
-    run_sink(m, sl__feeder_queue(h->f, 0), h->sink_size > 0 ? h->sink_size : -1,
+    run_sink(m, h->f, h->sink_size > 0 ? h->sink_size : -1,
              h->sink_size < 0, h->timeout_ms, &r);
     sl__model_set_active_feeder(m, NULL);
     if (r.rc < 0)

@@ -13,13 +13,14 @@
 #include "core/rng.h"
 #include "core/tensor_impl.h"
 #include "devices/device_impl.h"
+#include "sluice/budget.h"
 #include "sluice/iterator.h"
 
 /* The end of the first version's fields: fixed forever (core/options.h). */
 static const size_t train_options_v1_size =
     offsetof(sl_train_options, max_steps) + sizeof(int64_t);
 _Static_assert(sizeof(sl_train_options) ==
-                   offsetof(sl_train_options, unused1) + sizeof(int32_t),
+                   offsetof(sl_train_options, unused2) + sizeof(int32_t),
                "sl_train_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -63,11 +64,52 @@ int sl__train_options_read(sl_model *m, sl_train_options *o, const sl_train_opti
     if (o->max_steps < 0)
         return sl__errf(&m->err, SL_EINVAL, "train: max_steps %lld must be >= 0 (0: no limit)",
                         (long long)o->max_steps);
+    if (o->transfer < SL_TRANSFER_AUTO || o->transfer > SL_TRANSFER_INLINE)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "train: transfer %d: give SL_TRANSFER_AUTO, _THREAD or _INLINE",
+                        (int)o->transfer);
+    if (o->transfer == SL_TRANSFER_INLINE && !m->dev->iface->reads_host)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "train: an inline transfer needs a device whose steps read host "
+                        "memory (cpu); %s copies over its bus, which a transfer thread "
+                        "overlaps with the steps: use the thread or auto transfer",
+                        sl_device_name(m->dev));
     if (o->getnext_timeout_ms == 0 || o->getnext_timeout_ms < -1)
         return sl__errf(&m->err, SL_EINVAL,
                         "train: getnext_timeout_ms %lld: give a time > 0 or -1 (for ever)",
                         (long long)o->getnext_timeout_ms);
     return SL_OK;
+}
+
+sl_transfer_mode sl_model_transfer_mode(const sl_model *m, const sl_train_options *o)
+{
+    sl_train_options d;
+    if (!o) {
+        sl_train_options_init(&d);
+        o = &d;
+    }
+    if (o->transfer == SL_TRANSFER_THREAD || o->transfer == SL_TRANSFER_INLINE)
+        return (sl_transfer_mode)o->transfer;
+    if (m->dev->iface->reads_host && m->opts.context.threads >= sl_cpus_available())
+        return SL_TRANSFER_INLINE;
+    return SL_TRANSFER_THREAD;
+}
+
+static const char *const transfer_names[] = {"auto", "thread", "inline"};
+
+const char *sl_transfer_mode_name(sl_transfer_mode mode)
+{
+    return mode >= SL_TRANSFER_AUTO && mode <= SL_TRANSFER_INLINE ? transfer_names[mode] : "?";
+}
+
+int sl_transfer_mode_parse(const char *name, sl_transfer_mode *out)
+{
+    for (int i = SL_TRANSFER_AUTO; i <= SL_TRANSFER_INLINE; i++)
+        if (strcmp(name, transfer_names[i]) == 0) {
+            *out = (sl_transfer_mode)i;
+            return SL_OK;
+        }
+    return SL_EINVAL;
 }
 
 int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o, int64_t epochs,

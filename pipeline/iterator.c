@@ -17,6 +17,7 @@
 #include "ops/op_impl.h"
 #include "pipeline/iterator_impl.h"
 #include "pipeline/iterator_report.h"
+#include "pipeline/iterator_wake.h"
 
 /* The end of the first version's fields: fixed forever (core/options.h). */
 static const size_t iterator_options_v1_size =
@@ -304,6 +305,16 @@ void sl_iterator_interrupt(sl_iterator *it)
     sl__queue_interrupt(&it->stages[it->nstages - 1].out);
 }
 
+void sl__iterator_wake(sl_iterator *it)
+{
+    sl__queue_wake(&it->stages[it->nstages - 1].out);
+}
+
+void sl__iterator_unwake(sl_iterator *it)
+{
+    sl__queue_unwake(&it->stages[it->nstages - 1].out);
+}
+
 int sl_iterator_next(sl_iterator *it, sl_row *row)
 {
     sl__stage *last = &it->stages[it->nstages - 1];
@@ -340,6 +351,9 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
             describe_stall(it, it->opts.timeout_ms);
             return rc;
         }
+        if (rc == SL_ECANCELED && !atomic_load(&it->interrupted))
+            return sl__errf(&it->error, SL_ECANCELED,
+                            "iterator: woken by a stop (the next call goes on)");
         if (rc == SL_ECANCELED)
             return take_interrupt(it);
         if (rc != SL_OK) {

@@ -144,12 +144,24 @@ static sl_model *lenet_on(const char *target, uint64_t seed)
     return m;
 }
 
+/* The transfer sink_opts asks for. Loop tests run under both kinds
+ * (use_transfer(_i)): a transfer thread, and the executor copying inline;
+ * the other tests leave the choice to the library (auto). */
+static int32_t g_transfer = SL_TRANSFER_AUTO;
+
+static const char *use_transfer(int i)
+{
+    g_transfer = i == 0 ? SL_TRANSFER_THREAD : SL_TRANSFER_INLINE;
+    return i == 0 ? "transfer thread" : "inline transfer";
+}
+
 static sl_train_options sink_opts(int sink, int64_t sink_size)
 {
     sl_train_options t;
     sl_train_options_init(&t);
     t.dataset_sink_mode = sink;
     t.sink_size = sink_size;
+    t.transfer = g_transfer;
     return t;
 }
 
@@ -423,9 +435,14 @@ START_TEST(test_sink_equals_nonsink_bit_for_bit)
     ds = lenet_pipeline(FASHION, 2, 42, 1, steps * 32);
     ck_assert_int_eq(tu_dataset_size(ds), steps);
     ref = train_one_epoch("CPU", ds, 0, steps);
-    m = train_one_epoch("CPU", ds, 1, steps);
-    assert_same_params(ref, m, "cpu:0 sink against cpu:0 non-sink");
-    sl_model_free(m);
+    for (int i = 0; i < 2; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "cpu:0 sink (%s) against cpu:0 non-sink", use_transfer(i));
+        m = train_one_epoch("CPU", ds, 1, steps);
+        assert_same_params(ref, m, what);
+        sl_model_free(m);
+    }
+    g_transfer = SL_TRANSFER_AUTO; /* sim:0 copies on a thread */
     m = train_one_epoch("SIM", ds, 1, steps);
     ck_assert_str_eq(sl_device_name(sl_model_device(m)), "sim:0");
     assert_same_params(ref, m, "sim:0 sink against cpu:0 non-sink");
@@ -520,7 +537,11 @@ START_TEST(test_sink_size_spans_epochs)
     tmp_mnist t = make_mnist(96, 8);
     sl_dataset *ds = lenet_pipeline(t.dir, 2, 5, 1, 0);
     ck_assert_int_eq(tu_dataset_size(ds), 3);
-    check_traversal(ds, 3, 4);
+    for (int i = 0; i < 2; i++) {
+        use_transfer(i);
+        check_traversal(ds, 3, 4);
+    }
+    g_transfer = SL_TRANSFER_AUTO;
     sl_dataset_free(ds);
     drop_mnist(&t);
 }
@@ -553,7 +574,8 @@ static sl_model *data_sink_calls(sl_dataset *ds, int64_t sink_size, int calls, f
 {
     sl_model *m = lenet_on("CPU", 9);
     sl_data_sink *s = NULL;
-    ck_assert_msg(sl_data_sink_new(&s, m, ds, sink_size, NULL) == SL_OK, "%s",
+    sl_train_options o = sink_opts(1, -1);
+    ck_assert_msg(sl_data_sink_new(&s, m, ds, sink_size, &o) == SL_OK, "%s",
                   sl_model_last_error(m));
     for (int i = 0; i < calls; i++) {
         *loss = NAN;
@@ -579,6 +601,7 @@ START_TEST(test_data_sink_calls_continue)
     float loss2, loss1;
     if (!need_fashion("test_data_sink_calls_continue"))
         return;
+    use_transfer(_i);
     ds = lenet_pipeline(FASHION, 2, 13, 1, epoch * 32);
     ck_assert_int_eq(tu_dataset_size(ds), epoch);
     two = data_sink_calls(ds, half, 2, &loss2);
@@ -623,12 +646,14 @@ START_TEST(test_dataset_helper_loops)
     tmp_mnist t = make_mnist(96, 8);
     sl_dataset *ds = lenet_pipeline(t.dir, 2, 5, 1, 0); /* 3 batches an epoch */
     sl_model *helped = lenet_on("CPU", 7), *fed = lenet_on("CPU", 7), *plain;
-    sl_train_options o = sink_opts(0, -1);
+    sl_train_options o = sink_opts(0, -1), so;
     sl_dataset_helper *h = NULL;
     float loss = NAN;
     int rc;
 
-    ck_assert_msg(sl_dataset_helper_new(&h, helped, ds, 1, 4, 3, NULL) == SL_OK, "%s",
+    use_transfer(_i);
+    so = sink_opts(1, -1);
+    ck_assert_msg(sl_dataset_helper_new(&h, helped, ds, 1, 4, 3, &so) == SL_OK, "%s",
                   sl_model_last_error(helped));
     for (int e = 0; e < 3; e++) {
         int yields = 0;
@@ -753,6 +778,7 @@ static void stop_mid_sink(const char *target, int rounds)
 
 START_TEST(test_stop_mid_sink_cpu)
 {
+    use_transfer(_i);
     stop_mid_sink("CPU", tu_shorten(TU_SANITIZED, "test_stop_mid_sink_cpu",
                                     "5 rounds (not 20)") ? 5 : 20);
 }
@@ -775,6 +801,7 @@ START_TEST(test_stop_wakes_getnext)
     gate g;
     sl_dataset *ds;
     sl_model *m = mlp_model(8, "CPU");
+    const char *how = use_transfer(_i);
     sl_train_options o = sink_opts(1, 1000);
     int threads = thread_count();
     gate_init(&g, 0);
@@ -793,7 +820,8 @@ START_TEST(test_stop_wakes_getnext)
         pthread_join(th, NULL);
         ms -= s.stop_at;
         ck_assert_msg(rc == SL_OK, "%s", sl_model_last_error(m));
-        ck_assert_msg(ms < STOP_MS, "round %d: train returned %.1f ms after the stop", i, ms);
+        ck_assert_msg(ms < STOP_MS, "%s, round %d: train returned %.1f ms after the stop", how,
+                      i, ms);
         ck_assert_int_eq(thread_count_settled(threads), threads);
     }
     sl_model_free(m);
@@ -816,6 +844,7 @@ START_TEST(test_stop_during_data_sink_call)
     tmp_mnist t = make_mnist(320, 8);
     sl_dataset *ds = lenet_pipeline(t.dir, 2, 4, 1, 0);
     sl_model *m = lenet_on("CPU", 4), *ref;
+    const char *how = use_transfer(_i);
     sl_train_options o = sink_opts(1, -1), fed = sink_opts(0, -1);
     sl_data_sink *s = NULL;
     stopper st = {m, interactions(m) + 1, shorten ? 150 : 30, 0};
@@ -835,7 +864,7 @@ START_TEST(test_stop_during_data_sink_call)
     /* let the transfer thread meet the stopped queue before the next call */
     sleep_ms(50);
     rc = sl_data_sink_call(s, &loss);
-    ck_assert_msg(rc == SL_OK, "the call after a stop: %s", sl_model_last_error(m));
+    ck_assert_msg(rc == SL_OK, "%s: the call after a stop: %s", how, sl_model_last_error(m));
     ck_assert_int_eq(sl_model_global_step(m), first + size);
     sl_data_sink_free(s);
     /* host-fed steps over the same batches reach the same parameters */
@@ -876,6 +905,7 @@ START_TEST(test_getnext_timeout_names_the_stage)
     gate g;
     sl_dataset *ds;
     sl_model *m = mlp_model(8, "CPU");
+    const char *how = use_transfer(_i);
     sl_train_options o = sink_opts(1, -1);
     opener op;
     pthread_t th;
@@ -895,7 +925,10 @@ START_TEST(test_getnext_timeout_names_the_stage)
     ck_assert_msg(strstr(msg, "'cpu:0/train'"), "no queue name: %s", msg);
     ck_assert_msg(strstr(msg, "has been empty for 0.2"), "no empty time: %s", msg);
     ck_assert_msg(strstr(msg, "stage 'map"), "no pipeline stage: %s", msg);
-    ck_assert_msg(strstr(msg, "transfer thread"), "nothing about the transfer thread: %s", msg);
+    /* ... and what moves batches into the queue, and what it is doing */
+    ck_assert_msg(strstr(msg, _i == 0 ? "the transfer thread has been waiting for the pipeline"
+                                      : "the executor, which moves batches itself"),
+                  "%s: nothing about what feeds the queue: %s", how, msg);
     /* GetNext gave up at 200 ms ("empty for 0.2x s" above); train returns
      * once the pipeline is joined, which waits for the gate's map call to
      * come back (600 ms): a stage inside an op cannot be torn away */
@@ -921,7 +954,7 @@ START_TEST(test_pipeline_error_mid_epoch_sink)
     sl_model *m = NULL;
     sl_dataset *ds = sl_dataset_new();
     sl_op *rs, *r, *chw;
-    sl_train_options to = sink_opts(1, -1);
+    sl_train_options to;
     recorder rec;
     sl_callback cb = recording(&rec);
     sl_callback *cbs[1] = {&cb};
@@ -951,6 +984,8 @@ START_TEST(test_pipeline_error_mid_epoch_sink)
     o.network.batch = 8;
     o.network.num_classes = 2;
     ck_assert_msg(sl_model_new(&m, &o, err, sizeof err) == SL_OK, "%s", err);
+    use_transfer(_i);
+    to = sink_opts(1, -1);
     rc = sl_model_train_opts(m, 1, ds, cbs, 1, &to);
     ck_assert_int_lt(rc, 0);
     ck_assert_msg(strstr(sl_model_last_error(m), "img_20.jpg"), "%s", sl_model_last_error(m));
@@ -976,8 +1011,10 @@ START_TEST(test_wrong_shape_in_sink_mode)
     tmp_mnist t = make_mnist(64, 8);
     sl_dataset *ds = lenet_pipeline(t.dir, 1, 0, 0, 0);
     sl_model *m = lenet_on("CPU", 0);
-    sl_train_options o = sink_opts(1, -1);
+    sl_train_options o;
     const char *msg;
+    use_transfer(_i);
+    o = sink_opts(1, -1);
     ck_assert_int_eq(sl_model_train_opts(m, 1, ds, NULL, 0, &o), SL_ESHAPE);
     msg = sl_model_last_error(m);
     ck_assert_msg(strstr(msg, "'image'") && strstr(msg, "(32, 1, 28, 28)") &&
@@ -1031,6 +1068,9 @@ START_TEST(test_bad_options_refused)
     expect_refusal(m, ds, &o, "getnext_timeout_ms 0", "-1");
     o = sink_opts(2, -1);
     expect_refusal(m, ds, &o, "dataset_sink_mode is 2", "0 or 1");
+    o = sink_opts(1, -1);
+    o.transfer = 3;
+    expect_refusal(m, ds, &o, "transfer 3", "SL_TRANSFER_AUTO");
 
     /* sink_size -1 sinks one epoch at a time: an endless dataset has none */
     ck_assert_int_eq(sl_dataset_copy(&endless, ds), SL_OK);
@@ -1062,6 +1102,25 @@ START_TEST(test_bad_options_refused)
     none = (sl_model *)&none;
     ck_assert_int_eq(sl_model_new(&none, &mo, err, sizeof err), SL_EINVAL);
     ck_assert_msg(strstr(err, "99"), "%s", err);
+
+    /* sim:0 copies over its bus: the executor cannot copy inline there */
+    {
+        sl_model *sim = mlp_model(8, "SIM");
+        o = sink_opts(1, -1);
+        o.transfer = SL_TRANSFER_INLINE;
+        expect_refusal(sim, ds, &o, "inline transfer", "sim:0");
+        ck_assert_int_eq(sl_model_transfer_mode(sim, NULL), SL_TRANSFER_THREAD);
+        sl_model_free(sim);
+    }
+    /* auto: inline on cpu exactly when the compute threads (m has 1) fill
+     * every CPU; what the options name otherwise */
+    ck_assert_int_eq(sl_model_transfer_mode(m, NULL),
+                     sl_cpus_available() <= 1 ? SL_TRANSFER_INLINE : SL_TRANSFER_THREAD);
+    o = sink_opts(1, -1);
+    o.transfer = SL_TRANSFER_INLINE;
+    ck_assert_int_eq(sl_model_transfer_mode(m, &o), SL_TRANSFER_INLINE);
+    o.transfer = SL_TRANSFER_THREAD;
+    ck_assert_int_eq(sl_model_transfer_mode(m, &o), SL_TRANSFER_THREAD);
 
     sl_dataset_free(endless);
     sl_model_free(m);
@@ -1322,24 +1381,24 @@ Suite *make_sink_suite(void)
     tcase_add_test(tc, test_sink_equals_nonsink_bit_for_bit);
     tcase_add_test(tc, test_sink_size_spans_epochs);
     tcase_add_test(tc, test_sink_size_1000_fashion);
-    tcase_add_test(tc, test_data_sink_calls_continue);
+    tcase_add_loop_test(tc, test_data_sink_calls_continue, 0, 2);
     tcase_add_test(tc, test_data_sink_refuses_bad_sizes);
-    tcase_add_test(tc, test_dataset_helper_loops);
+    tcase_add_loop_test(tc, test_dataset_helper_loops, 0, 2);
     tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("stop");
-    tcase_add_test(tc, test_stop_mid_sink_cpu);
+    tcase_add_loop_test(tc, test_stop_mid_sink_cpu, 0, 2);
     tcase_add_test(tc, test_stop_mid_sink_sim);
-    tcase_add_test(tc, test_stop_wakes_getnext);
-    tcase_add_test(tc, test_stop_during_data_sink_call);
+    tcase_add_loop_test(tc, test_stop_wakes_getnext, 0, 2);
+    tcase_add_loop_test(tc, test_stop_during_data_sink_call, 0, 2);
     tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("errors");
-    tcase_add_test(tc, test_getnext_timeout_names_the_stage);
-    tcase_add_test(tc, test_pipeline_error_mid_epoch_sink);
-    tcase_add_test(tc, test_wrong_shape_in_sink_mode);
+    tcase_add_loop_test(tc, test_getnext_timeout_names_the_stage, 0, 2);
+    tcase_add_loop_test(tc, test_pipeline_error_mid_epoch_sink, 0, 2);
+    tcase_add_loop_test(tc, test_wrong_shape_in_sink_mode, 0, 2);
     tcase_add_test(tc, test_bad_options_refused);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);

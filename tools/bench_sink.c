@@ -18,7 +18,7 @@
 
 enum {
     OPT_STEPS = 256, OPT_REPEATS, OPT_DATA, OPT_WORKERS, OPT_THREADS, OPT_DEVICES,
-    OPT_QUEUE_CAPACITY, OPT_JSON
+    OPT_QUEUE_CAPACITY, OPT_TRANSFER, OPT_JSON
 };
 
 /* The runs of one device, in table order. */
@@ -31,6 +31,7 @@ static const char *const run_titles[NRUNS] = {"non-sink", "sink, sink_size -1",
 
 typedef struct bench_args {
     int64_t steps, repeats, workers, threads, queue_capacity;
+    sl_transfer_mode transfer;
     const char *data;
     const char *devices[MAX_DEVICES];
     size_t ndevices;
@@ -73,6 +74,8 @@ void cli_bench_sink_usage(FILE *f)
           "                      compute threads fill every CPU, else 2)\n"
           "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --queue-capacity N  device queue slots (default 4)\n"
+          "  --transfer MODE     thread, inline or auto (default: inline on cpu when the\n"
+          "                      compute threads fill every CPU; always thread on sim)\n"
           "  --json              one JSON object: runs (name, device, samples_per_s,\n"
           "                      ms_per_step, interactions, ...) and overlap_efficiency\n"
           "  -h, --help          show this help and exit\n",
@@ -115,6 +118,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         {"threads", required_argument, NULL, OPT_THREADS},
         {"devices", required_argument, NULL, OPT_DEVICES},
         {"queue-capacity", required_argument, NULL, OPT_QUEUE_CAPACITY},
+        {"transfer", required_argument, NULL, OPT_TRANSFER},
         {"json", no_argument, NULL, OPT_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -146,6 +150,12 @@ static int parse_args(int argc, char **argv, bench_args *a)
         case OPT_DEVICES: bad = parse_devices(a, optarg); break;
         case OPT_QUEUE_CAPACITY:
             bad = cli_parse_int64(CMD, "--queue-capacity", optarg, 1, 4096, &a->queue_capacity);
+            break;
+        case OPT_TRANSFER:
+            if (sl_transfer_mode_parse(optarg, &a->transfer) != SL_OK) {
+                cli_error(CMD, "--transfer: '%s' is not auto, thread or inline", optarg);
+                bad = 1;
+            }
             break;
         case OPT_JSON: a->json = 1; break;
         default:
@@ -197,6 +207,7 @@ static int run_training(const bench_args *a, sl_model *m, sl_dataset *ds, int ru
     o.dataset_sink_mode = run != RUN_NONSINK;
     o.sink_size = run == RUN_SINK_1000 ? 1000 : -1;
     o.queue_capacity = a->queue_capacity;
+    o.transfer = (int32_t)a->transfer;
     o.max_steps = a->steps;
     sl_dataset_get_dataset_size(ds, &per_epoch);
     if (run == RUN_SINK_1000)
@@ -296,7 +307,7 @@ int cli_bench_sink_main(int argc, char **argv)
     cli_pipeline pl;
     cli_kind kind;
     sl_thread_budget budget;
-    char budget_line[256];
+    char budget_line[256], transfer_line[256];
     int rc = parse_args(argc, argv, &a), exit_code = CLI_EXIT_FAIL;
 
     if (rc != CLI_EXIT_OK)
@@ -338,17 +349,29 @@ int cli_bench_sink_main(int argc, char **argv)
     sl_thread_budget_default(&budget);
     budget.compute_threads = (int)a.threads;
     budget.pipeline_workers = (int)a.workers;
-    budget.transfer_threads = 1;
+    budget.transfer_threads = 0;
+    transfer_line[0] = '\0';
+    for (size_t d = 0; d < a.ndevices; d++) {
+        sl_train_options to;
+        sl_transfer_mode t;
+        size_t used = strlen(transfer_line);
+        sl_train_options_init(&to);
+        to.transfer = (int32_t)a.transfer;
+        t = sl_model_transfer_mode(models[d], &to);
+        budget.transfer_threads += t == SL_TRANSFER_THREAD;
+        snprintf(transfer_line + used, sizeof transfer_line - used, "%s%s %s", d ? ", " : "",
+                 a.devices[d], sl_transfer_mode_name(t));
+    }
     sl_thread_budget_format(&budget, budget_line, sizeof budget_line);
     if (a.json)
         printf("{\"steps\": %" PRId64 ", \"repeats\": %" PRId64 ", \"batch\": 32, \"cpus\": %d"
-               ", \"thread_budget\": \"%s\", \"runs\": [",
-               a.steps, a.repeats, budget.cpus, budget_line);
+               ", \"thread_budget\": \"%s\", \"transfer\": \"%s\", \"runs\": [",
+               a.steps, a.repeats, budget.cpus, budget_line, transfer_line);
     else
         printf("LeNet5, batch 32, %" PRId64 " steps per run, medians of %" PRId64
-               " rounds\nthread budget: %s\n\n"
+               " rounds\nthread budget: %s\ntransfer: %s\n\n"
                "%-8s %-22s %11s %9s %12s %12s %12s\n",
-               a.steps, a.repeats, budget_line, "device", "run", "samples/s", "ms/step",
+               a.steps, a.repeats, budget_line, transfer_line, "device", "run", "samples/s", "ms/step",
                "interactions", "GetNext ms", "chan-full ms");
     for (size_t d = 0; d < a.ndevices; d++)
         for (int run = 0; run < NRUNS; run++) {

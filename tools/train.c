@@ -16,7 +16,7 @@ enum {
     OPT_OPTIMIZER, OPT_SEED, OPT_WORKERS, OPT_THREADS, OPT_BLAS_THREADS, OPT_SAVE,
     OPT_LOAD, OPT_RESUME, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_CKPT_DIR,
     OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
-    OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_POOL_IDLE_MB,
+    OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_TRANSFER, OPT_POOL_IDLE_MB,
     OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES
 };
 
@@ -84,6 +84,10 @@ void cli_train_usage(FILE *f)
           "  --device D          cpu:0 (default) or sim:0, a model of an accelerator\n"
           "                      across a PCIe 4.0 x16 bus (copies and launches cost time)\n"
           "  --queue-capacity N  batches the device queue holds (default 4)\n"
+          "  --transfer MODE     who copies batches into the device queue: thread (a\n"
+          "                      transfer thread, overlapping the steps), inline (the\n"
+          "                      executor, before each step) or auto (default: inline\n"
+          "                      on cpu when the compute threads fill every CPU)\n"
           "  --getnext-timeout S fail when GetNext waits S seconds for a batch, naming\n"
           "                      what starves the queue (default 300; 0: wait for ever)\n"
           CLI_ERROR_SAMPLES_HELP
@@ -245,6 +249,15 @@ static int parse_option(train_args *a, int opt, const char *arg)
     }
     case OPT_QUEUE_CAPACITY:
         return cli_parse_int64(cmd, "--queue-capacity", arg, 1, 4096, &a->train.queue_capacity);
+    case OPT_TRANSFER: {
+        sl_transfer_mode t;
+        if (sl_transfer_mode_parse(arg, &t) != SL_OK) {
+            cli_error(cmd, "--transfer: '%s' is not auto, thread or inline", arg);
+            return -1;
+        }
+        a->train.transfer = (int32_t)t;
+        return 0;
+    }
     case OPT_GETNEXT_TIMEOUT:
         if (cli_parse_int64(cmd, "--getnext-timeout", arg, 0, 1000000000, &v) != 0)
             return -1;
@@ -293,6 +306,7 @@ static int parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"device", required_argument, NULL, OPT_DEVICE},
         {"queue-capacity", required_argument, NULL, OPT_QUEUE_CAPACITY},
         {"getnext-timeout", required_argument, NULL, OPT_GETNEXT_TIMEOUT},
+        {"transfer", required_argument, NULL, OPT_TRANSFER},
         {"error-samples", required_argument, NULL, OPT_ERROR_SAMPLES},
         {"max-bad-samples", required_argument, NULL, OPT_MAX_BAD_SAMPLES},
         {"save", required_argument, NULL, OPT_SAVE},
@@ -566,9 +580,21 @@ int cli_train_main(int argc, char **argv)
         b.compute_threads = a.model.context.threads;
         b.blas_threads = a.model.context.blas_threads;
         b.pipeline_workers = (int)a.workers;
-        b.transfer_threads = a.train.dataset_sink_mode ? 1 : 0;
+        b.transfer_threads =
+            a.train.dataset_sink_mode &&
+                    sl_model_transfer_mode(model, &a.train) == SL_TRANSFER_THREAD
+                ? 1
+                : 0;
         sl_thread_budget_format(&b, line, sizeof line);
         printf("thread budget: %s; seed %" PRIu64 "\n", line, a.model.seed);
+        if (a.train.dataset_sink_mode &&
+            sl_model_transfer_mode(model, &a.train) == SL_TRANSFER_INLINE)
+            printf("transfer: inline, the executor copies each batch into the device queue "
+                   "before its step%s\n",
+                   a.train.transfer == SL_TRANSFER_AUTO
+                       ? " (the compute threads fill every CPU: a transfer thread would take "
+                         "one from the step)"
+                       : "");
         if (a.errors.mode != SL_ERROR_SAMPLES_RAISE) {
             printf("bad samples: %s, ",
                    a.errors.mode == SL_ERROR_SAMPLES_SKIP ? "skip" : "replace");
@@ -620,7 +646,11 @@ int cli_train_main(int argc, char **argv)
     if (prog.drawn)
         progress_clear(&prog, NULL);
     if (rc < 0) {
-        cli_error(a.cmd, "%s", cli_lib_message(sl_model_last_error(model), rc));
+        const char *msg = cli_lib_message(sl_model_last_error(model), rc);
+        /* the command's name already says where */
+        if (strncmp(msg, "train: ", 7) == 0)
+            msg += 7;
+        cli_error(a.cmd, "%s", msg);
         exit_code = CLI_EXIT_FAIL;
         goto out;
     }

@@ -97,8 +97,26 @@ typedef struct sl_train_options {
      * dataset must have the run's seed and batches per epoch. 0 (default):
      * a new run from the dataset's start. */
     int32_t resume;
-    int32_t unused1;         /* ends the struct without padding; never used */
+    int32_t unused1;         /* keeps transfer 8-aligned; never used */
+    /* Sink mode: who copies each batch into the device's queue
+     * (sl_transfer_mode). SL_TRANSFER_AUTO (default) picks
+     * sl_model_transfer_mode's answer. */
+    int32_t transfer;
+    int32_t unused2;         /* ends the struct without padding; never used */
 } sl_train_options;
+
+/* Who moves batches from the pipeline into a device's queue in sink mode.
+ * THREAD: a transfer thread, so copies overlap steps: right when a CPU is
+ * free for it, or when copies take the device's time (an accelerator's
+ * bus). INLINE: the executor's own thread, just before it takes the
+ * batch: right when the compute threads fill every CPU and the device
+ * reads host memory (cpu), where a transfer thread would wake once per
+ * batch and take a CPU from the step in the middle of its work. */
+typedef enum sl_transfer_mode {
+    SL_TRANSFER_AUTO = 0,
+    SL_TRANSFER_THREAD = 1,
+    SL_TRANSFER_INLINE = 2
+} sl_transfer_mode;
 
 /* Where a sink-mode train's time went (sl_model_get_sink_stats). */
 typedef struct sl_sink_stats {
@@ -234,6 +252,14 @@ SL_API int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *dataset,
                                const sl_train_options *o);
 /* The last sink-mode train's figures (zeros before one). */
 SL_API void sl_model_get_sink_stats(const sl_model *m, sl_sink_stats *out);
+/* The transfer a sink-mode train with options o would use on m's device:
+ * SL_TRANSFER_THREAD or SL_TRANSFER_INLINE (AUTO resolved: INLINE when
+ * the device reads host memory and m's compute threads are at least the
+ * CPUs this process may use). o NULL: the defaults. */
+SL_API sl_transfer_mode sl_model_transfer_mode(const sl_model *m, const sl_train_options *o);
+/* "auto", "thread", "inline"; and back (SL_EINVAL for another name). */
+SL_API const char *sl_transfer_mode_name(sl_transfer_mode mode);
+SL_API int sl_transfer_mode_parse(const char *name, sl_transfer_mode *out);
 /* The device the model's steps run on (its stats: sl_device_get_stats). */
 SL_API sl_device *sl_model_device(sl_model *m);
 /* Asks train() to stop after the current step (from a callback or another
