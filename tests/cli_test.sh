@@ -470,7 +470,7 @@ grep '^epoch: [12] step: 3,\|^eval: ' "$TMP/graph.lines" >"$TMP/nonsink.ends"
 run train --data "$MNIST" --epochs 2
 expect "train (sink)" 0 stdout '^data sink on cpu:0: sink_size -1' \
     stdout '^epoch: 1 step: 3, loss is [0-9.]*$' stdout '^trained 6 steps' \
-    stdout 'transfer 1'
+    stdout 'transfer [01]'
 grep '^epoch: \|^eval: ' "$TMP/out" >"$TMP/sink.lines"
 if [ "$rc" -eq 0 ] && cmp -s "$TMP/nonsink.ends" "$TMP/sink.lines"; then
     pass "train: sink mode prints the host-fed run's epoch-end losses and accuracy"
@@ -494,6 +494,30 @@ if [ "$rc" -eq 0 ] && cmp -s "$TMP/sink.lines" "$TMP/nocache.lines"; then
 else
     fail "train --pool-idle-mb 0 prints the same losses and accuracy"
 fi
+# Either transfer, asked for by name: a thread in the budget, or the
+# executor copying inline (and no transfer thread); the same numbers.
+for transfer in thread inline; do
+    run train --data "$MNIST" --epochs 2 --transfer $transfer
+    if [ $transfer = thread ]; then
+        expect "train --transfer thread" 0 stdout 'transfer 1' stdout '^trained 6 steps'
+    else
+        expect "train --transfer inline" 0 stdout 'transfer 0' \
+            stdout '^transfer: inline, the executor copies each batch' stdout '^trained 6 steps'
+    fi
+    grep '^epoch: \|^eval: ' "$TMP/out" >"$TMP/sink.lines"
+    if [ "$rc" -eq 0 ] && cmp -s "$TMP/nonsink.ends" "$TMP/sink.lines"; then
+        pass "train --transfer $transfer: the host-fed run's epoch-end losses and accuracy"
+    else
+        fail "train --transfer $transfer: the host-fed run's epoch-end losses and accuracy"
+    fi
+done
+run train --data "$MNIST" --transfer sometimes
+expect "train --transfer sometimes" 2 stderr "--transfer: 'sometimes' is not auto, thread or inline"
+run train --data "$MNIST" --device sim:0 --transfer inline
+expect "train --transfer inline on sim:0" 1 stderr 'sluice: train: an inline transfer needs a device' \
+    stderr 'sim:0 copies over its bus'
+run bench sink --transfer sometimes
+expect "bench sink --transfer sometimes" 2 stderr "--transfer: 'sometimes' is not auto, thread or inline"
 run train --data "$MNIST" --max-steps 2 --no-eval --json --pool-idle-mb 2
 expect "train --pool-idle-mb 2 --json" 0 stdout '"train_pool": {"in_use_bytes": ' \
     stdout '"idle_cap_bytes": 2097152, ' stdout '"system_allocs": [1-9]'
