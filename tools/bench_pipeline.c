@@ -12,6 +12,7 @@
 #include "sluice/sluice.h"
 #include "cli.h"
 #include "bench_pipeline.h"
+#include "bench_util.h"
 
 /* Library messages are printed as "sluice: bench: <message>". */
 #define CMD "bench"
@@ -554,8 +555,6 @@ static int run_sets(const cli_bench_pipeline_args *a, const cli_pipeline *p, wor
 #define REFERENCE_STEPS 40000000u
 #define MAX_REFERENCE_THREADS 64
 
-static int cmp_double(const void *x, const void *y);
-
 static void *reference_work(void *arg)
 {
     uint64_t h = (uint64_t)(uintptr_t)arg | 1;
@@ -595,17 +594,10 @@ static double reference_scaling(int n)
             return -1;
         ratios[r] = many / one;
     }
-    qsort(ratios, 3, sizeof *ratios, cmp_double);
-    return ratios[1];
+    return cli_bench_median(ratios, 3);
 }
 
 /* --- results --------------------------------------------------------- */
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
 
 /* The median of the images/s (which = 0), first batch ms (which = 1) or
  * consumer wake-ups per epoch (which = 2). */
@@ -620,8 +612,7 @@ static double median_of(const run_result *runs, int64_t n, int which)
         v[i] = which == 0   ? runs[i].images_per_s
                : which == 1 ? runs[i].first_batch_ms
                             : runs[i].wakeups_per_epoch;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    m = (n % 2) ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+    m = cli_bench_median(v, (size_t)n);
     free(v);
     return m;
 }
