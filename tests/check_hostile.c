@@ -118,16 +118,7 @@ static int probe_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx
     return SL_OK;
 }
 
-static int probe_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
-                       sl__error *err)
-{
-    (void)op;
-    (void)err;
-    *out = *in;
-    return SL_OK;
-}
-
-static const sl_op_iface probe_iface = {"Probe", probe_infer, probe_run, NULL};
+static const sl_op_iface probe_iface = {"Probe", tu_infer_identity, probe_run, NULL};
 
 static void probe_init(probe *p, int hold_ms, int gated)
 {

@@ -335,19 +335,6 @@ static void train(sl_model *m, sl_dataset *ds, const mode *md, const sl_train_op
                   md->name, sl_model_last_error(m));
 }
 
-static void assert_same_params(sl_model *a, sl_model *b, const char *what)
-{
-    sl_graph *ga = sl_model_graph(a), *gb = sl_model_graph(b);
-    for (size_t i = 0; i < sl_graph_num_params(ga); i++) {
-        size_t na, nb;
-        const float *da = sl_graph_param_data(ga, sl_graph_param_at(ga, i), &na);
-        const float *db = sl_graph_param_data(gb, sl_graph_param_at(gb, i), &nb);
-        ck_assert_uint_eq(na, nb);
-        ck_assert_msg(memcmp(da, db, na * sizeof(float)) == 0, "%s: parameter '%s' differs",
-                      what, sl_graph_node_name(ga, sl_graph_param_at(ga, i)));
-    }
-}
-
 /* A callback that, at global step `at`, saves the model to `path` and
  * kills its own process, as a job killed right after a checkpoint. */
 typedef struct killer {
@@ -431,7 +418,7 @@ START_TEST(test_resume_after_kill_equals_straight_run)
             ck_assert_int_eq(sl_model_global_step(m), sl_model_global_step(ref));
             snprintf(what, sizeof what, "%s, %d workers, killed at step %lld", md->name, workers,
                      (long long)kill_steps[i]);
-            assert_same_params(ref, m, what);
+            tu_assert_same_params(ref, m, what);
             sl_model_free(m);
             sl_dataset_free(ds);
             free(paths[k]);
@@ -460,10 +447,10 @@ START_TEST(test_resume_in_process_and_limits)
     train(m, ds, md, &upto, NULL, 0);
     ck_assert_int_eq(sl_model_global_step(m), 20);
     train(m, ds, md, &rest, NULL, 0);
-    assert_same_params(ref, m, "5 + 15 + 7 steps against 5 + 22");
+    tu_assert_same_params(ref, m, "5 + 15 + 7 steps against 5 + 22");
     train(m, ds, md, &rest, NULL, 0); /* the run has ended: nothing to do */
     ck_assert_int_eq(sl_model_global_step(m), md->epochs * T_PER_EPOCH);
-    assert_same_params(ref, m, "a resume after the end");
+    tu_assert_same_params(ref, m, "a resume after the end");
     /* Another seed would read other batches. */
     ck_assert_int_eq(sl_model_load(n, path), SL_OK);
     other = train_pipeline(2);
@@ -510,7 +497,7 @@ START_TEST(test_old_checkpoints_load)
     make_v1(v2, v1);
     ck_assert_msg(sl_model_load(b, v1) == SL_OK, "%s", sl_model_last_error(b));
     ck_assert_int_eq(sl_model_global_step(b), 4);
-    assert_same_params(a, b, "a version 1 file");
+    tu_assert_same_params(a, b, "a version 1 file");
     ck_assert_int_eq(sl_model_train_opts(b, md->epochs, ds, NULL, 0, &rest), SL_EINVAL);
     ck_assert_ptr_nonnull(strstr(sl_model_last_error(b), "does not know where"));
     sl_model_free(a);
@@ -552,7 +539,7 @@ START_TEST(test_killed_writer_leaves_whole_file)
         ck_assert_msg(sl_model_load(c, path) == SL_OK, "round %d: %s", round,
                       sl_model_last_error(c));
         ck_assert(sl_model_global_step(c) == 0 || sl_model_global_step(c) == 2);
-        assert_same_params(sl_model_global_step(c) ? b : a, c, "a killed writer's file");
+        tu_assert_same_params(sl_model_global_step(c) ? b : a, c, "a killed writer's file");
     }
     sl_model_free(a);
     sl_model_free(b);

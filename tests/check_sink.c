@@ -93,44 +93,6 @@ static int need_fashion(const char *test)
     return 0;
 }
 
-/* The seeds' LeNet pipeline (as check_train's) over num_samples of an
- * MNIST folder's train split (0: all), shuffled with seed; resize 0 leaves
- * 28x28 images to make a wrong shape on purpose. */
-static sl_dataset *lenet_pipeline(const char *dir, int workers, uint64_t seed, int resize,
-                                  int64_t num_samples)
-{
-    sl_mnist_options mo;
-    sl_dataset *ds = sl_dataset_new();
-    sl_op *cast, *rs, *r1, *r2, *chw;
-    sl_mnist_options_init(&mo);
-    mo.dataset_dir = dir;
-    mo.usage = SL_MNIST_TRAIN;
-    mo.sampler.seed = seed;
-    mo.sampler.shuffle = 1;
-    mo.sampler.num_samples = num_samples;
-    ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
-    sl_dataset_set_seed(ds, seed);
-    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
-    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&r1, 1.0 / 255.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&r2, 1 / 0.3081, -1 * 0.1307 / 0.3081), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
-    ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, workers), SL_OK);
-    if (resize)
-        ck_assert_int_eq(sl_dataset_map(ds, &rs, 1, "image", NULL, workers), SL_OK);
-    ck_assert_int_eq(sl_dataset_map(ds, &r1, 1, "image", NULL, workers), SL_OK);
-    ck_assert_int_eq(sl_dataset_map(ds, &r2, 1, "image", NULL, workers), SL_OK);
-    ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, workers), SL_OK);
-    ck_assert_int_eq(sl_dataset_shuffle(ds, 10000), SL_OK);
-    ck_assert_int_eq(sl_dataset_batch(ds, 32, 1, workers), SL_OK);
-    sl_op_release(cast);
-    sl_op_release(rs);
-    sl_op_release(r1);
-    sl_op_release(r2);
-    sl_op_release(chw);
-    return ds;
-}
-
 /* LeNet (the defaults) with seed on "CPU" or "SIM". */
 static sl_model *lenet_on(const char *target, uint64_t seed)
 {
@@ -163,24 +125,6 @@ static sl_train_options sink_opts(int sink, int64_t sink_size)
     t.sink_size = sink_size;
     t.transfer = g_transfer;
     return t;
-}
-
-/* Asserts that a and b hold the same parameters, bit for bit, naming the
- * first parameter that differs. */
-static void assert_same_params(sl_model *a, sl_model *b, const char *what)
-{
-    sl_graph *ga = sl_model_graph(a), *gb = sl_model_graph(b);
-    ck_assert_uint_eq(sl_graph_num_params(ga), sl_graph_num_params(gb));
-    for (size_t i = 0; i < sl_graph_num_params(ga); i++) {
-        size_t na, nb;
-        const float *da = sl_graph_param_data(ga, sl_graph_param_at(ga, i), &na);
-        const float *db = sl_graph_param_data(gb, sl_graph_param_at(gb, i), &nb);
-        ck_assert_uint_eq(na, nb);
-        ck_assert_msg(memcmp(da, db, na * sizeof(float)) == 0,
-                      "%s: parameter '%s' differs (first value %.9g vs %.9g)", what,
-                      sl_graph_node_name(ga, sl_graph_param_at(ga, i)), (double)da[0],
-                      (double)db[0]);
-    }
 }
 
 typedef struct tmp_mnist {
@@ -315,16 +259,7 @@ static int gate_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx 
     return SL_OK;
 }
 
-static int gate_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
-                      sl__error *err)
-{
-    (void)op;
-    (void)err;
-    *out = *in;
-    return SL_OK;
-}
-
-static const sl_op_iface gate_iface = {"Gate", gate_infer, gate_run, NULL};
+static const sl_op_iface gate_iface = {"Gate", tu_infer_identity, gate_run, NULL};
 
 static void gate_init(gate *g, int64_t pass)
 {
@@ -432,23 +367,23 @@ START_TEST(test_sink_equals_nonsink_bit_for_bit)
     if (!need_fashion("test_sink_equals_nonsink_bit_for_bit"))
         return;
     /* one epoch of exactly `steps` batches, so that sink_size -1 sinks it whole */
-    ds = lenet_pipeline(FASHION, 2, 42, 1, steps * 32);
+    ds = tu_lenet_pipeline(FASHION, SL_MNIST_TRAIN, 2, 42, 1, 1, steps * 32);
     ck_assert_int_eq(tu_dataset_size(ds), steps);
     ref = train_one_epoch("CPU", ds, 0, steps);
     for (int i = 0; i < 2; i++) {
         char what[96];
         snprintf(what, sizeof what, "cpu:0 sink (%s) against cpu:0 non-sink", use_transfer(i));
         m = train_one_epoch("CPU", ds, 1, steps);
-        assert_same_params(ref, m, what);
+        tu_assert_same_params(ref, m, what);
         sl_model_free(m);
     }
     g_transfer = SL_TRANSFER_AUTO; /* sim:0 copies on a thread */
     m = train_one_epoch("SIM", ds, 1, steps);
     ck_assert_str_eq(sl_device_name(sl_model_device(m)), "sim:0");
-    assert_same_params(ref, m, "sim:0 sink against cpu:0 non-sink");
+    tu_assert_same_params(ref, m, "sim:0 sink against cpu:0 non-sink");
     sl_model_free(m);
     m = train_one_epoch("SIM", ds, 0, steps);
-    assert_same_params(ref, m, "sim:0 non-sink against cpu:0 non-sink");
+    tu_assert_same_params(ref, m, "sim:0 non-sink against cpu:0 non-sink");
     sl_model_free(m);
     sl_model_free(ref);
     sl_dataset_free(ds);
@@ -525,7 +460,7 @@ static void check_traversal(sl_dataset *ds, int64_t epochs, int64_t sink_size)
     ck_assert_msg(sl_model_train_opts(fed, (total + size - 1) / size, ds, NULL, 0, &t) == SL_OK,
                   "%s", sl_model_last_error(fed));
     ck_assert_int_eq(sl_model_global_step(fed), total);
-    assert_same_params(fed, sunk, "sink_size traversal against host-fed steps");
+    tu_assert_same_params(fed, sunk, "sink_size traversal against host-fed steps");
     sl_model_free(sunk);
     sl_model_free(fed);
 }
@@ -535,7 +470,7 @@ static void check_traversal(sl_dataset *ds, int64_t epochs, int64_t sink_size)
 START_TEST(test_sink_size_spans_epochs)
 {
     tmp_mnist t = make_mnist(96, 8);
-    sl_dataset *ds = lenet_pipeline(t.dir, 2, 5, 1, 0);
+    sl_dataset *ds = tu_lenet_pipeline(t.dir, SL_MNIST_TRAIN, 2, 5, 1, 1, 0);
     ck_assert_int_eq(tu_dataset_size(ds), 3);
     for (int i = 0; i < 2; i++) {
         use_transfer(i);
@@ -559,7 +494,7 @@ START_TEST(test_sink_size_1000_fashion)
         return;
     if (!need_fashion("test_sink_size_1000_fashion"))
         return;
-    ds = lenet_pipeline(FASHION, 2, 11, 1, 0);
+    ds = tu_lenet_pipeline(FASHION, SL_MNIST_TRAIN, 2, 11, 1, 1, 0);
     ck_assert_int_eq(tu_dataset_size(ds), 1875);
     check_traversal(ds, 3, 1000);
     sl_dataset_free(ds);
@@ -602,11 +537,11 @@ START_TEST(test_data_sink_calls_continue)
     if (!need_fashion("test_data_sink_calls_continue"))
         return;
     use_transfer(_i);
-    ds = lenet_pipeline(FASHION, 2, 13, 1, epoch * 32);
+    ds = tu_lenet_pipeline(FASHION, SL_MNIST_TRAIN, 2, 13, 1, 1, epoch * 32);
     ck_assert_int_eq(tu_dataset_size(ds), epoch);
     two = data_sink_calls(ds, half, 2, &loss2);
     one = data_sink_calls(ds, 2 * half, 1, &loss1);
-    assert_same_params(one, two, "data_sink 2 x half against 1 x whole");
+    tu_assert_same_params(one, two, "data_sink 2 x half against 1 x whole");
     ck_assert_msg(memcmp(&loss1, &loss2, sizeof loss1) == 0, "last loss %.9g vs %.9g",
                   (double)loss1, (double)loss2);
     sl_model_free(two);
@@ -644,7 +579,8 @@ END_TEST
 START_TEST(test_dataset_helper_loops)
 {
     tmp_mnist t = make_mnist(96, 8);
-    sl_dataset *ds = lenet_pipeline(t.dir, 2, 5, 1, 0); /* 3 batches an epoch */
+    /* 3 batches an epoch */
+    sl_dataset *ds = tu_lenet_pipeline(t.dir, SL_MNIST_TRAIN, 2, 5, 1, 1, 0);
     sl_model *helped = lenet_on("CPU", 7), *fed = lenet_on("CPU", 7), *plain;
     sl_train_options o = sink_opts(0, -1), so;
     sl_dataset_helper *h = NULL;
@@ -670,7 +606,7 @@ START_TEST(test_dataset_helper_loops)
     o.max_steps = 12;
     ck_assert_msg(sl_model_train_opts(fed, 4, ds, NULL, 0, &o) == SL_OK, "%s",
                   sl_model_last_error(fed));
-    assert_same_params(helped, fed, "dataset helper, sink_size 4 x 3 vs 12 host-fed steps");
+    tu_assert_same_params(helped, fed, "dataset helper, sink_size 4 x 3 vs 12 host-fed steps");
 
     /* Without sinking: a yield per step, 3 per epoch. */
     plain = lenet_on("CPU", 7);
@@ -732,7 +668,7 @@ static void *stopper_main(void *arg)
 static void stop_mid_sink(const char *target, int rounds)
 {
     tmp_mnist t = make_mnist(320, 8);
-    sl_dataset *ds = lenet_pipeline(t.dir, 2, 1, 1, 0);
+    sl_dataset *ds = tu_lenet_pipeline(t.dir, SL_MNIST_TRAIN, 2, 1, 1, 1, 0);
     sl_model *m = lenet_on(target, 1);
     sl_train_options o = sink_opts(1, 1000);
     int threads = thread_count();
@@ -842,7 +778,7 @@ START_TEST(test_stop_during_data_sink_call)
                              "calls of 30 steps, the stop 150 ms in (not 60, 30 ms)");
     int64_t size = shorten ? 30 : 60;
     tmp_mnist t = make_mnist(320, 8);
-    sl_dataset *ds = lenet_pipeline(t.dir, 2, 4, 1, 0);
+    sl_dataset *ds = tu_lenet_pipeline(t.dir, SL_MNIST_TRAIN, 2, 4, 1, 1, 0);
     sl_model *m = lenet_on("CPU", 4), *ref;
     const char *how = use_transfer(_i);
     sl_train_options o = sink_opts(1, -1), fed = sink_opts(0, -1);
@@ -873,7 +809,7 @@ START_TEST(test_stop_during_data_sink_call)
     ck_assert_msg(sl_model_train_opts(ref, 100, ds, NULL, 0, &fed) == SL_OK, "%s",
                   sl_model_last_error(ref));
     ck_assert_int_eq(sl_model_global_step(ref), first + size);
-    assert_same_params(ref, m, "data_sink stopped and continued against host-fed");
+    tu_assert_same_params(ref, m, "data_sink stopped and continued against host-fed");
     sl_model_free(ref);
     sl_model_free(m);
     sl_dataset_free(ds);
@@ -1009,7 +945,7 @@ END_TEST
 START_TEST(test_wrong_shape_in_sink_mode)
 {
     tmp_mnist t = make_mnist(64, 8);
-    sl_dataset *ds = lenet_pipeline(t.dir, 1, 0, 0, 0);
+    sl_dataset *ds = tu_lenet_pipeline(t.dir, SL_MNIST_TRAIN, 1, 0, 0, 1, 0);
     sl_model *m = lenet_on("CPU", 0);
     sl_train_options o;
     const char *msg;

@@ -475,16 +475,7 @@ static int gate_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx 
     return SL_OK;
 }
 
-static int gate_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
-                      sl__error *err)
-{
-    (void)op;
-    (void)err;
-    *out = *in;
-    return SL_OK;
-}
-
-static const sl_op_iface gate_iface = {"Gate", gate_infer, gate_run, NULL};
+static const sl_op_iface gate_iface = {"Gate", tu_infer_identity, gate_run, NULL};
 
 static void gate_open(gate *g)
 {

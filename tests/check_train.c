@@ -18,49 +18,10 @@ Suite *make_train_suite(void);
 
 #define FASHION "/usr/share/datasets/fashion-mnist"
 
-/* The seeds' LeNet pipeline over an MNIST folder (resize optional, to make
- * a wrong shape on purpose), over num_samples of the split (0: all). */
-static sl_dataset *mnist_pipeline_n(const char *dir, sl_mnist_usage usage, int workers,
-                                    uint64_t seed, int resize, int drop_remainder,
-                                    int64_t num_samples)
-{
-    sl_mnist_options mo;
-    sl_dataset *ds = sl_dataset_new();
-    sl_op *cast, *rs, *r1, *r2, *chw;
-    sl_mnist_options_init(&mo);
-    mo.dataset_dir = dir;
-    mo.usage = usage;
-    mo.sampler.seed = seed;
-    mo.sampler.shuffle = usage == SL_MNIST_TRAIN;
-    mo.sampler.num_samples = num_samples;
-    ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
-    sl_dataset_set_seed(ds, seed);
-    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
-    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&r1, 1.0 / 255.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&r2, 1 / 0.3081, -1 * 0.1307 / 0.3081), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
-    ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, workers), SL_OK);
-    if (resize)
-        ck_assert_int_eq(sl_dataset_map(ds, &rs, 1, "image", NULL, workers), SL_OK);
-    ck_assert_int_eq(sl_dataset_map(ds, &r1, 1, "image", NULL, workers), SL_OK);
-    ck_assert_int_eq(sl_dataset_map(ds, &r2, 1, "image", NULL, workers), SL_OK);
-    ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, workers), SL_OK);
-    if (usage == SL_MNIST_TRAIN)
-        ck_assert_int_eq(sl_dataset_shuffle(ds, 10000), SL_OK);
-    ck_assert_int_eq(sl_dataset_batch(ds, 32, drop_remainder, workers), SL_OK);
-    sl_op_release(cast);
-    sl_op_release(rs);
-    sl_op_release(r1);
-    sl_op_release(r2);
-    sl_op_release(chw);
-    return ds;
-}
-
 static sl_dataset *mnist_pipeline(const char *dir, sl_mnist_usage usage, int workers,
                                   uint64_t seed, int resize, int drop_remainder)
 {
-    return mnist_pipeline_n(dir, usage, workers, seed, resize, drop_remainder, 0);
+    return tu_lenet_pipeline(dir, usage, workers, seed, resize, drop_remainder, 0);
 }
 
 static sl_model *model_with(sl_model_options *o)
@@ -172,8 +133,8 @@ START_TEST(test_lenet_learns_fashion_mnist)
     ck_assert_msg(fashion_present(), "install dataset-fashion-mnist (%s)", FASHION);
     sl_model_options_init(&o);
     m = model_with(&o);
-    train = mnist_pipeline_n(FASHION, SL_MNIST_TRAIN, 2, 0, 1, 1, r->train_samples);
-    test = mnist_pipeline_n(FASHION, SL_MNIST_TEST, 2, 0, 1, 0, r->test_samples);
+    train = tu_lenet_pipeline(FASHION, SL_MNIST_TRAIN, 2, 0, 1, 1, r->train_samples);
+    test = tu_lenet_pipeline(FASHION, SL_MNIST_TEST, 2, 0, 1, 0, r->test_samples);
     ck_assert_int_eq(tu_dataset_size(train), r->steps_per_epoch);
     ck_assert_int_eq(sl_callback_loss_monitor(&monitor, r->log_every, 0, collect_line, line),
                      SL_OK);
@@ -224,7 +185,7 @@ static unsigned char *train_steps(int workers, int64_t steps, int64_t samples, s
     sl_model_options_init(&o);
     o.seed = 42;
     m = model_with(&o);
-    ds = mnist_pipeline_n(FASHION, SL_MNIST_TRAIN, workers, 42, 1, 1, samples);
+    ds = tu_lenet_pipeline(FASHION, SL_MNIST_TRAIN, workers, 42, 1, 1, samples);
     ck_assert_msg(sl_model_train(m, 1, ds, cbs, 1) == SL_OK, "%s", sl_model_last_error(m));
     ck_assert_int_eq(sl_model_global_step(m), steps);
     g = sl_model_graph(m);

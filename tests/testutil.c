@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <check.h>
 #include <jpeglib.h>
 #include <zlib.h>
 
@@ -399,4 +400,67 @@ int tu_shorten(int sanitized, const char *test, const char *what)
                test, what);
     fflush(stdout);
     return !forced_full;
+}
+
+/* --- fixtures ------------------------------------------------------------- */
+
+sl_dataset *tu_lenet_pipeline(const char *dir, sl_mnist_usage usage, int workers, uint64_t seed,
+                              int resize, int drop_remainder, int64_t num_samples)
+{
+    sl_mnist_options mo;
+    sl_dataset *ds = sl_dataset_new();
+    sl_op *cast, *rs, *r1, *r2, *chw;
+    sl_mnist_options_init(&mo);
+    mo.dataset_dir = dir;
+    mo.usage = usage;
+    mo.sampler.seed = seed;
+    mo.sampler.shuffle = usage == SL_MNIST_TRAIN;
+    mo.sampler.num_samples = num_samples;
+    ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
+    sl_dataset_set_seed(ds, seed);
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&r1, 1.0 / 255.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&r2, 1 / 0.3081, -1 * 0.1307 / 0.3081), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, workers), SL_OK);
+    if (resize)
+        ck_assert_int_eq(sl_dataset_map(ds, &rs, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &r1, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &r2, 1, "image", NULL, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, workers), SL_OK);
+    if (usage == SL_MNIST_TRAIN)
+        ck_assert_int_eq(sl_dataset_shuffle(ds, 10000), SL_OK);
+    ck_assert_int_eq(sl_dataset_batch(ds, 32, drop_remainder, workers), SL_OK);
+    sl_op_release(cast);
+    sl_op_release(rs);
+    sl_op_release(r1);
+    sl_op_release(r2);
+    sl_op_release(chw);
+    return ds;
+}
+
+void tu_assert_same_params(sl_model *a, sl_model *b, const char *what)
+{
+    sl_graph *ga = sl_model_graph(a), *gb = sl_model_graph(b);
+    ck_assert_uint_eq(sl_graph_num_params(ga), sl_graph_num_params(gb));
+    for (size_t i = 0; i < sl_graph_num_params(ga); i++) {
+        size_t na, nb;
+        const float *da = sl_graph_param_data(ga, sl_graph_param_at(ga, i), &na);
+        const float *db = sl_graph_param_data(gb, sl_graph_param_at(gb, i), &nb);
+        ck_assert_uint_eq(na, nb);
+        ck_assert_msg(memcmp(da, db, na * sizeof(float)) == 0,
+                      "%s: parameter '%s' differs (first value %.9g vs %.9g)", what,
+                      sl_graph_node_name(ga, sl_graph_param_at(ga, i)), (double)da[0],
+                      (double)db[0]);
+    }
+}
+
+int tu_infer_identity(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                      sl__error *err)
+{
+    (void)op;
+    (void)err;
+    *out = *in;
+    return SL_OK;
 }

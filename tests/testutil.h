@@ -1,13 +1,17 @@
 /* testutil.h: helpers the Check suites share: temporary folders, small
- * generated MNIST (IDX) files and JPEGs, and known pixel patterns. Every
- * function returns 0 on success and -1 on failure unless it says otherwise. */
+ * generated MNIST (IDX) files and JPEGs, and known pixel patterns; and
+ * fixtures that assert with Check: the seeds' LeNet MNIST pipeline, equal
+ * parameters, a pass-through op's infer. Every function returns 0 on
+ * success and -1 on failure unless it says otherwise. */
 #ifndef SLUICE_TESTUTIL_H
 #define SLUICE_TESTUTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ops/op_impl.h"
 #include "sluice/dataset.h"
+#include "sluice/model.h"
 #include "sluice/status.h"
 
 /* A fresh temporary directory under $TMPDIR (or /tmp); malloc'd path. */
@@ -74,5 +78,23 @@ int64_t tu_dataset_size(const sl_dataset *ds);
  * environment. It says so on stdout, naming the test and, when shortened,
  * what (a phrase such as "75 steps instead of 2,500"). */
 int tu_shorten(int sanitized, const char *test, const char *what);
+
+/* --- fixtures (they fail the running Check test) ------------------------- */
+
+/* The seeds' LeNet pipeline over an MNIST folder's split: label to int32,
+ * resize 32x32 bilinear (resize 0 leaves 28x28 images, a wrong shape on
+ * purpose), rescale 1/255, rescale 1/0.3081 shift -0.1307/0.3081, HWC2CHW;
+ * the train split shuffled (sampler and a 10000 buffer) with seed; batch 32
+ * (drop_remainder as given); num_samples of the split (0: all). The caller
+ * frees it. */
+sl_dataset *tu_lenet_pipeline(const char *dir, sl_mnist_usage usage, int workers, uint64_t seed,
+                              int resize, int drop_remainder, int64_t num_samples);
+/* Asserts that a and b hold the same parameters, bit for bit (as many, each
+ * as long), naming the first parameter that differs and `what`. */
+void tu_assert_same_params(sl_model *a, sl_model *b, const char *what);
+/* An op's infer that passes its input's spec through, for test ops that
+ * hand their input on. */
+int tu_infer_identity(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
+                      sl__error *err);
 
 #endif

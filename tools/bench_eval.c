@@ -8,10 +8,11 @@
 #include <string.h>
 
 #include "sluice/sluice.h"
+#include "bench_util.h"
 #include "cli.h"
 
 #define CMD "bench"
-#define MAX_REPEATS 100
+#define MAX_REPEATS CLI_BENCH_MAX_REPEATS
 
 enum { OPT_BATCH = 256, OPT_THREADS, OPT_REPEATS, OPT_DATA, OPT_WORKERS, OPT_LOAD, OPT_JSON };
 
@@ -86,15 +87,7 @@ static int parse_args(int argc, char **argv, eval_args *a)
             return CLI_EXIT_USAGE;
         }
     }
-    if (bad)
-        return CLI_EXIT_USAGE;
-    if (optind < argc) {
-        cli_error(CMD, "unexpected argument '%s' (see --help)", argv[optind]);
-        return CLI_EXIT_USAGE;
-    }
-    if (a->workers == 0)
-        a->workers = cli_training_workers((int)a->threads);
-    return CLI_EXIT_OK;
+    return cli_bench_args_end(CMD, bad, argc, argv, a->threads, &a->workers);
 }
 
 /* The test split as `sluice eval` reads it: every image, in file order. */
@@ -119,29 +112,18 @@ static sl_dataset *test_split(const eval_args *a)
 static sl_model *make_model(const eval_args *a)
 {
     sl_model_options o;
-    sl_model *m = NULL;
-    char err[512];
-    int rc;
+    sl_model *m;
     sl_model_options_init(&o);
     o.network.batch = a->batch;
     o.context.threads = (int)a->threads;
-    rc = sl_model_new(&m, &o, err, sizeof err);
-    if (rc < 0) {
-        cli_error(CMD, "%s", cli_lib_message(err, rc));
+    if (!(m = cli_bench_model_new(CMD, &o)))
         return NULL;
-    }
     if (a->load && sl_model_load(m, a->load) < 0) {
         cli_error(CMD, "%s", sl_model_last_error(m));
         sl_model_free(m);
         return NULL;
     }
     return m;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
 }
 
 int cli_bench_eval_main(int argc, char **argv)
@@ -177,9 +159,7 @@ int cli_bench_eval_main(int argc, char **argv)
                     runs[r]);
     }
     memcpy(sorted, runs, (size_t)a.repeats * sizeof runs[0]);
-    qsort(sorted, (size_t)a.repeats, sizeof sorted[0], cmp_double);
-    median = a.repeats % 2 ? sorted[a.repeats / 2]
-                           : (sorted[a.repeats / 2 - 1] + sorted[a.repeats / 2]) / 2;
+    median = cli_bench_median(sorted, (size_t)a.repeats);
     if (a.json) {
         printf("{\"inference_images_per_s\": %.1f, \"runs\": [", median);
         for (int64_t r = 0; r < a.repeats; r++)

@@ -46,5 +46,7 @@ int cli_bench_pipeline_parse(int argc, char **argv, cli_bench_pipeline_args *a);
 /* The pipeline a describes for a dataset of kind: the kind's default, then
  * the command line's changes. p->dir is a->data. */
 void cli_bench_pipeline_make(const cli_bench_pipeline_args *a, cli_kind kind, cli_pipeline *p);
+/* The largest worker count a asks for (at least 1). */
+int cli_bench_pipeline_max_workers(const cli_bench_pipeline_args *a);
 
 #endif

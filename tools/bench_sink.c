@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "sluice/sluice.h"
+#include "bench_util.h"
 #include "cli.h"
 
 #define CMD "bench"
-#define MAX_REPEATS 100
+#define MAX_REPEATS CLI_BENCH_MAX_REPEATS
 #define MAX_DEVICES 4
 
 enum {
@@ -163,33 +164,19 @@ static int parse_args(int argc, char **argv, bench_args *a)
             return CLI_EXIT_USAGE;
         }
     }
-    if (bad)
-        return CLI_EXIT_USAGE;
-    if (a->workers == 0)
-        a->workers = cli_training_workers((int)a->threads);
-    if (optind < argc) {
-        cli_error(CMD, "unexpected argument '%s' (see --help)", argv[optind]);
-        return CLI_EXIT_USAGE;
-    }
-    return CLI_EXIT_OK;
+    return cli_bench_args_end(CMD, bad, argc, argv, a->threads, &a->workers);
 }
 
 static sl_model *make_model(const bench_args *a, const char *device)
 {
     sl_model_options o;
-    sl_model *m = NULL;
-    char err[512];
     int id = 0;
     sl_model_options_init(&o);
     o.context.threads = (int)a->threads;
     o.context.device_target = strncmp(device, "sim", 3) == 0 ? "SIM" : "CPU";
     sscanf(device + 4, "%d", &id);
     o.context.device_id = id;
-    if (sl_model_new(&m, &o, err, sizeof err) < 0) {
-        cli_error(CMD, "%s", err);
-        return NULL;
-    }
-    return m;
+    return cli_bench_model_new(CMD, &o);
 }
 
 /* Trains `steps` steps in the run's mode and fills r. */
@@ -278,12 +265,6 @@ static int run_data(const bench_args *a, sl_dataset *ds, run_result *r)
     return rc < 0 ? rc : SL_OK;
 }
 
-static int by_value(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 static double median_of(const run_result *runs, size_t n, size_t field)
 {
     double v[MAX_REPEATS];
@@ -294,8 +275,7 @@ static double median_of(const run_result *runs, size_t n, size_t field)
                : field == 2 ? r->getnext_wait_ms
                             : r->channel_full_ms;
     }
-    qsort(v, n, sizeof *v, by_value);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+    return cli_bench_median(v, n);
 }
 
 int cli_bench_sink_main(int argc, char **argv)

@@ -9,10 +9,11 @@
 #include <string.h>
 
 #include "sluice/sluice.h"
+#include "bench_util.h"
 #include "cli.h"
 
 #define CMD "bench"
-#define MAX_REPEATS 100
+#define MAX_REPEATS CLI_BENCH_MAX_REPEATS
 
 enum {
     OPT_MODEL = 256, OPT_BATCH, OPT_THREADS, OPT_BLAS_THREADS, OPT_STEPS, OPT_REPEATS,
@@ -122,23 +123,12 @@ static int parse_args(int argc, char **argv, bench_args *a)
             return CLI_EXIT_USAGE;
         }
     }
-    if (bad)
-        return CLI_EXIT_USAGE;
-    if (optind < argc) {
-        cli_error(CMD, "unexpected argument '%s' (see --help)", argv[optind]);
-        return CLI_EXIT_USAGE;
-    }
-    if (a->workers == 0)
-        a->workers = cli_training_workers((int)a->threads);
-    return CLI_EXIT_OK;
+    return cli_bench_args_end(CMD, bad, argc, argv, a->threads, &a->workers);
 }
 
 static sl_model *make_model(const bench_args *a, sl_mode mode)
 {
     sl_model_options o;
-    sl_model *m = NULL;
-    char err[512];
-    int rc;
     sl_model_options_init(&o);
     o.network.kind = a->model;
     o.network.batch = a->batch;
@@ -146,24 +136,14 @@ static sl_model *make_model(const bench_args *a, sl_mode mode)
     o.context.threads = (int)a->threads;
     o.context.blas_threads = (int)a->blas_threads;
     o.compute_spin_ns = a->spin_us < 0 ? -1 : a->spin_us * 1000;
-    rc = sl_model_new(&m, &o, err, sizeof err);
-    if (rc < 0)
-        cli_error(CMD, "%s", cli_lib_message(err, rc));
-    return m;
-}
-
-static int by_value(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
+    return cli_bench_model_new(CMD, &o);
 }
 
 static double median(const double *v, size_t n)
 {
     double s[MAX_REPEATS];
     memcpy(s, v, n * sizeof *s);
-    qsort(s, n, sizeof *s, by_value);
-    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
+    return cli_bench_median(s, n);
 }
 
 static int end_to_end(const bench_args *a, sl_model *m, sl_dataset *ds, int64_t steps,

@@ -87,7 +87,7 @@ bindings_python__sluice_la_SOURCES = $(SL_PY_SOURCES)
 bindings_python__sluice_la_CPPFLAGS = -I$(top_srcdir)/include $(PYTHON_CPPFLAGS)
 # Python's headers break -Wstrict-prototypes and -Wmissing-prototypes
 # nowhere we call them; the warnings stay on.
-bindings_python__sluice_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+bindings_python__sluice_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(SL_LT_ONCE)
 # A module for dlopen: no version, no lib prefix, and libpython's symbols
 # come from the interpreter that loads it (so no -no-undefined).
 # -Wl,-rpath: it finds the installed libsluice without an ldconfig after

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # run.sh: runs the fuzz harnesses of a fuzz build, one after the other (one
-# fuzzing process at a time), each over a copy of its seed corpus in a
+# fuzzing process at a time; FUZZ_JOBS=N runs up to N at once, each a
+# single-threaded process, so give at most one a core), each over a copy
+# of its seed corpus in a
 # temporary folder (so neither the source tree nor the build dir gets the
 # inputs the fuzzer adds) with TMPDIR pointing into it (the harnesses' own
 # files go there too; all of it is removed afterwards).
@@ -55,16 +57,16 @@ extra_flags() {
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-failed=0
-mkdir -p "$build/tests/fuzz/artifacts"
-for name in "${names[@]}"; do
+# run_one NAME: fuzzes one harness, prints its report, returns 1 when it
+# failed.
+run_one() {
+    local name=$1 bin seeds log work t0 rc done_line runs_line f failed=0
     bin="$build/tests/fuzz/fuzz_$name"
     seeds="$here/corpus/$name"
     log="$build/tests/fuzz/fuzz_$name.log"
     if [ ! -x "$bin" ] || [ ! -d "$seeds" ]; then
         echo "fuzz: $name: no harness $bin (make fuzz) or no seeds $seeds" >&2
-        failed=1
-        continue
+        return 1
     fi
     work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-fuzz-$name.XXXXXX")
     mkdir "$work/corpus" "$work/artifacts" "$work/tmp"
@@ -93,5 +95,35 @@ for name in "${names[@]}"; do
         done
     fi
     rm -rf "$work"
-done
+    return "$failed"
+}
+
+jobs=${FUZZ_JOBS:-1}
+failed=0
+mkdir -p "$build/tests/fuzz/artifacts"
+if [ "$jobs" -le 1 ]; then
+    for name in "${names[@]}"; do
+        run_one "$name" || failed=1
+    done
+else
+    # up to $jobs at once, started in NAME order; each report is printed
+    # whole once its harness is done
+    pids=()
+    reaped=0
+    reap() { # waits for the oldest running harness and prints its report
+        local report="$build/tests/fuzz/fuzz_${names[$reaped]}.report"
+        wait "${pids[$reaped]}" || failed=1
+        cat "$report"
+        rm -f "$report"
+        reaped=$((reaped + 1))
+    }
+    for i in "${!names[@]}"; do
+        [ $((i - reaped)) -lt "$jobs" ] || reap
+        run_one "${names[$i]}" >"$build/tests/fuzz/fuzz_${names[$i]}.report" 2>&1 &
+        pids+=($!)
+    done
+    while [ "$reaped" -lt "${#names[@]}" ]; do
+        reap
+    done
+fi
 exit "$failed"

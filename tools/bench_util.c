@@ -1,0 +1,45 @@
+/* bench_util.c: see bench_util.h. */
+#include "bench_util.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+
+#include "cli.h"
+
+int cli_bench_args_end(const char *cmd, int bad, int argc, char **argv, int64_t threads,
+                       int64_t *workers)
+{
+    if (bad)
+        return CLI_EXIT_USAGE;
+    if (optind < argc) {
+        cli_error(cmd, "unexpected argument '%s' (see --help)", argv[optind]);
+        return CLI_EXIT_USAGE;
+    }
+    if (*workers == 0)
+        *workers = cli_training_workers((int)threads);
+    return CLI_EXIT_OK;
+}
+
+sl_model *cli_bench_model_new(const char *cmd, const sl_model_options *o)
+{
+    sl_model *m = NULL;
+    char err[512];
+    int rc = sl_model_new(&m, o, err, sizeof err);
+    if (rc < 0) {
+        cli_error(cmd, "%s", cli_lib_message(err, rc));
+        return NULL;
+    }
+    return m;
+}
+
+static int by_value(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+double cli_bench_median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, by_value);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
