@@ -5,8 +5,11 @@
 
 #include <cblas.h>
 #include <pthread.h>
+#include <stdlib.h>
 
+#include "core/clock.h"
 #include "core/error.h"
+#include "sluice/step.h"
 
 static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
 static int blas_holders; /* live executors */
@@ -51,4 +54,57 @@ int sl__blas_threads(void)
     n = blas_holders > 0 ? blas_count : 0;
     pthread_mutex_unlock(&blas_lock);
     return n;
+}
+
+/* --- the yardstick ------------------------------------------------------ */
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int sl_blas_sgemm_gflops(int n, int repeats, double *gflops)
+{
+    size_t bytes = (size_t)n * (size_t)n * sizeof(float);
+    float *a, *b, *c;
+    double runs[64];
+    int rc;
+
+    *gflops = 0.0;
+    if (n < 1 || n > 8192 || repeats < 1 || repeats > 64)
+        return SL_EINVAL;
+    rc = sl__blas_acquire(1);
+    if (rc < 0)
+        return rc; /* an executor holds another count: not one thread */
+    a = aligned_alloc(64, bytes);
+    b = aligned_alloc(64, bytes);
+    c = aligned_alloc(64, bytes);
+    if (!a || !b || !c) {
+        rc = SL_ENOMEM;
+        goto out;
+    }
+    /* Small values, so that nothing turns denormal or infinite. */
+    for (size_t i = 0; i < (size_t)n * (size_t)n; i++) {
+        a[i] = (float)(i % 7) * 0.125f - 0.375f;
+        b[i] = (float)(i % 5) * 0.25f - 0.5f;
+        c[i] = 0.0f;
+    }
+    /* One untimed call: page faults, OpenBLAS's buffers. */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    for (int r = 0; r < repeats; r++) {
+        double t0 = sl__now_ms(), ms;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f,
+                    c, n);
+        ms = sl__now_ms() - t0;
+        runs[r] = 2.0 * (double)n * (double)n * (double)n / (ms * 1e6);
+    }
+    qsort(runs, (size_t)repeats, sizeof runs[0], compare_double);
+    *gflops = runs[repeats / 2];
+out:
+    free(a);
+    free(b);
+    free(c);
+    sl__blas_release();
+    return rc;
 }

@@ -308,6 +308,32 @@ int sl_step_node_time(const sl_step *s, size_t i, const char **name, const char 
     return SL_OK;
 }
 
+double sl_step_node_flops(const sl_step *s, size_t i)
+{
+    const sl__node *nd, *in0;
+    const sl__conv2d_dims *c;
+    if (i >= (size_t)s->nslots)
+        return 0.0;
+    nd = &s->g->nodes[s->slots[i].node];
+    in0 = nd->nin > 0 ? &s->g->nodes[nd->in[0]] : NULL;
+    c = &nd->attr.conv;
+    switch (nd->op) {
+    case SL__OP_CONV2D:
+    case SL__OP_CONV2D_DX:
+    case SL__OP_CONV2D_DW: /* each is one (N*OH*OW) x (C*KH*KW) x OC product */
+        return 2.0 * (double)(c->n * c->oh * c->ow) * (double)(c->c * c->kh * c->kw) *
+               (double)c->oc;
+    case SL__OP_DENSE: /* y (N, out) = x (N, in) W */
+        return 2.0 * (double)nd->numel * (double)in0->shape[1];
+    case SL__OP_DENSE_DX: /* dx (N, in) = dy (N, out) W^T */
+        return 2.0 * (double)nd->numel * (double)in0->shape[1];
+    case SL__OP_DENSE_DW: /* dW (in x out) = x^T dy (N, out) */
+        return 2.0 * (double)nd->numel * (double)in0->shape[0];
+    default:
+        return 0.0;
+    }
+}
+
 void sl_step_reset_times(sl_step *s)
 {
     for (int j = 0; j < s->nslots; j++)

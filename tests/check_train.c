@@ -14,6 +14,42 @@
 #include "sluice/sluice.h"
 #include "testutil.h"
 
+/* The per-op GFLOPS of `bench train` rest on sl_step_node_flops: LeNet5's
+ * training step at batch 32 multiplies 2,263,920 floating-point operations
+ * per sample (forward 833,040; conv1's weight gradient 235,200; conv2's
+ * input and weight gradients 960,000; the dense layers' 235,680), and
+ * conv1 alone 2 x 28 x 28 x 6 x 25 per sample. Ops that only move memory
+ * count 0. And the sgemm yardstick measures something. */
+START_TEST(test_node_flops)
+{
+    sl_model *m = NULL;
+    sl_step *step;
+    char err[256];
+    double total = 0.0, conv1 = -1.0, gflops = 0.0;
+    ck_assert_msg(sl_model_new(&m, NULL, err, sizeof err) == SL_OK, "%s", err);
+    step = sl_model_train_step(m);
+    for (size_t i = 0; i < sl_step_num_nodes(step); i++) {
+        const char *name, *op;
+        double f = sl_step_node_flops(step, i);
+        ck_assert_int_eq(sl_step_node_time(step, i, &name, &op, NULL), SL_OK);
+        ck_assert_msg(f >= 0.0, "%s: %g", name, f);
+        if (strcmp(op, "relu") == 0 || strcmp(op, "max_pool2d") == 0 ||
+            strcmp(op, "momentum") == 0)
+            ck_assert_msg(f == 0.0, "%s (%s) counts %g", name, op, f);
+        if (strcmp(op, "conv2d") == 0 && strcmp(name, "conv1") == 0)
+            conv1 = f;
+        total += f;
+    }
+    ck_assert_double_eq(conv1, 32.0 * 2 * 28 * 28 * 6 * 25);
+    ck_assert_double_eq(total, 32.0 * 2263920);
+    ck_assert_double_eq(sl_step_node_flops(step, sl_step_num_nodes(step)), 0.0);
+    sl_model_free(m);
+    ck_assert_int_eq(sl_blas_sgemm_gflops(64, 3, &gflops), SL_OK);
+    ck_assert(gflops > 0.0 && isfinite(gflops));
+    ck_assert_int_eq(sl_blas_sgemm_gflops(0, 3, &gflops), SL_EINVAL);
+}
+END_TEST
+
 Suite *make_train_suite(void);
 
 #define FASHION "/usr/share/datasets/fashion-mnist"
@@ -533,6 +569,7 @@ Suite *make_train_suite(void)
     tcase_add_test(tc, test_diverging_loss_stops);
     tcase_add_test(tc, test_checkpoint_callback);
     tcase_add_test(tc, test_model_from_graph);
+    tcase_add_test(tc, test_node_flops);
     tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
     return s;

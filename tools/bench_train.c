@@ -56,7 +56,8 @@ void cli_bench_train_usage(FILE *f)
           "  --no-e2e            skip the end-to-end runs\n"
           "  --json              print one JSON object: compute_graph_samples_per_s,\n"
           "                      compute_pynative_samples_per_s, end_to_end_samples_per_s\n"
-          "                      (medians), their runs, and per_op_ms_per_step\n"
+          "                      (medians), their runs, per_op_ms_per_step,\n"
+          "                      sgemm_1024_gflops_per_thread and per_op_gflops\n"
           "  -h, --help          show this help and exit\n",
           f);
 }
@@ -171,6 +172,7 @@ static int end_to_end(const bench_args *a, sl_model *m, sl_dataset *ds, int64_t 
 typedef struct op_time {
     const char *op;
     double ms;
+    double flops;  /* per step, summed over the op's nodes (0: not counted) */
     int nodes;
 } op_time;
 
@@ -191,10 +193,12 @@ static size_t collect_ops(sl_step *s, op_time *ops)
                 continue;
             ops[nops].op = op;
             ops[nops].ms = 0.0;
+            ops[nops].flops = 0.0;
             ops[nops].nodes = 0;
             nops++;
         }
         ops[k].ms += ms;
+        ops[k].flops += sl_step_node_flops(s, i);
         ops[k].nodes++;
     }
     for (size_t i = 1; i < nops; i++) /* largest first */
@@ -204,6 +208,12 @@ static size_t collect_ops(sl_step *s, op_time *ops)
             ops[j - 1] = t;
         }
     return nops;
+}
+
+/* The op's floating-point rate over the timed steps, all threads. */
+static double op_gflops(const op_time *t, int64_t steps)
+{
+    return t->ms > 0.0 ? t->flops * (double)steps / (t->ms * 1e6) : 0.0;
 }
 
 static void print_runs(FILE *f, const char *key, const double *v, size_t n)
@@ -219,7 +229,8 @@ int cli_bench_train_main(int argc, char **argv)
     bench_args a;
     sl_model *graph = NULL, *pynative = NULL;
     sl_dataset *ds = NULL;
-    double g[MAX_REPEATS], p[MAX_REPEATS], e[MAX_REPEATS], warm;
+    double g[MAX_REPEATS], p[MAX_REPEATS], e[MAX_REPEATS], sg[MAX_REPEATS], warm;
+    double sgemm = 0.0; /* GFLOPS of a 1024^3 sgemm on one thread (0: not measured) */
     int64_t timed_steps = 0;
     op_time ops[MAX_OPS];
     size_t nops;
@@ -273,7 +284,13 @@ int cli_bench_train_main(int argc, char **argv)
         }
         if (ds && end_to_end(&a, graph, ds, a.e2e_steps, &e[r]) < 0)
             goto out;
+        /* The yardstick, in the same rounds: OpenBLAS on one thread (only
+         * while the models hold it at one thread, as they do by default). */
+        if (a.blas_threads == 1 && sl_blas_sgemm_gflops(1024, 3, &sg[r]) != SL_OK)
+            sg[r] = 0.0;
     }
+    if (a.blas_threads == 1)
+        sgemm = median(sg, (size_t)a.repeats);
     /* Node times accumulate over compute and end-to-end runs alike; scale
      * by all the steps the GRAPH model ran since the reset. */
     timed_steps += ds ? a.repeats * a.e2e_steps : 0;
@@ -305,6 +322,11 @@ int cli_bench_train_main(int argc, char **argv)
         printf(", \"per_op_ms_per_step\": {");
         for (size_t i = 0; i < nops; i++)
             printf("%s\"%s\": %.4f", i ? ", " : "", ops[i].op, ops[i].ms / (double)timed_steps);
+        printf("}, \"sgemm_1024_gflops_per_thread\": %.1f, \"per_op_gflops\": {", sgemm);
+        for (size_t i = 0, n = 0; i < nops; i++)
+            if (ops[i].flops > 0.0)
+                printf("%s\"%s\": %.1f", n++ ? ", " : "", ops[i].op,
+                       op_gflops(&ops[i], timed_steps));
         printf("}}\n");
     } else {
         double total = 0.0;
@@ -328,11 +350,25 @@ int cli_bench_train_main(int argc, char **argv)
                (double)sl_step_memory_bytes(sl_model_train_step(pynative)) / 1048576.0);
         for (size_t i = 0; i < nops; i++)
             total += ops[i].ms;
-        printf("where a GRAPH step's time goes (ms per step, all runs):\n");
-        for (size_t i = 0; i < nops; i++)
-            printf("  %-28s %8.4f  %5.1f%%  (%d node%s)\n", ops[i].op,
+        printf("where a GRAPH step's time goes (ms per step, all runs; GFLOPS of the ops that\n"
+               "multiply matrices, and per compute thread against a 1024^3 sgemm on one\n"
+               "OpenBLAS thread: ");
+        if (sgemm > 0.0)
+            printf("%.1f GFLOPS, measured in the same rounds):\n", sgemm);
+        else
+            printf("not measured with --blas-threads above 1):\n");
+        for (size_t i = 0; i < nops; i++) {
+            printf("  %-28s %8.4f  %5.1f%%  (%d node%s)", ops[i].op,
                    ops[i].ms / (double)timed_steps, 100.0 * ops[i].ms / total, ops[i].nodes,
                    ops[i].nodes == 1 ? "" : "s");
+            if (ops[i].flops > 0.0) {
+                double gf = op_gflops(&ops[i], timed_steps);
+                printf("%*s%6.1f GFLOPS", ops[i].nodes == 1 ? 1 : 0, "", gf);
+                if (sgemm > 0.0)
+                    printf(", %3.0f%% of sgemm per thread", 100.0 * gf / (double)a.threads / sgemm);
+            }
+            printf("\n");
+        }
         printf("  %-28s %8.4f\n", "total", total / (double)timed_steps);
     }
     exit_code = CLI_EXIT_OK;

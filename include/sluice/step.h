@@ -118,6 +118,17 @@ SL_API size_t sl_step_num_nodes(const sl_step *s);
 SL_API int sl_step_node_time(const sl_step *s, size_t i, const char **name, const char **op,
                              double *ms);
 SL_API void sl_step_reset_times(sl_step *s);
+/* Floating-point operations of node i in one run, counted for the ops
+ * that multiply matrices (conv2d, dense and their gradients: 2 per
+ * multiply-add); 0 for the others, whose cost is memory traffic. */
+SL_API double sl_step_node_flops(const sl_step *s, size_t i);
+
+/* The yardstick the per-op GFLOPS are read against: OpenBLAS's sgemm on
+ * n x n matrices on one thread, the median GFLOPS of `repeats` calls
+ * after an untimed one. SL_EINVAL (n outside [1, 8192], repeats outside
+ * [1, 64]), SL_ENOMEM, or SL_ESTATE when a live executor holds OpenBLAS
+ * at another thread count. */
+SL_API int sl_blas_sgemm_gflops(int n, int repeats, double *gflops);
 
 #ifdef __cplusplus
 }
