@@ -97,9 +97,19 @@ bindings_python__sluice_la_LIBADD = libsluice.la
 
 sluicepy_DATA = bindings/python/sluice/__init__.py bindings/python/sluice/__init__.pyi \
 	bindings/python/sluice/py.typed bindings/python/sluice/context.py \
-	bindings/python/sluice/context.pyi
+	bindings/python/sluice/context.pyi bindings/python/sluice/functional.py \
+	bindings/python/sluice/functional.pyi
 sluicepynndir = $(sluicepydir)/nn
-sluicepynn_DATA = bindings/python/sluice/nn/__init__.py bindings/python/sluice/nn/__init__.pyi
+sluicepynn_DATA = bindings/python/sluice/nn/__init__.py bindings/python/sluice/nn/__init__.pyi \
+	bindings/python/sluice/nn/cell.py bindings/python/sluice/nn/cell.pyi \
+	bindings/python/sluice/nn/layers.py bindings/python/sluice/nn/layers.pyi
+sluicepyopsdir = $(sluicepydir)/ops
+sluicepyops_DATA = bindings/python/sluice/ops/__init__.py bindings/python/sluice/ops/__init__.pyi
+sluicepycommondir = $(sluicepydir)/common
+sluicepycommon_DATA = bindings/python/sluice/common/__init__.py \
+	bindings/python/sluice/common/__init__.pyi \
+	bindings/python/sluice/common/initializer.py \
+	bindings/python/sluice/common/initializer.pyi
 sluicepytraindir = $(sluicepydir)/train
 sluicepytrain_DATA = $(SL_PY_TRAIN)
 sluicepydatasetdir = $(sluicepydir)/dataset
@@ -122,13 +132,14 @@ uninstall-python-hook:
 	rm -f "$(DESTDIR)$(sluicepydir)/_sluice.la" "$(DESTDIR)$(sluicepydir)/_sluice.so"
 	rmdir "$(DESTDIR)$(sluicepytransformsdir)" "$(DESTDIR)$(sluicepyvisiondir)" \
 		"$(DESTDIR)$(sluicepydatasetdir)" "$(DESTDIR)$(sluicepynndir)" \
+		"$(DESTDIR)$(sluicepyopsdir)" "$(DESTDIR)$(sluicepycommondir)" \
 		"$(DESTDIR)$(sluicepytraindir)" "$(DESTDIR)$(sluicepydir)" 2>/dev/null || :
 
 # The installed package imports, and finds libsluice, from its own place.
 installcheck-local: installcheck-python
 installcheck-python:
 	cd / && PYTHONPATH="$(DESTDIR)$(SL_PYTHONDIR)" PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -c \
-		'import sluice, sluice.dataset.vision, sluice.train; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
+		'import sluice, sluice.dataset.vision, sluice.train, sluice.nn, sluice.ops, sluice.common.initializer, sluice.functional; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
 
 noinst_DATA = bindings/python/stage.stamp
 bindings/python/stage.stamp: $(SL_PY_PACKAGE) bindings/python/_sluice.la
