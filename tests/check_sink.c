@@ -1048,10 +1048,8 @@ START_TEST(test_bad_options_refused)
         ck_assert_int_eq(sl_model_transfer_mode(sim, NULL), SL_TRANSFER_THREAD);
         sl_model_free(sim);
     }
-    /* auto: inline on cpu exactly when the compute threads (m has 1) fill
-     * every CPU; what the options name otherwise */
-    ck_assert_int_eq(sl_model_transfer_mode(m, NULL),
-                     sl_cpus_available() <= 1 ? SL_TRANSFER_INLINE : SL_TRANSFER_THREAD);
+    /* auto: the thread; what the options name otherwise */
+    ck_assert_int_eq(sl_model_transfer_mode(m, NULL), SL_TRANSFER_THREAD);
     o = sink_opts(1, -1);
     o.transfer = SL_TRANSFER_INLINE;
     ck_assert_int_eq(sl_model_transfer_mode(m, &o), SL_TRANSFER_INLINE);

@@ -75,8 +75,7 @@ void cli_bench_sink_usage(FILE *f)
           "                      compute threads fill every CPU, else 2)\n"
           "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --queue-capacity N  device queue slots (default 4)\n"
-          "  --transfer MODE     thread, inline or auto (default: inline on cpu when the\n"
-          "                      compute threads fill every CPU; always thread on sim)\n"
+          "  --transfer MODE     thread, inline (cpu only) or auto (default: thread)\n"
           "  --json              one JSON object: runs (name, device, samples_per_s,\n"
           "                      ms_per_step, interactions, ...) and overlap_efficiency\n"
           "  -h, --help          show this help and exit\n",

@@ -203,11 +203,7 @@ int cli_train_main(int argc, char **argv)
         if (a.train.dataset_sink_mode &&
             sl_model_transfer_mode(model, &a.train) == SL_TRANSFER_INLINE)
             printf("transfer: inline, the executor copies each batch into the device queue "
-                   "before its step%s\n",
-                   a.train.transfer == SL_TRANSFER_AUTO
-                       ? " (the compute threads fill every CPU: a transfer thread would take "
-                         "one from the step)"
-                       : "");
+                   "before its step\n");
         if (a.errors.mode != SL_ERROR_SAMPLES_RAISE) {
             printf("bad samples: %s, ",
                    a.errors.mode == SL_ERROR_SAMPLES_SKIP ? "skip" : "replace");

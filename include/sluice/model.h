@@ -106,12 +106,11 @@ typedef struct sl_train_options {
 } sl_train_options;
 
 /* Who moves batches from the pipeline into a device's queue in sink mode.
- * THREAD: a transfer thread, so copies overlap steps: right when a CPU is
- * free for it, or when copies take the device's time (an accelerator's
- * bus). INLINE: the executor's own thread, just before it takes the
- * batch: right when the compute threads fill every CPU and the device
- * reads host memory (cpu), where a transfer thread would wake once per
- * batch and take a CPU from the step in the middle of its work. */
+ * THREAD: a transfer thread, so copies overlap steps. INLINE: the
+ * executor's own thread, its compute team sharing the copy, just before
+ * GetNext takes the batch: no thread to wake once per batch, for a device
+ * that reads host memory (cpu). AUTO picks the thread today: on 2 cores
+ * both ran at the same speed (see exec/train.c). */
 typedef enum sl_transfer_mode {
     SL_TRANSFER_AUTO = 0,
     SL_TRANSFER_THREAD = 1,
@@ -253,9 +252,8 @@ SL_API int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *dataset,
 /* The last sink-mode train's figures (zeros before one). */
 SL_API void sl_model_get_sink_stats(const sl_model *m, sl_sink_stats *out);
 /* The transfer a sink-mode train with options o would use on m's device:
- * SL_TRANSFER_THREAD or SL_TRANSFER_INLINE (AUTO resolved: INLINE when
- * the device reads host memory and m's compute threads are at least the
- * CPUs this process may use). o NULL: the defaults. */
+ * SL_TRANSFER_THREAD or SL_TRANSFER_INLINE (AUTO resolved: the thread).
+ * o NULL: the defaults. */
 SL_API sl_transfer_mode sl_model_transfer_mode(const sl_model *m, const sl_train_options *o);
 /* "auto", "thread", "inline"; and back (SL_EINVAL for another name). */
 SL_API const char *sl_transfer_mode_name(sl_transfer_mode mode);
