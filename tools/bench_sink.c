@@ -151,12 +151,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         case OPT_QUEUE_CAPACITY:
             bad = cli_parse_int64(CMD, "--queue-capacity", optarg, 1, 4096, &a->queue_capacity);
             break;
-        case OPT_TRANSFER:
-            if (sl_transfer_mode_parse(optarg, &a->transfer) != SL_OK) {
-                cli_error(CMD, "--transfer: '%s' is not auto, thread or inline", optarg);
-                bad = 1;
-            }
-            break;
+        case OPT_TRANSFER: bad = cli_parse_transfer(CMD, optarg, &a->transfer); break;
         case OPT_JSON: a->json = 1; break;
         default:
             cli_bad_option(CMD, opt, argv, longopts);

@@ -208,6 +208,14 @@ double cli_now_ms(void)
 
 /* --- numbers --------------------------------------------------------- */
 
+int cli_parse_transfer(const char *cmd, const char *s, sl_transfer_mode *out)
+{
+    if (sl_transfer_mode_parse(s, out) == SL_OK)
+        return 0;
+    cli_error(cmd, "--transfer: '%s' is not auto, thread or inline", s);
+    return -1;
+}
+
 int cli_parse_int64(const char *cmd, const char *what, const char *s, int64_t min,
                     int64_t max, int64_t *out)
 {

@@ -44,6 +44,10 @@ void cli_pool_json(FILE *f, const sl_pool_stats *ps);
 /* 1 when stderr is a terminal, so progress lines are worth printing. */
 int cli_stderr_is_tty(void);
 
+/* --transfer's value: auto, thread or inline (sl_transfer_mode_parse);
+ * prints "sluice: <cmd>: --transfer: ..." and returns -1 on another. */
+int cli_parse_transfer(const char *cmd, const char *s, sl_transfer_mode *out);
+
 /* --- numbers --------------------------------------------------------- */
 /* Every parser accepts the whole string or nothing: no empty strings, no
  * trailing characters, no overflow. On failure it prints

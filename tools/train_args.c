@@ -227,10 +227,8 @@ static int parse_option(train_args *a, int opt, const char *arg)
         return cli_parse_int64(cmd, "--queue-capacity", arg, 1, 4096, &a->train.queue_capacity);
     case OPT_TRANSFER: {
         sl_transfer_mode t;
-        if (sl_transfer_mode_parse(arg, &t) != SL_OK) {
-            cli_error(cmd, "--transfer: '%s' is not auto, thread or inline", arg);
+        if (cli_parse_transfer(cmd, arg, &t) != 0)
             return -1;
-        }
         a->train.transfer = (int32_t)t;
         return 0;
     }
