@@ -194,32 +194,27 @@ int sl__feeder_get_next(sl__feeder *f, size_t device, sl__dq_slot **slot, int64_
                         double *waited_ms, sl__error *err)
 {
     sl__device_queue *q = f->queues[device];
-    double t0 = sl__now_ms(), copy0 = 0;
-    int rc;
+    double t0 = sl__now_ms(), copied = 0;
+    int rc = SL_OK;
 
     if (f->opts.inline_transfer && sl__dq_pending(q) == 0) {
+        /* The copy is work, not waiting: take it out of the wait. */
+        double copy0;
         pthread_mutex_lock(&f->stats_lock);
         copy0 = f->copy_ms;
         pthread_mutex_unlock(&f->stats_lock);
         rc = move_one(f, q, err);
-        if (rc < 0) {
-            *slot = NULL;
-            if (waited_ms)
-                *waited_ms = sl__now_ms() - t0;
-            return rc;
-        }
+        pthread_mutex_lock(&f->stats_lock);
+        copied = f->copy_ms - copy0;
+        pthread_mutex_unlock(&f->stats_lock);
         set_state(f, WAITING_PIPELINE, sl__now_ms());
     }
-    rc = sl__dq_get_next(q, slot, timeout_ms, err);
-    if (waited_ms) {
-        double copied = 0;
-        if (f->opts.inline_transfer) {
-            pthread_mutex_lock(&f->stats_lock);
-            copied = f->copy_ms - copy0;
-            pthread_mutex_unlock(&f->stats_lock);
-        }
+    if (rc == SL_OK)
+        rc = sl__dq_get_next(q, slot, timeout_ms, err);
+    else
+        *slot = NULL;
+    if (waited_ms)
         *waited_ms = sl__now_ms() - t0 - copied;
-    }
     return rc;
 }
 
@@ -237,11 +232,6 @@ void sl__feeder_resume(sl__feeder *f)
         sl__iterator_unwake(f->it);
     for (size_t d = 0; d < f->ndevices; d++)
         sl__dq_resume(f->queues[d]);
-}
-
-int sl__feeder_is_inline(const sl__feeder *f)
-{
-    return f->opts.inline_transfer;
 }
 
 static void *transfer_main(void *arg)

@@ -78,7 +78,6 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
 void sl__feeder_free(sl__feeder *f);
 sl__device_queue *sl__feeder_queue(sl__feeder *f, size_t device);
 void sl__feeder_get_stats(sl__feeder *f, sl__feeder_stats *out);
-int sl__feeder_is_inline(const sl__feeder *f);
 
 /* GetNext on device's queue, as sl__dq_get_next (same returns, messages
  * and timeout). Inline, an empty queue is first given the pipeline's next
