@@ -183,3 +183,44 @@ void sl__compute_node(void *arg, const sl__share *sh)
         break;
     }
 }
+
+size_t sl__update_numel(const sl_step *s, int j)
+{
+    return gnode(s, s->slots[j].in[0])->numel;
+}
+
+/* The update of elements [b, e) of member j's parameter. */
+static void update_range(const sl_step *s, int j, size_t b, size_t e)
+{
+    const sl__node *nd = gnode(s, j);
+    const int *in = s->slots[j].in;
+    if (nd->op == SL__OP_MOMENTUM)
+        sl__momentum_update(f32(s, in[0]), f32(s, in[2]), f32(s, in[1]), nd->attr.opt.lr,
+                            nd->attr.opt.momentum, b, e);
+    else
+        sl__sgd_update(f32(s, in[0]), f32(s, in[1]), nd->attr.opt.lr, b, e);
+}
+
+/* The group's members lie end to end in one range of units (each starting
+ * at a multiple of 16); a share takes its part of that range and updates
+ * the pieces of each parameter that fall in it. Every element gets the
+ * same arithmetic as from its own update node, so results do not change. */
+void sl__compute_updates(void *arg, const sl__share *sh)
+{
+    sl_step *s = arg;
+    int first = s->current, last = s->slots[first].group_last;
+    size_t total = s->slots[last].group_offset + sl__update_numel(s, last), b, e;
+
+    sl__share_range(sh, big_enough(total, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), total, 16, &b,
+                    &e);
+    for (int j = first; j <= last && b < e; j++) {
+        size_t lo = s->slots[j].group_offset, hi;
+        if (s->slots[j].group_first != first) /* a parameter between two updates */
+            continue;
+        hi = lo + sl__update_numel(s, j);
+        if (hi <= b || lo >= e)
+            continue;
+        update_range(s, j, (b > lo ? b : lo) - lo, (e < hi ? e : hi) - lo);
+    }
+}
+

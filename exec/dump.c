@@ -42,7 +42,11 @@ static void write_ir(FILE *f, const sl_step *s, const char *name)
             fprintf(f, " {stride=%zu, pad=%zu}", n->attr.conv.stride, n->attr.conv.pad);
         if (n->op == SL__OP_MAX_POOL2D || n->op == SL__OP_MAX_POOL2D_DX)
             fprintf(f, " {kernel=%zu, stride=%zu}", n->attr.pool.k, n->attr.pool.stride);
-        if (sl__op_is_update(n->op))
+        if (sl__op_is_update(n->op) && sl->group_first >= 0)
+            fprintf(f, " {lr=%g, momentum=%g}  # one pass over %%%d..%%%d\n",
+                    (double)n->attr.opt.lr, (double)n->attr.opt.momentum, sl->group_first,
+                    sl->group_last);
+        else if (sl__op_is_update(n->op))
             fprintf(f, " {lr=%g, momentum=%g}\n", (double)n->attr.opt.lr,
                     (double)n->attr.opt.momentum);
         else

@@ -81,6 +81,8 @@ int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train)
         sl = &s->slots[j];
         sl->node = (int)i;
         sl->last_use = (int)j;
+        sl->group_first = -1;
+        sl->group_last = -1;
         s->node_slot[i] = (int)j;
         for (int k = 0; k < nd->nin; k++)
             sl->in[k] = s->node_slot[nd->in[k]];
@@ -134,6 +136,42 @@ int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train)
     s->noutputs = noutputs;
     free(needed);
     return rc;
+}
+
+/* Parameters (the optimizer's accumulators among them) have no work to
+ * run, so they do not break a run of updates. */
+static int is_update(const sl_step *s, int j)
+{
+    return sl__op_is_update(s->g->nodes[s->slots[j].node].op);
+}
+
+void sl__plan_group_updates(sl_step *s)
+{
+    for (int j = 0; j < s->nslots; j++) {
+        int last = j, count = 0;
+        size_t offset = 0;
+        if (!is_update(s, j))
+            continue;
+        for (int k = j; k < s->nslots; k++) {
+            if (is_update(s, k)) {
+                last = k;
+                count++;
+            } else if (s->slots[k].storage != SL__STORE_PARAM) {
+                break;
+            }
+        }
+        if (count >= 2) {
+            for (int k = j; k <= last; k++) {
+                if (!is_update(s, k))
+                    continue;
+                s->slots[k].group_first = j;
+                s->slots[k].group_last = last;
+                s->slots[k].group_offset = offset;
+                offset += (sl__update_numel(s, k) + 15) / 16 * 16;
+            }
+        }
+        j = last;
+    }
 }
 
 /* A block alive in the arena. */

@@ -68,6 +68,7 @@ int sl_step_new(sl_step **out, sl_graph *g, sl_executor *ex, sl_mode mode,
     s->train = train;
     rc = sl__plan_select(s, outputs, noutputs, train);
     if (rc == SL_OK && mode == SL_GRAPH_MODE) {
+        sl__plan_group_updates(s);
         rc = sl__plan_arena(s);
         if (rc == SL_OK && !(s->arena = alloc64(s->arena_bytes)))
             rc = sl__errf(&g->err, SL_ENOMEM, "compile: cannot allocate the %zu-byte arena",
@@ -164,6 +165,22 @@ static void release_after(sl_step *s, int j, size_t *held)
     }
 }
 
+/* Runs the update group that starts at slot first as one job, and shares
+ * its time among the members by their parameters' sizes. */
+static void run_update_group(sl_step *s, int first, double t0)
+{
+    int last = s->slots[first].group_last;
+    double ms, units = 0.0;
+    sl__team_run(&s->ex->team, sl__compute_updates, s);
+    ms = sl__now_ms() - t0;
+    for (int j = first; j <= last; j++)
+        if (s->slots[j].group_first == first)
+            units += (double)sl__update_numel(s, j);
+    for (int j = first; j <= last; j++)
+        if (s->slots[j].group_first == first && units > 0.0)
+            s->slots[j].ms += ms * (double)sl__update_numel(s, j) / units;
+}
+
 /* Runs on the executor's thread: every node in order, with the team. */
 static void run_job(void *arg)
 {
@@ -195,6 +212,11 @@ static void run_job(void *arg)
         }
         t0 = sl__now_ms();
         s->current = j;
+        if (s->mode == SL_GRAPH_MODE && sl->group_first == j) {
+            run_update_group(s, j, t0);
+            j = sl->group_last;
+            continue;
+        }
         sl__team_run(&s->ex->team, sl__compute_node, s);
         sl->ms += sl__now_ms() - t0;
         if (nd->op == SL__OP_SOFTMAX_XENT && s->bad_label >= 0) {
@@ -302,7 +324,9 @@ int sl_step_node_time(const sl_step *s, size_t i, const char **name, const char 
     if (name)
         *name = nd->name;
     if (op)
-        *op = sl__op_name(nd->op);
+        *op = s->slots[i].group_first < 0 ? sl__op_name(nd->op)
+              : nd->op == SL__OP_MOMENTUM ? "momentum, one pass"
+                                         : "sgd, one pass";
     if (ms)
         *ms = s->slots[i].ms;
     return SL_OK;

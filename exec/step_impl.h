@@ -48,6 +48,12 @@ typedef struct sl__slot {
     size_t offset;       /* GRAPH: value's place in the arena */
     size_t scratch_offset; /* GRAPH: scratch's place (nthreads of them) */
     int last_use;        /* step index of the last reader (or this one) */
+    /* GRAPH: parameter updates that follow one another run as one job, one
+     * pass over all their parameters (sl__plan_group_updates). */
+    int group_first;     /* the group's first step index, or -1 */
+    int group_last;      /* the group's last step index (on every member) */
+    size_t group_offset; /* where this member's elements start in the group's
+                          * units, rounded up to 16 so splits stay aligned */
     int in[SL__MAX_INPUTS]; /* step indices of the inputs */
     double ms;           /* time spent in this node */
 } sl__slot;
@@ -83,11 +89,19 @@ struct sl_step {
 
 /* Picks the nodes to run and fills slots, storage, sizes and lifetimes. */
 int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train);
+/* GRAPH mode: groups runs of consecutive parameter updates (momentum or
+ * SGD) so that each run is one job of the team over all its parameters,
+ * instead of one job (and one wait for the helpers) per parameter. */
+void sl__plan_group_updates(sl_step *s);
 /* GRAPH mode: assigns arena offsets; sets arena_bytes. */
 int sl__plan_arena(sl_step *s);
 
 /* Runs one share of the step's current node. */
 void sl__compute_node(void *step, const sl__share *share);
+/* Runs one share of the update group starting at the current node. */
+void sl__compute_updates(void *step, const sl__share *share);
+/* The elements of a group member's parameter. */
+size_t sl__update_numel(const sl_step *s, int j);
 
 /* Posts job(arg) to the executor's thread: waits while the slot holds
  * another caller's job, then returns at once with the job's ticket.

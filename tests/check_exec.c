@@ -607,6 +607,101 @@ START_TEST(test_checkpoint_roundtrip_and_damage)
 }
 END_TEST
 
+/* Trains 20 steps with the given optimizer and mode on 2 threads; returns
+ * the final parameters. */
+static unsigned char *trained_with(sl_optimizer_kind opt, sl_mode mode, size_t *len)
+{
+    char err[512];
+    sl_model_options o;
+    sl_model *m = NULL;
+    int64_t is[4] = {32, 1, 32, 32};
+    sl_tensor *image = tensor_f32(4, is, 11, 1.5f), *label = labels_i32(32, 10);
+    unsigned char *bytes;
+    sl_model_options_init(&o);
+    o.context.mode = mode;
+    o.context.threads = 2;
+    o.optimizer = opt;
+    o.seed = 7;
+    ck_assert_msg(sl_model_new(&m, &o, err, sizeof err) == SL_OK, "%s", err);
+    for (int i = 0; i < 20; i++)
+        run_loss(sl_model_train_step(m), image, label);
+    bytes = param_bytes(sl_model_graph(m), len);
+    sl_tensor_release(image);
+    sl_tensor_release(label);
+    sl_model_free(m);
+    return bytes;
+}
+
+/* GRAPH runs LeNet's eight parameter updates as one job over all of them
+ * (the accumulators between them do not break the run), each member at a
+ * multiple of 16 units so that a split never lands inside a vector; the
+ * per-node report says so and shares the pass's time among them; PYNATIVE
+ * runs them one by one. The numbers are the same either way, for Momentum
+ * (test_graph_equals_pynative) and for SGD. */
+START_TEST(test_updates_run_in_one_pass)
+{
+    char err[512];
+    sl_model *m = lenet_model(SL_GRAPH_MODE, 2, 0, err);
+    sl_model *p = lenet_model(SL_PYNATIVE_MODE, 2, 0, err);
+    sl_step *s = sl_model_train_step(m);
+    int64_t is[4] = {32, 1, 32, 32};
+    sl_tensor *image = tensor_f32(4, is, 11, 1.5f), *label = labels_i32(32, 10);
+    int first = -1, last = -1, updates = 0;
+    size_t next = 0, ng, np;
+    unsigned char *g, *q;
+
+    for (int j = 0; j < s->nslots; j++) {
+        const sl__slot *sl = &s->slots[j];
+        if (!sl__op_is_update(s->g->nodes[sl->node].op)) {
+            ck_assert_int_eq(sl->group_first, -1);
+            continue;
+        }
+        if (first < 0)
+            first = j;
+        last = j;
+        updates++;
+        ck_assert_int_eq(sl->group_first, first);
+        ck_assert_uint_eq(sl->group_offset % 16, 0);
+        ck_assert_uint_ge(sl->group_offset, next);
+        next = sl->group_offset + sl__update_numel(s, j);
+    }
+    ck_assert_int_eq(updates, 8);
+    for (int j = first; j <= last; j++)
+        if (s->slots[j].group_first == first)
+            ck_assert_int_eq(s->slots[j].group_last, last);
+    run_loss(s, image, label);
+    for (size_t i = 0; i < sl_step_num_nodes(s); i++) {
+        const char *name, *op;
+        double ms;
+        ck_assert_int_eq(sl_step_node_time(s, i, &name, &op, &ms), SL_OK);
+        if (strncmp(name, "momentum.", 9) == 0) {
+            ck_assert_str_eq(op, "momentum, one pass");
+            ck_assert_msg(ms > 0.0, "%s: %g ms", name, ms);
+        }
+    }
+    s = sl_model_train_step(p);
+    for (int j = 0; j < s->nslots; j++)
+        ck_assert_int_eq(s->slots[j].group_first, -1);
+    for (size_t i = 0; i < sl_step_num_nodes(s); i++) {
+        const char *name, *op;
+        ck_assert_int_eq(sl_step_node_time(s, i, &name, &op, NULL), SL_OK);
+        if (strncmp(name, "momentum.", 9) == 0)
+            ck_assert_str_eq(op, "momentum");
+    }
+    sl_tensor_release(image);
+    sl_tensor_release(label);
+    sl_model_free(m);
+    sl_model_free(p);
+
+    g = trained_with(SL_OPTIMIZER_SGD, SL_GRAPH_MODE, &ng);
+    q = trained_with(SL_OPTIMIZER_SGD, SL_PYNATIVE_MODE, &np);
+    ck_assert_uint_eq(ng, np);
+    ck_assert_int_eq(memcmp(g, q, ng), 0);
+    free(g);
+    free(q);
+}
+END_TEST
+
 START_TEST(test_save_graphs)
 {
     sl_model_options o;
@@ -622,6 +717,7 @@ START_TEST(test_save_graphs)
     text = read_text(ir);
     ck_assert_ptr_nonnull(strstr(text, "conv2d \"conv1\""));
     ck_assert_ptr_nonnull(strstr(text, "momentum"));
+    ck_assert_ptr_nonnull(strstr(text, "one pass over"));
     ck_assert_ptr_nonnull(strstr(text, "arena"));
     free(text);
     text = read_text(dot);
@@ -729,6 +825,7 @@ Suite *make_exec_suite(void)
 
     tc = tcase_create("run");
     tcase_add_test(tc, test_graph_equals_pynative);
+    tcase_add_test(tc, test_updates_run_in_one_pass);
     tcase_add_test(tc, test_memory_figures);
     tcase_add_test(tc, test_steps_do_not_allocate);
     tcase_add_test(tc, test_wrong_input_shape);

@@ -113,7 +113,10 @@ SL_API const void *sl_step_output(const sl_step *s, size_t k, sl_tensor_spec *sp
 /* Bytes of the arena (GRAPH) or the most held at once (PYNATIVE). */
 SL_API size_t sl_step_memory_bytes(const sl_step *s);
 /* Where the time went: per node of the step, in run order, its name, op
- * and the total milliseconds over every run since the last reset. */
+ * and the total milliseconds over every run since the last reset. In GRAPH
+ * mode parameter updates that follow one another run as one pass over all
+ * their parameters: their op reads "momentum, one pass" (or "sgd, one
+ * pass") and the pass's time is shared among them by parameter size. */
 SL_API size_t sl_step_num_nodes(const sl_step *s);
 SL_API int sl_step_node_time(const sl_step *s, size_t i, const char **name, const char **op,
                              double *ms);
