@@ -43,6 +43,21 @@ void sl__compute_node(void *arg, const sl__share *sh)
     const int *in = sl->in;
     size_t b, e;
 
+    if (sl->fused == SL__FUSED_RELU_POOL) {
+        const sl__pool2d_dims *d = &nd->attr.pool;
+        sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
+        if (b < e)
+            sl__relu_max_pool2d_forward(f32(s, j), aux(s, j), f32(s, in[0]), d, b, e);
+        return;
+    }
+    if (sl->fused == SL__FUSED_RELU_POOL_DX) {
+        const sl__pool2d_dims *d = &gnode(s, in[1])->attr.pool;
+        sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
+        if (b < e)
+            sl__relu_max_pool2d_backward(f32(s, j), f32(s, in[0]), aux(s, in[1]), f32(s, in[1]),
+                                         d, b, e);
+        return;
+    }
     switch (nd->op) {
     case SL__OP_CONV2D: {
         const sl__conv2d_dims *d = &nd->attr.conv;

@@ -34,7 +34,13 @@ static void write_ir(FILE *f, const sl_step *s, const char *name)
     for (int j = 0; j < s->nslots; j++) {
         const sl__slot *sl = &s->slots[j];
         const sl__node *n = &s->g->nodes[sl->node];
-        fprintf(f, "%%%d = %s \"%s\"(", j, sl__op_name(n->op), n->name);
+        if (sl->fused == SL__FUSED_AWAY) {
+            fprintf(f, "# %%%d = %s \"%s\": runs in %%%d\n", j, sl__op_name(n->op), n->name,
+                    sl->fused_with);
+            continue;
+        }
+        fprintf(f, "%%%d = %s \"%s\"(", j,
+                sl->fused != SL__FUSED_NONE ? sl__slot_op_name(s, j) : sl__op_name(n->op), n->name);
         for (int k = 0; k < n->nin; k++)
             fprintf(f, "%s%%%d", k ? ", " : "", sl->in[k]);
         fprintf(f, ")");

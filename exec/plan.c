@@ -113,10 +113,14 @@ int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train)
         }
         j++;
     }
+    if (s->mode == SL_GRAPH_MODE)
+        sl__plan_fuse(s, outputs, noutputs);
     /* Lifetimes: a reader keeps the buffer it reads alive (through aliases
      * to their root); outputs live to the end of the run. */
     for (int j = 0; j < s->nslots; j++) {
         sl__slot *sl = &s->slots[j];
+        if (sl->fused == SL__FUSED_AWAY)
+            continue;
         for (int k = 0; k < g->nodes[sl->node].nin; k++) {
             sl__slot *src = &s->slots[sl->in[k]];
             if (src->storage == SL__STORE_ALIAS)
@@ -136,42 +140,6 @@ int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train)
     s->noutputs = noutputs;
     free(needed);
     return rc;
-}
-
-/* Parameters (the optimizer's accumulators among them) have no work to
- * run, so they do not break a run of updates. */
-static int is_update(const sl_step *s, int j)
-{
-    return sl__op_is_update(s->g->nodes[s->slots[j].node].op);
-}
-
-void sl__plan_group_updates(sl_step *s)
-{
-    for (int j = 0; j < s->nslots; j++) {
-        int last = j, count = 0;
-        size_t offset = 0;
-        if (!is_update(s, j))
-            continue;
-        for (int k = j; k < s->nslots; k++) {
-            if (is_update(s, k)) {
-                last = k;
-                count++;
-            } else if (s->slots[k].storage != SL__STORE_PARAM) {
-                break;
-            }
-        }
-        if (count >= 2) {
-            for (int k = j; k <= last; k++) {
-                if (!is_update(s, k))
-                    continue;
-                s->slots[k].group_first = j;
-                s->slots[k].group_last = last;
-                s->slots[k].group_offset = offset;
-                offset += (sl__update_numel(s, k) + 15) / 16 * 16;
-            }
-        }
-        j = last;
-    }
 }
 
 /* A block alive in the arena. */

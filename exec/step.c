@@ -196,7 +196,8 @@ static void run_job(void *arg)
             s->ptr[j] = s->ptr[sl->root];
             continue;
         }
-        if (sl->storage == SL__STORE_INPUT || sl->storage == SL__STORE_PARAM)
+        if (sl->storage == SL__STORE_INPUT || sl->storage == SL__STORE_PARAM ||
+            sl->fused == SL__FUSED_AWAY)
             continue;
         if (s->mode == SL_PYNATIVE_MODE && sl->storage == SL__STORE_TEMP) {
             if (s->ptr[j]) /* an output kept from the last run */
@@ -324,9 +325,7 @@ int sl_step_node_time(const sl_step *s, size_t i, const char **name, const char 
     if (name)
         *name = nd->name;
     if (op)
-        *op = s->slots[i].group_first < 0 ? sl__op_name(nd->op)
-              : nd->op == SL__OP_MOMENTUM ? "momentum, one pass"
-                                         : "sgd, one pass";
+        *op = sl__slot_op_name(s, (int)i);
     if (ms)
         *ms = s->slots[i].ms;
     return SL_OK;

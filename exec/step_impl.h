@@ -38,6 +38,16 @@ typedef enum sl__storage {
     SL__STORE_TEMP      /* an arena slot (GRAPH) or a malloc'd block (PYNATIVE) */
 } sl__storage;
 
+/* GRAPH mode runs some pairs of nodes as one (sl__plan_fuse): the first
+ * node's work moves into the second, which reads the first's inputs. */
+typedef enum sl__fusion {
+    SL__FUSED_NONE = 0,
+    SL__FUSED_AWAY,          /* runs inside another slot: nothing to do */
+    SL__FUSED_RELU_POOL,     /* max_pool2d reading the relu's input */
+    SL__FUSED_RELU_POOL_DX   /* relu_grad of a fused pool: from the pool's
+                              * dout, argmax and output */
+} sl__fusion;
+
 typedef struct sl__slot {
     int node;            /* graph node id */
     sl__storage storage;
@@ -54,6 +64,8 @@ typedef struct sl__slot {
     int group_last;      /* the group's last step index (on every member) */
     size_t group_offset; /* where this member's elements start in the group's
                           * units, rounded up to 16 so splits stay aligned */
+    sl__fusion fused;
+    int fused_with;      /* FUSED_*: the slot whose work this one took or gave */
     int in[SL__MAX_INPUTS]; /* step indices of the inputs */
     double ms;           /* time spent in this node */
 } sl__slot;
@@ -89,6 +101,12 @@ struct sl_step {
 
 /* Picks the nodes to run and fills slots, storage, sizes and lifetimes. */
 int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train);
+/* GRAPH mode, before lifetimes are set: fuses each relu whose output
+ * only a max_pool2d reads (and, in training, that pool's gradient and the
+ * relu's), saving a pass over memory each way. */
+void sl__plan_fuse(sl_step *s, const int *outputs, size_t noutputs);
+/* The op a slot runs as, for reports: fused slots say so. */
+const char *sl__slot_op_name(const sl_step *s, int j);
 /* GRAPH mode: groups runs of consecutive parameter updates (momentum or
  * SGD) so that each run is one job of the team over all its parameters,
  * instead of one job (and one wait for the helpers) per parameter. */

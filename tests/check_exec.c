@@ -414,11 +414,18 @@ START_TEST(test_memory_figures)
     sl_model *g = lenet_model(SL_GRAPH_MODE, 1, 0, err);
     sl_model *p = lenet_model(SL_PYNATIVE_MODE, 1, 0, err);
     double sps;
+    size_t fused_away = 0;
+    const sl_step *gs = sl_model_train_step(g), *ps = sl_model_train_step(p);
     ck_assert_int_eq(sl_model_bench_steps(p, 2, &sps), SL_OK);
     /* The arena holds at least what PYNATIVE holds at its peak (the same
-     * values live at once), and first-fit wastes little beyond it. */
+     * values live at once) but for the values GRAPH's fusions never write
+     * (test_relu_pool_fused_in_graph), and first-fit wastes little beyond. */
+    for (int j = 0; j < gs->nslots; j++)
+        if (gs->slots[j].fused == SL__FUSED_AWAY)
+            fused_away += ps->slots[j].bytes;
+    ck_assert_uint_gt(fused_away, 0);
     ck_assert_uint_gt(sl_step_memory_bytes(sl_model_train_step(p)), 0);
-    ck_assert_uint_ge(sl_step_memory_bytes(sl_model_train_step(g)),
+    ck_assert_uint_ge(sl_step_memory_bytes(sl_model_train_step(g)) + fused_away,
                       sl_step_memory_bytes(sl_model_train_step(p)));
     ck_assert_uint_le(sl_step_memory_bytes(sl_model_train_step(g)),
                       sl_step_memory_bytes(sl_model_train_step(p)) * 2);
@@ -702,6 +709,72 @@ START_TEST(test_updates_run_in_one_pass)
 }
 END_TEST
 
+/* The fusion of ReLU and max-pool in a GRAPH step: LeNet's two conv
+ * layers fuse forward and backward (the dense layers' ReLUs, with no pool
+ * after them, do not); PYNATIVE does not fuse; a ReLU the caller asks to
+ * see as an output stays. GRAPH equals PYNATIVE bit for bit with it
+ * (test_graph_equals_pynative); here, the plan. */
+static const sl__slot *slot_named(const sl_step *s, const char *name)
+{
+    for (int j = 0; j < s->nslots; j++)
+        if (strcmp(s->g->nodes[s->slots[j].node].name, name) == 0)
+            return &s->slots[j];
+    ck_abort_msg("no slot '%s'", name);
+    return NULL;
+}
+
+START_TEST(test_relu_pool_fused_in_graph)
+{
+    char err[512];
+    sl_model *m = lenet_model(SL_GRAPH_MODE, 2, 0, err);
+    sl_model *p = lenet_model(SL_PYNATIVE_MODE, 2, 0, err);
+    sl_step *s = sl_model_train_step(m), *one = NULL;
+    sl_graph *g = sl_model_graph(m);
+    sl_executor *ex = NULL;
+    int outs[2];
+    const char *names[2] = {"relu1", "relu2"}, *pools[2] = {"pool1", "pool2"};
+    const char *grads[2] = {"grad.conv1", "grad.conv2"}, *pgrads[2] = {"grad.relu1", "grad.relu2"};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(slot_named(s, names[k])->fused, SL__FUSED_AWAY);
+        ck_assert_int_eq(slot_named(s, names[k])->storage, SL__STORE_NONE);
+        ck_assert_int_eq(slot_named(s, pools[k])->fused, SL__FUSED_RELU_POOL);
+        ck_assert_int_eq(slot_named(s, grads[k])->fused, SL__FUSED_RELU_POOL_DX);
+        ck_assert_int_eq(slot_named(s, pgrads[k])->fused, SL__FUSED_AWAY);
+    }
+    ck_assert_int_eq(slot_named(s, "relu3")->fused, SL__FUSED_NONE);
+    ck_assert_int_eq(slot_named(s, "grad.fc1")->fused, SL__FUSED_NONE);
+    for (size_t i = 0; i < sl_step_num_nodes(s); i++) {
+        const char *name, *op;
+        ck_assert_int_eq(sl_step_node_time(s, i, &name, &op, NULL), SL_OK);
+        if (strcmp(name, "pool1") == 0)
+            ck_assert_str_eq(op, "relu+max_pool2d");
+        if (strcmp(name, "grad.conv1") == 0)
+            ck_assert_str_eq(op, "relu+max_pool2d_grad");
+        if (strcmp(name, "relu1") == 0)
+            ck_assert_str_eq(op, "relu (in relu+max_pool2d)");
+    }
+    /* forward only: the pool fuses with nothing to fuse backward */
+    s = m->eval_step;
+    ck_assert_int_eq(slot_named(s, "pool2")->fused, SL__FUSED_RELU_POOL);
+    s = sl_model_train_step(p);
+    for (int j = 0; j < s->nslots; j++)
+        ck_assert_int_eq(s->slots[j].fused, SL__FUSED_NONE);
+    /* relu1 as an output: it must be written, so it stays */
+    ck_assert_int_eq(sl_executor_new(&ex, NULL), SL_OK);
+    outs[0] = sl_graph_find(g, "relu1");
+    outs[1] = sl_graph_find(g, "pool2");
+    ck_assert_int_ge(outs[0], 0);
+    ck_assert_int_eq(sl_step_new(&one, g, ex, SL_GRAPH_MODE, outs, 2, 0), SL_OK);
+    ck_assert_int_eq(slot_named(one, "relu1")->fused, SL__FUSED_NONE);
+    ck_assert_int_eq(slot_named(one, "pool1")->fused, SL__FUSED_NONE);
+    ck_assert_int_eq(slot_named(one, "pool2")->fused, SL__FUSED_RELU_POOL);
+    sl_step_free(one);
+    sl_executor_free(ex);
+    sl_model_free(m);
+    sl_model_free(p);
+}
+END_TEST
+
 START_TEST(test_save_graphs)
 {
     sl_model_options o;
@@ -718,6 +791,8 @@ START_TEST(test_save_graphs)
     ck_assert_ptr_nonnull(strstr(text, "conv2d \"conv1\""));
     ck_assert_ptr_nonnull(strstr(text, "momentum"));
     ck_assert_ptr_nonnull(strstr(text, "one pass over"));
+    ck_assert_ptr_nonnull(strstr(text, "relu+max_pool2d \"pool1\""));
+    ck_assert_ptr_nonnull(strstr(text, "runs in"));
     ck_assert_ptr_nonnull(strstr(text, "arena"));
     free(text);
     text = read_text(dot);
@@ -826,6 +901,7 @@ Suite *make_exec_suite(void)
     tc = tcase_create("run");
     tcase_add_test(tc, test_graph_equals_pynative);
     tcase_add_test(tc, test_updates_run_in_one_pass);
+    tcase_add_test(tc, test_relu_pool_fused_in_graph);
     tcase_add_test(tc, test_memory_figures);
     tcase_add_test(tc, test_steps_do_not_allocate);
     tcase_add_test(tc, test_wrong_input_shape);

@@ -1042,6 +1042,94 @@ START_TEST(test_pool_split)
 }
 END_TEST
 
+/* The executor's fused relu + max_pool2d (and their gradients) against
+ * the two ops run one after the other, bit for bit: on ties, on windows
+ * all at or below zero, on -0 and NaN (which ReLU turns into 0 before the
+ * pool compares), for every pool case including overlapping windows, and
+ * cut into pieces. */
+static void pool_run_fused_forward(void *p, size_t a, size_t b)
+{
+    pool_split_ctx *c = p;
+    sl__relu_max_pool2d_forward(c->out, c->am, c->in, &c->d, a, b);
+}
+
+static void pool_run_fused_backward(void *p, size_t a, size_t b)
+{
+    pool_split_ctx *c = p;
+    sl__relu_max_pool2d_backward(c->din, c->dout, c->am, c->out, &c->d, a, b);
+}
+
+START_TEST(test_relu_pool_fused)
+{
+    sl__pool2d_dims d = pool_case(_i);
+    size_t nin = pool_in_size(&d), nout = pool_out_size(&d);
+    float *in = falloc(nin), *y = falloc(nin), *out = falloc(nout), *fout = falloc(nout);
+    float *dout = falloc(nout), *dpool = falloc(nin), *din = falloc(nin), *fdin = falloc(nin);
+    int32_t *am = malloc(nout * sizeof *am), *fam = malloc(nout * sizeof *fam);
+    pool_split_ctx c;
+    split_case sc;
+    ck_assert_ptr_nonnull(am);
+    ck_assert_ptr_nonnull(fam);
+    fill_uniform(in, nin, 40 + (uint32_t)_i, -1.0f, 1.0f);
+    for (size_t i = 0; i < nin; i++)
+        in[i] = floorf(in[i] * 3.0f); /* ties, zeros, whole windows <= 0 */
+    in[0] = -0.0f;
+    in[1] = NAN;
+    in[nin / 2] = NAN;
+    in[nin - 1] = -NAN;
+    fill_uniform(dout, nout, 50 + (uint32_t)_i, -1.0f, 1.0f);
+    dout[0] = -0.0f;
+
+    sl__relu_forward(y, in, 0, nin);
+    sl__max_pool2d_forward(out, am, y, &d, 0, d.n);
+    sl__max_pool2d_backward(dpool, dout, am, &d, 0, d.n);
+    sl__relu_backward(din, dpool, y, 0, nin);
+
+    fill_nan(fout, nout);
+    fill_nan(fdin, nin);
+    sl__relu_max_pool2d_forward(fout, fam, in, &d, 0, d.n);
+    sl__relu_max_pool2d_backward(fdin, dout, fam, fout, &d, 0, d.n);
+    ck_assert_int_eq(memcmp(out, fout, nout * sizeof *out), 0);
+    ck_assert_int_eq(memcmp(am, fam, nout * sizeof *am), 0);
+    ck_assert_int_eq(memcmp(din, fdin, nin * sizeof *din), 0);
+
+    c.d = d;
+    c.in = in;
+    c.out = fout;
+    c.am = fam;
+    c.dout = dout;
+    c.din = fdin;
+    memset(&sc, 0, sizeof sc);
+    sc.ctx = &c;
+    sc.run = pool_run_fused_forward;
+    sc.len = d.n;
+    sc.out[0] = fout;
+    sc.bytes[0] = nout * sizeof(float);
+    sc.out[1] = fam;
+    sc.bytes[1] = nout * sizeof(int32_t);
+    check_split(&sc, "relu+max_pool2d forward");
+    sl__relu_max_pool2d_forward(fout, fam, in, &d, 0, d.n);
+    memset(&sc, 0, sizeof sc);
+    sc.ctx = &c;
+    sc.run = pool_run_fused_backward;
+    sc.len = d.n;
+    sc.out[0] = fdin;
+    sc.bytes[0] = nin * sizeof(float);
+    check_split(&sc, "relu+max_pool2d backward");
+
+    free(in);
+    free(y);
+    free(out);
+    free(fout);
+    free(dout);
+    free(dpool);
+    free(din);
+    free(fdin);
+    free(am);
+    free(fam);
+}
+END_TEST
+
 /* --- elementwise ---------------------------------------------------------- */
 
 /* 1000: 62 blocks of 16 and a tail of 8. */
@@ -1771,6 +1859,7 @@ Suite *make_nn_suite(void)
     tcase_add_loop_test(tc, test_pool_forward, 0, POOL_CASES);
     tcase_add_loop_test(tc, test_pool_backward, 0, POOL_CASES);
     tcase_add_loop_test(tc, test_pool_split, 0, POOL_CASES);
+    tcase_add_loop_test(tc, test_relu_pool_fused, 0, POOL_CASES);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 

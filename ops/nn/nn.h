@@ -67,6 +67,16 @@ void sl__max_pool2d_forward(float *out, int32_t *argmax, const float *in,
 /* din (N, C, H, W) for samples [n0, n1): zero, plus each dout at its argmax. */
 void sl__max_pool2d_backward(float *din, const float *dout, const int32_t *argmax,
                              const sl__pool2d_dims *d, size_t n0, size_t n1);
+/* ReLU then max-pool in one pass (the executor's fusion of the pair):
+ * exactly max_pool2d_forward(relu(in)), values and argmax, without writing
+ * relu(in). */
+void sl__relu_max_pool2d_forward(float *out, int32_t *argmax, const float *in,
+                                 const sl__pool2d_dims *d, size_t n0, size_t n1);
+/* Their backward in one pass, from the fused forward's out and argmax:
+ * exactly relu_backward(max_pool2d_backward(dout), relu(in)). */
+void sl__relu_max_pool2d_backward(float *din, const float *dout, const int32_t *argmax,
+                                  const float *out, const sl__pool2d_dims *d, size_t n0,
+                                  size_t n1);
 
 /* --- elementwise ----------------------------------------------------- */
 /* Elements [i0, i1). */

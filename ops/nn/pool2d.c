@@ -36,20 +36,34 @@ static inline void take_max(float xv, size_t at, float *v, size_t *best)
     *v = xv > *v ? xv : *v;
 }
 
+static inline float relu_of(float x)
+{
+    return x > 0.0f ? x : 0.0f;
+}
+
 /* One output row of LeNet's 2x2 windows with stride 2, from input rows r0
  * and r1 (r0's first element at index base of the plane): the same
  * comparisons in the same order as the general loop. Written out in blocks
- * of a fixed 8 windows with int32 indices, GCC vectorizes it at -O2. */
-static void pool_row_2x2(float *restrict o, int32_t *restrict am, const float *restrict r0,
-                         const float *restrict r1, int32_t base, int32_t w, size_t ow)
+ * of a fixed 8 windows with int32 indices, GCC vectorizes it at -O2. With
+ * relu set, each input goes through ReLU as it is read (relu_of): the
+ * values and argmax of max_pool2d(relu(x)), without relu(x) in memory. */
+static inline __attribute__((always_inline)) void
+pool_row_2x2(float *restrict o, int32_t *restrict am, const float *restrict r0,
+             const float *restrict r1, int32_t base, int32_t w, size_t ow, int relu)
 {
     size_t x = 0;
     for (; x + 8 <= ow; x += 8) {
         for (size_t j = x; j < x + 8; j++) {
             const int32_t at = base + 2 * (int32_t)j;
-            const float a1 = r0[2 * j + 1], a2 = r1[2 * j], a3 = r1[2 * j + 1];
+            float a1 = r0[2 * j + 1], a2 = r1[2 * j], a3 = r1[2 * j + 1];
             float v = r0[2 * j];
             int32_t best = at;
+            if (relu) {
+                a1 = relu_of(a1);
+                a2 = relu_of(a2);
+                a3 = relu_of(a3);
+                v = relu_of(v);
+            }
             best = a1 > v ? at + 1 : best;
             v = a1 > v ? a1 : v;
             best = a2 > v ? at + w : best;
@@ -62,17 +76,20 @@ static void pool_row_2x2(float *restrict o, int32_t *restrict am, const float *r
     }
     for (; x < ow; x++) {
         size_t best = (size_t)base + 2 * x;
-        float v = r0[2 * x];
-        take_max(r0[2 * x + 1], (size_t)base + 2 * x + 1, &v, &best);
-        take_max(r1[2 * x], (size_t)(base + w) + 2 * x, &v, &best);
-        take_max(r1[2 * x + 1], (size_t)(base + w) + 2 * x + 1, &v, &best);
+        float v = relu ? relu_of(r0[2 * x]) : r0[2 * x];
+        take_max(relu ? relu_of(r0[2 * x + 1]) : r0[2 * x + 1], (size_t)base + 2 * x + 1, &v,
+                 &best);
+        take_max(relu ? relu_of(r1[2 * x]) : r1[2 * x], (size_t)(base + w) + 2 * x, &v, &best);
+        take_max(relu ? relu_of(r1[2 * x + 1]) : r1[2 * x + 1], (size_t)(base + w) + 2 * x + 1,
+                 &v, &best);
         o[x] = v;
         am[x] = (int32_t)best;
     }
 }
 
-void sl__max_pool2d_forward(float *out, int32_t *argmax, const float *in,
-                            const sl__pool2d_dims *d, size_t n0, size_t n1)
+static inline __attribute__((always_inline)) void
+pool_forward(float *out, int32_t *argmax, const float *in, const sl__pool2d_dims *d, size_t n0,
+             size_t n1, int relu)
 {
     const size_t hw = d->h * d->w, ohw = d->oh * d->ow, s = d->stride, k = d->k;
     SL_ASSERT(n0 <= n1 && n1 <= d->n);
@@ -84,23 +101,35 @@ void sl__max_pool2d_forward(float *out, int32_t *argmax, const float *in,
             for (size_t y = 0; y < d->oh; y++)
                 pool_row_2x2(o + y * d->ow, am + y * d->ow, x + 2 * y * d->w,
                              x + (2 * y + 1) * d->w, (int32_t)(2 * y * d->w), (int32_t)d->w,
-                             d->ow);
+                             d->ow, relu);
             continue;
         }
         for (size_t y = 0; y < d->oh; y++) {
             for (size_t xo = 0; xo < d->ow; xo++) {
                 size_t best = y * s * d->w + xo * s;
-                float v = x[best];
+                float v = relu ? relu_of(x[best]) : x[best];
                 for (size_t i = 0; i < k; i++) {
                     const size_t row = (y * s + i) * d->w + xo * s;
                     for (size_t j = 0; j < k; j++)
-                        take_max(x[row + j], row + j, &v, &best);
+                        take_max(relu ? relu_of(x[row + j]) : x[row + j], row + j, &v, &best);
                 }
                 o[y * d->ow + xo] = v;
                 am[y * d->ow + xo] = (int32_t)best;
             }
         }
     }
+}
+
+void sl__max_pool2d_forward(float *out, int32_t *argmax, const float *in,
+                            const sl__pool2d_dims *d, size_t n0, size_t n1)
+{
+    pool_forward(out, argmax, in, d, n0, n1, 0);
+}
+
+void sl__relu_max_pool2d_forward(float *out, int32_t *argmax, const float *in,
+                                 const sl__pool2d_dims *d, size_t n0, size_t n1)
+{
+    pool_forward(out, argmax, in, d, n0, n1, 1);
 }
 
 void sl__max_pool2d_backward(float *din, const float *dout, const int32_t *argmax,
@@ -116,5 +145,25 @@ void sl__max_pool2d_backward(float *din, const float *dout, const int32_t *argma
         /* += because overlapping windows (stride < k) can pick one input twice */
         for (size_t i = 0; i < ohw; i++)
             dx[am[i]] += g[i];
+    }
+}
+
+/* The window's output is relu(x) at the argmax, so "the relu's output > 0
+ * there" is "this window's output > 0": every window that routes to one
+ * input agrees on it, and the mask can go on each dout before the sum. */
+void sl__relu_max_pool2d_backward(float *din, const float *dout, const int32_t *argmax,
+                                  const float *out, const sl__pool2d_dims *d, size_t n0,
+                                  size_t n1)
+{
+    const size_t hw = d->h * d->w, ohw = d->oh * d->ow;
+    SL_ASSERT(n0 <= n1 && n1 <= d->n);
+    memset(din + n0 * d->c * hw, 0, (n1 - n0) * d->c * hw * sizeof *din);
+    for (size_t plane = n0 * d->c; plane < n1 * d->c; plane++) {
+        float *dx = din + plane * hw;             /* (H, W) */
+        const float *g = dout + plane * ohw;      /* (OH, OW) */
+        const float *y = out + plane * ohw;       /* (OH, OW) */
+        const int32_t *am = argmax + plane * ohw; /* (OH, OW) */
+        for (size_t i = 0; i < ohw; i++)
+            dx[am[i]] += y[i] > 0.0f ? g[i] : 0.0f;
     }
 }
