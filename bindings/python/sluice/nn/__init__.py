@@ -32,7 +32,7 @@ from sluice.nn.layers import Conv2d, Dense, Flatten, MaxPool2d, ReLU
 
 __all__ = ["Cell", "Parameter", "LeNet5", "SoftmaxCrossEntropyWithLogits", "Optimizer",
            "Momentum", "SGD", "WithLossCell", "TrainOneStepCell", "Conv2d", "Dense", "ReLU",
-           "MaxPool2d", "Flatten"]
+           "MaxPool2d", "Flatten", "wrap"]
 
 
 def __getattr__(name):
@@ -309,3 +309,6 @@ class TrainOneStepCell(Cell):
             from sluice.train import Model
             self._model = Model(self.network.backbone, self.network.loss_fn, self.optimizer)
         return self._model
+
+
+from sluice.nn import wrap  # noqa: E402  (MindSpore's path of the two cells above)

@@ -52,3 +52,4 @@ class TrainOneStepCell(Cell):
     network: WithLossCell
     optimizer: Optimizer
     def __init__(self, network: WithLossCell, optimizer: Optimizer) -> None: ...
+from sluice.nn import wrap as wrap
