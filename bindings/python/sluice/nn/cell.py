@@ -14,7 +14,9 @@ What a construct may call is what the C graph has: the layers of
 :mod:`sluice.ops` (reshape, flatten, relu) and ``+`` of two tensors of one
 shape. Anything else (another tensor method, numpy or torch on a traced
 tensor, Python branching on a tensor's value) raises an error naming it:
-sluice never trains something other than what was written.
+sluice never trains something other than what was written. A training
+Cell (seed 004's own TrainOneStepCell) also calls ops.GradOperation, an
+optimizer on its grads, ops.Fill, ops.DType, ops.Shape and ops.depend.
 """
 import numpy as np
 
@@ -215,11 +217,17 @@ class Cell:
                                       "to trace")
         if trace.depth == 0:
             self.trainable_params()   # the outermost cell names the values' positions
+        key = None
+        if not kwargs and all(isinstance(a, _Sym) for a in args):
+            key = (id(self), tuple(a._node for a in args))
         trace.depth += 1
         try:
-            return self.construct(*args, **kwargs)
+            out = self.construct(*args, **kwargs)
         finally:
             trace.depth -= 1
+        if key is not None:
+            trace.calls[key] = (self, out)
+        return out
 
 
 # --- tracing ---------------------------------------------------------------------------
@@ -235,6 +243,10 @@ class _Trace:
         self.loss = None        # the node backward() was run on
         self.grads = None       # the _Grads value_and_grad returned
         self.optimizer = None   # the optimizer that appended its updates
+        # (id(cell), input nodes) -> (cell, output) of each cell called on
+        # traced tensors only: GradOperation's grad(network, weights)(*inputs)
+        # reuses the forward construct already traced instead of a second copy
+        self.calls = {}
 
     def input(self, name, dtype, shape):
         return _Sym(self, self.g.input(name, dtype, shape))

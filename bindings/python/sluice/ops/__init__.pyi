@@ -1,5 +1,10 @@
 """Type stubs of sluice.ops."""
-from typing import Any, Sequence
+from typing import Any, Sequence, Tuple, TypeVar
+
+from sluice import Tensor
+from sluice.functional import GradOperation as GradOperation
+
+_T = TypeVar("_T")
 
 
 def reshape(input_x: Any, input_shape: Sequence[int]) -> Any: ...
@@ -17,3 +22,18 @@ class Flatten:
 
 class ReLU:
     def __call__(self, input_x: Any) -> Any: ...
+
+
+class DType:
+    def __call__(self, input_x: Any) -> str: ...
+
+
+class Shape:
+    def __call__(self, input_x: Any) -> Tuple[int, ...]: ...
+
+
+class Fill:
+    def __call__(self, type: Any, shape: Sequence[int], value: float) -> Tensor: ...
+
+
+def depend(value: _T, expr: Any) -> _T: ...
