@@ -101,12 +101,14 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_threads.py \
 	bindings/python/tests/test_ops.py \
 	bindings/python/tests/test_train.py \
-	bindings/python/tests/test_trace.py
+	bindings/python/tests/test_trace.py \
+	bindings/python/tests/test_custom_loop.py
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/lenet_torch.py \
 	bindings/python/examples/lenet_sluice.py \
 	bindings/python/examples/seed001_data_sink.py \
+	bindings/python/examples/seed004_custom_loop.py \
 	bench/python_dataset.py
 
 if SL_PYTHON
