@@ -129,6 +129,13 @@ static int backward_rule(sl_graph *g, const char *needs, int *grads, int i)
             rc = c < 0 ? c : accumulate(g, grads, n.in[0], c);
         }
         break;
+    case SL__OP_REDUCE_MEAN:
+        /* each input gets its row's dy over the row's length */
+        if (needs[n.in[0]]) {
+            c = grad_node(g, SL__OP_REDUCE_MEAN_DX, n.in[0], &dy, 1);
+            rc = c < 0 ? c : accumulate(g, grads, n.in[0], c);
+        }
+        break;
     case SL__OP_ADD:
         /* d(a + b) passes dy through to both sides unchanged. */
         if (needs[n.in[0]])

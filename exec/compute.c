@@ -161,6 +161,22 @@ void sl__compute_node(void *arg, const sl__share *sh)
                                (size_t)x->shape[1], 0, (size_t)x->shape[0]);
         }
         break;
+    case SL__OP_REDUCE_MEAN: {
+        size_t rows = nd->numel, inner = gnode(s, in[0])->numel / rows;
+        sl__share_range(sh, big_enough(rows * inner, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), rows,
+                        1, &b, &e);
+        if (b < e)
+            sl__mean_rows_forward(f32(s, j), f32(s, in[0]), inner, b, e);
+        break;
+    }
+    case SL__OP_REDUCE_MEAN_DX: {
+        size_t rows = gnode(s, in[0])->numel, inner = nd->numel / rows;
+        sl__share_range(sh, big_enough(rows * inner, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), rows,
+                        1, &b, &e);
+        if (b < e)
+            sl__mean_rows_backward(f32(s, j), f32(s, in[0]), inner, b, e);
+        break;
+    }
     case SL__OP_MOMENTUM: {
         size_t n = gnode(s, in[0])->numel;
         sl__share_range(sh, big_enough(n, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), n, 16, &b, &e);

@@ -21,6 +21,7 @@ static const char *const op_names[SL__OP_COUNT] = {
     [SL__OP_ADD] = "add",
     [SL__OP_SOFTMAX_XENT] = "softmax_cross_entropy",
     [SL__OP_ARGMAX] = "argmax",
+    [SL__OP_REDUCE_MEAN] = "reduce_mean",
     [SL__OP_CONV2D_DX] = "conv2d_grad_input",
     [SL__OP_CONV2D_DW] = "conv2d_grad_weight",
     [SL__OP_MAX_POOL2D_DX] = "max_pool2d_grad",
@@ -29,6 +30,7 @@ static const char *const op_names[SL__OP_COUNT] = {
     [SL__OP_DENSE_DW] = "dense_grad_weight",
     [SL__OP_DENSE_DB] = "dense_grad_bias",
     [SL__OP_SOFTMAX_XENT_DX] = "softmax_cross_entropy_grad",
+    [SL__OP_REDUCE_MEAN_DX] = "reduce_mean_grad",
     [SL__OP_MOMENTUM] = "momentum",
     [SL__OP_SGD] = "sgd",
 };
@@ -378,6 +380,32 @@ int sl_graph_relu(sl_graph *g, const char *name, int x)
     if (need_float(g, x, "input") < 0)
         return g->err.status;
     return set_shape(g, id, SL_FLOAT32, node(g, x)->ndim, node(g, x)->shape);
+}
+
+int sl_graph_reduce_mean(sl_graph *g, const char *name, int x, int axis, int keep_dims)
+{
+    char sx[96];
+    int64_t shape[SL_MAX_DIMS];
+    const sl__node *nx;
+    int ndim = 0;
+    int id = begin_node(g, SL__OP_REDUCE_MEAN, name, &x, 1);
+    if (id < 0)
+        return id;
+    if (need_float(g, x, "input") < 0)
+        return g->err.status;
+    nx = node(g, x);
+    sl__node_shape_str(nx, sx, sizeof sx);
+    if (axis < 0 || axis >= nx->ndim)
+        return fail_last(g, SL_EINVAL,
+                         "axis %d of input '%s' %s: the mean is over the axes from one in "
+                         "[0, %d) to the last",
+                         axis, nx->name, sx, nx->ndim);
+    for (int i = 0; i < nx->ndim; i++)
+        if (i < axis)
+            shape[ndim++] = nx->shape[i];
+        else if (keep_dims)
+            shape[ndim++] = 1;
+    return set_shape(g, id, SL_FLOAT32, ndim, shape);
 }
 
 int sl_graph_dense(sl_graph *g, const char *name, int x, int weight, int bias)

@@ -22,6 +22,7 @@ typedef enum sl__op {
     SL__OP_ADD,
     SL__OP_SOFTMAX_XENT,
     SL__OP_ARGMAX,
+    SL__OP_REDUCE_MEAN, /* the mean over trailing axes */
     /* made by autodiff; the inputs each reads, in order */
     SL__OP_CONV2D_DX,   /* dy, weight */
     SL__OP_CONV2D_DW,   /* dy, the conv (its saved columns), x */
@@ -31,6 +32,7 @@ typedef enum sl__op {
     SL__OP_DENSE_DW,    /* dy, x */
     SL__OP_DENSE_DB,    /* dy */
     SL__OP_SOFTMAX_XENT_DX, /* the loss (its saved probabilities), labels */
+    SL__OP_REDUCE_MEAN_DX, /* dy */
     /* updates, made by the optimizer: no value, they write parameters */
     SL__OP_MOMENTUM,    /* param, grad, accumulator */
     SL__OP_SGD,         /* param, grad */

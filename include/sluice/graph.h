@@ -74,6 +74,11 @@ SL_API int sl_graph_add(sl_graph *g, const char *name, int a, int b);
  * labels int32 (N) -> scalar. A label outside [0, C) fails the step. */
 SL_API int sl_graph_softmax_cross_entropy(sl_graph *g, const char *name, int logits,
                                           int labels);
+/* The mean over the axes [axis, ndim) of x, MindSpore's ReduceMean over
+ * those trailing axes (axis 2 of (N, C, H, W): global average pooling):
+ * (d0, ..., d(axis-1)), or with keep_dims the same rank, those axes of
+ * size 1. 0 <= axis < ndim. */
+SL_API int sl_graph_reduce_mean(sl_graph *g, const char *name, int x, int axis, int keep_dims);
 /* (N, C) -> int32 (N): the index of each row's largest value. */
 SL_API int sl_graph_argmax(sl_graph *g, const char *name, int x);
 

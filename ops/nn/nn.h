@@ -77,6 +77,13 @@ void sl__relu_backward(float *din, const float *dout, const float *out, size_t i
 /* out = a + b. */
 void sl__add_forward(float *out, const float *a, const float *b, size_t i0, size_t i1);
 
+/* --- reductions ------------------------------------------------------ */
+/* out[r] = the mean of the row in[r * inner .. (r + 1) * inner), summed in
+ * order, rows [r0, r1): a mean over trailing axes. */
+void sl__mean_rows_forward(float *out, const float *in, size_t inner, size_t r0, size_t r1);
+/* din[r * inner + i] = dout[r] / inner, rows [r0, r1). */
+void sl__mean_rows_backward(float *din, const float *dout, size_t inner, size_t r0, size_t r1);
+
 /* --- dense ----------------------------------------------------------- */
 /* out (N, OUT) = in (N, IN) . weight^T + bias, weight (OUT, IN) as
  * MindSpore's Dense; bias (OUT) may be NULL. Rows [n0, n1). */
