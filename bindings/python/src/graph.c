@@ -200,6 +200,16 @@ static PyObject *graph_dense(PyObject *o, PyObject *args)
     return node_result(g, sl_graph_dense(g, name, x, w, b));
 }
 
+static PyObject *graph_reduce_mean(PyObject *o, PyObject *args)
+{
+    sl_graph *g = live(o);
+    const char *name;
+    int x, axis, keep_dims;
+    if (!g || !PyArg_ParseTuple(args, "ziip:reduce_mean", &name, &x, &axis, &keep_dims))
+        return NULL;
+    return node_result(g, sl_graph_reduce_mean(g, name, x, axis, keep_dims));
+}
+
 static PyObject *graph_reshape(PyObject *o, PyObject *args)
 {
     sl_graph *g = live(o);
@@ -418,6 +428,8 @@ static PyMethodDef graph_methods[] = {
     {"flatten", graph_flatten, METH_VARARGS, "flatten(name, x) -> node"},
     {"dense", graph_dense, METH_VARARGS, "dense(name, x, weight, bias or -1) -> node"},
     {"reshape", graph_reshape, METH_VARARGS, "reshape(name, x, shape) -> node"},
+    {"reduce_mean", graph_reduce_mean, METH_VARARGS,
+     "reduce_mean(name, x, axis, keep_dims) -> node: the mean over axes [axis, ndim)"},
     {"add", graph_add, METH_VARARGS, "add(name, a, b) -> node"},
     {"softmax_cross_entropy", graph_softmax_ce, METH_VARARGS,
      "softmax_cross_entropy(name, logits, labels) -> node (a scalar)"},

@@ -377,3 +377,81 @@ def test_seed004_custom_loop_example_runs():
         losses.append(float(value))
     assert all(0 < x < 10 for x in losses)
     assert losses[-1] < 2.0          # 1000 steps of LeNet learn Fashion-MNIST
+
+
+# --- ops.ReduceMean (the seed's first example's network) -------------------------------
+
+class ReLUReduceMeanDense(nn.Cell):
+    """The seed's first network, as written there."""
+
+    def __init__(self, kernel, bias, in_channel, num_class):
+        super().__init__()
+        self.relu = ops.ReLU()
+        self.mean = ops.ReduceMean(keep_dims=False)
+        self.dense = nn.Dense(in_channel, num_class, kernel, bias)
+
+    def construct(self, x):
+        x = self.relu(x)
+        x = self.mean(x, (2, 3))
+        x = self.dense(x)
+        return x
+
+
+def test_relu_reduce_mean_dense_loss_and_training(small):
+    rng = np.random.default_rng(4)
+    w0 = rng.normal(0, 0.5, (10, 1)).astype(np.float32)
+    b0 = rng.normal(0, 0.5, (10,)).astype(np.float32)
+    image, label = next(iter(small.create_tuple_iterator(num_epochs=1)))
+    x = np.maximum(image.asnumpy(), 0).mean(axis=(2, 3), dtype=np.float64)
+    logits = x @ w0.T.astype(np.float64) + b0
+    logp = logits - logits.max(1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    want = -logp[np.arange(32), label.asnumpy()].mean()
+
+    losses, params = [], []
+    for mode in (sluice.GRAPH_MODE, sluice.PYNATIVE_MODE):
+        sluice.set_context(mode=mode)
+        net = ReLUReduceMeanDense(sluice.Tensor(w0), sluice.Tensor(b0), 1, 10)
+        step, _ = users_step(net)
+        with sluice.data_sink(step, small, sink_size=1) as sink:
+            losses.append([sink().item() for _ in range(20)])
+        params.append(values(net))
+        assert [op for op, _ in _model_of(step, "test")._c.nodes()].count("reduce_mean") == 1
+    assert abs(losses[0][0] - want) <= 1e-5 * want
+    assert losses[0] == losses[1]
+    assert_same(params[0], params[1])
+    assert not np.array_equal(params[0]["dense.weight"], w0)
+
+
+class Mean(nn.Cell):
+    def __init__(self, axis, keep_dims=False):
+        super().__init__()
+        self.axis = axis
+        self.mean = ops.ReduceMean(keep_dims)
+        self.dense = nn.Dense(32, 10, "zeros", "zeros")
+
+    def construct(self, x):
+        x = self.mean(x, self.axis)
+        return self.dense(ops.reshape(x, (32, -1)))
+
+
+@pytest.mark.parametrize("axis,keep,error,match", [
+    ((2, 3), True, ValueError, r"Dense\(32, 10\).*\(32, 1\)"),     # (32, 1, 1, 1) -> (32, 1)
+    ((1, 2), False, ValueError, r"trailing axes only.*axes \(1, 2\) of a 4-D"),
+    ((4,), False, ValueError, "axis 4 is outside a 4-D tensor"),
+    ("x", False, TypeError, "axis must be an int or a tuple"),
+])
+def test_reduce_mean_axes(small, axis, keep, error, match):
+    net = Mean(axis, keep)
+    with pytest.raises(error, match=match):
+        sluice.data_sink(users_step(net)[0], small)
+
+
+def test_reduce_mean_over_one_trailing_axis_and_all(small):
+    """(N, C, H, W) over -1 then the rest: the shapes reach Dense as
+    written ((32, 32) after the mean over W of (32, 1, 32, 32))."""
+    net = Mean(-1)
+    sluice.data_sink(users_step(net)[0], small).close()
+    net = Mean((), True)
+    with pytest.raises(ValueError, match=r"ops.reshape to \(32, -1\).*\(1, 1, 1, 1\)"):
+        sluice.data_sink(users_step(net)[0], small)

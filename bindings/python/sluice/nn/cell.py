@@ -11,7 +11,7 @@ optimizer's updates, is what a :class:`sluice.train.Model`,
 
 What a construct may call is what the C graph has: the layers of
 :mod:`sluice.nn` (Conv2d, Dense, ReLU, MaxPool2d, Flatten, the loss),
-:mod:`sluice.ops` (reshape, flatten, relu) and ``+`` of two tensors of one
+:mod:`sluice.ops` (reshape, flatten, relu, mean) and ``+`` of two tensors of one
 shape. Anything else (another tensor method, numpy or torch on a traced
 tensor, Python branching on a tensor's value) raises an error naming it:
 sluice never trains something other than what was written. A training
@@ -28,7 +28,8 @@ __all__ = ["Cell", "Parameter"]
 #: What a construct may use; error messages name it.
 SUPPORTED = ("nn.Conv2d, nn.Dense, nn.ReLU, nn.MaxPool2d, nn.Flatten, "
              "nn.SoftmaxCrossEntropyWithLogits, ops.reshape / ops.Reshape, "
-             "ops.flatten / ops.Flatten, ops.relu / ops.ReLU, and + of two tensors")
+             "ops.flatten / ops.Flatten, ops.relu / ops.ReLU, ops.mean / ops.ReduceMean "
+             "(over trailing axes), and + of two tensors")
 
 
 def _as_values(name, shape, data):

@@ -1,6 +1,7 @@
 """sluice.ops: the operators a traced ``construct`` may call, as
-``mindspore.ops``: :func:`reshape`, :func:`flatten`, :func:`relu` and their
-primitive classes (``ops.Reshape()(x, shape)``). They work on the traced
+``mindspore.ops``: :func:`reshape`, :func:`flatten`, :func:`relu`,
+:func:`mean` and their primitive classes (``ops.Reshape()(x, shape)``,
+``ops.ReduceMean(keep_dims=False)(x, (2, 3))``). They work on the traced
 tensors of a step sluice compiles (see :mod:`sluice.nn.cell`), not on data.
 
 A training Cell of the user's own (seed 004's TrainOneStepCell) also has
@@ -17,8 +18,8 @@ from sluice import _sluice
 from sluice.functional import GradOperation
 from sluice.nn.cell import SUPPORTED, _Sym, _sym
 
-__all__ = ["reshape", "flatten", "relu", "Reshape", "Flatten", "ReLU", "GradOperation",
-           "Fill", "DType", "Shape", "depend"]
+__all__ = ["reshape", "flatten", "relu", "mean", "Reshape", "Flatten", "ReLU", "ReduceMean",
+           "GradOperation", "Fill", "DType", "Shape", "depend"]
 
 
 def reshape(input_x, input_shape):
@@ -47,6 +48,32 @@ def relu(input):
     return x._trace.op("ops.relu", x._trace.g.relu, x._node)
 
 
+def mean(x, axis=(), keep_dims=False):
+    """The mean over ``axis`` (an int or a tuple of them, negative from the
+    end; ``()``, the default: every axis), those axes dropped or, with
+    ``keep_dims``, kept as size 1. sluice averages over trailing axes, from
+    one axis to the last (``(2, 3)`` of an (N, C, H, W) tensor: global
+    average pooling); other sets of axes raise ValueError."""
+    t = _sym(x, "ops.mean")
+    ndim = t.ndim
+    try:
+        axes = (operator.index(axis),) if not isinstance(axis, (tuple, list)) else \
+            tuple(operator.index(a) for a in axis)
+    except TypeError:
+        raise TypeError(f"ops.mean: axis must be an int or a tuple of ints, got "
+                        f"{axis!r}") from None
+    bad = [a for a in axes if not -ndim <= a < ndim]
+    if bad:
+        raise ValueError(f"ops.mean: axis {bad[0]} is outside a {ndim}-D tensor")
+    chosen = sorted({a % ndim for a in axes}) or list(range(ndim))
+    if chosen != list(range(chosen[0], ndim)):
+        raise ValueError(f"ops.mean: sluice averages over trailing axes only (from one axis to "
+                         f"the last, as (2, 3) of (N, C, H, W)); axes {tuple(axes)} of a "
+                         f"{ndim}-D tensor are not")
+    return t._trace.op(f"ops.mean over {tuple(chosen)}", t._trace.g.reduce_mean, t._node,
+                       chosen[0], bool(keep_dims))
+
+
 class Reshape:
     """``ops.Reshape()(x, shape)``: :func:`reshape`."""
 
@@ -66,6 +93,16 @@ class ReLU:
 
     def __call__(self, input_x):
         return relu(input_x)
+
+
+class ReduceMean:
+    """``ops.ReduceMean(keep_dims=False)(x, axis)``: :func:`mean`."""
+
+    def __init__(self, keep_dims=False):
+        self.keep_dims = bool(keep_dims)
+
+    def __call__(self, input_x, axis=()):
+        return mean(input_x, axis, self.keep_dims)
 
 
 class DType:

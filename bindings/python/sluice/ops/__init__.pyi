@@ -1,5 +1,5 @@
 """Type stubs of sluice.ops."""
-from typing import Any, Sequence, Tuple, TypeVar
+from typing import Any, Sequence, Tuple, TypeVar, Union
 
 from sluice import Tensor
 from sluice.functional import GradOperation as GradOperation
@@ -10,6 +10,7 @@ _T = TypeVar("_T")
 def reshape(input_x: Any, input_shape: Sequence[int]) -> Any: ...
 def flatten(input: Any, order: str = ..., *, start_dim: int = ..., end_dim: int = ...) -> Any: ...
 def relu(input: Any) -> Any: ...
+def mean(x: Any, axis: Union[int, Sequence[int]] = ..., keep_dims: bool = ...) -> Any: ...
 
 
 class Reshape:
@@ -22,6 +23,12 @@ class Flatten:
 
 class ReLU:
     def __call__(self, input_x: Any) -> Any: ...
+
+
+class ReduceMean:
+    keep_dims: bool
+    def __init__(self, keep_dims: bool = ...) -> None: ...
+    def __call__(self, input_x: Any, axis: Union[int, Sequence[int]] = ...) -> Any: ...
 
 
 class DType:
