@@ -64,7 +64,9 @@ SL_PY_COMMON = \
 	bindings/python/sluice/common/initializer.py \
 	bindings/python/sluice/common/initializer.pyi \
 	bindings/python/sluice/common/parameter.py \
-	bindings/python/sluice/common/parameter.pyi
+	bindings/python/sluice/common/parameter.pyi \
+	bindings/python/sluice/common/tensor.py \
+	bindings/python/sluice/common/tensor.pyi
 
 SL_PY_TRAIN = \
 	bindings/python/sluice/train/__init__.py \
@@ -167,7 +169,7 @@ uninstall-python-hook:
 installcheck-local: installcheck-python
 installcheck-python:
 	cd / && PYTHONPATH="$(DESTDIR)$(SL_PYTHONDIR)" PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -c \
-		'import sluice, sluice.dataset.vision.c_transforms, sluice.dataset.transforms.c_transforms, sluice.train, sluice.nn.wrap.cell_wrapper, sluice.ops, sluice.common.initializer, sluice.common.dtype, sluice.common.parameter, sluice.functional; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
+		'import sluice, sluice.dataset.vision.c_transforms, sluice.dataset.transforms.c_transforms, sluice.train, sluice.nn.wrap.cell_wrapper, sluice.ops, sluice.common.initializer, sluice.common.dtype, sluice.common.parameter, sluice.common.tensor, sluice.functional; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
 
 noinst_DATA = bindings/python/stage.stamp
 # local.mk too: a file added to the lists may be older than the stamp.

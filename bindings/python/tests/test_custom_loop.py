@@ -214,6 +214,8 @@ def test_module_aliases_are_the_same_objects():
         nn.TrainOneStepCell
     assert context.set_context is sluice.set_context and ops.GradOperation is \
         sluice.functional.GradOperation
+    from sluice.common.tensor import Tensor
+    assert Tensor is sluice.Tensor
 
 
 def test_fill_dtype_shape_depend_on_data():
