@@ -154,6 +154,20 @@ void sl__compute_node(void *arg, const sl__share *sh)
                                       1.0f, (size_t)nd->shape[0], (size_t)nd->shape[1], 0,
                                       (size_t)nd->shape[0]);
         break;
+    case SL__OP_SOFTMAX_XENT_DENSE:
+        if (sh->index == 0) {
+            const sl__node *logits = gnode(s, in[0]);
+            sl__softmax_xent_dense_forward(f32(s, j), aux(s, j), f32(s, in[0]), f32(s, in[1]),
+                                           (size_t)logits->shape[0], (size_t)logits->shape[1],
+                                           nd->attr.xent.mean);
+        }
+        break;
+    case SL__OP_SOFTMAX_XENT_DENSE_DX:
+        if (sh->index == 0)
+            sl__softmax_xent_dense_backward(f32(s, j), aux(s, in[0]), f32(s, in[1]),
+                                            (size_t)nd->shape[0], (size_t)nd->shape[1],
+                                            nd->attr.xent.mean, 0, (size_t)nd->shape[0]);
+        break;
     case SL__OP_ARGMAX:
         if (sh->index == 0) {
             const sl__node *x = gnode(s, in[0]);

@@ -20,6 +20,7 @@ static const char *const op_names[SL__OP_COUNT] = {
     [SL__OP_RESHAPE] = "reshape",
     [SL__OP_ADD] = "add",
     [SL__OP_SOFTMAX_XENT] = "softmax_cross_entropy",
+    [SL__OP_SOFTMAX_XENT_DENSE] = "softmax_cross_entropy_dense",
     [SL__OP_ARGMAX] = "argmax",
     [SL__OP_REDUCE_MEAN] = "reduce_mean",
     [SL__OP_CONV2D_DX] = "conv2d_grad_input",
@@ -31,6 +32,7 @@ static const char *const op_names[SL__OP_COUNT] = {
     [SL__OP_DENSE_DB] = "dense_grad_bias",
     [SL__OP_SOFTMAX_XENT_DX] = "softmax_cross_entropy_grad",
     [SL__OP_REDUCE_MEAN_DX] = "reduce_mean_grad",
+    [SL__OP_SOFTMAX_XENT_DENSE_DX] = "softmax_cross_entropy_dense_grad",
     [SL__OP_MOMENTUM] = "momentum",
     [SL__OP_SGD] = "sgd",
 };
@@ -537,6 +539,36 @@ int sl_graph_softmax_cross_entropy(sl_graph *g, const char *name, int logits, in
     id = set_shape(g, id, SL_FLOAT32, 0, NULL);
     if (id < 0)
         return id;
+    g->nodes[id].aux_bytes = nl->numel * sizeof(float); /* softmax probabilities */
+    return id;
+}
+
+int sl_graph_softmax_cross_entropy_dense(sl_graph *g, const char *name, int logits, int labels,
+                                         int mean)
+{
+    int in[2] = {logits, labels};
+    char sl[96], sy[96];
+    const sl__node *nl, *ny;
+    int64_t n;
+    int id = begin_node(g, SL__OP_SOFTMAX_XENT_DENSE, name, in, 2);
+    if (id < 0)
+        return id;
+    nl = node(g, logits);
+    ny = node(g, labels);
+    sl__node_shape_str(nl, sl, sizeof sl);
+    sl__node_shape_str(ny, sy, sizeof sy);
+    if (need_float(g, logits, "logits") < 0 || need_float(g, labels, "labels") < 0)
+        return g->err.status;
+    if (nl->ndim != 2)
+        return fail_last(g, SL_ESHAPE, "logits '%s' %s must be (N, C)", nl->name, sl);
+    if (!sl__shape_equal(nl->ndim, nl->shape, ny->ndim, ny->shape))
+        return fail_last(g, SL_ESHAPE, "labels '%s' %s must have the shape of logits '%s' %s",
+                         ny->name, sy, nl->name, sl);
+    n = nl->shape[0];
+    id = set_shape(g, id, SL_FLOAT32, mean ? 0 : 1, &n);
+    if (id < 0)
+        return id;
+    g->nodes[id].attr.xent.mean = mean != 0;
     g->nodes[id].aux_bytes = nl->numel * sizeof(float); /* softmax probabilities */
     return id;
 }

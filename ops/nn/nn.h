@@ -115,6 +115,17 @@ long sl__softmax_xent_forward(float *loss, float *prob, const float *logits,
 /* dlogits (N, C) = (prob - onehot(labels)) * dloss / N, rows [n0, n1). */
 void sl__softmax_xent_backward(float *dlogits, const float *prob, const int32_t *labels,
                                float dloss, size_t n, size_t c, size_t n0, size_t n1);
+/* Softmax cross-entropy against dense labels (probabilities, one-hot or
+ * not) labels (N, C): loss_i = sum_j labels_ij * (lse_i - logits_ij), in
+ * double. mean: *loss is their mean over the batch (one value); else
+ * loss (N) holds each sample's. Writes prob (N, C) as the sparse one. */
+void sl__softmax_xent_dense_forward(float *loss, float *prob, const float *logits,
+                                    const float *labels, size_t n, size_t c, int mean);
+/* dlogits (N, C) = (prob * sum_j labels_ij - labels) * scale, rows
+ * [n0, n1): scale 1 / N for the mean, 1 for per-sample losses (each
+ * differentiated with a gradient of 1, MindSpore's sens of ones). */
+void sl__softmax_xent_dense_backward(float *dlogits, const float *prob, const float *labels,
+                                     size_t n, size_t c, int mean, size_t n0, size_t n1);
 /* out (N) = index of the largest of each row of in (N, C), first wins. */
 void sl__argmax_forward(int32_t *out, const float *in, size_t n, size_t c, size_t n0,
                         size_t n1);
