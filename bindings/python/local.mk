@@ -93,7 +93,8 @@ SL_PY_SOURCES = \
 	bindings/python/src/model.c \
 	bindings/python/src/run.c \
 	bindings/python/src/sink.c \
-	bindings/python/src/graph.c
+	bindings/python/src/graph.c \
+	bindings/python/src/step.c
 
 SL_PY_TESTS = \
 	bindings/python/tests/conftest.py \
