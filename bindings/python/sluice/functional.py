@@ -36,7 +36,7 @@ def _backward(trace, loss, weights, what):
     if not isinstance(loss, _Sym):
         raise TypeError(f"{what}: fn must return the loss (a traced scalar), it "
                         f"returned a {type(loss).__name__}")
-    if loss.shape != ():
+    if loss.shape != () and loss._node not in trace.losses:
         raise ValueError(f"{what}: fn must return a scalar loss; it returned a "
                          f"tensor of shape {loss.shape} (the loss cell must reduce it: "
                          "SoftmaxCrossEntropyWithLogits(sparse=True, reduction='mean'))")

@@ -457,3 +457,111 @@ def test_reduce_mean_over_one_trailing_axis_and_all(small):
     net = Mean((), True)
     with pytest.raises(ValueError, match=r"ops.reshape to \(32, -1\).*\(1, 1, 1, 1\)"):
         sluice.data_sink(users_step(net)[0], small)
+
+
+# --- the seed's first example: a training cell called on tensors -----------------------
+
+def numpy_step(x, y, w, b):
+    """Per-sample losses and the gradients of their sum for relu, mean over
+    (H, W), dense, dense-label softmax cross-entropy, in float64."""
+    h = np.maximum(x, 0).mean(axis=(2, 3), dtype=np.float64)
+    logits = h @ w.T.astype(np.float64) + b
+    z = logits - logits.max(1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    losses = -(y * logp).sum(1)
+    d = np.exp(logp) * y.sum(1, keepdims=True) - y
+    return losses, d.T @ h, d.sum(0)
+
+
+def test_train_one_step_cell_called_on_tensors_against_numpy():
+    rng = np.random.default_rng(9)
+    w0 = rng.normal(0, 0.5, (5, 8)).astype(np.float32)
+    b0 = rng.normal(0, 0.5, (5,)).astype(np.float32)
+    net = ReLUReduceMeanDense(sluice.Tensor(w0), sluice.Tensor(b0), 8, 5)
+    opt = nn.Momentum(learning_rate=0.1, momentum=0.1,
+                      params=filter(lambda x: x.requires_grad, net.get_parameters()))
+    train_network = nn.TrainOneStepCell(WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits()), opt)
+    train_network.set_train()
+    w, b = w0.astype(np.float64), b0.astype(np.float64)
+    acc_w, acc_b = np.zeros_like(w), np.zeros_like(b)
+    for step in range(3):
+        x = rng.normal(0, 1, (4, 8, 3, 3)).astype(np.float32)
+        y = rng.uniform(0, 1, (4, 5)).astype(np.float32)      # not one-hot
+        losses, gw, gb = numpy_step(x, y, w, b)
+        got = train_network(sluice.Tensor(x), y if step % 2 else sluice.Tensor(y))
+        assert isinstance(got, sluice.Tensor) and got.shape == (4,)
+        np.testing.assert_allclose(got.asnumpy(), losses, rtol=1e-5)
+        acc_w, acc_b = 0.1 * acc_w + gw, 0.1 * acc_b + gb
+        w, b = w - 0.1 * acc_w, b - 0.1 * acc_b
+        np.testing.assert_allclose(net.dense.weight.asnumpy(), w, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(net.dense.bias.asnumpy(), b, rtol=1e-4, atol=1e-6)
+    assert len(train_network.__dict__["_sl_eager"]) == 1          # compiled once
+
+
+def test_called_on_tensors_in_either_mode_and_the_sparse_loss():
+    """One-hot dense labels with the mean train as the sparse mean loss does,
+    bit for bit, and GRAPH as PYNATIVE."""
+    rng = np.random.default_rng(2)
+    xs = [rng.normal(0, 1, (4, 8, 3, 3)).astype(np.float32) for _ in range(3)]
+    ys = [rng.integers(0, 5, 4).astype(np.int32) for _ in range(3)]
+    w0 = rng.normal(0, 0.5, (5, 8)).astype(np.float32)
+    results = []
+    for sparse, mode in ((True, sluice.GRAPH_MODE), (False, sluice.GRAPH_MODE),
+                         (False, sluice.PYNATIVE_MODE)):
+        sluice.set_context(mode=mode)
+        net = ReLUReduceMeanDense(w0, np.zeros(5, np.float32), 8, 5)
+        cell = nn.TrainOneStepCell(
+            WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(sparse, reduction="mean")),
+            nn.Momentum(net.trainable_params(), 0.1, 0.9))
+        losses = [cell(x, y if sparse else np.eye(5, dtype=np.float32)[y]).item()
+                  for x, y in zip(xs, ys)]
+        results.append((losses, values(net)))
+    for losses, params in results[1:]:
+        assert losses == results[0][0]
+        assert_same(params, results[0][1])
+
+
+def test_seed004_first_example_runs():
+    example = os.path.join(os.path.dirname(__file__), "..", "examples",
+                           "seed004_custom_network.py")
+    out = subprocess.run([sys.executable, example], check=True, capture_output=True, text=True,
+                         timeout=120, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1")).stdout
+    head, values_ = out.split("[", 1)
+    assert head == "-------loss------ "
+    assert np.array_equal(np.array(values_.rstrip().rstrip("]").split(), float), np.zeros(32))
+
+
+def test_what_is_not_run_on_tensors_says_so(mnist):
+    x = np.zeros((32, 1, 32, 32), np.float32)
+    with pytest.raises(RuntimeError, match="LeNet5 was called on data outside a traced step.*"
+                       "not a training step"):
+        LeNet5()(x)
+    with pytest.raises(RuntimeError, match="called on str"):
+        LeNet5()("image")
+    net = ReLUReduceMeanDense(np.ones((5, 8), np.float32), np.ones(5, np.float32), 8, 5)
+    cell = nn.TrainOneStepCell(WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits()),
+                               nn.Momentum(net.trainable_params(), 0.1, 0.9))
+    with pytest.raises(TypeError, match="float32 or int32, got data float64"):
+        cell(np.zeros((4, 8, 3, 3)), np.zeros((4, 5), np.float32))
+    with pytest.raises(ValueError, match=r"labels 'label' \(4, 4\) must have the shape of "
+                       r"logits .* \(4, 5\)"):
+        cell(np.zeros((4, 8, 3, 3), np.float32), np.zeros((4, 4), np.float32))
+    # a per-sample loss trains by calls only
+    d = create_dataset(mnist)
+    d = d.map(input_columns="label", operations=[CT.OneHot(10), CT.TypeCast(mstype.float32)])
+    with pytest.raises(ValueError, match=r"loss is per sample, of shape \(32,\).*"
+                       "reduction='mean'"):
+        sluice.data_sink(users_step(LeNet5(), cls=PerSample)[0], d.repeat())
+    # the built-in LeNet5 is compiled with the sparse loss
+    builtin = nn.LeNet5()
+    with pytest.raises(ValueError, match="sparse mean loss"):
+        train.Model(builtin, nn.SoftmaxCrossEntropyWithLogits(reduction="mean"),
+                    nn.Momentum(builtin.trainable_params(), 0.1, 0.9))
+
+
+class PerSample(TrainOneStepCell):
+    """The seed's cell over the per-sample loss (reduction 'none')."""
+
+    def __init__(self, network, optimizer, sens=1.0):
+        network = WithLossCell(network.backbone, nn.SoftmaxCrossEntropyWithLogits())
+        super().__init__(network, optimizer, sens)

@@ -208,11 +208,14 @@ class Cell:
     def __call__(self, *args, **kwargs):
         trace = _trace_of(args)
         if trace is None:
+            if not kwargs and args and all(_is_data(a) for a in args):
+                return _eager_step(self, args)
             raise RuntimeError(
-                f"sluice.nn: {type(self).__name__} was called on data outside a traced step. "
-                "sluice compiles networks and runs them in C, not from Python: train with "
-                "sluice.train.Model, sluice.data_sink(train_step, dataset) or a DatasetHelper, "
-                "which call it on symbolic tensors")
+                f"sluice.nn: {type(self).__name__} was called on {_kinds(args, kwargs)} outside "
+                "a traced step. sluice compiles networks and runs them in C, not from Python: "
+                "train with sluice.train.Model, sluice.data_sink(train_step, dataset) or a "
+                "DatasetHelper, which call it on symbolic tensors, or call a training cell "
+                "(TrainOneStepCell) on tensors")
         if type(self).construct is Cell.construct:
             raise NotImplementedError(f"sluice.nn: {type(self).__name__} has no construct() "
                                       "to trace")
@@ -229,6 +232,60 @@ class Cell:
         if key is not None:
             trace.calls[key] = (self, out)
         return out
+
+
+def _is_data(x):
+    return isinstance(x, (_sluice.Tensor, np.ndarray))
+
+
+def _kinds(args, kwargs):
+    names = sorted({type(a).__name__ for a in list(args) + list(kwargs.values())})
+    return ", ".join(names) if names else "nothing"
+
+
+def _eager_step(cell, args):
+    """cell(*args) on data (sluice.Tensor or numpy arrays): a training
+    cell's one step, compiled for the arguments' dtypes and shapes the
+    first time they are seen (then kept on the cell) and run now on the CPU
+    executor. Returns the step's outputs: the loss as a sluice.Tensor."""
+    from sluice import context
+    from sluice.train.tracing import claim
+    arrays = [np.asarray(a.asnumpy() if isinstance(a, _sluice.Tensor) else a) for a in args]
+    specs = tuple((a.dtype.name, a.shape) for a in arrays)
+    cache = cell.__dict__.setdefault("_sl_eager", {})
+    entry = cache.get(specs)
+    what = f"{type(cell).__name__} called on tensors"
+    if entry is None:
+        import inspect
+        try:
+            names = list(inspect.signature(cell.construct).bind(*args).arguments)
+        except TypeError as e:
+            raise TypeError(f"sluice.nn: {what}: {e}") from None
+        bad = [f"{n} {d}" for n, (d, _) in zip(names, specs) if d not in ("float32", "int32")]
+        if bad:
+            raise TypeError(f"sluice.nn: {what}: inputs must be float32 or int32, got "
+                            f"{', '.join(bad)}")
+        t = _Trace(seed=cell._seed)
+        inputs = [t.input(n, d, shape) for n, (d, shape) in zip(names, specs)]
+        out = cell(*inputs)
+        if t.loss is None or t.optimizer is None:
+            raise RuntimeError(
+                f"sluice.nn: {type(cell).__name__} was called on data outside a traced step, "
+                "and it is not a training step (computing gradients and applying an "
+                "optimizer), the one kind of cell sluice runs eagerly: train with "
+                "sluice.train.Model, sluice.data_sink or a DatasetHelper, or call a "
+                "TrainOneStepCell on tensors")
+        if isinstance(out, tuple) and out:
+            out = out[0]
+        if not isinstance(out, _Sym) or out._node != t.loss:
+            raise ValueError(f"sluice.nn: {what}: the step must return the loss it computed "
+                             f"the gradients of (got {out!r})")
+        step = t.g.make_step([t.loss], train=True, mode=context.get_context("mode"))
+        owned = [(p, p.name) for p, _ in t.params.values()]
+        entry = cache[specs] = (step, owned, t.optimizer)
+    step, owned, optimizer = entry
+    claim(step, owned, optimizer)
+    return step.run(arrays)[0]
 
 
 # --- tracing ---------------------------------------------------------------------------
@@ -248,6 +305,7 @@ class _Trace:
         # traced tensors only: GradOperation's grad(network, weights)(*inputs)
         # reuses the forward construct already traced instead of a second copy
         self.calls = {}
+        self.losses = set()     # per-sample loss nodes (reduction "none")
 
     def input(self, name, dtype, shape):
         return _Sym(self, self.g.input(name, dtype, shape))

@@ -48,8 +48,13 @@ def _make_model(trace, inputs, logits, loss, mode):
     """The C model of a finished trace; it holds the parameters' values."""
     image = inputs["image"]._node if "image" in inputs else -1
     label = inputs["label"]._node if "label" in inputs else -1
-    if image < 0 or label < 0:
-        logits = -1
+    if trace.g.spec(loss)[1] != ():
+        raise ValueError("sluice: the step's loss is per sample, of shape "
+                         f"{tuple(trace.g.spec(loss)[1])}; Model, data_sink and DatasetHelper "
+                         "train with a scalar loss (reduction='mean'); a per-sample loss "
+                         "trains by calling the TrainOneStepCell on tensors")
+    if image < 0 or label < 0 or inputs["label"].dtype != "int32":
+        logits = -1          # eval counts int32 class labels only
     owned = [(p, p.name) for p, _ in trace.params.values()]
     model_c = trace.g.make_model(
         image, label, logits, loss, mode=mode,
