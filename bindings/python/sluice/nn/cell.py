@@ -17,6 +17,10 @@ tensor, Python branching on a tensor's value) raises an error naming it:
 sluice never trains something other than what was written. A training
 Cell (seed 004's own TrainOneStepCell) also calls ops.GradOperation, an
 optimizer on its grads, ops.Fill, ops.DType, ops.Shape and ops.depend.
+
+A training cell called on data (sluice.Tensor or numpy arrays) instead of
+traced tensors runs one step on them: it is traced for their shapes and
+compiled once (``_eager_step``).
 """
 import numpy as np
 
