@@ -32,7 +32,8 @@ __all__ = ["value_and_grad", "JitConfig", "GradOperation"]
 
 def _backward(trace, loss, weights, what):
     """Appends the backward of loss (a traced scalar the weights' layers
-    computed) to the trace and returns the grads, a _Grads of the weights."""
+    computed, or a per-sample loss, differentiated as its sum) to the trace
+    and returns the grads, a _Grads of the weights."""
     if not isinstance(loss, _Sym):
         raise TypeError(f"{what}: fn must return the loss (a traced scalar), it "
                         f"returned a {type(loss).__name__}")
@@ -144,10 +145,10 @@ class JitConfig:
         return f"JitConfig({self.jit_config_dict})"
 
 
-
-def _sens_value(sens, loss, what):
-    """The one value of sens, a constant of the loss's shape and dtype (as
-    ops.Fill makes it), or an error naming what is wrong with it."""
+def _check_sens(sens, loss, what):
+    """Nothing if sens is 1.0 everywhere and of the loss's shape and dtype (as
+    ops.Fill makes it), where sluice's backward starts; else an error
+    naming what is wrong with it."""
     fill = "ops.Fill()(ops.DType()(loss), ops.Shape()(loss), value)"
     if isinstance(sens, _Sym):
         raise TypeError(f"{what}: sens is a traced tensor; sluice takes a constant sens "
@@ -162,7 +163,12 @@ def _sens_value(sens, loss, what):
     if arr.shape != loss.shape or arr.dtype.name != loss.dtype:
         raise ValueError(f"{what}: sens is {arr.dtype.name} {arr.shape} but the loss is "
                          f"{loss.dtype} {loss.shape}: make it with {fill}")
-    return float(arr.reshape(-1)[0])
+    if not (arr == 1.0).all():
+        flat = arr.reshape(-1)
+        value = f"{float(flat[0])}" if (flat == flat[0]).all() else "not 1.0 everywhere"
+        raise ValueError(f"{what}: sens is {value}; sluice's backward starts from a loss "
+                         "gradient of 1.0, so only sens 1.0 is supported (scale the learning "
+                         "rate instead)")
 
 
 class _GradOfList:
@@ -198,11 +204,7 @@ class _GradOfList:
         earlier = trace.calls.get(key)
         loss = earlier[1] if earlier is not None else self.fn(*inputs)
         if isinstance(loss, _Sym) and self.sens_param:
-            value = _sens_value(sens, loss, what)
-            if value != 1.0:
-                raise ValueError(f"{what}: sens is {value}; sluice's backward starts from a "
-                                 "loss gradient of 1.0, so only sens 1.0 is supported (scale "
-                                 "the learning rate instead)")
+            _check_sens(sens, loss, what)
         return _backward(trace, loss, self.weights, what)
 
 

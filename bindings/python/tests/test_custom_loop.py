@@ -565,3 +565,38 @@ class PerSample(TrainOneStepCell):
     def __init__(self, network, optimizer, sens=1.0):
         network = WithLossCell(network.backbone, nn.SoftmaxCrossEntropyWithLogits())
         super().__init__(network, optimizer, sens)
+
+
+class SensOfSamples(nn.Cell):
+    """A training cell over a per-sample loss with the sens it is given."""
+
+    def __init__(self, network, optimizer, sens):
+        super().__init__(auto_prefix=False)
+        self.network = network
+        self.weights = ParameterTuple(network.trainable_params())
+        self.optimizer = optimizer
+        self.grad = ops.GradOperation(get_by_list=True, sens_param=True)
+        self.sens = sens
+
+    def construct(self, data, label):
+        loss = self.network(data, label)
+        grads = self.grad(self.network, self.weights)(data, label, self.sens)
+        return ops.depend(loss, self.optimizer(grads))
+
+
+@pytest.mark.parametrize("sens,match", [
+    (np.ones(4, np.float32), None),
+    (np.full(4, 2.0, np.float32), "sens is 2.0;"),
+    (np.arange(4, dtype=np.float32), "sens is not 1.0 everywhere"),
+    (np.ones(5, np.float32), r"sens is float32 \(5,\) but the loss is float32 \(4,\)"),
+])
+def test_sens_of_a_per_sample_loss(sens, match):
+    net = ReLUReduceMeanDense(np.ones((5, 8), np.float32), np.ones(5, np.float32), 8, 5)
+    cell = SensOfSamples(WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits()),
+                         nn.Momentum(net.trainable_params(), 0.1, 0.9), sluice.Tensor(sens))
+    x, y = np.ones((4, 8, 3, 3), np.float32), np.eye(5, dtype=np.float32)[:4]
+    if match is None:
+        assert cell(x, y).shape == (4,)
+    else:
+        with pytest.raises(ValueError, match=match):
+            cell(x, y)
