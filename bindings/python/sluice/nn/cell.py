@@ -251,9 +251,9 @@ def _eager_step(cell, args):
     """cell(*args) on data (sluice.Tensor or numpy arrays): a training
     cell's one step, compiled for the arguments' dtypes and shapes the
     first time they are seen (then kept on the cell) and run now on the CPU
-    executor. Returns the step's outputs: the loss as a sluice.Tensor."""
+    executor. Returns the loss, a sluice.Tensor."""
     from sluice import context
-    from sluice.train.tracing import claim
+    from sluice.train.tracing import claim, trace_fn
     arrays = [np.asarray(a.asnumpy() if isinstance(a, _sluice.Tensor) else a) for a in args]
     specs = tuple((a.dtype.name, a.shape) for a in arrays)
     cache = cell.__dict__.setdefault("_sl_eager", {})
@@ -269,21 +269,13 @@ def _eager_step(cell, args):
         if bad:
             raise TypeError(f"sluice.nn: {what}: inputs must be float32 or int32, got "
                             f"{', '.join(bad)}")
-        t = _Trace(seed=cell._seed)
-        inputs = [t.input(n, d, shape) for n, (d, shape) in zip(names, specs)]
-        out = cell(*inputs)
-        if t.loss is None or t.optimizer is None:
-            raise RuntimeError(
-                f"sluice.nn: {type(cell).__name__} was called on data outside a traced step, "
-                "and it is not a training step (computing gradients and applying an "
-                "optimizer), the one kind of cell sluice runs eagerly: train with "
-                "sluice.train.Model, sluice.data_sink or a DatasetHelper, or call a "
-                "TrainOneStepCell on tensors")
-        if isinstance(out, tuple) and out:
-            out = out[0]
-        if not isinstance(out, _Sym) or out._node != t.loss:
-            raise ValueError(f"sluice.nn: {what}: the step must return the loss it computed "
-                             f"the gradients of (got {out!r})")
+        not_a_step = (f"sluice.nn: {type(cell).__name__} was called on data outside a traced "
+                      "step, and it is not a training step (computing gradients and applying "
+                      "an optimizer), the one kind of cell sluice runs eagerly: train with "
+                      "sluice.train.Model, sluice.data_sink or a DatasetHelper, or call a "
+                      "TrainOneStepCell on tensors")
+        t, _ = trace_fn(cell, [(n, d, shape) for n, (d, shape) in zip(names, specs)],
+                        f"sluice.nn: {what}", not_a_step)
         step = t.g.make_step([t.loss], train=True, mode=context.get_context("mode"))
         owned = [(p, p.name) for p, _ in t.params.values()]
         entry = cache[specs] = (step, owned, t.optimizer)

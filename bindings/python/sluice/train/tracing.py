@@ -21,7 +21,7 @@ from sluice import context
 from sluice.dataset import Dataset
 from sluice.nn.cell import Cell, _Sym, _Trace
 
-__all__ = ["trace_network", "trace_step", "claim", "TracedStep"]
+__all__ = ["trace_network", "trace_fn", "trace_step", "claim", "TracedStep"]
 
 
 def _input_specs(dataset, what):
@@ -115,14 +115,15 @@ def trace_network(network, loss_fn, optimizer, dataset, what):
     return _make_model(t, inputs, logits._node, loss._node, context.get_context("mode"))
 
 
-def trace_step(fn, dataset, mode, what="data_sink"):
-    """The compilation of a training step written by the user: a plain
-    train_step(*columns) (data_sink), or a Cell whose construct(*columns)
-    is one (seed 004's own TrainOneStepCell). It must compute the gradients
-    (a value_and_grad function, or ops.GradOperation's), apply an
-    optimizer to them and return the loss. Returns (model_c, owned,
-    optimizer)."""
-    specs = _input_specs(dataset, what)
+def trace_fn(fn, specs, what, not_a_step=None):
+    """Traces one training step written by the user, fn(*inputs) on traced
+    inputs of specs [(name, dtype, shape)]: a plain train_step(*columns), or
+    a Cell whose construct is one (seed 004's own TrainOneStepCell). It must
+    compute the gradients (a value_and_grad function, or
+    ops.GradOperation's), apply an optimizer to them and return the loss;
+    otherwise ValueError, or RuntimeError(not_a_step) when given and fn
+    computed no gradients or applied no optimizer. Returns the finished
+    _Trace and {name: traced input}."""
     is_cell = isinstance(fn, Cell)
     try:
         inspect.signature(fn.construct if is_cell else fn).bind(*(n for n, _, _ in specs))
@@ -138,6 +139,8 @@ def trace_step(fn, dataset, mode, what="data_sink"):
     t = _Trace(seed=fn._seed if is_cell else 0)
     inputs = {name: t.input(name, dtype, shape) for name, dtype, shape in specs}
     out = fn(*inputs.values())
+    if not_a_step is not None and (t.loss is None or t.optimizer is None):
+        raise RuntimeError(not_a_step)
     if t.loss is None:
         raise ValueError(f"{what}: the step computed no gradients: call the function "
                          "sluice.value_and_grad(forward_fn, None, weights) or "
@@ -150,6 +153,14 @@ def trace_step(fn, dataset, mode, what="data_sink"):
     if not isinstance(out, _Sym) or out._node != t.loss:
         raise ValueError(f"{what}: the step must return the loss it computed the gradients "
                          f"of (got {out!r})")
+    return t, inputs
+
+
+def trace_step(fn, dataset, mode, what="data_sink"):
+    """The compilation of a training step written by the user (see
+    :func:`trace_fn`) with the dataset's columns as inputs. Returns
+    (model_c, owned, optimizer)."""
+    t, inputs = trace_fn(fn, _input_specs(dataset, what), what)
     model_c, owned = _make_model(t, inputs, -1, t.loss, mode)
     return model_c, owned, t.optimizer
 
