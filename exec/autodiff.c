@@ -66,6 +66,16 @@ static int backward_rule(sl_graph *g, const char *needs, int *grads, int i)
             rc = c < 0 ? c : accumulate(g, grads, n.in[0], c);
         }
         break;
+    case SL__OP_SOFTMAX_XENT_DENSE:
+        /* d loss = 1 per sample (or for the mean): reads no dy */
+        if (needs[n.in[0]]) {
+            int in[2] = {i, n.in[1]};
+            c = grad_node(g, SL__OP_SOFTMAX_XENT_DENSE_DX, n.in[0], in, 2);
+            if (c >= 0)
+                g->nodes[c].attr.xent = n.attr.xent;
+            rc = c < 0 ? c : accumulate(g, grads, n.in[0], c);
+        }
+        break;
     case SL__OP_DENSE:
         if (needs[n.in[0]]) {
             int in[2] = {dy, n.in[1]}; /* dy, weight */
@@ -129,6 +139,13 @@ static int backward_rule(sl_graph *g, const char *needs, int *grads, int i)
             rc = c < 0 ? c : accumulate(g, grads, n.in[0], c);
         }
         break;
+    case SL__OP_REDUCE_MEAN:
+        /* each input gets its row's dy over the row's length */
+        if (needs[n.in[0]]) {
+            c = grad_node(g, SL__OP_REDUCE_MEAN_DX, n.in[0], &dy, 1);
+            rc = c < 0 ? c : accumulate(g, grads, n.in[0], c);
+        }
+        break;
     case SL__OP_ADD:
         /* d(a + b) passes dy through to both sides unchanged. */
         if (needs[n.in[0]])
@@ -154,7 +171,7 @@ int sl_graph_backward(sl_graph *g, int loss)
         return sl__errf(&g->err, SL_EINVAL, "backward: loss %d is not a node", loss);
     if (g->backward_done)
         return sl__errf(&g->err, SL_ESTATE, "backward: the graph already has its gradients");
-    if (g->nodes[loss].op != SL__OP_SOFTMAX_XENT)
+    if (g->nodes[loss].op != SL__OP_SOFTMAX_XENT && g->nodes[loss].op != SL__OP_SOFTMAX_XENT_DENSE)
         return sl__errf(&g->err, SL_EINVAL,
                         "backward: loss '%s' is %s; it must be a softmax_cross_entropy node",
                         g->nodes[loss].name, sl__op_name(g->nodes[loss].op));

@@ -169,6 +169,20 @@ void sl__compute_node(void *arg, const sl__share *sh)
                                       1.0f, (size_t)nd->shape[0], (size_t)nd->shape[1], 0,
                                       (size_t)nd->shape[0]);
         break;
+    case SL__OP_SOFTMAX_XENT_DENSE:
+        if (sh->index == 0) {
+            const sl__node *logits = gnode(s, in[0]);
+            sl__softmax_xent_dense_forward(f32(s, j), aux(s, j), f32(s, in[0]), f32(s, in[1]),
+                                           (size_t)logits->shape[0], (size_t)logits->shape[1],
+                                           nd->attr.xent.mean);
+        }
+        break;
+    case SL__OP_SOFTMAX_XENT_DENSE_DX:
+        if (sh->index == 0)
+            sl__softmax_xent_dense_backward(f32(s, j), aux(s, in[0]), f32(s, in[1]),
+                                            (size_t)nd->shape[0], (size_t)nd->shape[1],
+                                            nd->attr.xent.mean, 0, (size_t)nd->shape[0]);
+        break;
     case SL__OP_ARGMAX:
         if (sh->index == 0) {
             const sl__node *x = gnode(s, in[0]);
@@ -176,6 +190,22 @@ void sl__compute_node(void *arg, const sl__share *sh)
                                (size_t)x->shape[1], 0, (size_t)x->shape[0]);
         }
         break;
+    case SL__OP_REDUCE_MEAN: {
+        size_t rows = nd->numel, inner = gnode(s, in[0])->numel / rows;
+        sl__share_range(sh, big_enough(rows * inner, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), rows,
+                        1, &b, &e);
+        if (b < e)
+            sl__mean_rows_forward(f32(s, j), f32(s, in[0]), inner, b, e);
+        break;
+    }
+    case SL__OP_REDUCE_MEAN_DX: {
+        size_t rows = gnode(s, in[0])->numel, inner = nd->numel / rows;
+        sl__share_range(sh, big_enough(rows * inner, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), rows,
+                        1, &b, &e);
+        if (b < e)
+            sl__mean_rows_backward(f32(s, j), f32(s, in[0]), inner, b, e);
+        break;
+    }
     case SL__OP_MOMENTUM: {
         size_t n = gnode(s, in[0])->numel;
         sl__share_range(sh, big_enough(n, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), n, 16, &b, &e);

@@ -20,7 +20,9 @@ static const char *const op_names[SL__OP_COUNT] = {
     [SL__OP_RESHAPE] = "reshape",
     [SL__OP_ADD] = "add",
     [SL__OP_SOFTMAX_XENT] = "softmax_cross_entropy",
+    [SL__OP_SOFTMAX_XENT_DENSE] = "softmax_cross_entropy_dense",
     [SL__OP_ARGMAX] = "argmax",
+    [SL__OP_REDUCE_MEAN] = "reduce_mean",
     [SL__OP_CONV2D_DX] = "conv2d_grad_input",
     [SL__OP_CONV2D_DW] = "conv2d_grad_weight",
     [SL__OP_MAX_POOL2D_DX] = "max_pool2d_grad",
@@ -29,6 +31,8 @@ static const char *const op_names[SL__OP_COUNT] = {
     [SL__OP_DENSE_DW] = "dense_grad_weight",
     [SL__OP_DENSE_DB] = "dense_grad_bias",
     [SL__OP_SOFTMAX_XENT_DX] = "softmax_cross_entropy_grad",
+    [SL__OP_REDUCE_MEAN_DX] = "reduce_mean_grad",
+    [SL__OP_SOFTMAX_XENT_DENSE_DX] = "softmax_cross_entropy_dense_grad",
     [SL__OP_MOMENTUM] = "momentum",
     [SL__OP_SGD] = "sgd",
 };
@@ -380,6 +384,32 @@ int sl_graph_relu(sl_graph *g, const char *name, int x)
     return set_shape(g, id, SL_FLOAT32, node(g, x)->ndim, node(g, x)->shape);
 }
 
+int sl_graph_reduce_mean(sl_graph *g, const char *name, int x, int axis, int keep_dims)
+{
+    char sx[96];
+    int64_t shape[SL_MAX_DIMS];
+    const sl__node *nx;
+    int ndim = 0;
+    int id = begin_node(g, SL__OP_REDUCE_MEAN, name, &x, 1);
+    if (id < 0)
+        return id;
+    if (need_float(g, x, "input") < 0)
+        return g->err.status;
+    nx = node(g, x);
+    sl__node_shape_str(nx, sx, sizeof sx);
+    if (axis < 0 || axis >= nx->ndim)
+        return fail_last(g, SL_EINVAL,
+                         "axis %d of input '%s' %s: the mean is over the axes from one in "
+                         "[0, %d) to the last",
+                         axis, nx->name, sx, nx->ndim);
+    for (int i = 0; i < nx->ndim; i++)
+        if (i < axis)
+            shape[ndim++] = nx->shape[i];
+        else if (keep_dims)
+            shape[ndim++] = 1;
+    return set_shape(g, id, SL_FLOAT32, ndim, shape);
+}
+
 int sl_graph_dense(sl_graph *g, const char *name, int x, int weight, int bias)
 {
     int in[3] = {x, weight, bias};
@@ -509,6 +539,36 @@ int sl_graph_softmax_cross_entropy(sl_graph *g, const char *name, int logits, in
     id = set_shape(g, id, SL_FLOAT32, 0, NULL);
     if (id < 0)
         return id;
+    g->nodes[id].aux_bytes = nl->numel * sizeof(float); /* softmax probabilities */
+    return id;
+}
+
+int sl_graph_softmax_cross_entropy_dense(sl_graph *g, const char *name, int logits, int labels,
+                                         int mean)
+{
+    int in[2] = {logits, labels};
+    char sl[96], sy[96];
+    const sl__node *nl, *ny;
+    int64_t n;
+    int id = begin_node(g, SL__OP_SOFTMAX_XENT_DENSE, name, in, 2);
+    if (id < 0)
+        return id;
+    nl = node(g, logits);
+    ny = node(g, labels);
+    sl__node_shape_str(nl, sl, sizeof sl);
+    sl__node_shape_str(ny, sy, sizeof sy);
+    if (need_float(g, logits, "logits") < 0 || need_float(g, labels, "labels") < 0)
+        return g->err.status;
+    if (nl->ndim != 2)
+        return fail_last(g, SL_ESHAPE, "logits '%s' %s must be (N, C)", nl->name, sl);
+    if (!sl__shape_equal(nl->ndim, nl->shape, ny->ndim, ny->shape))
+        return fail_last(g, SL_ESHAPE, "labels '%s' %s must have the shape of logits '%s' %s",
+                         ny->name, sy, nl->name, sl);
+    n = nl->shape[0];
+    id = set_shape(g, id, SL_FLOAT32, mean ? 0 : 1, &n);
+    if (id < 0)
+        return id;
+    g->nodes[id].attr.xent.mean = mean != 0;
     g->nodes[id].aux_bytes = nl->numel * sizeof(float); /* softmax probabilities */
     return id;
 }

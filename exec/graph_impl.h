@@ -21,7 +21,9 @@ typedef enum sl__op {
     SL__OP_RESHAPE,     /* a view: shares its input's buffer */
     SL__OP_ADD,
     SL__OP_SOFTMAX_XENT,
+    SL__OP_SOFTMAX_XENT_DENSE, /* labels float32 (N, C); attr.xent */
     SL__OP_ARGMAX,
+    SL__OP_REDUCE_MEAN, /* the mean over trailing axes */
     /* made by autodiff; the inputs each reads, in order */
     SL__OP_CONV2D_DX,   /* dy, weight */
     SL__OP_CONV2D_DW,   /* dy, the conv (its saved columns), x */
@@ -31,6 +33,8 @@ typedef enum sl__op {
     SL__OP_DENSE_DW,    /* dy, x */
     SL__OP_DENSE_DB,    /* dy */
     SL__OP_SOFTMAX_XENT_DX, /* the loss (its saved probabilities), labels */
+    SL__OP_REDUCE_MEAN_DX, /* dy */
+    SL__OP_SOFTMAX_XENT_DENSE_DX, /* the loss (its saved probabilities), labels */
     /* updates, made by the optimizer: no value, they write parameters */
     SL__OP_MOMENTUM,    /* param, grad, accumulator */
     SL__OP_SGD,         /* param, grad */
@@ -53,6 +57,7 @@ typedef struct sl__node {
         sl__conv2d_dims conv;   /* conv2d and its gradients */
         sl__pool2d_dims pool;   /* max_pool2d and its gradient */
         struct { float lr, momentum; } opt;
+        struct { int mean; } xent;      /* softmax_xent_dense and its gradient */
     } attr;
     /* parameters */
     int trainable;      /* gets a gradient from sl_graph_backward */

@@ -258,32 +258,30 @@ END_TEST
 
 /* --- autodiff ---------------------------------------------------------- */
 
-/* Every gradient of the small network against central differences of the
- * loss, computed through a forward-only step. */
-START_TEST(test_autodiff_finite_differences)
+/* Every gradient of g's first nparams parameters against central
+ * differences of the loss, computed through a forward-only step. */
+static void check_finite_differences(sl_graph *g, int loss, sl_tensor *image, sl_tensor *label,
+                                     size_t nparams)
 {
-    small_net n;
-    sl_graph *g = small_graph(&n, 7);
     sl_executor *ex = executor(1);
-    int outs[6];
+    int outs[8];
     size_t nouts = 0;
     sl_step *grads = NULL, *fwd = NULL;
-    int64_t is[4] = {3, 2, 9, 9};
-    sl_tensor *image = tensor_f32(4, is, 3, 1.0f), *label = labels_i32(3, 4);
     sl_tensor *feed[2] = {image, label};
-    int params[5], checked = 0, skipped = 0;
+    int params[7], checked = 0, skipped = 0;
 
-    ck_assert_int_eq(sl_graph_backward(g, n.loss), SL_OK);
-    outs[nouts++] = n.loss;
-    for (size_t i = 0; i < 5; i++) {
+    ck_assert_uint_le(nparams, 7);
+    ck_assert_int_eq(sl_graph_backward(g, loss), SL_OK);
+    outs[nouts++] = loss;
+    for (size_t i = 0; i < nparams; i++) {
         params[i] = sl_graph_param_at(g, i);
         outs[nouts++] = sl_graph_grad(g, params[i]);
         ck_assert_int_ge(outs[nouts - 1], 0);
     }
     ck_assert_int_eq(sl_step_new(&grads, g, ex, SL_GRAPH_MODE, outs, nouts, 0), SL_OK);
-    ck_assert_int_eq(sl_step_new(&fwd, g, ex, SL_GRAPH_MODE, &n.loss, 1, 0), SL_OK);
+    ck_assert_int_eq(sl_step_new(&fwd, g, ex, SL_GRAPH_MODE, &loss, 1, 0), SL_OK);
     ck_assert_int_eq(sl_step_run(grads, feed, 2), SL_OK);
-    for (size_t p = 0; p < 5; p++) {
+    for (size_t p = 0; p < nparams; p++) {
         size_t numel;
         float *w = sl_graph_param_data(g, params[p], &numel);
         const float *dw = sl_step_output(grads, p + 1, NULL);
@@ -316,9 +314,222 @@ START_TEST(test_autodiff_finite_differences)
     sl_step_free(grads);
     sl_step_free(fwd);
     sl_executor_free(ex);
+}
+
+START_TEST(test_autodiff_finite_differences)
+{
+    small_net n;
+    sl_graph *g = small_graph(&n, 7);
+    int64_t is[4] = {3, 2, 9, 9};
+    sl_tensor *image = tensor_f32(4, is, 3, 1.0f), *label = labels_i32(3, 4);
+
+    check_finite_differences(g, n.loss, image, label, 5);
     sl_graph_free(g);
     sl_tensor_release(image);
     sl_tensor_release(label);
+}
+END_TEST
+
+/* ReduceMean over (H, W) (seed 004's ReLUReduceMeanDense): its shapes, its
+ * values against a plain sum, its gradient against finite differences,
+ * and the axis it refuses. */
+START_TEST(test_reduce_mean)
+{
+    sl_graph *g = sl_graph_new();
+    sl_init tn = {SL_INIT_TRUNCATED_NORMAL, 0.3f};
+    int64_t is[4] = {3, 2, 5, 5}, ws[4] = {4, 2, 3, 3}, ds[2] = {4, 4}, bs[1] = {4};
+    sl_tensor *image = tensor_f32(4, is, 5, 1.0f), *label = labels_i32(3, 4);
+    sl_tensor_spec spec;
+    sl_executor *ex = executor(2);
+    sl_step *fwd = NULL;
+    int x, c, r, m, k, w, d, b, loss, label_in;
+    const float *mean, *relu;
+
+    sl_graph_set_seed(g, 3);
+    x = sl_graph_input(g, "image", SL_FLOAT32, 4, is);
+    label_in = sl_graph_input(g, "label", SL_INT32, 1, is);
+    w = sl_graph_param(g, "c.weight", 4, ws, tn);
+    c = sl_graph_conv2d(g, "c", x, w, 1, 1);            /* (3, 4, 5, 5) */
+    r = sl_graph_relu(g, "r", c);
+    m = sl_graph_reduce_mean(g, "mean", r, 2, 0);       /* (3, 4) */
+    k = sl_graph_reduce_mean(g, "kept", r, 1, 1);       /* (3, 1, 1, 1) */
+    ck_assert_msg(m >= 0 && k >= 0, "%s", sl_graph_last_error(g));
+    ck_assert_int_eq(sl_graph_node_spec(g, m, &spec), SL_OK);
+    ck_assert_int_eq(spec.ndim, 2);
+    ck_assert_int_eq(spec.shape[0], 3);
+    ck_assert_int_eq(spec.shape[1], 4);
+    ck_assert_int_eq(sl_graph_node_spec(g, k, &spec), SL_OK);
+    ck_assert_int_eq(spec.ndim, 4);
+    ck_assert_int_eq(spec.shape[1] * spec.shape[2] * spec.shape[3], 1);
+    ck_assert_str_eq(sl_graph_node_op(g, m), "reduce_mean");
+    ck_assert_int_eq(sl_graph_reduce_mean(g, NULL, r, 4, 0), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_graph_last_error(g), "axis 4 of input 'r'"));
+    ck_assert_int_lt(sl_graph_reduce_mean(g, NULL, label_in, 0, 0), 0);   /* int32 */
+
+    /* the mean of each (sample, channel) plane of the ReLU's output, on two
+     * threads */
+    {
+        int outs[2] = {m, r};
+        ck_assert_int_eq(sl_step_new(&fwd, g, ex, SL_GRAPH_MODE, outs, 2, 0), SL_OK);
+        ck_assert_int_eq(sl_step_num_inputs(fwd), 1);
+        ck_assert_int_eq(sl_step_run(fwd, &image, 1), SL_OK);
+        mean = sl_step_output(fwd, 0, NULL);
+        relu = sl_step_output(fwd, 1, NULL);
+        for (size_t p = 0; p < 12; p++) {
+            float sum = 0.0f;
+            for (size_t i = 0; i < 25; i++)
+                sum += relu[p * 25 + i];
+            ck_assert_float_eq(mean[p], sum / 25.0f);
+        }
+        sl_step_free(fwd);
+    }
+    sl_executor_free(ex);
+    sl_graph_free(g);
+
+    /* the gradients through it, on a graph with the loss's label input */
+    g = sl_graph_new();
+    sl_graph_set_seed(g, 3);
+    x = sl_graph_input(g, "image", SL_FLOAT32, 4, is);
+    label_in = sl_graph_input(g, "label", SL_INT32, 1, is);
+    w = sl_graph_param(g, "c.weight", 4, ws, tn);
+    r = sl_graph_relu(g, "r", sl_graph_conv2d(g, "c", x, w, 1, 1));
+    m = sl_graph_reduce_mean(g, "mean", r, 2, 0);
+    d = sl_graph_param(g, "d.weight", 2, ds, tn);
+    b = sl_graph_param(g, "d.bias", 1, bs, tn);
+    loss = sl_graph_softmax_cross_entropy(g, "loss", sl_graph_dense(g, "d", m, d, b), label_in);
+    ck_assert_msg(loss >= 0, "%s", sl_graph_last_error(g));
+    check_finite_differences(g, loss, image, label, 3);
+    sl_graph_free(g);
+    sl_tensor_release(image);
+    sl_tensor_release(label);
+}
+END_TEST
+
+/* A conv, ReLU, mean over (H, W) and dense network of (4, 2, 5, 5) images
+ * with the given loss: 0 sparse mean (labels int32 (4)), 1 dense mean,
+ * 2 dense per sample (labels float32 (4, 4)). */
+static sl_graph *gap_graph(int loss_kind, int *loss)
+{
+    sl_graph *g = sl_graph_new();
+    sl_init tn = {SL_INIT_TRUNCATED_NORMAL, 0.3f};
+    int64_t is[4] = {4, 2, 5, 5}, ws[4] = {4, 2, 3, 3}, ds[2] = {4, 4}, bs[1] = {4};
+    int x, y, w, d, b, logits;
+    sl_graph_set_seed(g, 11);
+    x = sl_graph_input(g, "image", SL_FLOAT32, 4, is);
+    y = loss_kind == 0 ? sl_graph_input(g, "label", SL_INT32, 1, is)
+                       : sl_graph_input(g, "label", SL_FLOAT32, 2, ds);
+    w = sl_graph_param(g, "c.weight", 4, ws, tn);
+    x = sl_graph_relu(g, "r", sl_graph_conv2d(g, "c", x, w, 1, 1));
+    x = sl_graph_reduce_mean(g, "mean", x, 2, 0);
+    d = sl_graph_param(g, "d.weight", 2, ds, tn);
+    b = sl_graph_param(g, "d.bias", 1, bs, tn);
+    logits = sl_graph_dense(g, "d", x, d, b);
+    *loss = loss_kind == 0 ? sl_graph_softmax_cross_entropy(g, "loss", logits, y)
+                           : sl_graph_softmax_cross_entropy_dense(g, "loss", logits, y,
+                                                                  loss_kind == 1);
+    ck_assert_msg(*loss >= 0, "%s", sl_graph_last_error(g));
+    return g;
+}
+
+/* The gradient of every parameter after one run of g's loss. */
+static float *grads_of(sl_graph *g, int loss, sl_tensor *image, sl_tensor *label, size_t *len)
+{
+    sl_executor *ex = executor(2);
+    sl_step *st = NULL;
+    sl_tensor *feed[2] = {image, label};
+    int outs[3];
+    size_t at = 0, total = 0;
+    float *out;
+    ck_assert_int_eq(sl_graph_backward(g, loss), SL_OK);
+    for (size_t i = 0; i < 3; i++) {
+        size_t n;
+        sl_graph_param_data(g, sl_graph_param_at(g, i), &n);
+        outs[i] = sl_graph_grad(g, sl_graph_param_at(g, i));
+        total += n;
+    }
+    ck_assert_int_eq(sl_step_new(&st, g, ex, SL_GRAPH_MODE, outs, 3, 0), SL_OK);
+    ck_assert_int_eq(sl_step_run(st, feed, 2), SL_OK);
+    out = malloc(total * sizeof *out);
+    for (size_t i = 0; i < 3; i++) {
+        const float *v = sl_step_output(st, i, NULL);
+        size_t n;
+        sl_graph_param_data(g, sl_graph_param_at(g, i), &n);
+        memcpy(out + at, v, n * sizeof *out);
+        at += n;
+    }
+    sl_step_free(st);
+    sl_executor_free(ex);
+    *len = total;
+    return out;
+}
+
+/* Softmax cross-entropy against dense labels (seed 004's
+ * SoftmaxCrossEntropyWithLogits(sparse=False)): with one-hot labels its
+ * mean is the sparse loss and gradient bit for bit; per sample, its
+ * gradients are N times the mean's (exactly: N is 4); against a spread of
+ * labels, its gradients match finite differences; a label shape that is
+ * not the logits' is refused. */
+START_TEST(test_softmax_xent_dense)
+{
+    int64_t is[4] = {4, 2, 5, 5}, ls[2] = {4, 4};
+    sl_tensor *image = tensor_f32(4, is, 9, 1.0f), *sparse = labels_i32(4, 4), *onehot = NULL,
+              *spread = NULL;
+    sl_graph *g;
+    float *gs, *gm, *gn, *yl;
+    size_t ns, nm, nn;
+    int loss;
+
+    ck_assert_int_eq(sl_tensor_new(&onehot, SL_FLOAT32, 2, ls), SL_OK);
+    ck_assert_int_eq(sl_tensor_new(&spread, SL_FLOAT32, 2, ls), SL_OK);
+    yl = sl_tensor_data(onehot);
+    for (int i = 0; i < 16; i++)
+        yl[i] = (i % 4) == ((int32_t *)sl_tensor_data(sparse))[i / 4] ? 1.0f : 0.0f;
+    yl = sl_tensor_data(spread);
+    for (int i = 0; i < 16; i++)
+        yl[i] = 0.1f + 0.1f * (float)((i * 5) % 4);   /* rows need not sum to 1 */
+
+    g = gap_graph(0, &loss);
+    gs = grads_of(g, loss, image, sparse, &ns);
+    sl_graph_free(g);
+    g = gap_graph(1, &loss);
+    gm = grads_of(g, loss, image, onehot, &nm);
+    sl_graph_free(g);
+    g = gap_graph(2, &loss);
+    {
+        sl_tensor_spec spec;
+        ck_assert_int_eq(sl_graph_node_spec(g, loss, &spec), SL_OK);
+        ck_assert_int_eq(spec.ndim, 1);
+        ck_assert_int_eq(spec.shape[0], 4);
+    }
+    gn = grads_of(g, loss, image, onehot, &nn);
+    sl_graph_free(g);
+    ck_assert_uint_eq(ns, nm);
+    ck_assert_uint_eq(ns, nn);
+    ck_assert_int_eq(memcmp(gs, gm, ns * sizeof *gs), 0);
+    for (size_t i = 0; i < ns; i++)
+        ck_assert_msg(gn[i] == 4.0f * gm[i], "grad %zu: per sample %g, mean %g", i,
+                      (double)gn[i], (double)gm[i]);
+    free(gs);
+    free(gm);
+    free(gn);
+
+    g = gap_graph(1, &loss);
+    check_finite_differences(g, loss, image, spread, 3);
+    sl_graph_free(g);
+
+    g = sl_graph_new();
+    {
+        int64_t bad[2] = {4, 3};
+        int x = sl_graph_input(g, "x", SL_FLOAT32, 2, ls);
+        int y = sl_graph_input(g, "y", SL_FLOAT32, 2, bad);
+        ck_assert_int_eq(sl_graph_softmax_cross_entropy_dense(g, "l", x, y, 0), SL_ESHAPE);
+        ck_assert_ptr_nonnull(strstr(sl_graph_last_error(g), "must have the shape of logits"));
+    }
+    sl_graph_free(g);
+    sl_tensor_release(image);
+    sl_tensor_release(sparse);
+    sl_tensor_release(onehot);
+    sl_tensor_release(spread);
 }
 END_TEST
 
@@ -893,6 +1104,8 @@ Suite *make_exec_suite(void)
     tcase_add_test(tc, test_build_shapes);
     tcase_add_test(tc, test_build_errors);
     tcase_add_test(tc, test_autodiff_finite_differences);
+    tcase_add_test(tc, test_reduce_mean);
+    tcase_add_test(tc, test_softmax_xent_dense);
     tcase_add_test(tc, test_plan_no_overlap);
     tcase_add_test(tc, test_format_float32);
     tcase_set_timeout(tc, 120);

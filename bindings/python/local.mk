@@ -15,27 +15,58 @@ SL_PY_PACKAGE = \
 	bindings/python/sluice/py.typed \
 	bindings/python/sluice/dataset/__init__.py \
 	bindings/python/sluice/dataset/__init__.pyi \
-	bindings/python/sluice/dataset/vision/__init__.py \
-	bindings/python/sluice/dataset/vision/__init__.pyi \
-	bindings/python/sluice/dataset/transforms/__init__.py \
-	bindings/python/sluice/dataset/transforms/__init__.pyi \
+	$(SL_PY_VISION) \
+	$(SL_PY_TRANSFORMS) \
 	bindings/python/sluice/context.py \
 	bindings/python/sluice/context.pyi \
+	$(SL_PY_NN) \
+	$(SL_PY_NN_WRAP) \
+	bindings/python/sluice/ops/__init__.py \
+	bindings/python/sluice/ops/__init__.pyi \
+	$(SL_PY_COMMON) \
+	bindings/python/sluice/functional.py \
+	bindings/python/sluice/functional.pyi \
+	$(SL_PY_TRAIN)
+
+# One list per installed folder, used by both the stage and the install
+# rules, so that a file added to a folder is installed too.
+SL_PY_VISION = \
+	bindings/python/sluice/dataset/vision/__init__.py \
+	bindings/python/sluice/dataset/vision/__init__.pyi \
+	bindings/python/sluice/dataset/vision/c_transforms.py \
+	bindings/python/sluice/dataset/vision/c_transforms.pyi
+
+SL_PY_TRANSFORMS = \
+	bindings/python/sluice/dataset/transforms/__init__.py \
+	bindings/python/sluice/dataset/transforms/__init__.pyi \
+	bindings/python/sluice/dataset/transforms/c_transforms.py \
+	bindings/python/sluice/dataset/transforms/c_transforms.pyi
+
+SL_PY_NN = \
 	bindings/python/sluice/nn/__init__.py \
 	bindings/python/sluice/nn/__init__.pyi \
 	bindings/python/sluice/nn/cell.py \
 	bindings/python/sluice/nn/cell.pyi \
 	bindings/python/sluice/nn/layers.py \
-	bindings/python/sluice/nn/layers.pyi \
-	bindings/python/sluice/ops/__init__.py \
-	bindings/python/sluice/ops/__init__.pyi \
+	bindings/python/sluice/nn/layers.pyi
+
+SL_PY_NN_WRAP = \
+	bindings/python/sluice/nn/wrap/__init__.py \
+	bindings/python/sluice/nn/wrap/__init__.pyi \
+	bindings/python/sluice/nn/wrap/cell_wrapper.py \
+	bindings/python/sluice/nn/wrap/cell_wrapper.pyi
+
+SL_PY_COMMON = \
 	bindings/python/sluice/common/__init__.py \
 	bindings/python/sluice/common/__init__.pyi \
+	bindings/python/sluice/common/dtype.py \
+	bindings/python/sluice/common/dtype.pyi \
 	bindings/python/sluice/common/initializer.py \
 	bindings/python/sluice/common/initializer.pyi \
-	bindings/python/sluice/functional.py \
-	bindings/python/sluice/functional.pyi \
-	$(SL_PY_TRAIN)
+	bindings/python/sluice/common/parameter.py \
+	bindings/python/sluice/common/parameter.pyi \
+	bindings/python/sluice/common/tensor.py \
+	bindings/python/sluice/common/tensor.pyi
 
 SL_PY_TRAIN = \
 	bindings/python/sluice/train/__init__.py \
@@ -62,22 +93,27 @@ SL_PY_SOURCES = \
 	bindings/python/src/model.c \
 	bindings/python/src/run.c \
 	bindings/python/src/sink.c \
-	bindings/python/src/graph.c
+	bindings/python/src/graph.c \
+	bindings/python/src/step.c
 
 SL_PY_TESTS = \
 	bindings/python/tests/conftest.py \
 	bindings/python/tests/test_dataset.py \
 	bindings/python/tests/test_zero_copy.py \
 	bindings/python/tests/test_errors.py \
+	bindings/python/tests/test_bad_samples.py \
 	bindings/python/tests/test_threads.py \
 	bindings/python/tests/test_ops.py \
 	bindings/python/tests/test_train.py \
-	bindings/python/tests/test_trace.py
+	bindings/python/tests/test_trace.py \
+	bindings/python/tests/test_custom_loop.py
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/lenet_torch.py \
 	bindings/python/examples/lenet_sluice.py \
 	bindings/python/examples/seed001_data_sink.py \
+	bindings/python/examples/seed004_custom_loop.py \
+	bindings/python/examples/seed004_custom_network.py \
 	bench/python_dataset.py
 
 if SL_PYTHON
@@ -100,27 +136,22 @@ sluicepy_DATA = bindings/python/sluice/__init__.py bindings/python/sluice/__init
 	bindings/python/sluice/context.pyi bindings/python/sluice/functional.py \
 	bindings/python/sluice/functional.pyi
 sluicepynndir = $(sluicepydir)/nn
-sluicepynn_DATA = bindings/python/sluice/nn/__init__.py bindings/python/sluice/nn/__init__.pyi \
-	bindings/python/sluice/nn/cell.py bindings/python/sluice/nn/cell.pyi \
-	bindings/python/sluice/nn/layers.py bindings/python/sluice/nn/layers.pyi
+sluicepynn_DATA = $(SL_PY_NN)
+sluicepynnwrapdir = $(sluicepynndir)/wrap
+sluicepynnwrap_DATA = $(SL_PY_NN_WRAP)
 sluicepyopsdir = $(sluicepydir)/ops
 sluicepyops_DATA = bindings/python/sluice/ops/__init__.py bindings/python/sluice/ops/__init__.pyi
 sluicepycommondir = $(sluicepydir)/common
-sluicepycommon_DATA = bindings/python/sluice/common/__init__.py \
-	bindings/python/sluice/common/__init__.pyi \
-	bindings/python/sluice/common/initializer.py \
-	bindings/python/sluice/common/initializer.pyi
+sluicepycommon_DATA = $(SL_PY_COMMON)
 sluicepytraindir = $(sluicepydir)/train
 sluicepytrain_DATA = $(SL_PY_TRAIN)
 sluicepydatasetdir = $(sluicepydir)/dataset
 sluicepydataset_DATA = bindings/python/sluice/dataset/__init__.py \
 	bindings/python/sluice/dataset/__init__.pyi
 sluicepyvisiondir = $(sluicepydatasetdir)/vision
-sluicepyvision_DATA = bindings/python/sluice/dataset/vision/__init__.py \
-	bindings/python/sluice/dataset/vision/__init__.pyi
+sluicepyvision_DATA = $(SL_PY_VISION)
 sluicepytransformsdir = $(sluicepydatasetdir)/transforms
-sluicepytransforms_DATA = bindings/python/sluice/dataset/transforms/__init__.py \
-	bindings/python/sluice/dataset/transforms/__init__.pyi
+sluicepytransforms_DATA = $(SL_PY_TRANSFORMS)
 
 # The .la file means nothing to Python: remove it once installed (and so
 # remove the module by name on uninstall, which libtool did from the .la).
@@ -131,7 +162,8 @@ uninstall-hook: uninstall-python-hook
 uninstall-python-hook:
 	rm -f "$(DESTDIR)$(sluicepydir)/_sluice.la" "$(DESTDIR)$(sluicepydir)/_sluice.so"
 	rmdir "$(DESTDIR)$(sluicepytransformsdir)" "$(DESTDIR)$(sluicepyvisiondir)" \
-		"$(DESTDIR)$(sluicepydatasetdir)" "$(DESTDIR)$(sluicepynndir)" \
+		"$(DESTDIR)$(sluicepydatasetdir)" "$(DESTDIR)$(sluicepynnwrapdir)" \
+		"$(DESTDIR)$(sluicepynndir)" \
 		"$(DESTDIR)$(sluicepyopsdir)" "$(DESTDIR)$(sluicepycommondir)" \
 		"$(DESTDIR)$(sluicepytraindir)" "$(DESTDIR)$(sluicepydir)" 2>/dev/null || :
 
@@ -139,10 +171,12 @@ uninstall-python-hook:
 installcheck-local: installcheck-python
 installcheck-python:
 	cd / && PYTHONPATH="$(DESTDIR)$(SL_PYTHONDIR)" PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -c \
-		'import sluice, sluice.dataset.vision, sluice.train, sluice.nn, sluice.ops, sluice.common.initializer, sluice.functional; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
+		'import sluice, sluice.dataset.vision.c_transforms, sluice.dataset.transforms.c_transforms, sluice.train, sluice.nn.wrap.cell_wrapper, sluice.ops, sluice.common.initializer, sluice.common.dtype, sluice.common.parameter, sluice.common.tensor, sluice.functional; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
 
 noinst_DATA = bindings/python/stage.stamp
-bindings/python/stage.stamp: $(SL_PY_PACKAGE) bindings/python/_sluice.la
+# local.mk too: a file added to the lists may be older than the stamp.
+bindings/python/stage.stamp: $(SL_PY_PACKAGE) bindings/python/_sluice.la \
+		$(srcdir)/bindings/python/local.mk
 	rm -rf bindings/python/stage
 	for f in $(SL_PY_PACKAGE); do \
 		d=bindings/python/stage/$$(dirname "$${f#bindings/python/}") && \

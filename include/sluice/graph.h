@@ -74,12 +74,25 @@ SL_API int sl_graph_add(sl_graph *g, const char *name, int a, int b);
  * labels int32 (N) -> scalar. A label outside [0, C) fails the step. */
 SL_API int sl_graph_softmax_cross_entropy(sl_graph *g, const char *name, int logits,
                                           int labels);
+/* The mean over the axes [axis, ndim) of x, MindSpore's ReduceMean over
+ * those trailing axes (axis 2 of (N, C, H, W): global average pooling):
+ * (d0, ..., d(axis-1)), or with keep_dims the same rank, those axes of
+ * size 1. 0 <= axis < ndim. */
+SL_API int sl_graph_reduce_mean(sl_graph *g, const char *name, int x, int axis, int keep_dims);
+/* Softmax cross-entropy against dense labels, float32 (N, C) of the
+ * logits' shape (one-hot or any distribution; MindSpore's sparse=False):
+ * each sample's loss is sum_j labels_ij * -log softmax(logits_i)_j. mean:
+ * their mean, a scalar; else (N), each sample's (reduction "none"). */
+SL_API int sl_graph_softmax_cross_entropy_dense(sl_graph *g, const char *name, int logits,
+                                                int labels, int mean);
 /* (N, C) -> int32 (N): the index of each row's largest value. */
 SL_API int sl_graph_argmax(sl_graph *g, const char *name, int x);
 
 /* --- training -------------------------------------------------------- */
 /* Appends the nodes computing d(loss)/d(p) for every trainable parameter p
- * that loss depends on. loss must be a scalar; call once per graph. */
+ * that loss depends on; call once per graph. loss is a softmax
+ * cross-entropy node; one of per-sample losses (N) is differentiated as
+ * their sum (each with a gradient of 1: MindSpore's sens of ones). */
 SL_API int sl_graph_backward(sl_graph *g, int loss);
 /* The node holding param's gradient after sl_graph_backward, or SL_EINVAL. */
 SL_API int sl_graph_grad(const sl_graph *g, int param);

@@ -1,4 +1,5 @@
-/* loss.c: sparse softmax cross-entropy (mean over the batch) and argmax. */
+/* loss.c: softmax cross-entropy, sparse (mean over the batch) or against
+ * dense labels (mean or per sample), and argmax. */
 #include "ops/nn/nn.h"
 
 #include <math.h>
@@ -46,6 +47,53 @@ void sl__softmax_xent_backward(float *restrict dlogits, const float *restrict pr
             g[j] = p[j] * scale;
         /* the label's term, rounded the same way: (p - 1) * scale */
         g[labels[i]] = (p[labels[i]] - 1.0f) * scale;
+    }
+}
+
+void sl__softmax_xent_dense_forward(float *loss, float *prob, const float *logits,
+                                    const float *labels, size_t n, size_t c, int mean)
+{
+    double total = 0.0;
+    SL_ASSERT(n > 0 && c > 0);
+    for (size_t i = 0; i < n; i++) {
+        const float *x = logits + i * c; /* (C) */
+        const float *y = labels + i * c; /* (C) */
+        float *p = prob + i * c;         /* (C) */
+        double m = x[0], s = 0.0, lse, li = 0.0;
+        for (size_t j = 1; j < c; j++)
+            if (x[j] > m)
+                m = x[j];
+        for (size_t j = 0; j < c; j++)
+            s += exp((double)x[j] - m);
+        lse = m + log(s);
+        for (size_t j = 0; j < c; j++) {
+            p[j] = (float)(exp((double)x[j] - m) / s);
+            li += (double)y[j] * (lse - (double)x[j]);
+        }
+        if (mean)
+            total += li;
+        else
+            loss[i] = (float)li;
+    }
+    if (mean)
+        *loss = (float)(total / (double)n);
+}
+
+void sl__softmax_xent_dense_backward(float *restrict dlogits, const float *restrict prob,
+                                     const float *restrict labels, size_t n, size_t c, int mean,
+                                     size_t n0, size_t n1)
+{
+    const float scale = mean ? 1.0f / (float)n : 1.0f;
+    SL_ASSERT(n0 <= n1 && n1 <= n);
+    for (size_t i = n0; i < n1; i++) {
+        float *g = dlogits + i * c;        /* (C) */
+        const float *p = prob + i * c;     /* (C) */
+        const float *y = labels + i * c;   /* (C) */
+        float total = 0.0f;
+        for (size_t j = 0; j < c; j++)
+            total += y[j];
+        for (size_t j = 0; j < c; j++)
+            g[j] = (p[j] * total - y[j]) * scale;
     }
 }
 

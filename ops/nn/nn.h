@@ -87,6 +87,13 @@ void sl__relu_backward(float *din, const float *dout, const float *out, size_t i
 /* out = a + b. */
 void sl__add_forward(float *out, const float *a, const float *b, size_t i0, size_t i1);
 
+/* --- reductions ------------------------------------------------------ */
+/* out[r] = the mean of the row in[r * inner .. (r + 1) * inner), summed in
+ * order, rows [r0, r1): a mean over trailing axes. */
+void sl__mean_rows_forward(float *out, const float *in, size_t inner, size_t r0, size_t r1);
+/* din[r * inner + i] = dout[r] / inner, rows [r0, r1). */
+void sl__mean_rows_backward(float *din, const float *dout, size_t inner, size_t r0, size_t r1);
+
 /* --- dense ----------------------------------------------------------- */
 /* out (N, OUT) = in (N, IN) . weight^T + bias, weight (OUT, IN) as
  * MindSpore's Dense; bias (OUT) may be NULL. Rows [n0, n1). */
@@ -118,6 +125,17 @@ long sl__softmax_xent_forward(float *loss, float *prob, const float *logits,
 /* dlogits (N, C) = (prob - onehot(labels)) * dloss / N, rows [n0, n1). */
 void sl__softmax_xent_backward(float *dlogits, const float *prob, const int32_t *labels,
                                float dloss, size_t n, size_t c, size_t n0, size_t n1);
+/* Softmax cross-entropy against dense labels (probabilities, one-hot or
+ * not) labels (N, C): loss_i = sum_j labels_ij * (lse_i - logits_ij), in
+ * double. mean: *loss is their mean over the batch (one value); else
+ * loss (N) holds each sample's. Writes prob (N, C) as the sparse one. */
+void sl__softmax_xent_dense_forward(float *loss, float *prob, const float *logits,
+                                    const float *labels, size_t n, size_t c, int mean);
+/* dlogits (N, C) = (prob * sum_j labels_ij - labels) * scale, rows
+ * [n0, n1): scale 1 / N for the mean, 1 for per-sample losses (each
+ * differentiated with a gradient of 1, MindSpore's sens of ones). */
+void sl__softmax_xent_dense_backward(float *dlogits, const float *prob, const float *labels,
+                                     size_t n, size_t c, int mean, size_t n0, size_t n1);
 /* out (N) = index of the largest of each row of in (N, C), first wins. */
 void sl__argmax_forward(int32_t *out, const float *in, size_t n, size_t c, size_t n0,
                         size_t n1);

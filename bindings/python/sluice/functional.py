@@ -17,10 +17,60 @@ sluice does not differentiate Python: :func:`sluice.data_sink` traces
 optimizer's updates, and the compiled step runs in C. So ``grad_fn`` and
 ``net_opt`` only work inside a function given to data_sink; called on data
 they raise an error saying so.
+
+:class:`GradOperation` (also ``sluice.ops.GradOperation``) is the same
+backward for a training Cell written as MindSpore's TrainOneStepCell is
+(seed 004's custom training loop): ``self.grad(self.network,
+weights)(data, label, sens)`` in its construct.
 """
+import numpy as np
+
 from sluice.nn.cell import Parameter, _Grads, _Sym, _trace_of
 
-__all__ = ["value_and_grad", "JitConfig"]
+__all__ = ["value_and_grad", "JitConfig", "GradOperation"]
+
+
+def _backward(trace, loss, weights, what):
+    """Appends the backward of loss (a traced scalar the weights' layers
+    computed, or a per-sample loss, differentiated as its sum) to the trace
+    and returns the grads, a _Grads of the weights."""
+    if not isinstance(loss, _Sym):
+        raise TypeError(f"{what}: fn must return the loss (a traced scalar), it "
+                        f"returned a {type(loss).__name__}")
+    if loss.shape != () and loss._node not in trace.losses:
+        raise ValueError(f"{what}: fn must return a scalar loss; it returned a "
+                         f"tensor of shape {loss.shape} (the loss cell must reduce it: "
+                         "SoftmaxCrossEntropyWithLogits(sparse=True, reduction='mean'))")
+    used = [p for p, _ in trace.params.values()]
+    wanted = {id(w) for w in weights}
+    missing = [p.name for p in used if id(p) not in wanted]
+    if missing:
+        raise ValueError(f"{what}: the loss depends on parameters not in weights "
+                         f"({', '.join(missing)}); sluice updates every parameter the loss "
+                         "depends on, so give them all (network.trainable_params())")
+    unused = [w.name for w in weights if id(w) not in {id(p) for p in used}]
+    if unused:
+        raise ValueError(f"{what}: the loss does not depend on the weights "
+                         f"{', '.join(unused)}")
+    trace.g.backward(loss._node)
+    trace.loss = loss._node
+    nodes = [trace.g.grad(trace.params[id(w)][1]) for w in weights]
+    trace.grads = _Grads(trace, weights, nodes)
+    return trace.grads
+
+
+def _weights(weights, what):
+    """weights as a tuple of Parameters of a traceable network, or an error."""
+    if weights is None:
+        raise ValueError(f"{what}: give the weights (network.trainable_params())")
+    weights = tuple(weights)
+    if not weights or not all(isinstance(w, Parameter) for w in weights):
+        raise TypeError(f"{what}: weights must be sluice.nn Parameters "
+                        "(network.trainable_params())")
+    if any(w._net is not None for w in weights):
+        raise TypeError(f"{what}: the built-in sluice.nn.LeNet5 is compiled whole; "
+                        "write the network as a Cell of sluice.nn layers to trace it")
+    return weights
 
 
 class _GradFn:
@@ -41,29 +91,7 @@ class _GradFn:
             raise ValueError("value_and_grad: the step already computed gradients; sluice "
                              "computes one backward per step")
         loss = self.fn(*args)
-        if not isinstance(loss, _Sym):
-            raise TypeError(f"value_and_grad: fn must return the loss (a traced scalar), it "
-                            f"returned a {type(loss).__name__}")
-        if loss.shape != ():
-            raise ValueError(f"value_and_grad: fn must return a scalar loss; it returned a "
-                             f"tensor of shape {loss.shape} (the loss cell must reduce it: "
-                             "SoftmaxCrossEntropyWithLogits(sparse=True, reduction='mean'))")
-        used = [p for p, _ in trace.params.values()]
-        wanted = {id(w) for w in self.weights}
-        missing = [p.name for p in used if id(p) not in wanted]
-        if missing:
-            raise ValueError(f"value_and_grad: the loss depends on parameters not in weights "
-                             f"({', '.join(missing)}); sluice updates every parameter the loss "
-                             "depends on, so give them all (network.trainable_params())")
-        unused = [w.name for w in self.weights if id(w) not in {id(p) for p in used}]
-        if unused:
-            raise ValueError(f"value_and_grad: the loss does not depend on the weights "
-                             f"{', '.join(unused)}")
-        trace.g.backward(loss._node)
-        trace.loss = loss._node
-        nodes = [trace.g.grad(trace.params[id(w)][1]) for w in self.weights]
-        trace.grads = _Grads(trace, self.weights, nodes)
-        return loss, trace.grads
+        return loss, _backward(trace, loss, self.weights, "value_and_grad")
 
 
 def value_and_grad(fn, grad_position=None, weights=None, has_aux=False):
@@ -87,15 +115,7 @@ def value_and_grad(fn, grad_position=None, weights=None, has_aux=False):
                          f"grad_position=None (got {grad_position!r})")
     if has_aux:
         raise ValueError("value_and_grad: has_aux=True is not supported; fn returns the loss")
-    if weights is None:
-        raise ValueError("value_and_grad: give the weights (network.trainable_params())")
-    weights = tuple(weights)
-    if not weights or not all(isinstance(w, Parameter) for w in weights):
-        raise TypeError("value_and_grad: weights must be sluice.nn Parameters "
-                        "(network.trainable_params())")
-    if any(w._net is not None for w in weights):
-        raise TypeError("value_and_grad: the built-in sluice.nn.LeNet5 is compiled whole; "
-                        "write the network as a Cell of sluice.nn layers to trace it")
+    weights = _weights(weights, "value_and_grad")
     if not callable(fn):
         raise TypeError(f"value_and_grad: fn must be callable, got {type(fn).__name__}")
     return _GradFn(fn, weights)
@@ -124,3 +144,117 @@ class JitConfig:
     def __repr__(self):
         return f"JitConfig({self.jit_config_dict})"
 
+
+def _check_sens(sens, loss, what):
+    """Nothing if sens is 1.0 everywhere and of the loss's shape and dtype (as
+    ops.Fill makes it), where sluice's backward starts; else an error
+    naming what is wrong with it."""
+    fill = "ops.Fill()(ops.DType()(loss), ops.Shape()(loss), value)"
+    if isinstance(sens, _Sym):
+        raise TypeError(f"{what}: sens is a traced tensor; sluice takes a constant sens "
+                        f"of the loss's shape: {fill}")
+    try:
+        arr = np.asarray(sens.asnumpy() if hasattr(sens, "asnumpy") else sens)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.dtype.kind not in "fiu":
+        raise TypeError(f"{what}: sens must be a tensor of the loss's shape ({fill}), got "
+                        f"a {type(sens).__name__}")
+    if arr.shape != loss.shape or arr.dtype.name != loss.dtype:
+        raise ValueError(f"{what}: sens is {arr.dtype.name} {arr.shape} but the loss is "
+                         f"{loss.dtype} {loss.shape}: make it with {fill}")
+    if not (arr == 1.0).all():
+        flat = arr.reshape(-1)
+        value = f"{float(flat[0])}" if (flat == flat[0]).all() else "not 1.0 everywhere"
+        raise ValueError(f"{what}: sens is {value}; sluice's backward starts from a loss "
+                         "gradient of 1.0, so only sens 1.0 is supported (scale the learning "
+                         "rate instead)")
+
+
+class _GradOfList:
+    """What GradOperation(get_by_list=True)(fn, weights) returns: called
+    inside a traced step with fn's inputs (and sens last, with
+    sens_param), it appends the backward of fn's loss and returns the
+    grads."""
+
+    def __init__(self, fn, weights, sens_param):
+        self.fn = fn
+        self.weights = weights
+        self.sens_param = sens_param
+
+    def __call__(self, *args):
+        what = "GradOperation"
+        inputs, sens = (args[:-1], args[-1]) if self.sens_param and args else (args, None)
+        if self.sens_param and not args:
+            raise TypeError(f"{what}: sens_param=True: give fn's inputs and then sens")
+        trace = _trace_of(inputs)
+        if trace is None:
+            raise RuntimeError(f"{what}: the gradient function was called on data; sluice "
+                               "computes gradients in compiled steps only: call it inside the "
+                               "construct of a training Cell connected to a DatasetHelper or "
+                               "given to sluice.data_sink")
+        if trace.loss is not None:
+            raise ValueError(f"{what}: the step already computed gradients; sluice computes "
+                             "one backward per step")
+        # fn called on these inputs earlier in the step (loss = self.network(data,
+        # label)): its traced forward is the one to differentiate, not a copy
+        key = None
+        if all(isinstance(a, _Sym) for a in inputs):
+            key = (id(self.fn), tuple(a._node for a in inputs))
+        earlier = trace.calls.get(key)
+        loss = earlier[1] if earlier is not None else self.fn(*inputs)
+        if isinstance(loss, _Sym) and self.sens_param:
+            _check_sens(sens, loss, what)
+        return _backward(trace, loss, self.weights, what)
+
+
+class GradOperation:
+    """MindSpore's GradOperation, as a custom TrainOneStepCell (seed 004)
+    uses it::
+
+        self.grad = ops.GradOperation(get_by_list=True, sens_param=True)
+        ...
+        loss = self.network(data, label)
+        sens = ops.Fill()(ops.DType()(loss), ops.Shape()(loss), self.sens)
+        grads = self.grad(self.network, weights)(data, label, sens)
+        return ops.depend(loss, self.optimizer(grads))
+
+    ``grad(fn, weights)`` is a function of fn's inputs (then, with
+    ``sens_param``, the sensitivity) that returns the gradients of fn's
+    output, a scalar loss, with respect to the weights, one per weight in
+    their order; the optimizer applies them. As :func:`value_and_grad`'s,
+    it works inside a step sluice traces into one C graph (the construct of
+    a Cell connected to a DatasetHelper or given to data_sink): called on
+    data it raises RuntimeError. When fn was already called on the same
+    inputs earlier in the step, as above, the step computes that forward
+    once and differentiates it.
+
+    Args:
+        get_all: False only (sluice has no gradients of the inputs).
+        get_by_list: True only: gradients of the weights given with fn.
+        sens_param: the gradient function takes ``sens`` last, the loss's
+            gradient: a constant tensor of the loss's shape and dtype
+            (``ops.Fill``). sluice's backward starts from 1.0, so another
+            value is refused with ValueError. False: sens is 1.0.
+    """
+
+    def __init__(self, get_all=False, get_by_list=False, sens_param=False):
+        if get_all:
+            raise ValueError("GradOperation: get_all=True (gradients of the inputs) is not "
+                             "supported; sluice computes gradients of the weights: give "
+                             "get_by_list=True")
+        if not get_by_list:
+            raise ValueError("GradOperation: sluice computes gradients of the weights only: "
+                             "give get_by_list=True and call grad(network, weights) "
+                             "(gradients of the inputs, get_by_list=False, are not supported)")
+        self.get_all = False
+        self.get_by_list = True
+        self.sens_param = bool(sens_param)
+
+    def __call__(self, fn, weights=None):
+        """The gradient function of fn with respect to weights (a
+        ParameterTuple of the network's trainable_params())."""
+        if not callable(fn):
+            raise TypeError(f"GradOperation: fn must be a Cell or a function, got "
+                            f"{type(fn).__name__}")
+        return _GradOfList(fn, _weights(weights, "GradOperation"), self.sens_param)

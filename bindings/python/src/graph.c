@@ -200,6 +200,16 @@ static PyObject *graph_dense(PyObject *o, PyObject *args)
     return node_result(g, sl_graph_dense(g, name, x, w, b));
 }
 
+static PyObject *graph_reduce_mean(PyObject *o, PyObject *args)
+{
+    sl_graph *g = live(o);
+    const char *name;
+    int x, axis, keep_dims;
+    if (!g || !PyArg_ParseTuple(args, "ziip:reduce_mean", &name, &x, &axis, &keep_dims))
+        return NULL;
+    return node_result(g, sl_graph_reduce_mean(g, name, x, axis, keep_dims));
+}
+
 static PyObject *graph_reshape(PyObject *o, PyObject *args)
 {
     sl_graph *g = live(o);
@@ -408,6 +418,33 @@ static PyObject *graph_make_model(PyObject *o, PyObject *args, PyObject *kwargs)
     return (PyObject *)self;
 }
 
+/* make_step(outputs, train=True, mode=0, threads=0) -> Step: the graph
+ * compiled into a step run on given tensors; the step takes the graph. */
+static PyObject *graph_make_step(PyObject *o, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"outputs", "train", "mode", "threads", NULL};
+    slpy_graph *gself = (slpy_graph *)o;
+    PyObject *outputs;
+    int train = 1, mode = SL_GRAPH_MODE, threads = 0;
+    sl_graph *g = live(o);
+    if (!g || !PyArg_ParseTupleAndKeywords(args, kwargs, "O|pii:make_step", kwlist, &outputs,
+                                           &train, &mode, &threads))
+        return NULL;
+    gself->g = NULL; /* the step's now, also on failure */
+    return slpy_step_new(g, outputs, train, mode, threads);
+}
+
+static PyObject *graph_softmax_ce_dense(PyObject *o, PyObject *args)
+{
+    sl_graph *g = live(o);
+    const char *name;
+    int logits, labels, mean;
+    if (!g || !PyArg_ParseTuple(args, "ziip:softmax_cross_entropy_dense", &name, &logits,
+                                &labels, &mean))
+        return NULL;
+    return node_result(g, sl_graph_softmax_cross_entropy_dense(g, name, logits, labels, mean));
+}
+
 static PyMethodDef graph_methods[] = {
     {"input", graph_input, METH_VARARGS, "input(name, dtype, shape) -> node"},
     {"param", graph_param, METH_VARARGS,
@@ -418,6 +455,8 @@ static PyMethodDef graph_methods[] = {
     {"flatten", graph_flatten, METH_VARARGS, "flatten(name, x) -> node"},
     {"dense", graph_dense, METH_VARARGS, "dense(name, x, weight, bias or -1) -> node"},
     {"reshape", graph_reshape, METH_VARARGS, "reshape(name, x, shape) -> node"},
+    {"reduce_mean", graph_reduce_mean, METH_VARARGS,
+     "reduce_mean(name, x, axis, keep_dims) -> node: the mean over axes [axis, ndim)"},
     {"add", graph_add, METH_VARARGS, "add(name, a, b) -> node"},
     {"softmax_cross_entropy", graph_softmax_ce, METH_VARARGS,
      "softmax_cross_entropy(name, logits, labels) -> node (a scalar)"},
@@ -429,6 +468,10 @@ static PyMethodDef graph_methods[] = {
     {"nodes", graph_nodes, METH_NOARGS, "nodes() -> [(op, name)]"},
     {"get_param", graph_get_param, METH_O, "get_param(node) -> Tensor (a copy)"},
     {"set_param", graph_set_param, METH_VARARGS, "set_param(node, array)"},
+    {"softmax_cross_entropy_dense", graph_softmax_ce_dense, METH_VARARGS,
+     "softmax_cross_entropy_dense(name, logits, labels, mean) -> node"},
+    {"make_step", (PyCFunction)(void (*)(void))graph_make_step, METH_VARARGS | METH_KEYWORDS,
+     "make_step(outputs, train=True, mode=0, threads=0) -> Step (takes the graph)"},
     {"make_model", (PyCFunction)(void (*)(void))graph_make_model, METH_VARARGS | METH_KEYWORDS,
      "make_model(image, label, logits, loss, mode=0, device_target='CPU', device_id=0,\n"
      "           save_graphs=False, save_graphs_path=None) -> Model (takes the graph)"},

@@ -162,6 +162,7 @@ PyMODINIT_FUNC PyInit__sluice(void)
         add_type(m, &slpy_data_sink_type, "DataSink") < 0 ||
         add_type(m, &slpy_dataset_helper_type, "DatasetHelper") < 0 ||
         add_type(m, &slpy_graph_type, "Graph") < 0 ||
+        add_type(m, &slpy_step_type, "Step") < 0 ||
         PyModule_AddIntConstant(m, "END_OF_DATA", SL_END_OF_DATA) < 0 ||
         PyModule_AddIntConstant(m, "END_OF_EPOCH", SL_END_OF_EPOCH) < 0 ||
         PyModule_AddIntConstant(m, "DATASET_SIZE_ENDLESS", SL_DATASET_SIZE_ENDLESS) < 0 ||

@@ -127,6 +127,14 @@ extern PyTypeObject slpy_graph_type;
 /* [(op, name)] of g's nodes in creation order; NULL with an exception. */
 PyObject *slpy_graph_nodes(const sl_graph *g);
 
+/* --- step.c: a traced graph's step run on given tensors (eager calls) ------- */
+
+extern PyTypeObject slpy_step_type;
+/* A Step over g (which it takes, also on failure) computing the nodes of
+ * the int sequence outputs, with the updates when train; threads 0: the
+ * executor's default. NULL with an exception. */
+PyObject *slpy_step_new(sl_graph *g, PyObject *outputs, int train, int mode, int threads);
+
 /* Takes the model's lock for a short call, with the GIL held (and let go
  * while it waits; Ctrl-C while it waits raises). From a callback of a
  * call running on the model, the lock is already held for it: returns 0

@@ -225,8 +225,8 @@ def test_initializers_and_layer_options():
         nn.Dense(2, 2, "xavier_uniform")
     with pytest.raises(AttributeError, match="BatchNorm2d"):
         nn.BatchNorm2d(6)
-    with pytest.raises(AttributeError, match="ReduceMean"):
-        ops.ReduceMean(keep_dims=False)
+    with pytest.raises(AttributeError, match="ReduceSum"):
+        ops.ReduceSum(keep_dims=False)
 
 
 # --- clear errors ------------------------------------------------------------------------

@@ -317,7 +317,7 @@ def test_bad_arguments_raise_value_error(small, mnist):
     with pytest.raises(ValueError, match="metrics"):
         lenet()[0].eval(small)
     with pytest.raises(ValueError, match="sparse=True"):
-        nn.SoftmaxCrossEntropyWithLogits()
+        nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="none")
     with pytest.raises(ValueError, match="learning_rate"):
         nn.Momentum(network.trainable_params(), 0.0, 0.9)
     with pytest.raises(ValueError, match="momentum"):

@@ -32,7 +32,7 @@ from sluice.nn.layers import Conv2d, Dense, Flatten, MaxPool2d, ReLU
 
 __all__ = ["Cell", "Parameter", "LeNet5", "SoftmaxCrossEntropyWithLogits", "Optimizer",
            "Momentum", "SGD", "WithLossCell", "TrainOneStepCell", "Conv2d", "Dense", "ReLU",
-           "MaxPool2d", "Flatten"]
+           "MaxPool2d", "Flatten", "wrap"]
 
 
 def __getattr__(name):
@@ -131,28 +131,44 @@ class LeNet5(Cell):
 
 
 class SoftmaxCrossEntropyWithLogits(Cell):
-    """The loss: softmax cross-entropy of the logits against integer labels
-    (``sparse=True``), averaged over the batch (``reduction="mean"``), which
-    is what sluice computes. MindSpore's defaults (``sparse=False``,
-    ``reduction="none"``) are refused: give the seeds' arguments. Called
-    inside a traced step with logits (N, C) and int32 labels (N), it
-    records the loss, a scalar."""
+    """The loss: softmax cross-entropy of the logits (N, C), as MindSpore's.
+
+    Args:
+        sparse (bool): True: the labels are int32 class indices (N);
+            False (the default): float32 (N, C), one-hot or any
+            distribution.
+        reduction (str): "mean": averaged over the batch, a scalar;
+            "none" (the default, sparse=False only): each sample's loss,
+            (N). A step trained with per-sample losses differentiates
+            their sum (MindSpore's sens of ones); Model, data_sink and
+            DatasetHelper take a scalar loss. "sum" and a sparse "none"
+            are refused.
+
+    Called inside a traced step, it records the loss.
+    """
 
     def __init__(self, sparse=False, reduction="none"):
         super().__init__()
-        if not sparse or reduction != "mean":
-            raise ValueError("SoftmaxCrossEntropyWithLogits: sluice computes the sparse, mean "
-                             "loss: give sparse=True, reduction='mean' (got "
-                             f"sparse={sparse!r}, reduction={reduction!r})")
-        self.sparse = True
-        self.reduction = "mean"
+        if reduction not in ("mean", "none") or (sparse and reduction != "mean"):
+            raise ValueError("SoftmaxCrossEntropyWithLogits: sluice computes the sparse mean "
+                             "loss (sparse=True, reduction='mean') and, against dense labels "
+                             "(sparse=False), the mean or per-sample one (reduction 'mean' or "
+                             f"'none'); got sparse={sparse!r}, reduction={reduction!r}")
+        self.sparse = bool(sparse)
+        self.reduction = reduction
 
     def construct(self, logits, labels):
         logits = _sym(logits, "SoftmaxCrossEntropyWithLogits (logits)")
         labels = _sym(labels, "SoftmaxCrossEntropyWithLogits (labels)")
-        return logits._trace.op("SoftmaxCrossEntropyWithLogits",
-                                logits._trace.g.softmax_cross_entropy, logits._node,
-                                labels._node)
+        t = logits._trace
+        if self.sparse:
+            return t.op("SoftmaxCrossEntropyWithLogits", t.g.softmax_cross_entropy,
+                        logits._node, labels._node)
+        loss = t.op("SoftmaxCrossEntropyWithLogits(sparse=False)",
+                    t.g.softmax_cross_entropy_dense, logits._node, labels._node,
+                    self.reduction == "mean")
+        t.losses.add(loss._node)
+        return loss
 
 
 def _is_traced(network):
@@ -281,6 +297,11 @@ class TrainOneStepCell(Cell):
     :func:`sluice.train.connect_network_with_dataset`. Its C model is made
     when one of those first needs it.
 
+    Called on tensors (``train_network(input, label)``, sluice.Tensor or
+    numpy arrays), it runs one step on them now, as MindSpore's does: the
+    step is traced and compiled for those dtypes and shapes the first time,
+    and returns the loss (per sample with ``reduction='none'``).
+
     Args:
         network (WithLossCell): the network and its loss.
         optimizer (Optimizer): over the network's parameters.
@@ -304,8 +325,22 @@ class TrainOneStepCell(Cell):
         self.optimizer = optimizer
         self._model = None
 
+    def construct(self, data, label):
+        """One training step, traced: the loss of ``network(data, label)``,
+        its gradients and the optimizer's updates; returns the loss. This
+        is what calling the cell eagerly on data runs (see :class:`Cell`)."""
+        from sluice.functional import GradOperation
+        loss = self.network(data, label)
+        grads = GradOperation(get_by_list=True)(self.network, self.optimizer.parameters)(
+            data, label)
+        self.optimizer(grads)
+        return loss
+
     def _get_model(self):
         if self._model is None:
             from sluice.train import Model
             self._model = Model(self.network.backbone, self.network.loss_fn, self.optimizer)
         return self._model
+
+
+from sluice.nn import wrap  # noqa: E402  (MindSpore's path of the two cells above)

@@ -11,10 +11,16 @@ optimizer's updates, is what a :class:`sluice.train.Model`,
 
 What a construct may call is what the C graph has: the layers of
 :mod:`sluice.nn` (Conv2d, Dense, ReLU, MaxPool2d, Flatten, the loss),
-:mod:`sluice.ops` (reshape, flatten, relu) and ``+`` of two tensors of one
+:mod:`sluice.ops` (reshape, flatten, relu, mean) and ``+`` of two tensors of one
 shape. Anything else (another tensor method, numpy or torch on a traced
 tensor, Python branching on a tensor's value) raises an error naming it:
-sluice never trains something other than what was written.
+sluice never trains something other than what was written. A training
+Cell (seed 004's own TrainOneStepCell) also calls ops.GradOperation, an
+optimizer on its grads, ops.Fill, ops.DType, ops.Shape and ops.depend.
+
+A training cell called on data (sluice.Tensor or numpy arrays) instead of
+traced tensors runs one step on them: it is traced for their shapes and
+compiled once (``_eager_step``).
 """
 import numpy as np
 
@@ -26,7 +32,8 @@ __all__ = ["Cell", "Parameter"]
 #: What a construct may use; error messages name it.
 SUPPORTED = ("nn.Conv2d, nn.Dense, nn.ReLU, nn.MaxPool2d, nn.Flatten, "
              "nn.SoftmaxCrossEntropyWithLogits, ops.reshape / ops.Reshape, "
-             "ops.flatten / ops.Flatten, ops.relu / ops.ReLU, and + of two tensors")
+             "ops.flatten / ops.Flatten, ops.relu / ops.ReLU, ops.mean / ops.ReduceMean "
+             "(over trailing axes), and + of two tensors")
 
 
 def _as_values(name, shape, data):
@@ -205,21 +212,76 @@ class Cell:
     def __call__(self, *args, **kwargs):
         trace = _trace_of(args)
         if trace is None:
+            if not kwargs and args and all(_is_data(a) for a in args):
+                return _eager_step(self, args)
             raise RuntimeError(
-                f"sluice.nn: {type(self).__name__} was called on data outside a traced step. "
-                "sluice compiles networks and runs them in C, not from Python: train with "
-                "sluice.train.Model, sluice.data_sink(train_step, dataset) or a DatasetHelper, "
-                "which call it on symbolic tensors")
+                f"sluice.nn: {type(self).__name__} was called on {_kinds(args, kwargs)} outside "
+                "a traced step. sluice compiles networks and runs them in C, not from Python: "
+                "train with sluice.train.Model, sluice.data_sink(train_step, dataset) or a "
+                "DatasetHelper, which call it on symbolic tensors, or call a training cell "
+                "(TrainOneStepCell) on tensors")
         if type(self).construct is Cell.construct:
             raise NotImplementedError(f"sluice.nn: {type(self).__name__} has no construct() "
                                       "to trace")
         if trace.depth == 0:
             self.trainable_params()   # the outermost cell names the values' positions
+        key = None
+        if not kwargs and all(isinstance(a, _Sym) for a in args):
+            key = (id(self), tuple(a._node for a in args))
         trace.depth += 1
         try:
-            return self.construct(*args, **kwargs)
+            out = self.construct(*args, **kwargs)
         finally:
             trace.depth -= 1
+        if key is not None:
+            trace.calls[key] = (self, out)
+        return out
+
+
+def _is_data(x):
+    return isinstance(x, (_sluice.Tensor, np.ndarray))
+
+
+def _kinds(args, kwargs):
+    names = sorted({type(a).__name__ for a in list(args) + list(kwargs.values())})
+    return ", ".join(names) if names else "nothing"
+
+
+def _eager_step(cell, args):
+    """cell(*args) on data (sluice.Tensor or numpy arrays): a training
+    cell's one step, compiled for the arguments' dtypes and shapes the
+    first time they are seen (then kept on the cell) and run now on the CPU
+    executor. Returns the loss, a sluice.Tensor."""
+    from sluice import context
+    from sluice.train.tracing import claim, trace_fn
+    arrays = [np.asarray(a.asnumpy() if isinstance(a, _sluice.Tensor) else a) for a in args]
+    specs = tuple((a.dtype.name, a.shape) for a in arrays)
+    cache = cell.__dict__.setdefault("_sl_eager", {})
+    entry = cache.get(specs)
+    what = f"{type(cell).__name__} called on tensors"
+    if entry is None:
+        import inspect
+        try:
+            names = list(inspect.signature(cell.construct).bind(*args).arguments)
+        except TypeError as e:
+            raise TypeError(f"sluice.nn: {what}: {e}") from None
+        bad = [f"{n} {d}" for n, (d, _) in zip(names, specs) if d not in ("float32", "int32")]
+        if bad:
+            raise TypeError(f"sluice.nn: {what}: inputs must be float32 or int32, got "
+                            f"{', '.join(bad)}")
+        not_a_step = (f"sluice.nn: {type(cell).__name__} was called on data outside a traced "
+                      "step, and it is not a training step (computing gradients and applying "
+                      "an optimizer), the one kind of cell sluice runs eagerly: train with "
+                      "sluice.train.Model, sluice.data_sink or a DatasetHelper, or call a "
+                      "TrainOneStepCell on tensors")
+        t, _ = trace_fn(cell, [(n, d, shape) for n, (d, shape) in zip(names, specs)],
+                        f"sluice.nn: {what}", not_a_step)
+        step = t.g.make_step([t.loss], train=True, mode=context.get_context("mode"))
+        owned = [(p, p.name) for p, _ in t.params.values()]
+        entry = cache[specs] = (step, owned, t.optimizer)
+    step, owned, optimizer = entry
+    claim(step, owned, optimizer)
+    return step.run(arrays)[0]
 
 
 # --- tracing ---------------------------------------------------------------------------
@@ -235,6 +297,11 @@ class _Trace:
         self.loss = None        # the node backward() was run on
         self.grads = None       # the _Grads value_and_grad returned
         self.optimizer = None   # the optimizer that appended its updates
+        # (id(cell), input nodes) -> (cell, output) of each cell called on
+        # traced tensors only: GradOperation's grad(network, weights)(*inputs)
+        # reuses the forward construct already traced instead of a second copy
+        self.calls = {}
+        self.losses = set()     # per-sample loss nodes (reduction "none")
 
     def input(self, name, dtype, shape):
         return _Sym(self, self.g.input(name, dtype, shape))

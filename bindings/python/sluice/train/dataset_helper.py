@@ -5,9 +5,12 @@ Both run a compiled training step on the device: the C library's pipeline
 and transfer thread fill the device's queue and the executor runs the
 steps, taking each batch with GetNext. The step is a
 :class:`sluice.nn.TrainOneStepCell` (a network, its loss and optimizer; the
-network the built-in LeNet5 or your own Cell), or, for data_sink, the
-seed's plain ``train_step(data, label)`` built on :func:`sluice.value_and_grad`,
-which is traced once into a C graph (:mod:`sluice.train.tracing`)::
+network the built-in LeNet5 or your own Cell); a training Cell of your
+own, as seed 004 writes its TrainOneStepCell (``construct(data, label)``
+computing the loss, its gradients with :class:`sluice.ops.GradOperation`
+and the optimizer's updates); or, for data_sink, the seed's plain
+``train_step(data, label)`` built on :func:`sluice.value_and_grad`. The
+last two are traced once into a C graph (:mod:`sluice.train.tracing`)::
 
     train_net = nn.TrainOneStepCell(nn.WithLossCell(network, net_loss), net_opt)
 
@@ -54,11 +57,23 @@ def _sink_size(value, what, allow_whole):
 
 
 def _model_of(network, what):
-    if not isinstance(network, nn.TrainOneStepCell):
-        raise TypeError(f"{what}: the network must be a sluice.nn.TrainOneStepCell"
-                        "(WithLossCell(network, loss_fn), optimizer): sluice sinks compiled "
-                        f"training steps, not Python functions (got {type(network).__name__})")
-    return network._get_model()
+    """What runs network's steps: the Model of a sluice.nn.TrainOneStepCell,
+    or the TracedStep of a training Cell of the user's own (made once, kept
+    on the cell)."""
+    if isinstance(network, nn.TrainOneStepCell):
+        return network._get_model()
+    if nn._is_traced(network):
+        from sluice.train.tracing import TracedStep
+        step = network.__dict__.get("_sl_step")
+        if step is None:
+            step = TracedStep(network)
+            network.__dict__["_sl_step"] = step
+        return step
+    raise TypeError(f"{what}: the network must be a sluice.nn.TrainOneStepCell"
+                    "(WithLossCell(network, loss_fn), optimizer) or a training Cell of your "
+                    "own (a construct computing the loss, its gradients with "
+                    "ops.GradOperation and the optimizer's updates): sluice sinks compiled "
+                    f"training steps (got {type(network).__name__})")
 
 
 class DatasetHelper:
@@ -146,10 +161,19 @@ class _ConnectedNetwork:
 
 
 def connect_network_with_dataset(network, dataset_helper):
-    """Connects a :class:`sluice.nn.TrainOneStepCell` to a
-    :class:`DatasetHelper`: its C model is made (if it is not yet) and the
-    helper's pipeline (and, in sink mode, transfer thread) starts. Returns
-    the network to call with each item of the helper."""
+    """Connects a training network to a :class:`DatasetHelper`: its C model
+    is made (if it is not yet) and the helper's pipeline (and, in sink
+    mode, transfer thread) starts. Returns the network to call with each
+    item of the helper.
+
+    The network is a :class:`sluice.nn.TrainOneStepCell`, or a training
+    Cell of your own whose ``construct`` takes one argument per dataset
+    column, computes the loss, its gradients
+    (:class:`sluice.ops.GradOperation`) and the optimizer's updates, and
+    returns the loss (``ops.depend(loss, self.optimizer(grads))``). That
+    construct is traced once, with the dataset's batch shapes and the
+    context's mode, into one compiled step; what sluice cannot trace raises
+    an error naming it."""
     if not isinstance(dataset_helper, DatasetHelper):
         raise TypeError("connect_network_with_dataset: dataset_helper must be a DatasetHelper")
     dataset_helper._connect(_model_of(network, "connect_network_with_dataset"))
@@ -186,8 +210,9 @@ def data_sink(fn, dataset, sink_size=1, jit_config=None, input_signature=None):
     """MindSpore's data_sink: binds a training step to a dataset.
 
     Args:
-        fn: the step: a :class:`sluice.nn.TrainOneStepCell`, or a Python
-            function of the dataset's columns (``train_step(data, label)``)
+        fn: the step: a :class:`sluice.nn.TrainOneStepCell`, a training Cell
+            of your own (see :func:`connect_network_with_dataset`), or a
+            Python function of the dataset's columns (``train_step(data, label)``)
             that calls a :func:`sluice.value_and_grad` function, applies an
             optimizer to its grads (``net_opt(grads)``) and returns the loss.
             The function is traced once, on symbolic tensors shaped like the
@@ -200,7 +225,7 @@ def data_sink(fn, dataset, sink_size=1, jit_config=None, input_signature=None):
         jit_config (JitConfig): for a function step, GRAPH mode (memory
             planned once); None (the default) runs it op by op, PYNATIVE
             mode, as MindSpore's None does. Both give the same numbers, bit
-            for bit. A TrainOneStepCell runs in the context's mode.
+            for bit. A Cell runs in the context's mode.
         input_signature: None only (the shapes come from the dataset).
 
     Returns a callable; each call runs ``sink_size`` steps and returns the
@@ -222,10 +247,11 @@ def data_sink(fn, dataset, sink_size=1, jit_config=None, input_signature=None):
     if input_signature is not None:
         raise ValueError("data_sink: input_signature is not supported; sluice takes the "
                          "inputs' shapes from the dataset")
-    if isinstance(fn, nn.Cell) and not isinstance(fn, nn.TrainOneStepCell):
-        raise TypeError(f"data_sink: fn must be a TrainOneStepCell or a train_step function, "
-                        f"got the cell {type(fn).__name__}")
-    if isinstance(fn, nn.TrainOneStepCell) or not callable(fn):
+    if isinstance(fn, nn.Cell) and not isinstance(fn, nn.TrainOneStepCell) and \
+            not nn._is_traced(fn):
+        raise TypeError(f"data_sink: fn must be a TrainOneStepCell, a training Cell of your "
+                        f"own or a train_step function, got the cell {type(fn).__name__}")
+    if isinstance(fn, nn.Cell) or not callable(fn):
         model = _model_of(fn, "data_sink")
         model._check_dataset(dataset, "data_sink", True)
         model._ensure(dataset, "data_sink")

@@ -4,7 +4,7 @@ from typing import Any, Callable, Iterator, Optional, Tuple, Union
 from sluice import Tensor
 from sluice.dataset import Dataset
 from sluice.functional import JitConfig
-from sluice.nn import TrainOneStepCell
+from sluice.nn import Cell, TrainOneStepCell
 
 
 class DatasetHelper:
@@ -20,7 +20,7 @@ class DatasetHelper:
     def __exit__(self, *exc: Any) -> bool: ...
 
 
-def connect_network_with_dataset(network: TrainOneStepCell,
+def connect_network_with_dataset(network: Union[TrainOneStepCell, Cell],
                                  dataset_helper: DatasetHelper) -> Callable[[Tensor], Tensor]: ...
 
 
@@ -31,6 +31,6 @@ class _SinkProcess:
     def __exit__(self, *exc: Any) -> bool: ...
 
 
-def data_sink(fn: Union[TrainOneStepCell, Callable[..., Any]], dataset: Dataset,
+def data_sink(fn: Union[TrainOneStepCell, Cell, Callable[..., Any]], dataset: Dataset,
               sink_size: int = ..., jit_config: Optional[JitConfig] = ...,
               input_signature: Any = ...) -> _SinkProcess: ...

@@ -91,6 +91,9 @@ class Model:
                              "optimizer: give loss_fn and optimizer")
         if loss_fn is not None and not isinstance(loss_fn, nn.SoftmaxCrossEntropyWithLogits):
             raise TypeError("Model: loss_fn must be SoftmaxCrossEntropyWithLogits")
+        if loss_fn is not None and not traced and not loss_fn.sparse:
+            raise ValueError("Model: the built-in LeNet5 is compiled with the sparse mean loss "
+                             "(SoftmaxCrossEntropyWithLogits(sparse=True, reduction='mean'))")
         if optimizer is not None:
             if not isinstance(optimizer, nn.Optimizer):
                 raise TypeError("Model: optimizer must be a sluice.nn optimizer (Momentum, SGD)")

@@ -1,5 +1,6 @@
-"""sluice.train.tracing: a user's network, or a plain Python train_step,
-traced into one C graph (forward, loss, backward, optimizer updates) and
+"""sluice.train.tracing: a user's network, a plain Python train_step, or a
+training Cell of the user's own (seed 004's TrainOneStepCell), traced into
+one C graph (forward, loss, backward, optimizer updates) and
 compiled into a C model (``sluice._sluice.Graph.make_model``), which the
 C library's train, data_sink and dataset-helper paths run like a built-in
 network's.
@@ -17,9 +18,10 @@ the training as MindSpore's would.
 import inspect
 
 from sluice import context
-from sluice.nn.cell import _Sym, _Trace
+from sluice.dataset import Dataset
+from sluice.nn.cell import Cell, _Sym, _Trace
 
-__all__ = ["trace_network", "trace_step", "claim"]
+__all__ = ["trace_network", "trace_fn", "trace_step", "claim", "TracedStep"]
 
 
 def _input_specs(dataset, what):
@@ -46,8 +48,13 @@ def _make_model(trace, inputs, logits, loss, mode):
     """The C model of a finished trace; it holds the parameters' values."""
     image = inputs["image"]._node if "image" in inputs else -1
     label = inputs["label"]._node if "label" in inputs else -1
-    if image < 0 or label < 0:
-        logits = -1
+    if trace.g.spec(loss)[1] != ():
+        raise ValueError("sluice: the step's loss is per sample, of shape "
+                         f"{tuple(trace.g.spec(loss)[1])}; Model, data_sink and DatasetHelper "
+                         "train with a scalar loss (reduction='mean'); a per-sample loss "
+                         "trains by calling the TrainOneStepCell on tensors")
+    if image < 0 or label < 0 or inputs["label"].dtype != "int32":
+        logits = -1          # eval counts int32 class labels only
     owned = [(p, p.name) for p, _ in trace.params.values()]
     model_c = trace.g.make_model(
         image, label, logits, loss, mode=mode,
@@ -108,32 +115,90 @@ def trace_network(network, loss_fn, optimizer, dataset, what):
     return _make_model(t, inputs, logits._node, loss._node, context.get_context("mode"))
 
 
-def trace_step(fn, dataset, mode, what="data_sink"):
-    """data_sink's compilation of a plain train_step(*columns): it must call
-    a value_and_grad function and an optimizer with its grads, and return
-    the loss. Returns (model_c, owned, optimizer)."""
-    specs = _input_specs(dataset, what)
+def trace_fn(fn, specs, what, not_a_step=None):
+    """Traces one training step written by the user, fn(*inputs) on traced
+    inputs of specs [(name, dtype, shape)]: a plain train_step(*columns), or
+    a Cell whose construct is one (seed 004's own TrainOneStepCell). It must
+    compute the gradients (a value_and_grad function, or
+    ops.GradOperation's), apply an optimizer to them and return the loss;
+    otherwise ValueError, or RuntimeError(not_a_step) when given and fn
+    computed no gradients or applied no optimizer. Returns the finished
+    _Trace and {name: traced input}."""
+    is_cell = isinstance(fn, Cell)
     try:
-        inspect.signature(fn).bind(*(name for name, _, _ in specs))
+        inspect.signature(fn.construct if is_cell else fn).bind(*(n for n, _, _ in specs))
     except TypeError as e:
+        cols = ", ".join(n for n, _, _ in specs)
+        if is_cell:
+            raise TypeError(f"{what}: {type(fn).__name__}.construct must take one argument "
+                            f"per dataset column ({cols}): {e}") from None
         raise TypeError(f"{what}: fn must be a TrainOneStepCell or a function called with one "
-                        f"argument per dataset column ({', '.join(n for n, _, _ in specs)}): "
-                        f"{e}") from None
+                        f"argument per dataset column ({cols}): {e}") from None
     except ValueError:
         pass                 # no signature to check (a builtin): the call will tell
-    t = _Trace()
+    t = _Trace(seed=fn._seed if is_cell else 0)
     inputs = {name: t.input(name, dtype, shape) for name, dtype, shape in specs}
     out = fn(*inputs.values())
+    if not_a_step is not None and (t.loss is None or t.optimizer is None):
+        raise RuntimeError(not_a_step)
     if t.loss is None:
         raise ValueError(f"{what}: the step computed no gradients: call the function "
-                         "sluice.value_and_grad(forward_fn, None, weights) returned in it")
+                         "sluice.value_and_grad(forward_fn, None, weights) or "
+                         "ops.GradOperation(get_by_list=True)(network, weights) returned in it")
     if t.optimizer is None:
         raise ValueError(f"{what}: the step applied no optimizer: call net_opt(grads) with the "
-                         "grads value_and_grad returned (sluice sinks training steps)")
+                         "grads it computed (sluice sinks training steps)")
     if isinstance(out, tuple) and out:
         out = out[0]
     if not isinstance(out, _Sym) or out._node != t.loss:
-        raise ValueError(f"{what}: the step must return the loss value_and_grad computed "
-                         f"(got {out!r})")
+        raise ValueError(f"{what}: the step must return the loss it computed the gradients "
+                         f"of (got {out!r})")
+    return t, inputs
+
+
+def trace_step(fn, dataset, mode, what="data_sink"):
+    """The compilation of a training step written by the user (see
+    :func:`trace_fn`) with the dataset's columns as inputs. Returns
+    (model_c, owned, optimizer)."""
+    t, inputs = trace_fn(fn, _input_specs(dataset, what), what)
     model_c, owned = _make_model(t, inputs, -1, t.loss, mode)
     return model_c, owned, t.optimizer
+
+
+class TracedStep:
+    """A training-step Cell of the user's own (seed 004's TrainOneStepCell:
+    a construct(data, label) computing the loss, its gradients with
+    ops.GradOperation and the optimizer's updates) as DatasetHelper and
+    data_sink run it: traced by :func:`trace_step` when the first dataset
+    gives the inputs' shapes, with the context's mode, and compiled once.
+    It has the interface of :class:`sluice.train.Model` those use."""
+
+    def __init__(self, cell):
+        self.cell = cell
+        self._c = None
+        self._owned = None
+        self._optimizer = None
+
+    def _check_dataset(self, dataset, what, exact_batch=True, needs_end=False):
+        """TypeError or ValueError unless dataset is a Dataset whose epoch holds
+        a batch and, when needs_end, ends (tracing checks the columns)."""
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"{what}: the dataset must be a sluice.dataset.Dataset, "
+                            f"got {type(dataset).__name__}")
+        size = dataset.get_dataset_size()
+        if size == 0:
+            raise ValueError(f"{what}: an epoch of the dataset holds no batch (fewer samples "
+                             "than the batch size, with drop_remainder?)")
+        if size < 0 and needs_end:
+            raise ValueError(f"{what}: the dataset has no end (repeat without a count), so an "
+                             "epoch never ends: give sink_size > 0")
+
+    def _ensure(self, dataset, what):
+        if self._c is None:
+            self._c, self._owned, self._optimizer = trace_step(
+                self.cell, dataset, context.get_context("mode"), what)
+        self._claim()
+
+    def _claim(self):
+        if self._c is not None:
+            claim(self._c, self._owned, self._optimizer)

@@ -1,0 +1,2 @@
+"""Type stubs of sluice.common.tensor."""
+from sluice import Tensor as Tensor

@@ -1,0 +1,9 @@
+"""sluice.dataset.vision.c_transforms: MindSpore 1.x's module name for the
+image operators of :mod:`sluice.dataset.vision` (``import
+mindspore.dataset.vision.c_transforms as CV``). The same classes: sluice's
+operators all run in C."""
+from sluice.dataset.vision import (HWC2CHW, Decode, Inter, Normalize, RandomCrop,
+                                   RandomHorizontalFlip, Rescale, Resize)
+
+__all__ = ["Inter", "Decode", "Resize", "Rescale", "Normalize", "HWC2CHW", "RandomCrop",
+           "RandomHorizontalFlip"]

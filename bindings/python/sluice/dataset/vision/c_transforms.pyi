@@ -1,0 +1,5 @@
+"""Type stubs of sluice.dataset.vision.c_transforms."""
+from sluice.dataset.vision import (HWC2CHW as HWC2CHW, Decode as Decode, Inter as Inter,
+                                   Normalize as Normalize, RandomCrop as RandomCrop,
+                                   RandomHorizontalFlip as RandomHorizontalFlip,
+                                   Rescale as Rescale, Resize as Resize)
