@@ -327,3 +327,43 @@ def test_seed001_data_sink_example_runs():
     assert lines[12].startswith("loss is ") and len(lines) == 13
     for line in lines[2:8] + lines[9:11] + lines[12:]:
         assert 0 < float(line.rsplit(" ", 1)[1]) < 10
+
+
+def test_checkpoints_of_a_users_cell(small, tmp_path):
+    """save_checkpoint / load_checkpoint / load_param_into_net with the
+    seed's own LeNet5: before any model (its initial values, step 0), and
+    after training (the model's values, accumulators and global step); a
+    fresh cell loaded from the file trains on exactly as the first."""
+    mine = LeNet5()
+    before = tmp_path / "before.ckpt"
+    sluice.save_checkpoint(mine, before)
+    saved = sluice.load_checkpoint(before)
+    assert_same({k: v.asnumpy() for k, v in saved.items()}, values(mine))
+    other = LeNet5()
+    assert sluice.load_param_into_net(other, saved) == []
+    assert_same(values(other), values(mine))
+
+    opt = nn.Momentum(mine.trainable_params(), 0.01, 0.9)
+    model = train.Model(mine, loss_cell(), opt)
+    model.train(1, small.take(10), dataset_sink_mode=True)
+    after = tmp_path / "after.ckpt"
+    sluice.save_checkpoint(mine, after)
+    saved = sluice.load_checkpoint(after)
+    assert sorted(k for k in saved if k.startswith("moments.")) == \
+        sorted("moments." + p.name for p in mine.trainable_params())
+    assert_same({k: v.asnumpy() for k, v in saved.items() if not k.startswith("moments.")},
+                values(mine))
+    assert not np.array_equal(saved["conv1.weight"].asnumpy(),
+                              sluice.load_checkpoint(before)["conv1.weight"].asnumpy())
+
+    # a sub-cell's parameters alone, and a cell that is not a network
+    part = tmp_path / "fc3.ckpt"
+    sluice.save_checkpoint(mine.fc3, part)
+    fc3 = sluice.load_checkpoint(part)
+    assert sorted(fc3) == ["fc3.bias", "fc3.weight"]
+    assert np.array_equal(fc3["fc3.weight"].asnumpy(), values(mine)["fc3.weight"])
+    with pytest.raises(TypeError, match="network"):
+        sluice.load_param_into_net(object(), saved)
+    bad = {"conv1.weight": np.zeros((1, 2), np.float32)}
+    with pytest.raises(ValueError, match="shape"):
+        sluice.load_param_into_net(LeNet5(), bad)

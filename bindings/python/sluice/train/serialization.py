@@ -23,6 +23,8 @@ _POSITION_BYTES = 40  # version 2's data position, before the CRC
 
 
 def _model_c(save_obj):
+    """The C model whose save() writes save_obj, or None for a Cell of the
+    user's whose values no single model holds (written from Python)."""
     from sluice.train.model import Model
     if isinstance(save_obj, Model):
         return save_obj._c
@@ -33,15 +35,58 @@ def _model_c(save_obj):
             raise ValueError("save_checkpoint: the network is in no Model yet (its values live "
                              "in the Model that trains it)")
         return save_obj._owner
+    if isinstance(save_obj, nn.Cell):
+        # The model that trained the cell holds its values, its optimizer's
+        # accumulators and the step; it may be written whole when it holds
+        # exactly this cell's parameters, under their names.
+        params = save_obj.trainable_params()
+        owners = {id(p._owner) for p in params}
+        owner = params[0]._owner if params else None
+        if owner is not None and len(owners) == 1 and all(p._cname == p.name for p in params) \
+                and sorted(n for n, _ in owner.params()) == sorted(p.name for p in params):
+            return owner
+        return None
     raise TypeError(f"save_checkpoint: give a Model or a network, got {type(save_obj).__name__}")
+
+
+def _write(path, params):
+    """Writes [(name, float32 array)] as a version 1 checkpoint (global step
+    0), through a temporary file renamed into place."""
+    import numpy as np
+    out = [_MAGIC, struct.pack("<IIq", 1, len(params), 0)]
+    for name, values in params:
+        raw = name.encode()
+        values = np.ascontiguousarray(values, dtype="<f4")
+        out.append(struct.pack("<H", len(raw)) + raw)
+        out.append(struct.pack(f"<BB{values.ndim}q", _FLOAT32, values.ndim, *values.shape))
+        out.append(values.tobytes())
+    data = b"".join(out)
+    data += struct.pack("<I", zlib.crc32(data))
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def save_checkpoint(save_obj, ckpt_file_name):
     """Writes the parameters of a network (of the Model that holds its
     values), a Model or a TrainOneStepCell to ``ckpt_file_name``, with the
     optimizer's accumulators (``moments.<name>``) and the global step.
-    OSError when the file cannot be written."""
-    _model_c(save_obj).save(os.fspath(ckpt_file_name))
+    A Cell of your own is written the same way once a Model, data_sink or
+    DatasetHelper has trained it; before that (or when its parameters are
+    spread over several models) its parameters alone are written, at step
+    0. OSError when the file cannot be written."""
+    path = os.fspath(ckpt_file_name)
+    model_c = _model_c(save_obj)
+    if model_c is not None:
+        model_c.save(path)
+    else:
+        _write(path, [(p.name, p.asnumpy()) for p in save_obj.trainable_params()])
 
 
 def _read(path):
@@ -96,7 +141,7 @@ def load_param_into_net(net, parameter_dict):
     Parameter or array}``); other entries (an optimizer's accumulators) are
     left out. Returns the names of the network's parameters the dict does
     not hold. ValueError when a value's shape is not the parameter's."""
-    if not isinstance(net, nn.LeNet5):
+    if not isinstance(net, nn.Cell):
         raise TypeError(f"load_param_into_net: give a network, got {type(net).__name__}")
     missing = []
     for param in net.trainable_params():
