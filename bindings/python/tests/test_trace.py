@@ -367,3 +367,47 @@ def test_checkpoints_of_a_users_cell(small, tmp_path):
     bad = {"conv1.weight": np.zeros((1, 2), np.float32)}
     with pytest.raises(ValueError, match="shape"):
         sluice.load_param_into_net(LeNet5(), bad)
+
+
+def test_nodes_are_named_after_layers(small):
+    """A traced network's nodes carry the layer paths of its code (as
+    its parameters do), a layer used twice gets a suffix, ops outside any
+    layer keep the op's own name; the dump of save_graphs shows them."""
+    mine = LeNet5()
+    traced = train.Model(mine, loss_cell(), nn.Momentum(mine.trainable_params(), 0.01, 0.9))
+    traced._ensure(small, "test")
+    names = [n for _, n in traced._c.nodes()]
+    for want in ("conv1", "conv2", "fc1", "fc2", "fc3", "relu", "relu_2", "relu_3", "relu_4",
+                 "max_pool2d", "max_pool2d_2", "grad.conv2", "grad.fc1"):
+        assert want in names, (want, names)
+    assert "relu_5" not in names
+    assert any(n.startswith("reshape_") for n in names)   # ops.reshape in construct
+
+    class Features(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = conv(1, 6, 5)
+            self.conv2 = conv(6, 16, 5)
+            self.relu = nn.ReLU()
+            self.pool = nn.MaxPool2d(kernel_size=2, stride=2)
+
+        def construct(self, x):
+            x = self.pool(self.relu(self.conv1(x)))
+            return self.pool(self.relu(self.conv2(x)))
+
+    class Outer(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.features = Features()
+            self.head = fc_with_initialize(16 * 5 * 5, 10)
+
+        def construct(self, x):
+            return self.head(ops.reshape(self.features(x), (32, -1)))
+
+    net = Outer()
+    model = train.Model(net, loss_cell(), nn.Momentum(net.trainable_params(), 0.01, 0.9))
+    model._ensure(small, "test")
+    names = [n for _, n in model._c.nodes()]
+    for want in ("features.conv1", "features.relu", "features.relu_2", "features.pool_2",
+                 "head", "head.weight", "grad.features.conv2"):
+        assert want in names, (want, names)

@@ -229,9 +229,11 @@ class Cell:
         if not kwargs and all(isinstance(a, _Sym) for a in args):
             key = (id(self), tuple(a._node for a in args))
         trace.depth += 1
+        trace.scopes.append(trace.scope_of(self))
         try:
             out = self.construct(*args, **kwargs)
         finally:
+            trace.scopes.pop()
             trace.depth -= 1
         if key is not None:
             trace.calls[key] = (self, out)
@@ -302,6 +304,12 @@ class _Trace:
         # reuses the forward construct already traced instead of a second copy
         self.calls = {}
         self.losses = set()     # per-sample loss nodes (reduction "none")
+        # (cell, path) of the cells being called, outermost first: a node
+        # is named after the layer that made it ("conv1", "fc2"), as its
+        # parameters are ("conv1.weight"), so that save_graphs dumps and
+        # reports read like the network's code
+        self.scopes = []
+        self.names = set()      # node names given so far
 
     def input(self, name, dtype, shape):
         return _Sym(self, self.g.input(name, dtype, shape))
@@ -324,12 +332,49 @@ class _Trace:
         self.params[id(p)] = (p, node)
         return node
 
+    def scope_of(self, cell):
+        """(cell, path): the attribute path from the outermost cell (""
+        for that one), through the cell calling it; a parent made with
+        auto_prefix=False adds nothing, as it adds nothing to its
+        parameters' names."""
+        if not self.scopes:
+            return (cell, "")
+        parent, path = self.scopes[-1]
+        if not parent.__dict__.get("_sl_auto_prefix", True):
+            return (cell, path)   # as its parameters' names, no prefix from this parent
+        for name, sub in parent.__dict__.get("_sl_cells", {}).items():
+            if sub is cell:
+                return (cell, f"{path}.{name}" if path else name)
+        return (cell, path)   # a cell held elsewhere: its ops count as the caller's
+
+    def node_name(self):
+        """A name for the next node: the innermost layer's path, made
+        unique by a suffix when the layer runs more than once (a ReLU cell
+        used after every layer); None (the op's own name and a number) for
+        ops outside any layer."""
+        path = self.scopes[-1][1] if self.scopes else ""
+        if not path:
+            return None
+        name, k = path, 1
+        while name in self.names:
+            k += 1
+            name = f"{path}_{k}"
+        self.names.add(name)
+        return name
+
     def op(self, what, fn, *args):
         """Runs a graph builder; its ValueError (shapes) names the layer."""
-        try:
-            return _Sym(self, fn(None, *args))
-        except ValueError as e:
-            raise ValueError(f"sluice.nn: {what}: {e}") from None
+        name = self.node_name()
+        for _ in range(100):
+            try:
+                return _Sym(self, fn(name, *args))
+            except ValueError as e:
+                # a layer path can meet a name the graph made itself (an
+                # op's own name and number): take the layer's next suffix
+                if name is None or "already exists" not in str(e):
+                    raise ValueError(f"sluice.nn: {what}: {e}") from None
+                name = self.node_name()
+        raise ValueError(f"sluice.nn: {what}: no free name for a node of {name!r}")
 
 
 def _trace_of(args):
