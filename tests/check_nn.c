@@ -882,8 +882,9 @@ static sl__pool2d_dims pool_dims(size_t n, size_t c, size_t h, size_t w, size_t 
     return d;
 }
 
-/* 2/2 on odd sizes (a partial window dropped), overlapping 3/2, 3/1, and
- * LeNet's two pools. */
+/* 2/2 on odd sizes (a partial window dropped), overlapping 3/2, 3/1,
+ * LeNet's two pools, and rows of 20 and of 8 windows (the vector paths'
+ * whole blocks and tails). */
 static sl__pool2d_dims pool_case(int i)
 {
     switch (i) {
@@ -895,11 +896,15 @@ static sl__pool2d_dims pool_case(int i)
         return pool_dims(3, 2, 5, 7, 3, 1);
     case 3:
         return pool_dims(3, 6, 28, 28, 2, 2);
-    default:
+    case 4:
         return pool_dims(3, 16, 10, 10, 2, 2);
+    case 5: /* rows of 20 windows: two blocks of 8 and a tail of 4 */
+        return pool_dims(3, 2, 9, 41, 2, 2);
+    default: /* rows of exactly 8 windows */
+        return pool_dims(3, 2, 4, 16, 2, 2);
     }
 }
-#define POOL_CASES 5
+#define POOL_CASES 7
 
 static size_t pool_in_size(const sl__pool2d_dims *d)
 {
@@ -1092,6 +1097,31 @@ START_TEST(test_relu_pool_fused)
     ck_assert_int_eq(memcmp(out, fout, nout * sizeof *out), 0);
     ck_assert_int_eq(memcmp(am, fam, nout * sizeof *am), 0);
     ck_assert_int_eq(memcmp(din, fdin, nin * sizeof *din), 0);
+    /* every vector path this CPU has, fused or not, against the plain C */
+    for (int relu = 0; relu <= 1; relu++) {
+        float *want = falloc(nout), *got = falloc(nout);
+        int32_t *wam = malloc(nout * sizeof *wam), *gam = malloc(nout * sizeof *gam);
+        ck_assert_ptr_nonnull(wam);
+        ck_assert_ptr_nonnull(gam);
+        sl__max_pool2d_forward_at(SL__CPU_GENERIC, relu, want, wam, in, &d, 0, d.n);
+        for (int level = SL__CPU_AVX2; level <= (int)sl__cpu_level_get(); level++) {
+            fill_nan(got, nout);
+            memset(gam, 0xA5, nout * sizeof *gam);
+            sl__max_pool2d_forward_at((sl__cpu_level)level, relu, got, gam, in, &d, 0, d.n);
+            ck_assert_msg(memcmp(want, got, nout * sizeof *got) == 0,
+                          "pool (relu %d) on %s: values differ from generic", relu,
+                          sl__cpu_level_name((sl__cpu_level)level));
+            ck_assert_msg(memcmp(wam, gam, nout * sizeof *gam) == 0,
+                          "pool (relu %d) on %s: argmax differs from generic", relu,
+                          sl__cpu_level_name((sl__cpu_level)level));
+        }
+        if (relu) /* the fused forward is relu's output pooled, on every path */
+            ck_assert_int_eq(memcmp(want, out, nout * sizeof *out), 0);
+        free(want);
+        free(got);
+        free(wam);
+        free(gam);
+    }
 
     c.d = d;
     c.in = in;

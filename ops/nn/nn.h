@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/cpu.h"
 #include "core/rng.h"
 
 /* --- conv2d ---------------------------------------------------------- */
@@ -72,6 +73,11 @@ void sl__max_pool2d_backward(float *din, const float *dout, const int32_t *argma
  * relu(in). */
 void sl__relu_max_pool2d_forward(float *out, int32_t *argmax, const float *in,
                                  const sl__pool2d_dims *d, size_t n0, size_t n1);
+/* Either forward (relu 0 or 1) on the vector path of at most this level
+ * (core/cpu.h), for tests; the others take the best this CPU has. Every
+ * path gives the same values and argmax bit for bit. */
+void sl__max_pool2d_forward_at(sl__cpu_level level, int relu, float *out, int32_t *argmax,
+                               const float *in, const sl__pool2d_dims *d, size_t n0, size_t n1);
 /* Their backward in one pass, from the fused forward's out and argmax:
  * exactly relu_backward(max_pool2d_backward(dout), relu(in)). */
 void sl__relu_max_pool2d_backward(float *din, const float *dout, const int32_t *argmax,

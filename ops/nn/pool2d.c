@@ -5,7 +5,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "core/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define SL_POOL_X86 1
+#include <immintrin.h>
+#endif
 
 int sl__pool2d_dims_init(sl__pool2d_dims *d)
 {
@@ -87,12 +93,109 @@ pool_row_2x2(float *restrict o, int32_t *restrict am, const float *restrict r0,
     }
 }
 
+#ifdef SL_POOL_X86
+/* Elements [2 * x, 2 * x + 2 * n) of row r as (even, odd) halves: r[2x],
+ * r[2x + 2], ... and r[2x + 1], r[2x + 3], ...; n <= 8, and the loads stop
+ * at the row's last pair (masked when n < 8). */
+__attribute__((target("avx2"))) static inline void pairs_avx2(const float *r, size_t n,
+                                                              __m256 *even, __m256 *odd)
+{
+    __m256 a, b;
+    if (n == 8) {
+        a = _mm256_loadu_ps(r);
+        b = _mm256_loadu_ps(r + 8);
+    } else {
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i m = _mm256_set1_epi32((int)(2 * n));
+        a = _mm256_maskload_ps(r, _mm256_cmpgt_epi32(m, lane));
+        b = _mm256_maskload_ps(r + 8, _mm256_cmpgt_epi32(m, _mm256_add_epi32(
+                                                           lane, _mm256_set1_epi32(8))));
+    }
+    /* shuffle gives (a0 a2 b0 b2 | a4 a6 b4 b6); the 64-bit permute puts
+     * the quarters in order */
+    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
+    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
+}
+
+/* ReLU as relu_of does it: x > 0 ? x : 0, so NaN and -0 become +0. */
+__attribute__((target("avx2"))) static inline __m256 relu_avx2(__m256 x)
+{
+    return _mm256_and_ps(x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ));
+}
+
+/* Takes (x, at) where x > v, as take_max: a NaN never wins, the first of
+ * equal values stays. */
+__attribute__((target("avx2"))) static inline void take_max_avx2(__m256 x, __m256i at, __m256 *v,
+                                                                 __m256i *best)
+{
+    const __m256 gt = _mm256_cmp_ps(x, *v, _CMP_GT_OQ);
+    *best = _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(*best), _mm256_castsi256_ps(at), gt));
+    *v = _mm256_blendv_ps(*v, x, gt);
+}
+
+/* pool_row_2x2 eight windows at a time with AVX2, the row's last windows
+ * by masked loads and stores: the same comparisons in the same order, so
+ * the same values and argmax bit for bit. */
+__attribute__((target("avx2"))) static void pool_row_2x2_avx2(float *o, int32_t *am,
+                                                             const float *r0, const float *r1,
+                                                             int32_t base, int32_t w, size_t ow,
+                                                             int relu)
+{
+    const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i one = _mm256_set1_epi32(1), down = _mm256_set1_epi32(w);
+    for (size_t x = 0; x < ow; x += 8) {
+        size_t n = ow - x < 8 ? ow - x : 8;
+        __m256 e0, o0, e1, o1, v;
+        __m256i at = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * (int32_t)x), lane2), best;
+        pairs_avx2(r0 + 2 * x, n, &e0, &o0);
+        pairs_avx2(r1 + 2 * x, n, &e1, &o1);
+        if (relu) {
+            e0 = relu_avx2(e0);
+            o0 = relu_avx2(o0);
+            e1 = relu_avx2(e1);
+            o1 = relu_avx2(o1);
+        }
+        v = e0;
+        best = at;
+        take_max_avx2(o0, _mm256_add_epi32(at, one), &v, &best);
+        take_max_avx2(e1, _mm256_add_epi32(at, down), &v, &best);
+        take_max_avx2(o1, _mm256_add_epi32(_mm256_add_epi32(at, down), one), &v, &best);
+        if (n == 8) {
+            _mm256_storeu_ps(o + x, v);
+            _mm256_storeu_si256((__m256i *)(void *)(am + x), best);
+        } else {
+            const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
+                                                    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            _mm256_maskstore_ps(o + x, mask, v);
+            _mm256_maskstore_epi32((int *)(void *)(am + x), mask, best);
+        }
+    }
+}
+#endif
+
 static inline __attribute__((always_inline)) void
 pool_forward(float *out, int32_t *argmax, const float *in, const sl__pool2d_dims *d, size_t n0,
-             size_t n1, int relu)
+             size_t n1, int relu, sl__cpu_level level)
 {
     const size_t hw = d->h * d->w, ohw = d->oh * d->ow, s = d->stride, k = d->k;
     SL_ASSERT(n0 <= n1 && n1 <= d->n);
+#ifdef SL_POOL_X86
+    if (k == 2 && s == 2 && level >= SL__CPU_AVX2) {
+        for (size_t plane = n0 * d->c; plane < n1 * d->c; plane++) {
+            const float *x = in + plane * hw;
+            for (size_t y = 0; y < d->oh; y++)
+                pool_row_2x2_avx2(out + plane * ohw + y * d->ow, argmax + plane * ohw + y * d->ow,
+                                  x + 2 * y * d->w, x + (2 * y + 1) * d->w,
+                                  (int32_t)(2 * y * d->w), (int32_t)d->w, d->ow, relu);
+        }
+        return;
+    }
+#else
+    (void)level;
+#endif
     for (size_t plane = n0 * d->c; plane < n1 * d->c; plane++) {
         const float *x = in + plane * hw;   /* (H, W) */
         float *o = out + plane * ohw;       /* (OH, OW) */
@@ -120,16 +223,27 @@ pool_forward(float *out, int32_t *argmax, const float *in, const sl__pool2d_dims
     }
 }
 
+void sl__max_pool2d_forward_at(sl__cpu_level level, int relu, float *out, int32_t *argmax,
+                               const float *in, const sl__pool2d_dims *d, size_t n0, size_t n1)
+{
+    if (level > sl__cpu_level_get())
+        level = sl__cpu_level_get();
+    if (relu)
+        pool_forward(out, argmax, in, d, n0, n1, 1, level);
+    else
+        pool_forward(out, argmax, in, d, n0, n1, 0, level);
+}
+
 void sl__max_pool2d_forward(float *out, int32_t *argmax, const float *in,
                             const sl__pool2d_dims *d, size_t n0, size_t n1)
 {
-    pool_forward(out, argmax, in, d, n0, n1, 0);
+    pool_forward(out, argmax, in, d, n0, n1, 0, sl__cpu_level_get());
 }
 
 void sl__relu_max_pool2d_forward(float *out, int32_t *argmax, const float *in,
                                  const sl__pool2d_dims *d, size_t n0, size_t n1)
 {
-    pool_forward(out, argmax, in, d, n0, n1, 1);
+    pool_forward(out, argmax, in, d, n0, n1, 1, sl__cpu_level_get());
 }
 
 void sl__max_pool2d_backward(float *din, const float *dout, const int32_t *argmax,
