@@ -1117,6 +1117,22 @@ START_TEST(test_relu_pool_fused)
         }
         if (relu) /* the fused forward is relu's output pooled, on every path */
             ck_assert_int_eq(memcmp(want, out, nout * sizeof *out), 0);
+        {
+            float *wdin = falloc(nin), *gdin = falloc(nin);
+            fill_nan(wdin, nin);
+            sl__max_pool2d_backward_at(SL__CPU_GENERIC, wdin, dout, wam, relu ? want : NULL, &d,
+                                       0, d.n);
+            for (int level = SL__CPU_AVX2; level <= (int)sl__cpu_level_get(); level++) {
+                fill_nan(gdin, nin);
+                sl__max_pool2d_backward_at((sl__cpu_level)level, gdin, dout, wam,
+                                           relu ? want : NULL, &d, 0, d.n);
+                ck_assert_msg(memcmp(wdin, gdin, nin * sizeof *gdin) == 0,
+                              "pool backward (relu %d) on %s differs from generic", relu,
+                              sl__cpu_level_name((sl__cpu_level)level));
+            }
+            free(wdin);
+            free(gdin);
+        }
         free(want);
         free(got);
         free(wam);

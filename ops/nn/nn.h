@@ -78,6 +78,11 @@ void sl__relu_max_pool2d_forward(float *out, int32_t *argmax, const float *in,
  * path gives the same values and argmax bit for bit. */
 void sl__max_pool2d_forward_at(sl__cpu_level level, int relu, float *out, int32_t *argmax,
                                const float *in, const sl__pool2d_dims *d, size_t n0, size_t n1);
+/* Either backward on the vector path of at most this level, for tests:
+ * out NULL for max_pool2d's, the fused forward's output for the fused one. */
+void sl__max_pool2d_backward_at(sl__cpu_level level, float *din, const float *dout,
+                                const int32_t *argmax, const float *out,
+                                const sl__pool2d_dims *d, size_t n0, size_t n1);
 /* Their backward in one pass, from the fused forward's out and argmax:
  * exactly relu_backward(max_pool2d_backward(dout), relu(in)). */
 void sl__relu_max_pool2d_backward(float *din, const float *dout, const int32_t *argmax,

@@ -246,20 +246,123 @@ void sl__relu_max_pool2d_forward(float *out, int32_t *argmax, const float *in,
     pool_forward(out, argmax, in, d, n0, n1, 1, sl__cpu_level_get());
 }
 
-void sl__max_pool2d_backward(float *din, const float *dout, const int32_t *argmax,
-                             const sl__pool2d_dims *d, size_t n0, size_t n1)
+#ifdef SL_POOL_X86
+/* One plane's gradient for 2x2 windows with stride 2, written directly
+ * instead of zeroed and scattered into: each window's four inputs get
+ * 0 + g where the argmax points (0 + g, as the scatter's sum onto zero,
+ * turns -0 into +0) and +0 elsewhere; y (the fused forward's output) masks
+ * g where it is not > 0. The windows do not overlap, so each input gets
+ * what the scatter gives it, bit for bit. Inputs outside every window (an
+ * odd last row or column) are zero. */
+__attribute__((target("avx2"))) static void pool_plane_2x2_backward_avx2(
+    float *dx, const float *g, const int32_t *am, const float *y, const sl__pool2d_dims *d)
+{
+    const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i one = _mm256_set1_epi32(1), down = _mm256_set1_epi32((int)d->w);
+    const __m256 zero = _mm256_setzero_ps();
+    const size_t w = d->w, ow = d->ow;
+    for (size_t yo = 0; yo < d->oh; yo++) {
+        float *r0 = dx + 2 * yo * w, *r1 = r0 + w;
+        const int32_t base = (int32_t)(2 * yo * w);
+        for (size_t x = 0; x < ow; x += 8) {
+            size_t n = ow - x < 8 ? ow - x : 8;
+            const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane);
+            const int32_t *a = am + yo * ow + x;
+            __m256i at = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * (int32_t)x), lane2);
+            __m256i idx = _mm256_maskload_epi32((const int *)(const void *)a, m);
+            __m256 gv = _mm256_maskload_ps(g + yo * ow + x, m), e0, o0, e1, o1, lo, hi;
+            if (y)
+                gv = _mm256_and_ps(gv, _mm256_cmp_ps(_mm256_maskload_ps(y + yo * ow + x, m),
+                                                     zero, _CMP_GT_OQ));
+            gv = _mm256_add_ps(zero, gv);
+            e0 = _mm256_and_ps(gv, _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, at)));
+            o0 = _mm256_and_ps(gv, _mm256_castsi256_ps(
+                                       _mm256_cmpeq_epi32(idx, _mm256_add_epi32(at, one))));
+            at = _mm256_add_epi32(at, down);
+            e1 = _mm256_and_ps(gv, _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, at)));
+            o1 = _mm256_and_ps(gv, _mm256_castsi256_ps(
+                                       _mm256_cmpeq_epi32(idx, _mm256_add_epi32(at, one))));
+            /* (e, o) pairs back into row order: e0 o0 e1 o1 ... */
+            lo = _mm256_unpacklo_ps(e0, o0);
+            hi = _mm256_unpackhi_ps(e0, o0);
+            e0 = _mm256_permute2f128_ps(lo, hi, 0x20);
+            o0 = _mm256_permute2f128_ps(lo, hi, 0x31);
+            lo = _mm256_unpacklo_ps(e1, o1);
+            hi = _mm256_unpackhi_ps(e1, o1);
+            e1 = _mm256_permute2f128_ps(lo, hi, 0x20);
+            o1 = _mm256_permute2f128_ps(lo, hi, 0x31);
+            if (n == 8) {
+                _mm256_storeu_ps(r0 + 2 * x, e0);
+                _mm256_storeu_ps(r0 + 2 * x + 8, o0);
+                _mm256_storeu_ps(r1 + 2 * x, e1);
+                _mm256_storeu_ps(r1 + 2 * x + 8, o1);
+            } else {
+                const __m256i n2 = _mm256_set1_epi32((int)(2 * n));
+                const __m256i m0 = _mm256_cmpgt_epi32(n2, lane);
+                const __m256i m1 = _mm256_cmpgt_epi32(n2, _mm256_add_epi32(lane,
+                                                                          _mm256_set1_epi32(8)));
+                _mm256_maskstore_ps(r0 + 2 * x, m0, e0);
+                _mm256_maskstore_ps(r0 + 2 * x + 8, m1, o0);
+                _mm256_maskstore_ps(r1 + 2 * x, m0, e1);
+                _mm256_maskstore_ps(r1 + 2 * x + 8, m1, o1);
+            }
+        }
+        for (size_t c = 2 * ow; c < w; c++)
+            r0[c] = r1[c] = 0.0f;
+    }
+    if (2 * d->oh < d->h)
+        memset(dx + 2 * d->oh * w, 0, (d->h - 2 * d->oh) * w * sizeof *dx);
+}
+#endif
+
+/* The scatter: zero, then each window's gradient (masked by y when y is
+ * the fused forward's output) onto its argmax. += because overlapping
+ * windows (stride < k) can pick one input twice. */
+static void pool_backward(float *din, const float *dout, const int32_t *argmax, const float *out,
+                          const sl__pool2d_dims *d, size_t n0, size_t n1, sl__cpu_level level)
 {
     const size_t hw = d->h * d->w, ohw = d->oh * d->ow;
     SL_ASSERT(n0 <= n1 && n1 <= d->n);
+#ifdef SL_POOL_X86
+    if (d->k == 2 && d->stride == 2 && level >= SL__CPU_AVX2) {
+        for (size_t plane = n0 * d->c; plane < n1 * d->c; plane++)
+            pool_plane_2x2_backward_avx2(din + plane * hw, dout + plane * ohw,
+                                         argmax + plane * ohw, out ? out + plane * ohw : NULL, d);
+        return;
+    }
+#else
+    (void)level;
+#endif
     memset(din + n0 * d->c * hw, 0, (n1 - n0) * d->c * hw * sizeof *din);
     for (size_t plane = n0 * d->c; plane < n1 * d->c; plane++) {
         float *dx = din + plane * hw;             /* (H, W) */
         const float *g = dout + plane * ohw;      /* (OH, OW) */
         const int32_t *am = argmax + plane * ohw; /* (OH, OW) */
-        /* += because overlapping windows (stride < k) can pick one input twice */
-        for (size_t i = 0; i < ohw; i++)
-            dx[am[i]] += g[i];
+        if (out) {
+            const float *y = out + plane * ohw;   /* (OH, OW) */
+            for (size_t i = 0; i < ohw; i++)
+                dx[am[i]] += y[i] > 0.0f ? g[i] : 0.0f;
+        } else {
+            for (size_t i = 0; i < ohw; i++)
+                dx[am[i]] += g[i];
+        }
     }
+}
+
+void sl__max_pool2d_backward_at(sl__cpu_level level, float *din, const float *dout,
+                                const int32_t *argmax, const float *out,
+                                const sl__pool2d_dims *d, size_t n0, size_t n1)
+{
+    if (level > sl__cpu_level_get())
+        level = sl__cpu_level_get();
+    pool_backward(din, dout, argmax, out, d, n0, n1, level);
+}
+
+void sl__max_pool2d_backward(float *din, const float *dout, const int32_t *argmax,
+                             const sl__pool2d_dims *d, size_t n0, size_t n1)
+{
+    pool_backward(din, dout, argmax, NULL, d, n0, n1, sl__cpu_level_get());
 }
 
 /* The window's output is relu(x) at the argmax, so "the relu's output > 0
@@ -269,15 +372,5 @@ void sl__relu_max_pool2d_backward(float *din, const float *dout, const int32_t *
                                   const float *out, const sl__pool2d_dims *d, size_t n0,
                                   size_t n1)
 {
-    const size_t hw = d->h * d->w, ohw = d->oh * d->ow;
-    SL_ASSERT(n0 <= n1 && n1 <= d->n);
-    memset(din + n0 * d->c * hw, 0, (n1 - n0) * d->c * hw * sizeof *din);
-    for (size_t plane = n0 * d->c; plane < n1 * d->c; plane++) {
-        float *dx = din + plane * hw;             /* (H, W) */
-        const float *g = dout + plane * ohw;      /* (OH, OW) */
-        const float *y = out + plane * ohw;       /* (OH, OW) */
-        const int32_t *am = argmax + plane * ohw; /* (OH, OW) */
-        for (size_t i = 0; i < ohw; i++)
-            dx[am[i]] += y[i] > 0.0f ? g[i] : 0.0f;
-    }
+    pool_backward(din, dout, argmax, out, d, n0, n1, sl__cpu_level_get());
 }
