@@ -43,21 +43,6 @@ void sl__compute_node(void *arg, const sl__share *sh)
     const int *in = sl->in;
     size_t b, e;
 
-    if (sl->fused == SL__FUSED_RELU_POOL) {
-        const sl__pool2d_dims *d = &nd->attr.pool;
-        sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
-        if (b < e)
-            sl__relu_max_pool2d_forward(f32(s, j), aux(s, j), f32(s, in[0]), d, b, e);
-        return;
-    }
-    if (sl->fused == SL__FUSED_RELU_POOL_DX) {
-        const sl__pool2d_dims *d = &gnode(s, in[1])->attr.pool;
-        sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
-        if (b < e)
-            sl__relu_max_pool2d_backward(f32(s, j), f32(s, in[0]), aux(s, in[1]), f32(s, in[1]),
-                                         d, b, e);
-        return;
-    }
     switch (nd->op) {
     case SL__OP_CONV2D: {
         const sl__conv2d_dims *d = &nd->attr.conv;
@@ -85,10 +70,12 @@ void sl__compute_node(void *arg, const sl__share *sh)
                                        d, b, e);
         break;
     }
-    case SL__OP_MAX_POOL2D: {
+    case SL__OP_MAX_POOL2D: { /* fused: in[0] is the relu's input (exec/fuse.c) */
         const sl__pool2d_dims *d = &nd->attr.pool;
         sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
-        if (b < e)
+        if (b < e && sl->fused == SL__FUSED_RELU_POOL)
+            sl__relu_max_pool2d_forward(f32(s, j), aux(s, j), f32(s, in[0]), d, b, e);
+        else if (b < e)
             sl__max_pool2d_forward(f32(s, j), aux(s, j), f32(s, in[0]), d, b, e);
         break;
     }
@@ -106,6 +93,15 @@ void sl__compute_node(void *arg, const sl__share *sh)
             sl__relu_forward(f32(s, j), f32(s, in[0]), b, e);
         break;
     case SL__OP_RELU_DX:
+        if (sl->fused == SL__FUSED_RELU_POOL_DX) {
+            /* in[0]: the pool's dout; in[1]: the fused pool (exec/fuse.c) */
+            const sl__pool2d_dims *d = &gnode(s, in[1])->attr.pool;
+            sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
+            if (b < e)
+                sl__relu_max_pool2d_backward(f32(s, j), f32(s, in[0]), aux(s, in[1]),
+                                             f32(s, in[1]), d, b, e);
+            break;
+        }
         sl__share_range(sh, big_enough(nd->numel, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), nd->numel,
                         16, &b, &e);
         if (b < e)

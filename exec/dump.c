@@ -48,17 +48,15 @@ static void write_ir(FILE *f, const sl_step *s, const char *name)
             fprintf(f, " {stride=%zu, pad=%zu}", n->attr.conv.stride, n->attr.conv.pad);
         if (n->op == SL__OP_MAX_POOL2D || n->op == SL__OP_MAX_POOL2D_DX)
             fprintf(f, " {kernel=%zu, stride=%zu}", n->attr.pool.k, n->attr.pool.stride);
-        if (sl__op_is_update(n->op) && sl->group_first >= 0)
-            fprintf(f, " {lr=%g, momentum=%g}  # one pass over %%%d..%%%d\n",
-                    (double)n->attr.opt.lr, (double)n->attr.opt.momentum, sl->group_first,
-                    sl->group_last);
-        else if (sl__op_is_update(n->op))
-            fprintf(f, " {lr=%g, momentum=%g}\n", (double)n->attr.opt.lr,
+        if (sl__op_is_update(n->op)) {
+            fprintf(f, " {lr=%g, momentum=%g}", (double)n->attr.opt.lr,
                     (double)n->attr.opt.momentum);
-        else
-            fprintf(f, " : %s %s", sl_dtype_name(n->dtype), sl__node_shape_str(n, shape, sizeof shape));
-        if (sl__op_is_update(n->op))
+            if (sl->group_first >= 0)
+                fprintf(f, "  # one pass over %%%d..%%%d", sl->group_first, sl->group_last);
+            fprintf(f, "\n");
             continue;
+        }
+        fprintf(f, " : %s %s", sl_dtype_name(n->dtype), sl__node_shape_str(n, shape, sizeof shape));
         fprintf(f, "  # %s", storage_name(sl->storage));
         if (sl->storage == SL__STORE_TEMP && s->mode == SL_GRAPH_MODE)
             fprintf(f, " [%zu, %zu)", sl->offset, sl->offset + sl->bytes);

@@ -117,7 +117,7 @@ const char *sl__slot_op_name(const sl_step *s, int j)
  * run, so they do not break a run of updates. */
 static int is_update(const sl_step *s, int j)
 {
-    return sl__op_is_update(s->g->nodes[s->slots[j].node].op);
+    return sl__op_is_update((sl__op)op_of(s, j));
 }
 
 void sl__plan_group_updates(sl_step *s)

@@ -126,3 +126,23 @@ def settled(base):
         time.sleep(0.005)
         n = nthreads()
     return n
+
+
+# --- shared by test_trace.py and test_custom_loop.py --------------------------------------
+
+def loss_cell():
+    """The seeds' loss: SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")."""
+    import sluice.nn as nn
+    return nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+
+
+def values(network):
+    """{parameter name: values} of a network, in its order."""
+    return {p.name: p.asnumpy() for p in network.trainable_params()}
+
+
+def assert_same(a, b):
+    """The same parameter names in the same order, with equal values bit for bit."""
+    assert list(a) == list(b)
+    for name in a:
+        assert np.array_equal(a[name], b[name]), f"{name} differs"

@@ -23,7 +23,7 @@ from sluice.common.initializer import TruncatedNormal
 from sluice.common.parameter import ParameterTuple
 from sluice.nn.wrap.cell_wrapper import WithLossCell
 from sluice.train.dataset_helper import DatasetHelper, _model_of, connect_network_with_dataset
-from conftest import fashion_or_skip
+from conftest import assert_same, fashion_or_skip, loss_cell, values
 
 
 @pytest.fixture(autouse=True)
@@ -109,10 +109,6 @@ class TrainOneStepCell(nn.Cell):
         return ops.depend(loss, self.optimizer(grads))
 
 
-def loss_cell():
-    return nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-
-
 def users_step(network=None, sens=1.0, cls=TrainOneStepCell):
     network = network or LeNet5(10)
     net_opt = nn.Momentum(network.trainable_params(), 0.01, 0.9)
@@ -123,16 +119,6 @@ def builtin_step():
     network = LeNet5(10)
     net_opt = nn.Momentum(network.trainable_params(), 0.01, 0.9)
     return nn.TrainOneStepCell(nn.WithLossCell(network, loss_cell()), net_opt), network
-
-
-def values(network):
-    return {p.name: p.asnumpy() for p in network.trainable_params()}
-
-
-def assert_same(a, b):
-    assert list(a) == list(b)
-    for name in a:
-        assert np.array_equal(a[name], b[name]), f"{name} differs"
 
 
 def run_helper(net, dataset, sink_size, epochs, mode=True):

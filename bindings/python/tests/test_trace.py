@@ -19,7 +19,7 @@ import sluice.nn as nn
 import sluice.ops as ops
 from sluice import train
 from sluice.common.initializer import Normal, TruncatedNormal
-from conftest import fashion_or_skip
+from conftest import assert_same, fashion_or_skip, loss_cell, values
 
 
 @pytest.fixture(autouse=True)
@@ -90,10 +90,6 @@ class LeNet5(nn.Cell):
         return x
 
 
-def loss_cell():
-    return nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-
-
 def functional(network, optimizer=None):
     """Seed 001's forward_fn, grad_fn and train_step over network."""
     net_loss = loss_cell()
@@ -109,16 +105,6 @@ def functional(network, optimizer=None):
         net_opt(grads)
         return loss
     return train_step
-
-
-def values(network):
-    return {p.name: p.asnumpy() for p in network.trainable_params()}
-
-
-def assert_same(a, b):
-    assert list(a) == list(b)
-    for name in a:
-        assert np.array_equal(a[name], b[name]), f"{name} differs"
 
 
 def builtin_model():

@@ -2,7 +2,6 @@
 import operator
 
 from sluice import _sluice, context, nn
-from sluice.dataset import Dataset
 from sluice.train.callback import CallbackParam, RunContext, _BuiltIn, _Hooks
 
 __all__ = ["Model", "Accuracy", "Loss"]
@@ -142,17 +141,8 @@ class Model:
         """ValueError unless dataset's rows hold the network's image and label
         as far as its description tells (sizes known only with data pass),
         and an epoch holds a batch and, when needs_end, ends."""
-        if not isinstance(dataset, Dataset):
-            raise TypeError(f"{what}: the dataset must be a sluice.dataset.Dataset, "
-                            f"got {type(dataset).__name__}")
-        size = dataset.get_dataset_size()
-        if size == 0:
-            raise ValueError(f"{what}: an epoch of the dataset holds no batch (fewer samples "
-                             "than the batch size, with drop_remainder?)")
-        if size < 0 and needs_end:
-            raise ValueError(f"{what}: the dataset has no end (repeat without a count), so an "
-                             "epoch never ends" + (": give sink_size > 0" if what != "eval"
-                                                   else ""))
+        from sluice.train.tracing import check_epoch
+        check_epoch(dataset, what, needs_end)
         names = dataset.get_col_names()
         missing = [c for c in ("image", "label") if c not in names]
         if missing:

@@ -21,7 +21,22 @@ from sluice import context
 from sluice.dataset import Dataset
 from sluice.nn.cell import Cell, _Sym, _Trace
 
-__all__ = ["trace_network", "trace_fn", "trace_step", "claim", "TracedStep"]
+__all__ = ["trace_network", "trace_fn", "trace_step", "claim", "check_epoch", "TracedStep"]
+
+
+def check_epoch(dataset, what, needs_end=False):
+    """TypeError or ValueError unless dataset is a Dataset whose epoch holds
+    a batch and, when needs_end, ends."""
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"{what}: the dataset must be a sluice.dataset.Dataset, "
+                        f"got {type(dataset).__name__}")
+    size = dataset.get_dataset_size()
+    if size == 0:
+        raise ValueError(f"{what}: an epoch of the dataset holds no batch (fewer samples "
+                         "than the batch size, with drop_remainder?)")
+    if size < 0 and needs_end:
+        raise ValueError(f"{what}: the dataset has no end (repeat without a count), so an "
+                         "epoch never ends" + (": give sink_size > 0" if what != "eval" else ""))
 
 
 def _input_specs(dataset, what):
@@ -180,18 +195,8 @@ class TracedStep:
         self._optimizer = None
 
     def _check_dataset(self, dataset, what, exact_batch=True, needs_end=False):
-        """TypeError or ValueError unless dataset is a Dataset whose epoch holds
-        a batch and, when needs_end, ends (tracing checks the columns)."""
-        if not isinstance(dataset, Dataset):
-            raise TypeError(f"{what}: the dataset must be a sluice.dataset.Dataset, "
-                            f"got {type(dataset).__name__}")
-        size = dataset.get_dataset_size()
-        if size == 0:
-            raise ValueError(f"{what}: an epoch of the dataset holds no batch (fewer samples "
-                             "than the batch size, with drop_remainder?)")
-        if size < 0 and needs_end:
-            raise ValueError(f"{what}: the dataset has no end (repeat without a count), so an "
-                             "epoch never ends: give sink_size > 0")
+        """check_epoch's checks (tracing checks the columns)."""
+        check_epoch(dataset, what, needs_end)
 
     def _ensure(self, dataset, what):
         if self._c is None:
