@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/clock.h"
@@ -30,6 +31,10 @@ int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err)
     q->pop_wakeups = 0;
     q->last_push_ms = 0;
     q->push_wait_ms = 0;
+    q->pushes = 0;
+    q->pop_wait_ms = 0;
+    q->created_ms = q->changed_ms = sl__now_ms();
+    q->filled_ms = 0;
     if ((e = pthread_mutex_init(&q->lock, NULL)) != 0)
         return sl__pthread_errf(err, e, "queue: pthread_mutex_init");
     /* Timed pops measure against the monotonic clock, immune to clock
@@ -79,6 +84,16 @@ void sl__queue_destroy(sl_queue *q)
     q->slots = NULL;
 }
 
+/* Adds the time since the last change at the old fill level, before
+ * `filled` changes (the caller holds the lock). */
+static void note_fill_change(sl_queue *q, double now)
+{
+    if (now > q->changed_ms) {
+        q->filled_ms += (double)q->filled * (now - q->changed_ms);
+        q->changed_ms = now;
+    }
+}
+
 static int push_locked(sl_queue *q, uint64_t seq, void *item)
 {
     double now;
@@ -100,7 +115,9 @@ static int push_locked(sl_queue *q, uint64_t seq, void *item)
         return SL_ECLOSED;
     SL_ASSERT(seq >= q->head && q->slots[seq % q->capacity] == NULL);
     q->slots[seq % q->capacity] = item;
+    note_fill_change(q, now);
     q->filled++;
+    q->pushes++;
     q->last_push_ms = now;
     /* Only the head item ends a pop's wait. One sleeper is enough: the
      * pop that takes it wakes the next if the next item is there too. */
@@ -148,6 +165,7 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
 {
     struct timespec deadline;
     void **slot;
+    double slept_at = 0;
     int rc = SL_OK, slept = 0, timed_out = 0;
     if (timeout_ms > 0)
         sl__deadline_ms(&deadline, timeout_ms);
@@ -163,6 +181,7 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
         if (!slept) {
             q->pop_waits++;
             slept = 1;
+            slept_at = sl__now_ms();
         }
         /* About to sleep: whoever may fill the head slot must be awake. */
         if (q->push_waiters)
@@ -175,6 +194,8 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
         q->pop_waiters--;
         q->pop_wakeups++;
     }
+    if (slept)
+        q->pop_wait_ms += sl__now_ms() - slept_at;
     if (q->interrupted || q->woken) {
         rc = SL_ECANCELED;
     } else if (rc == SL_OK) {
@@ -186,6 +207,7 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
             if (seq)
                 *seq = q->head;
             q->head++;
+            note_fill_change(q, sl__now_ms());
             q->filled--;
             /* The next item may be there already, with no push to come
              * for it: pass the wake-up on to another sleeping consumer. */
@@ -278,5 +300,23 @@ void sl__queue_push_times(sl_queue *q, double *last_push_ms, double *push_wait_m
     pthread_mutex_lock(&q->lock);
     *last_push_ms = q->last_push_ms;
     *push_wait_ms = q->push_wait_ms;
+    pthread_mutex_unlock(&q->lock);
+}
+
+void sl__queue_get_stats(sl_queue *q, sl__queue_stats *out)
+{
+    double now = sl__now_ms();
+    memset(out, 0, sizeof *out);
+    if (!q->slots)
+        return; /* never initialised */
+    pthread_mutex_lock(&q->lock);
+    note_fill_change(q, now);
+    out->capacity = q->capacity;
+    out->filled = q->filled;
+    out->pushes = q->pushes;
+    out->push_wait_ms = q->push_wait_ms;
+    out->pop_wait_ms = q->pop_wait_ms;
+    out->occupancy = now > q->created_ms ? q->filled_ms / (now - q->created_ms) : 0;
+    out->last_push_ms = q->last_push_ms;
     pthread_mutex_unlock(&q->lock);
 }

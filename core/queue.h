@@ -46,7 +46,26 @@ typedef struct sl_queue {
      * producers have spent blocked on a full queue (monotonic ms). */
     double last_push_ms;
     double push_wait_ms;
+    /* For stage reports (sl__queue_get_stats): items pushed, the time
+     * consumers slept waiting for the head item, and the integral of
+     * `filled` over time since init, for the mean occupancy. */
+    uint64_t pushes;
+    double pop_wait_ms;
+    double created_ms;
+    double changed_ms;       /* when `filled` last changed */
+    double filled_ms;        /* sum of filled x ms up to changed_ms */
 } sl_queue;
+
+/* What a queue has seen since it was made (sl__queue_get_stats). */
+typedef struct sl__queue_stats {
+    size_t capacity;
+    size_t filled;           /* items held now */
+    uint64_t pushes;
+    double push_wait_ms;     /* producers blocked on a full queue, summed */
+    double pop_wait_ms;      /* consumers asleep waiting for an item, summed */
+    double occupancy;        /* mean items held since the queue was made */
+    double last_push_ms;     /* sl__now_ms of the last push (0: none) */
+} sl__queue_stats;
 
 /* Returns SL_OK, SL_EINVAL (capacity 0), SL_ENOMEM or SL_ETHREAD (a lock
  * or condition variable could not be made, or the monotonic clock set for
@@ -91,5 +110,7 @@ uint64_t sl__queue_pop_wakeups(sl_queue *q);
 /* When the last item was pushed (sl__now_ms; 0: never), and the total ms
  * producers waited for room (for reports). */
 void sl__queue_push_times(sl_queue *q, double *last_push_ms, double *push_wait_ms);
+/* A snapshot of the queue's counters, for stage reports. */
+void sl__queue_get_stats(sl_queue *q, sl__queue_stats *out);
 
 #endif

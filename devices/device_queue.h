@@ -64,6 +64,7 @@ typedef struct sl__dq_stats {
     double getnext_wait_ms;    /* time GetNext waited for a filled slot */
     double acquire_wait_ms;    /* time the transfer thread waited for a free slot */
     size_t filled;             /* slots filled now */
+    double occupancy;          /* the mean filled slots since the queue was made */
 } sl__dq_stats;
 
 /* Makes a queue on d for batches of columns specs[0..ncolumns) (fixed

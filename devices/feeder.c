@@ -38,6 +38,7 @@ struct sl__feeder {
     /* written by the transfer thread, read under stats_lock */
     pthread_mutex_t stats_lock;
     double copy_ms, pipeline_wait_ms, slot_wait_ms;
+    double started_ms;         /* set before the transfer thread starts */
 };
 
 static void set_state(sl__feeder *f, enum transfer_state s, double now)
@@ -340,6 +341,7 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
     io.start_rows = o->start_rows;
     if (o->inline_transfer && o->getnext_timeout_ms >= 0)
         io.timeout_ms = o->getnext_timeout_ms > INT_MAX ? INT_MAX : (int)o->getnext_timeout_ms;
+    f->started_ms = sl__now_ms();
     rc = sl_iterator_new(&f->it, ds, &io);
     if (rc < 0) {
         sl__errf(err, rc, "%s", sl_dataset_last_error(ds));
@@ -398,4 +400,38 @@ void sl__feeder_get_stats(sl__feeder *f, sl__feeder_stats *out)
     out->slot_wait_ms = f->slot_wait_ms;
     pthread_mutex_unlock(&f->stats_lock);
     out->channel_full_ms = f->it ? sl__iterator_output_blocked_ms(f->it) : 0;
+}
+
+size_t sl__feeder_get_stage_stats(sl__feeder *f, sl_stage_stats *out, size_t max)
+{
+    /* The iterator's last entry is its consumer, which is the transfer
+     * thread (or the executor): it is replaced by the feeder's own
+     * figures, read without touching the consumer's unlocked counters. */
+    size_t n = sl_iterator_get_stage_stats(f->it, out, 0), pipeline = n - 1;
+    sl__feeder_stats fs;
+    sl__dq_stats q;
+    sl_stage_stats *t;
+    double end;
+    sl_iterator_get_stage_stats(f->it, out, pipeline < max ? pipeline : max);
+    if (pipeline >= max)
+        return n;
+    sl__feeder_get_stats(f, &fs);
+    sl__dq_get_stats(f->queues[0], &q);
+    end = atomic_load(&f->state) == FINISHED ? atomic_load(&f->since_ms) : sl__now_ms();
+    t = &out[pipeline];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", f->opts.inline_transfer
+                                                ? "transfer (inline, on the executor)"
+                                                : "transfer");
+    t->threads = f->opts.inline_transfer ? 0 : 1;
+    t->rows = fs.batches;
+    t->elapsed_ms = end - f->started_ms;
+    t->wait_input_ms = fs.pipeline_wait_ms;
+    t->blocked_output_ms = fs.slot_wait_ms;
+    t->busy_ms = t->threads ? t->elapsed_ms - t->wait_input_ms - t->blocked_output_ms : 0;
+    if (t->busy_ms < 0)
+        t->busy_ms = 0;
+    t->capacity = q.slots;
+    t->occupancy = q.occupancy;
+    return n;
 }

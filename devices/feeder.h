@@ -26,6 +26,7 @@
 
 #include "core/error.h"
 #include "devices/device_queue.h"
+#include "sluice/iterator.h"
 #include "sluice/dataset.h"
 #include "sluice/device.h"
 
@@ -78,6 +79,10 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
 void sl__feeder_free(sl__feeder *f);
 sl__device_queue *sl__feeder_queue(sl__feeder *f, size_t device);
 void sl__feeder_get_stats(sl__feeder *f, sl__feeder_stats *out);
+/* The pipeline's stages, then "transfer": the transfer thread (threads 0
+ * when the executor moves batches itself), its output the first device's
+ * queue. Fills at most max entries; returns how many there are. */
+size_t sl__feeder_get_stage_stats(sl__feeder *f, sl_stage_stats *out, size_t max);
 
 /* GetNext on device's queue, as sl__dq_get_next (same returns, messages
  * and timeout). Inline, an empty queue is first given the pipeline's next

@@ -143,6 +143,13 @@ void sl_model_get_sink_stats(const sl_model *m, sl_sink_stats *out)
     *out = m->sink_stats;
 }
 
+size_t sl_model_get_stage_stats(const sl_model *m, sl_stage_stats *out, size_t max)
+{
+    for (size_t i = 0; i < m->nstages && i < max; i++)
+        out[i] = m->stages[i];
+    return m->nstages;
+}
+
 /* Makes it (or NULL) the iterator that sl_model_stop interrupts. A stop
  * asked for before train began reading still counts: the new iterator is
  * interrupted at once. */

@@ -13,6 +13,9 @@
 #include "core/error.h"
 #include "devices/feeder.h"
 
+/* Stages a sink reports: the pipeline's, transfer, executor, host. */
+#define SL__MODEL_MAX_STAGES 32
+
 struct sl_model {
     sl_model_options opts;
     char device_target[16];
@@ -41,6 +44,8 @@ struct sl_model {
     void *staging[SL_MAX_COLUMNS];
     size_t staging_bytes[SL_MAX_COLUMNS];
     sl_sink_stats sink_stats;  /* of the last sink-mode train */
+    sl_stage_stats stages[SL__MODEL_MAX_STAGES]; /* the same, per stage */
+    size_t nstages;
     /* The seed and batches per epoch of the data global_step counts (set
      * when training starts, or by loading a checkpoint): with them a
      * checkpoint says where in the data the next step reads. */

@@ -192,6 +192,48 @@ static void collect_stats(sl_model *m, sl__feeder *f)
     m->sink_stats.transfer_wait_ms += fs.pipeline_wait_ms;
 }
 
+/* Where a train's time went, per stage (sl_model_get_stage_stats): the
+ * feeder's stages, then the executor and the host, over the elapsed_ms
+ * since the feeder started, of which sink_ms ran sinks and hooks_ms ran
+ * the host's callbacks. */
+static void collect_stages(sl_model *m, sl__feeder *f, double elapsed_ms, double sink_ms,
+                           double hooks_ms)
+{
+    const size_t max = SL__MODEL_MAX_STAGES;
+    size_t n = sl__feeder_get_stage_stats(f, m->stages, max - 2);
+    sl_stage_stats *ex, *host;
+    if (n > max - 2)
+        n = max - 2;
+    ex = &m->stages[n];
+    host = &m->stages[n + 1];
+    memset(ex, 0, sizeof *ex);
+    snprintf(ex->name, sizeof ex->name, "executor (%s)", sl_device_name(m->dev));
+    ex->threads = 1;
+    ex->rows = (uint64_t)m->sink_stats.steps;
+    ex->elapsed_ms = elapsed_ms;
+    ex->wait_input_ms = m->sink_stats.getnext_wait_ms;
+    ex->blocked_output_ms = elapsed_ms > sink_ms ? elapsed_ms - sink_ms : 0;
+    ex->busy_ms = sink_ms > ex->wait_input_ms ? sink_ms - ex->wait_input_ms : 0;
+    memset(host, 0, sizeof *host);
+    snprintf(host->name, sizeof host->name, "host (callbacks)");
+    host->threads = 1;
+    host->rows = (uint64_t)m->sink_stats.sinks;
+    host->elapsed_ms = elapsed_ms;
+    host->wait_input_ms = sink_ms;
+    host->busy_ms = hooks_ms;
+    m->nstages = n + 2;
+}
+
+/* Runs the hooks of one kind, adding their time to *hooks_ms. */
+static int timed_hooks(sl_model *m, sl_callback *const *cbs, size_t ncbs, size_t kind,
+                       sl_train_info *info, double *hooks_ms)
+{
+    double t0 = sl__now_ms();
+    int rc = sl__model_run_hooks(m, cbs, ncbs, kind, info);
+    *hooks_ms += sl__now_ms() - t0;
+    return rc;
+}
+
 int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
                          size_t ncbs, const sl_train_options *o)
 {
@@ -201,8 +243,11 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     int64_t size, first_epoch, done_in_epoch;
     int rc, size_rc;
 
+    double started, sink_ms = 0, hooks_ms = 0;
+
     atomic_store(&m->stop, 0);
     memset(&m->sink_stats, 0, sizeof m->sink_stats);
+    m->nstages = 0;
     if (epochs < 1)
         return sl__errf(&m->err, SL_EINVAL, "train: epochs %lld must be >= 1",
                         (long long)epochs);
@@ -230,6 +275,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         done_in_epoch = start.rows;
     }
     /* sink_size > 0: an endless traversal that each epoch continues. */
+    started = sl__now_ms();
     rc = start_feeder(m, ds, o, o->sink_size > 0 ? -1 : epochs, &start, "train", &f);
     if (rc < 0)
         return rc;
@@ -241,7 +287,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     info.global_step = m->global_step;
     info.batch_size = m->opts.network.batch;
     info.model = m;
-    rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info);
+    rc = timed_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info, &hooks_ms);
     for (int64_t e = first_epoch + 1; e <= epochs && rc == SL_OK && !atomic_load(&m->stop); e++) {
         sink_run r;
         int64_t want = o->sink_size > 0 ? o->sink_size - done_in_epoch : -1;
@@ -255,12 +301,13 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         }
         info.epoch = e;
         info.step_in_epoch = done_in_epoch;
-        rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_BEGIN, &info);
+        rc = timed_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_BEGIN, &info, &hooks_ms);
         if (rc < 0 || atomic_load(&m->stop))
             break;
         t0 = sl__now_ms();
         run_sink(m, f, want, o->sink_size < 0, o->getnext_timeout_ms, &r);
         info.epoch_ms = sl__now_ms() - t0;
+        sink_ms += info.epoch_ms;
         info.global_step = m->global_step;
         info.step_in_epoch = done_in_epoch + r.steps;
         done_in_epoch = 0;
@@ -277,13 +324,14 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
             rc = sl__errf(&m->err, SL_EINVAL, "train: epoch %lld held no batch", (long long)e);
             break;
         }
-        rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_STEP_END, &info);
+        rc = timed_hooks(m, cbs, ncbs, SL__HOOK_STEP_END, &info, &hooks_ms);
         if (rc == SL_OK)
-            rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_END, &info);
+            rc = timed_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_END, &info, &hooks_ms);
         if (r.end_of_data)
             break;
     }
     collect_stats(m, f);
+    collect_stages(m, f, sl__now_ms() - started, sink_ms, hooks_ms);
     /* Joins the transfer thread and every pipeline thread. */
     sl__model_set_active_feeder(m, NULL);
     sl__feeder_free(f);

@@ -168,6 +168,7 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
         sl_iterator_free(it);
         return rc;
     }
+    it->started_ms = sl__now_ms();
     for (size_t s = 0; s < it->nstages && rc == SL_OK; s++) {
         sl__stage *st = &it->stages[s];
         atomic_store(&st->running, st->nthreads);

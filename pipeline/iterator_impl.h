@@ -69,6 +69,10 @@ typedef struct sl__stage {
                             * map stage before it dropped, at each end of epoch */
     int64_t skip_first;    /* SL__STAGE_SOURCE, SL__STAGE_SEQ: units its chain drops before
                             * its first end of epoch (an iterator started mid-epoch) */
+    /* For stage reports (iterator_stats.c): rows output, and when the last
+     * thread ended (0 while any runs). */
+    atomic_ullong rows_out;
+    _Atomic double finished_ms;
 } sl__stage;
 
 /* The sampler's orders of the two passes whose bad samples last needed a
@@ -117,6 +121,7 @@ struct sl_iterator {
     int64_t bad_pass;      /* the newest pass a bad sample came from (-1: none yet) */
     int64_t bad_in_pass;   /* bad samples of it so far */
     uint64_t samples_skipped, samples_replaced;
+    double started_ms;     /* when the stages' threads started (stage reports) */
 };
 
 /* Whether the iterator is shutting down (threads return when they see it). */

@@ -95,6 +95,7 @@ static sl__stage *add_stage(sl_iterator *it, sl__stage_kind kind, const char *na
         st->src.out.queue = &st->out;
         st->src.out.chunk_rows = chunk_rows;
         st->src.out.chunk_bytes = SL__CHUNK_BYTES;
+        st->src.out.rows = &st->rows_out;
         sl__err_clear(&st->src.err);
     }
     st->threads = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *st->threads);

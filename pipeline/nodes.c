@@ -37,6 +37,8 @@ int sl__out_drain(sl__out *out)
 static int out_send(sl__out *out, sl__chunk *c)
 {
     int rc;
+    if (out->rows)
+        atomic_fetch_add_explicit(out->rows, c->nrows, memory_order_relaxed);
     if (!out->nonblocking) {
         rc = sl__queue_push_next(out->queue, c);
         if (rc != SL_OK)

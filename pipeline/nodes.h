@@ -29,6 +29,7 @@ typedef struct sl__out {
      * in order, until sl__out_drain finds room. */
     int nonblocking;
     sl__chunk *pending, *pending_tail;
+    atomic_ullong *rows; /* when set, counts the rows sent (stage reports) */
 } sl__out;
 
 /* Moves row into the builder; pushes a full chunk. SL_ECLOSED when the

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "pipeline/iterator_impl.h"
 
 /* Sends an error downstream in order after what was already sent, then
@@ -32,8 +33,10 @@ void sl__stage_send_error(sl__stage *st, sl__out *out, const sl__error *err)
  * of waiting forever. */
 void sl__stage_thread_done(sl__stage *st)
 {
-    if (atomic_fetch_sub_explicit(&st->running, 1, memory_order_acq_rel) == 1)
+    if (atomic_fetch_sub_explicit(&st->running, 1, memory_order_acq_rel) == 1) {
+        atomic_store(&st->finished_ms, sl__now_ms());
         sl__queue_close(&st->out);
+    }
 }
 
 /* Reads the samples of a chunk of unread rows. On failure the chunk keeps
@@ -161,6 +164,8 @@ static void *worker_main(void *arg)
                 }
             }
         }
+        if (chunk->kind == SL__CHUNK_ROWS)
+            atomic_fetch_add_explicit(&st->rows_out, chunk->nrows, memory_order_relaxed);
         if (sl__queue_push(&st->out, seq, chunk) != SL_OK) {
             sl__chunk_free(chunk);
             break;
@@ -237,7 +242,10 @@ static int fill_pads(sl__stage *st, sl__chain *chain, pad_list *pads, sl__error 
 static void *seq_main(void *arg)
 {
     sl__stage *st = arg;
-    sl__out out = {.queue = &st->out, .chunk_rows = st->chunk_rows, .chunk_bytes = SL__CHUNK_BYTES};
+    sl__out out = {.queue = &st->out,
+                   .chunk_rows = st->chunk_rows,
+                   .chunk_bytes = SL__CHUNK_BYTES,
+                   .rows = &st->rows_out};
     sl__error err;
     sl__chain chain = {st->nodes, st->nnodes, &out, st->it->pool, &err, &st->skip_first};
     pad_list pads = {NULL, NULL};

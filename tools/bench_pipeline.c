@@ -104,6 +104,9 @@ static int timed_run(sl_dataset *ds, int64_t epochs, int batched, run_result *r)
     }
     t_end = cli_now_ms();
     sl_iterator_get_stats(it, &stats);
+    r->nstages = sl_iterator_get_stage_stats(it, r->stages, CLI_MAX_STAGES);
+    if (r->nstages > CLI_MAX_STAGES)
+        r->nstages = CLI_MAX_STAGES;
     sl_iterator_free(it);
 
     r->threads = stats.threads;

@@ -137,6 +137,12 @@ void cli_bench_pipeline_print_text(const cli_bench_pipeline_args *a, const char 
                "%s)\n",
                sets[0].runs[0].skipped, sets[0].runs[0].replaced,
                a->errors.mode == SL_ERROR_SAMPLES_SKIP ? "skip" : "replace");
+    for (size_t w = 0; w < a->nworkers; w++) {
+        const run_result *last = &sets[w].runs[a->repeats - 1];
+        printf("\nstages (workers=%d, the last run; %% of each stage's threads x its time):\n",
+               sets[w].workers);
+        cli_stages_text(stdout, last->stages, last->nstages);
+    }
     print_pool_text(a, sets);
     printf("peak RSS: %.1f MB\n", (double)peak_rss_bytes() / (1024.0 * 1024.0));
     if (machine > 0)
@@ -172,6 +178,8 @@ void cli_bench_pipeline_print_json(const cli_bench_pipeline_args *a, const char 
                median_of(s->runs, a->repeats, 2), s->load_ms, s->runs[0].skipped,
                s->runs[0].replaced);
         cli_pool_json(stdout, &s->runs[a->repeats - 1].pool);
+        printf(", \"stages\": ");
+        cli_stages_json(stdout, s->runs[a->repeats - 1].stages, s->runs[a->repeats - 1].nstages);
         printf("}");
     }
     printf("], \"peak_rss_bytes\": %lld", peak_rss_bytes());

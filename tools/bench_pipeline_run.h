@@ -7,6 +7,7 @@
 
 #include "sluice/sluice.h"
 #include "bench_pipeline.h"
+#include "cli_stages.h"
 
 /* One timed run: one fresh iterator, `epochs` full epochs. */
 typedef struct run_result {
@@ -19,6 +20,8 @@ typedef struct run_result {
     uint64_t skipped, replaced; /* bad samples (--error-samples) */
     sl_pool_stats pool;      /* the dataset's pool as the run ended (counts
                               * since the set's dataset was made) */
+    sl_stage_stats stages[CLI_MAX_STAGES]; /* each stage's time, as the run ended */
+    size_t nstages;
 } run_result;
 
 /* Every run of one worker count. */

@@ -12,6 +12,7 @@
 #include "sluice/sluice.h"
 #include "bench_util.h"
 #include "cli.h"
+#include "cli_stages.h"
 
 #define CMD "bench"
 #define MAX_REPEATS CLI_BENCH_MAX_REPEATS
@@ -47,6 +48,10 @@ typedef struct run_result {
     uint64_t interactions;     /* host<->device, from the device's counters */
     double getnext_wait_ms, channel_full_ms;
 } run_result;
+
+/* Each stage of the last round's "sink, sink_size -1" run, per device. */
+static sl_stage_stats last_stages[MAX_DEVICES][CLI_MAX_STAGES];
+static size_t last_nstages[MAX_DEVICES];
 
 void cli_bench_sink_usage(FILE *f)
 {
@@ -174,8 +179,8 @@ static sl_model *make_model(const bench_args *a, const char *device)
 }
 
 /* Trains `steps` steps in the run's mode and fills r. */
-static int run_training(const bench_args *a, sl_model *m, sl_dataset *ds, int run,
-                        run_result *r)
+static int run_training(const bench_args *a, sl_model *m, size_t device, sl_dataset *ds,
+                        int run, run_result *r)
 {
     sl_train_options o;
     sl_device_stats d0, d1;
@@ -210,6 +215,10 @@ static int run_training(const bench_args *a, sl_model *m, sl_dataset *ds, int ru
         sl_model_get_sink_stats(m, &ss);
         r->getnext_wait_ms = ss.getnext_wait_ms;
         r->channel_full_ms = ss.channel_full_ms;
+    }
+    if (run == RUN_SINK_FULL && device < MAX_DEVICES) {
+        size_t n = sl_model_get_stage_stats(m, last_stages[device], CLI_MAX_STAGES);
+        last_nstages[device] = n < CLI_MAX_STAGES ? n : CLI_MAX_STAGES;
     }
     return SL_OK;
 }
@@ -304,7 +313,7 @@ int cli_bench_sink_main(int argc, char **argv)
         bench_args wa = a;
         wa.steps = 20;
         for (size_t d = 0; d < a.ndevices; d++)
-            if (run_training(&wa, models[d], ds, RUN_SINK_FULL, &w) < 0)
+            if (run_training(&wa, models[d], d, ds, RUN_SINK_FULL, &w) < 0)
                 goto out;
     }
     for (int64_t r = 0; r < a.repeats; r++) {
@@ -315,7 +324,7 @@ int cli_bench_sink_main(int argc, char **argv)
                 run_result *out = &res[d][run][r];
                 rc = run == RUN_COMPUTE ? run_compute(&a, models[d], out)
                      : run == RUN_DATA  ? run_data(&a, ds, out)
-                                        : run_training(&a, models[d], ds, run, out);
+                                        : run_training(&a, models[d], d, ds, run, out);
                 if (rc < 0)
                     goto out;
             }
@@ -379,8 +388,21 @@ int cli_bench_sink_main(int argc, char **argv)
                    d ? "" : "\n", a.devices[d], eff);
         }
     }
-    if (a.json)
+    if (a.json) {
+        printf("}, \"stages_by_device\": {");
+        for (size_t d = 0; d < a.ndevices; d++) {
+            printf("%s\"%s\": ", d ? ", " : "", a.devices[d]);
+            cli_stages_json(stdout, last_stages[d], last_nstages[d]);
+        }
         printf("}}\n");
+    } else {
+        for (size_t d = 0; d < a.ndevices; d++) {
+            printf("\nstages of the last \"sink, sink_size -1\" run on %s (%% of each "
+                   "stage's threads x its time):\n",
+                   a.devices[d]);
+            cli_stages_text(stdout, last_stages[d], last_nstages[d]);
+        }
+    }
     exit_code = CLI_EXIT_OK;
 out:
     for (size_t d = 0; d < a.ndevices; d++)

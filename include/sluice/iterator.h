@@ -91,6 +91,30 @@ SL_API const char *sl_iterator_last_error(const sl_iterator *it);
  * training loop that waits for data (sl_model_stop). */
 SL_API void sl_iterator_interrupt(sl_iterator *it);
 SL_API void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out);
+
+/* One stage of a running pipeline (sl_iterator_get_stage_stats). Times are
+ * in ms, summed over the stage's threads, from the iterator's start until
+ * now or until the stage's threads ended: busy + wait_input +
+ * blocked_output = threads x elapsed. Always counted: a few clock reads
+ * per chunk of rows. */
+typedef struct sl_stage_stats {
+    char name[96];            /* "source", "map(image: resize, ...)", ..., "consumer" */
+    int threads;              /* 0: run by the next stage's workers, in their time */
+    uint64_t rows;            /* rows output (batches, after a batch node) */
+    double elapsed_ms;
+    double busy_ms;           /* working, or ready to and waiting for a CPU */
+    double wait_input_ms;     /* asleep waiting for input */
+    double blocked_output_ms; /* asleep on a full output queue */
+    size_t capacity;          /* its output queue's capacity, in chunks (0: none) */
+    double occupancy;         /* the mean chunks in it */
+} sl_stage_stats;
+
+/* Writes the pipeline's stages, in order, then a stage named "consumer":
+ * the thread calling sl_iterator_next, whose wait is for the last stage and
+ * whose busy time is its own work between calls. Fills at most max entries
+ * of out and returns how many there are (call with max 0 to count). */
+SL_API size_t sl_iterator_get_stage_stats(const sl_iterator *it, sl_stage_stats *out,
+                                          size_t max);
 /* Where the iterator has got to: the epoch the next row comes from
  * (0-based) and the rows of it handed out so far. An iterator made with
  * these as start_epoch and start_rows continues from exactly here. */

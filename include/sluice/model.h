@@ -19,6 +19,7 @@
 #include "sluice/device.h"
 #include "sluice/export.h"
 #include "sluice/graph.h"
+#include "sluice/iterator.h"
 #include "sluice/network.h"
 #include "sluice/step.h"
 
@@ -251,6 +252,13 @@ SL_API int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *dataset,
                                const sl_train_options *o);
 /* The last sink-mode train's figures (zeros before one). */
 SL_API void sl_model_get_sink_stats(const sl_model *m, sl_sink_stats *out);
+/* Each stage of the last sink-mode train, as it ended: the pipeline's
+ * stages, "transfer" (its output is the device queue), "executor" (rows:
+ * steps; waiting: GetNext; blocked: idle between sinks, while the host runs
+ * callbacks) and "host" (rows: sinks; waiting: for the device; busy: its
+ * callbacks). Fills at most max entries of out and returns how many there
+ * are (0 before a sink-mode train). */
+SL_API size_t sl_model_get_stage_stats(const sl_model *m, sl_stage_stats *out, size_t max);
 /* The transfer a sink-mode train with options o would use on m's device:
  * SL_TRANSFER_THREAD or SL_TRANSFER_INLINE (AUTO resolved: the thread).
  * o NULL: the defaults. */

@@ -1,0 +1,271 @@
+/* check_stats.c: the per-stage counters (sl_iterator_get_stage_stats,
+ * sl_model_get_stage_stats) on constructed cases: a slow map, a slow
+ * consumer, and a sink train. The slow parts sleep rather than compute, so
+ * the cases hold under the sanitizers and on a loaded machine: a sleeping
+ * op is busy from its stage's point of view, and a sleeping consumer keeps
+ * the pipeline blocked. */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sluice/sluice.h"
+#include "tests/testutil.h"
+
+Suite *make_stats_suite(void);
+
+#define IT_TIMEOUT_MS 60000 /* a hang becomes SL_ETIMEDOUT, not a stuck test */
+#define NSAMPLES 40
+#define BATCH 4
+#define MAX_STAGES 24
+
+static char *tmp;
+
+static void setup_tmp(void)
+{
+    tmp = tu_mkdtemp();
+    ck_assert_ptr_nonnull(tmp);
+    ck_assert_int_eq(tu_make_mnist(tmp, NSAMPLES, 8, 0), 0);
+}
+
+static void teardown_tmp(void)
+{
+    tu_rmtree(tmp);
+    free(tmp);
+    tmp = NULL;
+}
+
+static void sleep_ms(double ms)
+{
+    struct timespec ts = {0, (long)(ms * 1e6)};
+    nanosleep(&ts, NULL);
+}
+
+/* A map op that copies its input after sleeping `user` ms. */
+static int slow_copy(void *user, const sl_tensor *in, sl_tensor **out, uint64_t seed,
+                     char *errbuf, size_t errlen)
+{
+    (void)seed;
+    (void)errbuf;
+    (void)errlen;
+    int rc;
+    sleep_ms(*(const double *)user);
+    rc = sl_tensor_new(out, sl_tensor_dtype(in), sl_tensor_ndim(in), sl_tensor_shape(in));
+    if (rc == SL_OK)
+        memcpy(sl_tensor_data(*out), sl_tensor_data(in), sl_tensor_nbytes(in));
+    return rc;
+}
+
+/* MNIST (no shuffle), its images through a map of 1 worker that sleeps
+ * map_ms per row, in batches of BATCH; for_training also makes images
+ * float (1, 28, 28) and labels int32, as the MLP takes them. */
+static sl_dataset *pipeline(double *map_ms, int for_training)
+{
+    sl_mnist_options mo;
+    sl_op_custom_options co;
+    sl_dataset *ds = sl_dataset_new();
+    sl_op *op;
+    char err[256];
+    sl_mnist_options_init(&mo);
+    mo.dataset_dir = tmp;
+    mo.usage = SL_MNIST_TRAIN;
+    mo.sampler.shuffle = 0;
+    ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
+    sl_op_custom_options_init(&co);
+    co.name = "slow_copy";
+    co.fn = slow_copy;
+    co.user = map_ms;
+    ck_assert_msg(sl_op_custom_new(&op, &co, err, sizeof err) == SL_OK, "%s", err);
+    ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "image", NULL, 1), SL_OK);
+    sl_op_release(op);
+    if (for_training) {
+        sl_op *cast, *rescale, *chw;
+        ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
+        ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0), SL_OK);
+        ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+        ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, 1), SL_OK);
+        ck_assert_int_eq(sl_dataset_map(ds, &rescale, 1, "image", NULL, 1), SL_OK);
+        ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, 1), SL_OK);
+        sl_op_release(cast);
+        sl_op_release(rescale);
+        sl_op_release(chw);
+    }
+    ck_assert_int_eq(sl_dataset_batch(ds, BATCH, 1, 1), SL_OK);
+    return ds;
+}
+
+/* Drains one epoch, sleeping consumer_ms after each batch, and returns
+ * the stage figures as the epoch ended. */
+static size_t drain(sl_dataset *ds, double consumer_ms, sl_stage_stats *st)
+{
+    sl_iterator_options o;
+    sl_iterator *it = NULL;
+    sl_row row;
+    size_t n;
+    int rc, batches = 0;
+    sl_iterator_options_init(&o);
+    o.num_epochs = 1;
+    o.timeout_ms = IT_TIMEOUT_MS;
+    ck_assert_msg(sl_iterator_new(&it, ds, &o) == SL_OK, "%s", sl_dataset_last_error(ds));
+    while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
+        batches++;
+        sl_row_clear(&row);
+        if (consumer_ms > 0)
+            sleep_ms(consumer_ms);
+    }
+    ck_assert_msg(rc == SL_END_OF_EPOCH || rc == SL_END_OF_DATA, "%s", sl_iterator_last_error(it));
+    ck_assert_int_eq(batches, NSAMPLES / BATCH);
+    n = sl_iterator_get_stage_stats(it, NULL, 0);
+    ck_assert_uint_ge(n, 2);
+    ck_assert_uint_le(n, MAX_STAGES);
+    ck_assert_uint_eq(sl_iterator_get_stage_stats(it, st, MAX_STAGES), n);
+    sl_iterator_free(it);
+    return n;
+}
+
+static double share(double part, const sl_stage_stats *s)
+{
+    return part / ((double)s->threads * s->elapsed_ms);
+}
+
+/* The stage whose name holds `word` (the first), or fails. */
+static const sl_stage_stats *find(const sl_stage_stats *st, size_t n, const char *word)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strstr(st[i].name, word))
+            return &st[i];
+    ck_abort_msg("no stage named like '%s'", word);
+    return NULL;
+}
+
+/* Every stage with threads accounts for all of their time; rows go from
+ * samples to batches; the consumer comes last. */
+static void check_accounting(const sl_stage_stats *st, size_t n)
+{
+    ck_assert_str_eq(st[n - 1].name, "consumer");
+    ck_assert_uint_eq(st[n - 1].rows, NSAMPLES / BATCH);
+    ck_assert_uint_eq(st[0].rows, NSAMPLES); /* the source's rows are samples */
+    for (size_t i = 0; i < n; i++) {
+        const sl_stage_stats *s = &st[i];
+        double total = s->busy_ms + s->wait_input_ms + s->blocked_output_ms;
+        ck_assert_msg(s->elapsed_ms > 0, "%s: elapsed %f", s->name, s->elapsed_ms);
+        if (s->threads == 0)
+            continue;
+        ck_assert_msg(total <= (double)s->threads * s->elapsed_ms * 1.01 + 1.0 &&
+                          total >= (double)s->threads * s->elapsed_ms * 0.99 - 1.0,
+                      "%s: busy %.1f + waiting %.1f + blocked %.1f != %d x %.1f ms", s->name,
+                      s->busy_ms, s->wait_input_ms, s->blocked_output_ms, s->threads,
+                      s->elapsed_ms);
+        if (i + 1 < n)
+            ck_assert_msg(s->capacity > 0 && s->occupancy >= 0 &&
+                              s->occupancy <= (double)s->capacity,
+                          "%s: occupancy %.2f of %zu", s->name, s->occupancy, s->capacity);
+    }
+}
+
+/* A map that sleeps 3 ms per row keeps its stage busy and the consumer
+ * waiting. */
+START_TEST(test_slow_map_is_busy_consumer_waits)
+{
+    double map_ms = 3;
+    sl_dataset *ds = pipeline(&map_ms, 0);
+    sl_stage_stats st[MAX_STAGES];
+    size_t n = drain(ds, 0, st);
+    const sl_stage_stats *map = find(st, n, "map");
+    check_accounting(st, n);
+    ck_assert_msg(share(map->busy_ms, map) > 0.7, "map busy %.1f of %.1f ms", map->busy_ms,
+                  map->elapsed_ms);
+    ck_assert_msg(share(st[n - 1].wait_input_ms, &st[n - 1]) > 0.7,
+                  "consumer waited %.1f of %.1f ms", st[n - 1].wait_input_ms,
+                  st[n - 1].elapsed_ms);
+    ck_assert_uint_eq(map->rows, NSAMPLES / BATCH); /* it maps and batches */
+    sl_dataset_free(ds);
+}
+END_TEST
+
+/* A consumer that sleeps 20 ms per batch leaves the pipeline blocked on its
+ * full output, which holds chunks most of the time. */
+START_TEST(test_slow_consumer_blocks_pipeline)
+{
+    double map_ms = 0;
+    sl_dataset *ds = pipeline(&map_ms, 0);
+    sl_stage_stats st[MAX_STAGES];
+    size_t n = drain(ds, 20, st);
+    const sl_stage_stats *last = &st[n - 2], *consumer = &st[n - 1];
+    check_accounting(st, n);
+    ck_assert_msg(share(consumer->busy_ms, consumer) > 0.7, "consumer busy %.1f of %.1f ms",
+                  consumer->busy_ms, consumer->elapsed_ms);
+    ck_assert_msg(last->occupancy >= 1.0, "%s: occupancy %.2f", last->name, last->occupancy);
+    ck_assert_msg(last->threads == 0 || share(last->wait_input_ms, last) < 0.3,
+                  "%s waited %.1f of %.1f ms for input", last->name, last->wait_input_ms,
+                  last->elapsed_ms);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+/* After a sink-mode train the model reports the pipeline's stages, then
+ * the transfer thread, the executor and the host; none before one. */
+START_TEST(test_sink_train_reports_every_stage)
+{
+    double map_ms = 0;
+    sl_dataset *ds = pipeline(&map_ms, 1);
+    sl_model_options mo;
+    sl_train_options to;
+    sl_stage_stats st[MAX_STAGES];
+    sl_model *m = NULL;
+    char err[512];
+    size_t n;
+    sl_model_options_init(&mo);
+    mo.network.kind = SL_NETWORK_MLP;
+    mo.network.batch = BATCH;
+    mo.network.height = 28;
+    mo.network.width = 28;
+    mo.network.hidden[0] = 8;
+    mo.network.nhidden = 1;
+    mo.context.threads = 1;
+    ck_assert_msg(sl_model_new(&m, &mo, err, sizeof err) == SL_OK, "%s", err);
+    ck_assert_uint_eq(sl_model_get_stage_stats(m, st, MAX_STAGES), 0);
+    sl_train_options_init(&to);
+    to.dataset_sink_mode = 1;
+    ck_assert_msg(sl_model_train_opts(m, 2, ds, NULL, 0, &to) == SL_OK, "%s",
+                  sl_model_last_error(m));
+    n = sl_model_get_stage_stats(m, st, MAX_STAGES);
+    ck_assert_uint_ge(n, 4);
+    ck_assert_str_eq(st[n - 3].name, "transfer");
+    ck_assert_str_eq(st[n - 2].name, "executor (cpu:0)");
+    ck_assert_str_eq(st[n - 1].name, "host (callbacks)");
+    ck_assert_uint_eq(st[n - 3].rows, 2 * NSAMPLES / BATCH);
+    ck_assert_uint_eq(st[n - 2].rows, 2 * NSAMPLES / BATCH);
+    ck_assert_uint_eq(st[n - 1].rows, 2); /* one sink per epoch */
+    ck_assert_uint_eq(st[0].rows, 2 * NSAMPLES);
+    ck_assert_uint_ge(st[n - 3].capacity, 1);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(st[i].elapsed_ms > 0 && st[i].busy_ms >= 0, "%s", st[i].name);
+    sl_model_free(m);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+Suite *make_stats_suite(void)
+{
+    Suite *s = suite_create("stats");
+    TCase *tc = tcase_create("stages");
+    tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_slow_map_is_busy_consumer_waits);
+    tcase_add_test(tc, test_slow_consumer_blocks_pipeline);
+    tcase_add_test(tc, test_sink_train_reports_every_stage);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    int failed;
+    SRunner *sr = srunner_create(make_stats_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
