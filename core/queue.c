@@ -84,8 +84,11 @@ void sl__queue_destroy(sl_queue *q)
     q->slots = NULL;
 }
 
-/* Adds the time since the last change at the old fill level, before
- * `filled` changes (the caller holds the lock). */
+/* Adds the time since the last push at the fill level seen now, before a
+ * push changes it (the caller holds the lock). The level is sampled at
+ * pushes only, which read the clock anyway, so that a pop, the hot path
+ * of a fast consumer, reads none; pops in between are seen at the next
+ * push. */
 static void note_fill_change(sl_queue *q, double now)
 {
     if (now > q->changed_ms) {
@@ -207,7 +210,6 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
             if (seq)
                 *seq = q->head;
             q->head++;
-            note_fill_change(q, sl__now_ms());
             q->filled--;
             /* The next item may be there already, with no push to come
              * for it: pass the wake-up on to another sleeping consumer. */

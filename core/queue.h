@@ -48,11 +48,12 @@ typedef struct sl_queue {
     double push_wait_ms;
     /* For stage reports (sl__queue_get_stats): items pushed, the time
      * consumers slept waiting for the head item, and the integral of
-     * `filled` over time since init, for the mean occupancy. */
+     * `filled` over time since init, for the mean occupancy (the level
+     * sampled at each push and when read). */
     uint64_t pushes;
     double pop_wait_ms;
     double created_ms;
-    double changed_ms;       /* when `filled` last changed */
+    double changed_ms;       /* the last push (or read of the stats) */
     double filled_ms;        /* sum of filled x ms up to changed_ms */
 } sl_queue;
 
