@@ -33,6 +33,7 @@ int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err)
     q->push_wait_ms = 0;
     q->pushes = 0;
     q->pop_wait_ms = 0;
+    q->first_pop_wait_ms = 0;
     q->created_ms = q->changed_ms = sl__now_ms();
     q->filled_ms = 0;
     if ((e = pthread_mutex_init(&q->lock, NULL)) != 0)
@@ -197,8 +198,12 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
         q->pop_waiters--;
         q->pop_wakeups++;
     }
-    if (slept)
-        q->pop_wait_ms += sl__now_ms() - slept_at;
+    if (slept) {
+        double waited = sl__now_ms() - slept_at;
+        q->pop_wait_ms += waited;
+        if (q->head == 0) /* nothing taken yet: waiting for the first item */
+            q->first_pop_wait_ms += waited;
+    }
     if (q->interrupted || q->woken) {
         rc = SL_ECANCELED;
     } else if (rc == SL_OK) {
@@ -318,6 +323,7 @@ void sl__queue_get_stats(sl_queue *q, sl__queue_stats *out)
     out->pushes = q->pushes;
     out->push_wait_ms = q->push_wait_ms;
     out->pop_wait_ms = q->pop_wait_ms;
+    out->first_pop_wait_ms = q->first_pop_wait_ms;
     out->occupancy = now > q->created_ms ? q->filled_ms / (now - q->created_ms) : 0;
     out->last_push_ms = q->last_push_ms;
     pthread_mutex_unlock(&q->lock);

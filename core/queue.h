@@ -52,6 +52,7 @@ typedef struct sl_queue {
      * sampled at each push and when read). */
     uint64_t pushes;
     double pop_wait_ms;
+    double first_pop_wait_ms; /* of that, the waits of the pops of the first item */
     double created_ms;
     double changed_ms;       /* the last push (or read of the stats) */
     double filled_ms;        /* sum of filled x ms up to changed_ms */
@@ -64,6 +65,7 @@ typedef struct sl__queue_stats {
     uint64_t pushes;
     double push_wait_ms;     /* producers blocked on a full queue, summed */
     double pop_wait_ms;      /* consumers asleep waiting for an item, summed */
+    double first_pop_wait_ms; /* of that, waiting for the first item (start-up) */
     double occupancy;        /* mean items held since the queue was made */
     double last_push_ms;     /* sl__now_ms of the last push (0: none) */
 } sl__queue_stats;

@@ -38,6 +38,7 @@ struct sl__feeder {
     /* written by the transfer thread, read under stats_lock */
     pthread_mutex_t stats_lock;
     double copy_ms, pipeline_wait_ms, slot_wait_ms;
+    double first_wait_ms;      /* of pipeline_wait_ms, for the first row */
     double started_ms;         /* set before the transfer thread starts */
 };
 
@@ -151,6 +152,8 @@ static int next_row(sl__feeder *f, sl_row *row)
     rc = sl_iterator_next(f->it, row);
     waited = sl__now_ms() - t0;
     pthread_mutex_lock(&f->stats_lock);
+    if (f->pipeline_wait_ms == 0)
+        f->first_wait_ms = waited;
     f->pipeline_wait_ms += waited;
     pthread_mutex_unlock(&f->stats_lock);
     return rc;
@@ -427,6 +430,9 @@ size_t sl__feeder_get_stage_stats(sl__feeder *f, sl_stage_stats *out, size_t max
     t->rows = fs.batches;
     t->elapsed_ms = end - f->started_ms;
     t->wait_input_ms = fs.pipeline_wait_ms;
+    pthread_mutex_lock(&f->stats_lock);
+    t->startup_wait_ms = f->first_wait_ms;
+    pthread_mutex_unlock(&f->stats_lock);
     t->blocked_output_ms = fs.slot_wait_ms;
     t->busy_ms = t->threads ? t->elapsed_ms - t->wait_input_ms - t->blocked_output_ms : 0;
     if (t->busy_ms < 0)

@@ -29,6 +29,8 @@ typedef struct sink_run {
     int rc;
     int end_of_epoch, end_of_data;
     double getnext_wait_ms;
+    double first_wait_ms;      /* the first GetNext's */
+    int called;                /* GetNext was called */
     sl__error err;
 } sink_run;
 
@@ -48,6 +50,10 @@ static int sink_loop(void *arg)
             return SL_OK; /* asked between steps */
         rc = sl__feeder_get_next(r->f, 0, &slot, r->timeout_ms, &waited, &r->err);
         r->getnext_wait_ms += waited;
+        if (!r->called) {
+            r->first_wait_ms = waited;
+            r->called = 1;
+        }
         if (rc == SL_END_OF_EPOCH) {
             if (r->to_epoch_end) {
                 r->end_of_epoch = 1;
@@ -197,7 +203,7 @@ static void collect_stats(sl_model *m, sl__feeder *f)
  * since the feeder started, of which sink_ms ran sinks and hooks_ms ran
  * the host's callbacks. */
 static void collect_stages(sl_model *m, sl__feeder *f, double elapsed_ms, double sink_ms,
-                           double hooks_ms)
+                           double hooks_ms, double startup_wait_ms)
 {
     const size_t max = SL__MODEL_MAX_STAGES;
     size_t n = sl__feeder_get_stage_stats(f, m->stages, max - 2);
@@ -212,6 +218,7 @@ static void collect_stages(sl_model *m, sl__feeder *f, double elapsed_ms, double
     ex->rows = (uint64_t)m->sink_stats.steps;
     ex->elapsed_ms = elapsed_ms;
     ex->wait_input_ms = m->sink_stats.getnext_wait_ms;
+    ex->startup_wait_ms = startup_wait_ms;
     ex->blocked_output_ms = elapsed_ms > sink_ms ? elapsed_ms - sink_ms : 0;
     ex->busy_ms = sink_ms > ex->wait_input_ms ? sink_ms - ex->wait_input_ms : 0;
     memset(host, 0, sizeof *host);
@@ -243,7 +250,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     int64_t size, first_epoch, done_in_epoch;
     int rc, size_rc;
 
-    double started, sink_ms = 0, hooks_ms = 0;
+    double started, sink_ms = 0, hooks_ms = 0, startup_wait_ms = 0;
 
     atomic_store(&m->stop, 0);
     memset(&m->sink_stats, 0, sizeof m->sink_stats);
@@ -307,6 +314,8 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         t0 = sl__now_ms();
         run_sink(m, f, want, o->sink_size < 0, o->getnext_timeout_ms, &r);
         info.epoch_ms = sl__now_ms() - t0;
+        if (sink_ms == 0)
+            startup_wait_ms = r.first_wait_ms; /* the pipeline starting */
         sink_ms += info.epoch_ms;
         info.global_step = m->global_step;
         info.step_in_epoch = done_in_epoch + r.steps;
@@ -331,7 +340,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
             break;
     }
     collect_stats(m, f);
-    collect_stages(m, f, sl__now_ms() - started, sink_ms, hooks_ms);
+    collect_stages(m, f, sl__now_ms() - started, sink_ms, hooks_ms, startup_wait_ms);
     /* Joins the transfer thread and every pipeline thread. */
     sl__model_set_active_feeder(m, NULL);
     sl__feeder_free(f);

@@ -33,6 +33,7 @@ static void stage_stats(const sl_iterator *it, size_t s, double now, sl_stage_st
     out->rows = atomic_load_explicit(&st->rows_out, memory_order_relaxed);
     out->elapsed_ms = (finished > 0 ? finished : now) - it->started_ms;
     out->wait_input_ms = in.pop_wait_ms;
+    out->startup_wait_ms = in.first_pop_wait_ms;
     out->blocked_output_ms = q.push_wait_ms;
     out->busy_ms = busy_of(out->threads, out->elapsed_ms, out->wait_input_ms,
                            out->blocked_output_ms);
@@ -56,6 +57,7 @@ size_t sl_iterator_get_stage_stats(const sl_iterator *it, sl_stage_stats *out, s
         c->rows = it->rows_out;
         c->elapsed_ms = now - it->started_ms;
         c->wait_input_ms = last.pop_wait_ms;
+        c->startup_wait_ms = last.first_pop_wait_ms;
         c->busy_ms = busy_of(1, c->elapsed_ms, c->wait_input_ms, 0);
     }
     return n;

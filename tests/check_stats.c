@@ -6,6 +6,7 @@
  * the pipeline blocked. */
 #include <check.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -180,6 +181,12 @@ START_TEST(test_slow_map_is_busy_consumer_waits)
                   "consumer waited %.1f of %.1f ms", st[n - 1].wait_input_ms,
                   st[n - 1].elapsed_ms);
     ck_assert_uint_eq(map->rows, NSAMPLES / BATCH); /* it maps and batches */
+    {
+        char buf[512], want[256];
+        sl_stage_verdict(st, n, buf, sizeof buf);
+        snprintf(want, sizeof want, "stage '%.96s' limits throughput", map->name);
+        ck_assert_msg(strstr(buf, want), "verdict: %s", buf);
+    }
     sl_dataset_free(ds);
 }
 END_TEST
@@ -197,10 +204,83 @@ START_TEST(test_slow_consumer_blocks_pipeline)
     ck_assert_msg(share(consumer->busy_ms, consumer) > 0.7, "consumer busy %.1f of %.1f ms",
                   consumer->busy_ms, consumer->elapsed_ms);
     ck_assert_msg(last->occupancy >= 1.0, "%s: occupancy %.2f", last->name, last->occupancy);
+    {
+        char buf[512];
+        sl_stage_verdict(st, n, buf, sizeof buf);
+        ck_assert_msg(strstr(buf, "the consumer is the bottleneck") &&
+                          strstr(buf, "the pipeline keeps up"),
+                      "verdict: %s", buf);
+    }
     ck_assert_msg(last->threads == 0 || share(last->wait_input_ms, last) < 0.3,
                   "%s waited %.1f of %.1f ms for input", last->name, last->wait_input_ms,
                   last->elapsed_ms);
     sl_dataset_free(ds);
+}
+END_TEST
+
+/* --- the verdict on constructed figures ---------------------------------- */
+
+static sl_stage_stats stage(const char *name, int threads, double busy, double wait,
+                            double blocked, size_t capacity)
+{
+    sl_stage_stats s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.name, sizeof s.name, "%s", name);
+    s.threads = threads;
+    s.elapsed_ms = 1000;
+    s.busy_ms = busy * threads * 10;
+    s.wait_input_ms = wait * threads * 10;
+    s.blocked_output_ms = blocked * threads * 10;
+    s.capacity = capacity;
+    return s;
+}
+
+static void expect_verdict(const sl_stage_stats *st, size_t n, const char *want)
+{
+    char buf[512];
+    sl_stage_verdict(st, n, buf, sizeof buf);
+    ck_assert_msg(strstr(buf, want) != NULL, "verdict \"%s\" lacks \"%s\"", buf, want);
+}
+
+START_TEST(test_verdicts)
+{
+    sl_stage_stats st[5];
+    /* A sink whose executor hardly waits. */
+    st[0] = stage("source", 0, 0, 0, 0, 32);
+    st[1] = stage("map(image: resize)", 1, 7, 0, 93, 8);
+    st[2] = stage("transfer", 1, 2, 1, 97, 4);
+    st[3] = stage("executor (cpu:0)", 1, 97, 0.4, 2.6, 0);
+    st[4] = stage("host (callbacks)", 1, 0, 100, 0, 0);
+    expect_verdict(st, 5, "the executor is the bottleneck (busy 97%); GetNext waited 0.4% of "
+                          "the time: the pipeline keeps up");
+    /* A map on 2 threads that cannot keep up. */
+    st[1] = stage("map(image: resize)", 2, 99, 0, 1, 8);
+    st[3] = stage("executor (cpu:0)", 1, 69, 31, 0, 0);
+    expect_verdict(st, 5, "stage 'map(image: resize)' limits throughput (busy 99% on 2 "
+                          "threads); GetNext waited 31% of the time: add workers");
+    /* The transfer thread saturated. */
+    st[1] = stage("map(image: resize)", 1, 40, 0, 60, 8);
+    st[2] = stage("transfer", 1, 95, 5, 0, 4);
+    expect_verdict(st, 5, "stage 'transfer' limits throughput (busy 95% on 1 thread)");
+    expect_verdict(st, 5, "copied too slowly");
+    /* Bursts that a queue of 1 cannot absorb: nobody saturated, a stage
+     * often blocked, the consumer often waiting. */
+    st[0] = stage("source", 1, 10, 0, 0, 1);
+    st[1] = stage("map(image: decode)", 1, 55, 5, 40, 1);
+    st[2] = stage("consumer", 1, 70, 30, 0, 0);
+    expect_verdict(st, 3, "no stage is saturated (the busiest, 'map(image: decode)', is busy "
+                          "55%), yet it waited 30% of the time while 'map(image: decode)' was "
+                          "blocked 40% on a full queue of 1");
+    /* Nobody saturated, nobody blocked, the consumer waiting: CPUs short. */
+    st[1] = stage("map(image: decode)", 1, 60, 40, 0, 8);
+    expect_verdict(st, 3, "the stages wait for CPUs");
+    /* A wait that was all start-up does not count. */
+    st[1] = stage("map(image: decode)", 1, 60, 40, 0, 8);
+    st[2] = stage("consumer", 1, 70, 30, 0, 0);
+    st[2].startup_wait_ms = st[2].wait_input_ms;
+    expect_verdict(st, 3, "the consumer is the bottleneck (busy 70%); it waited 0.0% of the "
+                          "time: the pipeline keeps up");
+    expect_verdict(st, 0, "no stages");
 }
 END_TEST
 
@@ -256,6 +336,7 @@ Suite *make_stats_suite(void)
     tcase_add_test(tc, test_slow_map_is_busy_consumer_waits);
     tcase_add_test(tc, test_slow_consumer_blocks_pipeline);
     tcase_add_test(tc, test_sink_train_reports_every_stage);
+    tcase_add_test(tc, test_verdicts);
     suite_add_tcase(s, tc);
     return s;
 }

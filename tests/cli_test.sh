@@ -349,7 +349,7 @@ expect "bench pipeline text" 0 stdout '^pipeline' stdout 'images/s' stdout '^loa
     stdout 'wakeups/epoch' stdout '^peak RSS: ' stdout '^buffer pool (MB' \
     stdout '^workers peak in use   in use     idle idle cap system allocs' \
     stdout '^stages (workers=2, the last run' stdout '^stage  *threads  *rows  *rows/s  *busy% waiting% blocked%  *queue$' \
-    stdout '^consumer  *1  *' \
+    stdout '^consumer  *1  *' stdout '^verdict: ' \
     stdout '^      2  *[0-9.]* *[0-9.]* *[0-9.]*  *8\.0  *[1-9]'
 if [ -s "$TMP/err" ]; then
     fail "bench pipeline: no progress lines when stderr is not a terminal"
@@ -654,7 +654,8 @@ expect "bench sink --json" 0 stdout '"name": "nonsink", "device": "cpu:0", "samp
     stdout '"name": "sink_1000", "device": "sim:0"' stdout '"name": "data_only"' \
     stdout '"overlap_efficiency": [0-9]' \
     stdout '"stages_by_device": {"cpu:0": \[{"name": ' stdout '{"name": "transfer", "threads": 1, "rows": [1-9]' \
-    stdout '"name": "executor (sim:0)", "threads": 1, "rows": 4, '
+    stdout '"name": "executor (sim:0)", "threads": 1, "rows": 4, ' \
+    stdout '"verdict_by_device": {"cpu:0": "'
 run bench sink --data "$MNIST" --steps 4 --repeats 1 --devices cpu:0
 expect "bench sink" 0 stdout 'sink, sink_size 1000' stdout 'overlap efficiency on cpu:0'
 run bench sink --devices tpu:0

@@ -180,6 +180,9 @@ void cli_bench_pipeline_print_json(const cli_bench_pipeline_args *a, const char 
         cli_pool_json(stdout, &s->runs[a->repeats - 1].pool);
         printf(", \"stages\": ");
         cli_stages_json(stdout, s->runs[a->repeats - 1].stages, s->runs[a->repeats - 1].nstages);
+        printf(", \"verdict\": ");
+        cli_stages_verdict_json(stdout, s->runs[a->repeats - 1].stages,
+                                s->runs[a->repeats - 1].nstages);
         printf("}");
     }
     printf("], \"peak_rss_bytes\": %lld", peak_rss_bytes());

@@ -394,6 +394,11 @@ int cli_bench_sink_main(int argc, char **argv)
             printf("%s\"%s\": ", d ? ", " : "", a.devices[d]);
             cli_stages_json(stdout, last_stages[d], last_nstages[d]);
         }
+        printf("}, \"verdict_by_device\": {");
+        for (size_t d = 0; d < a.ndevices; d++) {
+            printf("%s\"%s\": ", d ? ", " : "", a.devices[d]);
+            cli_stages_verdict_json(stdout, last_stages[d], last_nstages[d]);
+        }
         printf("}}\n");
     } else {
         for (size_t d = 0; d < a.ndevices; d++) {

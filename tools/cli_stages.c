@@ -30,6 +30,18 @@ void cli_stages_text(FILE *f, const sl_stage_stats *st, size_t n)
                 s->threads, s->rows, rate, percent(s->busy_ms, s),
                 percent(s->wait_input_ms, s), percent(s->blocked_output_ms, s), queue);
     }
+    if (n > 0) {
+        char verdict[512];
+        sl_stage_verdict(st, n, verdict, sizeof verdict);
+        fprintf(f, "verdict: %s\n", verdict);
+    }
+}
+
+void cli_stages_verdict_json(FILE *f, const sl_stage_stats *st, size_t n)
+{
+    char verdict[512];
+    sl_stage_verdict(st, n, verdict, sizeof verdict);
+    cli_json_string(f, verdict);
 }
 
 void cli_stages_json(FILE *f, const sl_stage_stats *st, size_t n)
@@ -41,10 +53,10 @@ void cli_stages_json(FILE *f, const sl_stage_stats *st, size_t n)
         cli_json_string(f, s->name);
         fprintf(f,
                 ", \"threads\": %d, \"rows\": %" PRIu64 ", \"elapsed_ms\": %.3f, "
-                "\"busy_ms\": %.3f, \"wait_input_ms\": %.3f, \"blocked_output_ms\": %.3f, "
-                "\"capacity\": %zu, \"occupancy\": %.3f}",
+                "\"busy_ms\": %.3f, \"wait_input_ms\": %.3f, \"startup_wait_ms\": %.3f, "
+                "\"blocked_output_ms\": %.3f, \"capacity\": %zu, \"occupancy\": %.3f}",
                 s->threads, s->rows, s->elapsed_ms, s->busy_ms, s->wait_input_ms,
-                s->blocked_output_ms, s->capacity, s->occupancy);
+                s->startup_wait_ms, s->blocked_output_ms, s->capacity, s->occupancy);
     }
     fputc(']', f);
 }

@@ -13,8 +13,10 @@
 
 /* One line per stage: threads, rows, rows/s, and busy, waiting and blocked
  * as percentages of threads x elapsed time, and its output queue's mean
- * occupancy over its capacity. */
+ * occupancy over its capacity; then the verdict (sl_stage_verdict). */
 void cli_stages_text(FILE *f, const sl_stage_stats *st, size_t n);
+/* sl_stage_verdict's words, as a JSON string. */
+void cli_stages_verdict_json(FILE *f, const sl_stage_stats *st, size_t n);
 /* A JSON list of objects with the same fields as sl_stage_stats. */
 void cli_stages_json(FILE *f, const sl_stage_stats *st, size_t n);
 

@@ -1,0 +1,106 @@
+/* stage_verdict.c: which stage limits throughput, in words, from the
+ * per-stage counters (sl_stage_verdict). A pure function of the figures:
+ * the rules are tested on constructed cases.
+ *
+ * The stage that matters last is the final consumer: the executor of a
+ * sink (its wait is GetNext's), else the thread calling sl_iterator_next.
+ * If it hardly waits, it is the bottleneck and the pipeline keeps up. If
+ * it waits (after start-up: the wait for the first batch does not count),
+ * the busiest stage before it is the suspect: saturated (busy
+ * >= 80% of its threads' time), it limits throughput; if no stage is,
+ * stages blocked on full queues point at queues too small to absorb
+ * their bursts, and otherwise the CPUs are short (other work, or too few
+ * of them for the threads). */
+#include <stdio.h>
+#include <string.h>
+
+#include "sluice/iterator.h"
+
+#define KEEPS_UP 0.05     /* the consumer waits less than this: it is the bottleneck */
+#define SATURATED 0.80    /* a stage busy this much of its threads' time limits the rest */
+#define BLOCKED 0.20      /* a stage blocked this much waits on a small queue */
+
+static double share(double part, const sl_stage_stats *s)
+{
+    double whole = (double)(s->threads > 0 ? s->threads : 1) * s->elapsed_ms;
+    return whole > 0 ? part / whole : 0;
+}
+
+/* The share of its time after start-up that s waited for input: the wait
+ * for its first input is the stages before it starting (a shuffle buffer
+ * filling), which no capacity or worker count changes. */
+static double steady_wait(const sl_stage_stats *s)
+{
+    double whole = (double)(s->threads > 0 ? s->threads : 1) * s->elapsed_ms - s->startup_wait_ms;
+    double part = s->wait_input_ms - s->startup_wait_ms;
+    return whole > 0 && part > 0 ? part / whole : 0;
+}
+
+static int is_executor(const sl_stage_stats *s)
+{
+    return strncmp(s->name, "executor", 8) == 0;
+}
+
+/* The final consumer: the executor when there is one, else the last. */
+static size_t final_consumer(const sl_stage_stats *st, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (is_executor(&st[i]))
+            return i;
+    return n - 1;
+}
+
+size_t sl_stage_verdict(const sl_stage_stats *st, size_t n, char *buf, size_t len)
+{
+    size_t c, busiest = (size_t)-1, blocked = (size_t)-1;
+    double wait, best = -1, most_blocked = -1;
+    const char *who, *waited;
+    if (len == 0)
+        return 0;
+    if (n == 0)
+        return (size_t)snprintf(buf, len, "no stages to judge");
+    c = final_consumer(st, n);
+    who = is_executor(&st[c]) ? "the executor" : "the consumer";
+    waited = is_executor(&st[c]) ? "GetNext waited" : "it waited";
+    wait = steady_wait(&st[c]);
+    for (size_t i = 0; i < c; i++) {
+        double b = share(st[i].busy_ms, &st[i]), k = share(st[i].blocked_output_ms, &st[i]);
+        if (st[i].threads == 0)
+            continue; /* its time is the next stage's */
+        if (b > best) {
+            best = b;
+            busiest = i;
+        }
+        if (k > most_blocked) {
+            most_blocked = k;
+            blocked = i;
+        }
+    }
+    if (wait < KEEPS_UP || busiest == (size_t)-1)
+        return (size_t)snprintf(buf, len,
+                                "%s is the bottleneck (busy %.0f%%); %s %.1f%% of the time: the "
+                                "pipeline keeps up",
+                                who, 100 * share(st[c].busy_ms, &st[c]), waited, 100 * wait);
+    if (best >= SATURATED)
+        return (size_t)snprintf(buf, len,
+                                "stage '%s' limits throughput (busy %.0f%% on %d thread%s); %s "
+                                "%.0f%% of the time: %s",
+                                st[busiest].name, 100 * best, st[busiest].threads,
+                                st[busiest].threads == 1 ? "" : "s", waited, 100 * wait,
+                                strncmp(st[busiest].name, "transfer", 8) == 0
+                                    ? "batches are copied too slowly for the device"
+                                    : "add workers or move work out of it");
+    if (blocked != (size_t)-1 && most_blocked >= BLOCKED)
+        return (size_t)snprintf(buf, len,
+                                "no stage is saturated (the busiest, '%s', is busy %.0f%%), yet "
+                                "%s %.0f%% of the time while '%s' was blocked %.0f%% on a full "
+                                "queue of %zu: the queues are too small for the stages' bursts; "
+                                "give them more capacity",
+                                st[busiest].name, 100 * best, waited, 100 * wait,
+                                st[blocked].name, 100 * most_blocked, st[blocked].capacity);
+    return (size_t)snprintf(buf, len,
+                            "no stage is saturated (the busiest, '%s', is busy %.0f%%) and none "
+                            "is blocked, yet %s %.0f%% of the time: the stages wait for CPUs "
+                            "(other work on the machine, or more threads than CPUs)",
+                            st[busiest].name, 100 * best, waited, 100 * wait);
+}
