@@ -550,6 +550,13 @@ run train --data "$MNIST" --epochs 2 --no-eval --resume "$TMP/part.ckpt" --seed 
 expect "train --resume with another seed" 1 stderr 'cannot resume: .*seed 0.*seed 9'
 run train --data "$MNIST" --resume "$TMP/part.ckpt" --load "$TMP/part.ckpt"
 expect "train --resume --load" 2 stderr 'give --resume or --load, not both'
+run train --data "$MNIST" --max-steps 2 --no-eval --stages
+expect "train --stages" 0 stdout '^stage  *threads  *rows' stdout '^transfer  *1  *[1-9]' \
+    stdout '^executor (cpu:0)  *1  *2 ' stdout '^host (callbacks)  *1  *1 ' stdout '^verdict: '
+run train --data "$MNIST" --max-steps 2 --no-eval --no-sink --stages
+expect "train --no-sink --stages" 0 stdout '^stages: none to show'
+run train --data "$MNIST" --max-steps 2 --no-eval --json
+expect "train --json has the stages" 0 stdout '"stages": \[{"name": ' stdout '"verdict": "'
 run train --data "$MNIST" --epochs 2 --sink-size 2 --device sim:0 --log-every 1
 expect "train --sink-size 2 --device sim:0" 0 stdout '^data sink on sim:0: sink_size 2' \
     stdout '^epoch: 1 step: 2, loss is' stdout '^epoch: 2 step: 2, loss is' \

@@ -10,6 +10,7 @@
 
 #include "sluice/sluice.h"
 #include "cli.h"
+#include "cli_stages.h"
 #include "train_args.h"
 
 /* The seeds' pipeline over one split of the MNIST folder. */
@@ -146,6 +147,8 @@ int cli_train_main(int argc, char **argv)
     sl_metrics metrics;
     sl_pool_stats pool;
     double t0, train_ms;
+    sl_stage_stats stages[CLI_MAX_STAGES];
+    size_t nstages = 0;
     int rc = cli_train_parse_args(argc, argv, &a, 0), exit_code = CLI_EXIT_OK;
     int64_t start_step, steps_per_epoch;
 
@@ -271,6 +274,15 @@ int cli_train_main(int argc, char **argv)
                sl_model_global_step(model) - start_step, train_ms / 1e3,
                (double)(sl_model_global_step(model) - start_step) *
                    (double)a.model.network.batch / (train_ms / 1e3));
+    nstages = sl_model_get_stage_stats(model, stages, CLI_MAX_STAGES);
+    if (nstages > CLI_MAX_STAGES)
+        nstages = CLI_MAX_STAGES;
+    if (!a.json && a.stages && nstages > 0) {
+        printf("stages (%% of each stage's threads x its time):\n");
+        cli_stages_text(stdout, stages, nstages);
+    } else if (!a.json && a.stages) {
+        printf("stages: none to show (the stage figures come from a sink-mode train)\n");
+    }
     if (a.save && sl_model_save(model, a.save) < 0) {
         cli_error(a.cmd, "%s", sl_model_last_error(model));
         exit_code = CLI_EXIT_FAIL;
@@ -298,6 +310,12 @@ int cli_train_main(int argc, char **argv)
         sl_dataset_get_pool_stats(train, &pool);
         printf(", \"train_pool\": ");
         cli_pool_json(stdout, &pool);
+        if (nstages > 0) {
+            printf(", \"stages\": ");
+            cli_stages_json(stdout, stages, nstages);
+            printf(", \"verdict\": ");
+            cli_stages_verdict_json(stdout, stages, nstages);
+        }
         printf("}\n");
     }
 out:

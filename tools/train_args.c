@@ -14,7 +14,7 @@ enum {
     OPT_MODEL = 256, OPT_DATA, OPT_EPOCHS, OPT_BATCH, OPT_MODE, OPT_LR, OPT_MOMENTUM,
     OPT_OPTIMIZER, OPT_SEED, OPT_WORKERS, OPT_THREADS, OPT_BLAS_THREADS, OPT_SAVE,
     OPT_LOAD, OPT_RESUME, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_CKPT_DIR,
-    OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
+    OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_STAGES, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
     OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_TRANSFER, OPT_POOL_IDLE_MB,
     OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES
 };
@@ -70,6 +70,9 @@ void cli_train_usage(FILE *f)
           "                      (in the train split; evaluation fails on one)\n"
           "  --log-every N       a loss line every N steps (default: each epoch's last)\n"
           "  --time              TimeMonitor lines at each epoch's end\n"
+          "  --stages            after a sink-mode train, each stage's rows/s and busy,\n"
+          "                      waiting and blocked time, and which one limits\n"
+          "                      throughput (--json always has them)\n"
           "  --max-steps N       stop after N steps in all (default: no limit)\n"
           "  --save CKPT         write the trained parameters to CKPT\n"
           "  --load CKPT         start from CKPT's parameters (a new run)\n"
@@ -251,6 +254,7 @@ static int parse_option(train_args *a, int opt, const char *arg)
     case OPT_ERROR_SAMPLES: return cli_parse_error_samples(cmd, arg, &a->errors);
     case OPT_MAX_BAD_SAMPLES: return cli_parse_max_bad_samples(cmd, arg, &a->errors);
     case OPT_TIME: a->time_monitor = 1; return 0;
+    case OPT_STAGES: a->stages = 1; return 0;
     case OPT_JSON: a->json = 1; return 0;
     }
     return -1;
@@ -294,6 +298,7 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"ckpt-steps", required_argument, NULL, OPT_CKPT_STEPS},
         {"ckpt-keep", required_argument, NULL, OPT_CKPT_KEEP},
         {"time", no_argument, NULL, OPT_TIME},
+        {"stages", no_argument, NULL, OPT_STAGES},
         {"json", no_argument, NULL, OPT_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},

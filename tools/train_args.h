@@ -26,6 +26,7 @@ typedef struct train_args {
     int64_t ckpt_steps;
     int64_t ckpt_keep;
     int time_monitor;
+    int stages;       /* --stages: print the stage table after a sink train */
     int json;
     cli_error_samples errors; /* for the train split */
     cli_bad_report report;
