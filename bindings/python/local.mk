@@ -102,6 +102,7 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_zero_copy.py \
 	bindings/python/tests/test_errors.py \
 	bindings/python/tests/test_bad_samples.py \
+	bindings/python/tests/test_stats.py \
 	bindings/python/tests/test_threads.py \
 	bindings/python/tests/test_ops.py \
 	bindings/python/tests/test_train.py \

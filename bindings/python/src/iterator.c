@@ -425,6 +425,49 @@ static PyObject *iterator_get_stats(PyObject *o, PyObject *unused)
                          (unsigned long long)s.samples_replaced);
 }
 
+PyObject *slpy_stage_stats(const sl_stage_stats *st, size_t n)
+{
+    char verdict[512];
+    PyObject *list = PyList_New((Py_ssize_t)n), *out;
+    if (!list)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const sl_stage_stats *s = &st[i];
+        PyObject *d = Py_BuildValue(
+            "{s:s,s:i,s:K,s:d,s:d,s:d,s:d,s:d,s:n,s:d}", "name", s->name, "threads", s->threads,
+            "rows", (unsigned long long)s->rows, "elapsed_ms", s->elapsed_ms, "busy_ms",
+            s->busy_ms, "wait_input_ms", s->wait_input_ms, "startup_wait_ms",
+            s->startup_wait_ms, "blocked_output_ms", s->blocked_output_ms, "capacity",
+            (Py_ssize_t)s->capacity, "occupancy", s->occupancy);
+        if (!d) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, d);
+    }
+    sl_stage_verdict(st, n, verdict, sizeof verdict);
+    out = Py_BuildValue("{s:O,s:s}", "stages", list, "verdict", verdict);
+    Py_DECREF(list);
+    return out;
+}
+
+/* The stages of a running pipeline, read under the iterator's lock. */
+static PyObject *iterator_get_stage_stats(PyObject *o, PyObject *unused)
+{
+    slpy_iterator *self = (slpy_iterator *)o;
+    sl_stage_stats st[SLPY_MAX_STAGES];
+    PyThreadState *ts;
+    size_t n = 0;
+    (void)unused;
+    ts = PyEval_SaveThread();
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    if (self->it)
+        n = sl_iterator_get_stage_stats(self->it, st, SLPY_MAX_STAGES);
+    PyThread_release_lock(self->lock);
+    PyEval_RestoreThread(ts);
+    return slpy_stage_stats(st, n < SLPY_MAX_STAGES ? n : SLPY_MAX_STAGES);
+}
+
 static PyObject *iterator_iter(PyObject *o)
 {
     return Py_NewRef(o);
@@ -440,6 +483,11 @@ static PyMethodDef iterator_methods[] = {
      "get_stats() -> dict: running, source_load_ms, rows_out, pool_bytes, threads,\n"
      "consumer_wakeups (zeros once the pipeline is stopped), samples_skipped,\n"
      "samples_replaced (bad samples, still there once it stopped)."},
+    {"get_stage_stats", iterator_get_stage_stats, METH_NOARGS,
+     "get_stage_stats() -> dict: 'stages', a list with one dict per stage of the\n"
+     "pipeline and one for the consumer (name, threads, rows, elapsed_ms, busy_ms,\n"
+     "wait_input_ms, startup_wait_ms, blocked_output_ms, capacity, occupancy), and\n"
+     "'verdict', which stage limits throughput, in words (empty once stopped)."},
     {"__enter__", iterator_enter, METH_NOARGS, NULL},
     {"__exit__", iterator_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},

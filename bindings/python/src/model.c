@@ -214,6 +214,20 @@ static PyObject *model_stop(PyObject *o, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *model_stage_stats(PyObject *o, PyObject *unused)
+{
+    slpy_model *self = (slpy_model *)o;
+    sl_stage_stats st[SLPY_MAX_STAGES];
+    int locked = slpy_model_lock(self, 1, "stage_stats");
+    size_t n;
+    (void)unused;
+    if (locked < 0)
+        return NULL;
+    n = sl_model_get_stage_stats(self->m, st, SLPY_MAX_STAGES);
+    slpy_model_unlock(self, locked);
+    return slpy_stage_stats(st, n < SLPY_MAX_STAGES ? n : SLPY_MAX_STAGES);
+}
+
 static PyObject *model_global_step(PyObject *o, PyObject *unused)
 {
     slpy_model *self = (slpy_model *)o;
@@ -459,6 +473,9 @@ static PyMethodDef model_methods[] = {
     {"eval", model_eval, METH_O, "eval(dataset) -> (samples, accuracy, loss)"},
     {"stop", model_stop, METH_NOARGS, "stop(): sl_model_stop, from any thread."},
     {"global_step", model_global_step, METH_NOARGS, "global_step() -> steps trained so far"},
+    {"stage_stats", model_stage_stats, METH_NOARGS,
+     "stage_stats() -> {'stages': [...], 'verdict': str} of the last sink-mode train\n"
+     "(sl_model_get_stage_stats; no stages before one)"},
     {"params", model_params, METH_NOARGS,
      "params() -> [(name, shape)] of the trainable parameters"},
     {"get_param", model_get_param, METH_O, "get_param(name) -> Tensor (a copy)"},

@@ -220,6 +220,18 @@ class Model:
                  _Hooks(cb, params, run_context, start) for cb in callbacks]
         self._c.train(epoch, train_dataset._c, specs, sink, sink_size if sink else -1)
 
+    def stage_stats(self):
+        """Where the last sink-mode ``train`` spent its time, per stage:
+        ``{"stages": [...], "verdict": "..."}``. Each stage (the pipeline's,
+        then ``transfer``, ``executor (cpu:0)`` and ``host (callbacks)``) is a
+        dict of name, threads, rows, elapsed_ms, busy_ms, wait_input_ms,
+        startup_wait_ms, blocked_output_ms, capacity and occupancy; the
+        verdict says which stage limits throughput. No stages before a
+        sink-mode train."""
+        if self._c is None:
+            return {"stages": [], "verdict": "no stages to judge"}
+        return self._c.stage_stats()
+
     def eval(self, valid_dataset):
         """Runs the network over one pass of ``valid_dataset`` and returns
         ``{name: value}`` for the model's metrics (``{"accuracy": 0.87}``).

@@ -1,0 +1,53 @@
+"""Per-stage figures from Python: an iterator's stages while it runs, and
+the stages of a model's last sink-mode train, each with the verdict that
+says which stage limits throughput (the C side's sl_iterator_get_stage_stats,
+sl_model_get_stage_stats and sl_stage_verdict)."""
+import sluice
+import sluice.dataset as ds
+import sluice.dataset.transforms as transforms
+import sluice.dataset.vision as vision
+import sluice.nn as nn
+from sluice import train
+
+FIELDS = {"name", "threads", "rows", "elapsed_ms", "busy_ms", "wait_input_ms",
+          "startup_wait_ms", "blocked_output_ms", "capacity", "occupancy"}
+
+
+def pipeline(root):
+    d = ds.MnistDataset(root, usage="train", shuffle=False)
+    d = d.map(operations=transforms.TypeCast(sluice.int32), input_columns="label")
+    d = d.map(operations=[vision.Resize((32, 32)), vision.Rescale(1.0 / 255.0, 0.0),
+                          vision.HWC2CHW()], input_columns="image")
+    return d.batch(32, drop_remainder=True)
+
+
+def test_iterator_stages(mnist):
+    it = pipeline(mnist).create_tuple_iterator(num_epochs=1)
+    batches = sum(1 for _ in zip(range(3), it))
+    stats = it.get_stage_stats()
+    assert batches == 3
+    stages = stats["stages"]
+    assert len(stages) >= 2 and all(set(s) == FIELDS for s in stages), stages
+    assert stages[-1]["name"] == "consumer" and stages[-1]["rows"] == 3
+    assert stages[0]["rows"] >= 96          # the source's rows are samples
+    assert stats["verdict"] and "no stages" not in stats["verdict"]
+    it.close()
+    assert it.get_stage_stats() == {"stages": [], "verdict": "no stages to judge"}
+
+
+def test_model_stages_after_a_sink_train(mnist):
+    network = nn.LeNet5(10)
+    model = train.Model(network, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+                        nn.Momentum(network.trainable_params(), 0.01, 0.9))
+    assert model.stage_stats()["stages"] == []
+    model.train(1, pipeline(mnist), dataset_sink_mode=False)
+    assert model.stage_stats()["stages"] == []      # non-sink: the host feeds each step
+    model.train(2, pipeline(mnist), dataset_sink_mode=True)
+    stats = model.stage_stats()
+    names = [s["name"] for s in stats["stages"]]
+    assert names[-3:] == ["transfer", "executor (cpu:0)", "host (callbacks)"], names
+    by = {s["name"]: s for s in stats["stages"]}
+    assert by["executor (cpu:0)"]["rows"] == 6       # 3 batches an epoch, 2 epochs
+    assert by["host (callbacks)"]["rows"] == 2       # one sink an epoch
+    assert by["transfer"]["capacity"] >= 1
+    assert isinstance(stats["verdict"], str) and stats["verdict"]
