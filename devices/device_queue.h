@@ -32,6 +32,8 @@
 typedef struct sl__dq_slot {
     int index;                          /* in the queue's ring */
     uint64_t batch;                     /* batches committed before this one */
+    int64_t epoch, in_epoch;            /* the batch's place in the data (for traces):
+                                         * its epoch and number within it */
     size_t ncolumns;
     sl_tensor columns[SL_MAX_COLUMNS];
 } sl__dq_slot;

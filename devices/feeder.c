@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/trace.h"
 #include "devices/device_impl.h"
 #include "pipeline/iterator_report.h"
 #include "pipeline/iterator_wake.h"
@@ -39,6 +40,8 @@ struct sl__feeder {
     pthread_mutex_t stats_lock;
     double copy_ms, pipeline_wait_ms, slot_wait_ms;
     double first_wait_ms;      /* of pipeline_wait_ms, for the first row */
+    sl__track *track;          /* the transfer thread's, with a profiler */
+    const char *queue_counter; /* its counter's name: "<queue> filled" */
     double started_ms;         /* set before the transfer thread starts */
 };
 
@@ -132,10 +135,19 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl_
         sl__dq_unacquire(q, slot);
         return rc;
     }
+    /* The batch's place, for traces: the transfer thread (or the executor,
+     * inline) is the iterator's consumer, so its position is this batch's. */
+    sl_iterator_get_position(f->it, &slot->epoch, &slot->in_epoch);
+    slot->in_epoch--;
     /* Counted before the commit: GetNext may take the batch at once, and a
      * reader of the stats must never see fewer batches sent than steps. */
     atomic_fetch_add(&f->batches, 1);
     sl__dq_commit(q, slot);
+    if (f->track && !f->opts.inline_transfer) {
+        double t2 = sl__now_ms();
+        sl__trace_slice(f->track, "copy", t1, t2, slot->epoch, slot->in_epoch);
+        sl__trace_counter(f->track, f->queue_counter, t2, (double)sl__dq_pending(q));
+    }
     pthread_mutex_lock(&f->stats_lock);
     f->slot_wait_ms += t1 - t0;
     f->copy_ms += sl__now_ms() - t1;
@@ -246,6 +258,7 @@ static void *transfer_main(void *arg)
     int rc;
 
     sl__err_clear(&err);
+    f->track = sl__track_open(f->opts.profiler, "transfer");
     for (;;) {
         sl_row row;
         rc = next_row(f, &row);
@@ -342,6 +355,12 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
     io.num_epochs = o->num_epochs;
     io.start_epoch = o->start_epoch;
     io.start_rows = o->start_rows;
+    io.profiler = o->profiler;
+    if (o->profiler) {
+        char name[96];
+        snprintf(name, sizeof name, "%s filled", sl__dq_name(f->queues[0]));
+        f->queue_counter = sl__trace_intern(o->profiler, name);
+    }
     if (o->inline_transfer && o->getnext_timeout_ms >= 0)
         io.timeout_ms = o->getnext_timeout_ms > INT_MAX ? INT_MAX : (int)o->getnext_timeout_ms;
     f->started_ms = sl__now_ms();

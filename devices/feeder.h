@@ -28,6 +28,7 @@
 #include "devices/device_queue.h"
 #include "sluice/iterator.h"
 #include "sluice/dataset.h"
+#include "sluice/profiler.h"
 #include "sluice/device.h"
 
 #define SL__FEEDER_MAX_DEVICES 8
@@ -35,6 +36,7 @@
 typedef struct sl__feeder sl__feeder;
 
 typedef struct sl__feeder_options {
+    sl_profiler *profiler;     /* NULL, or where the transfer and pipeline record */
     const char *queue_name;    /* each device's queue is "<device>/<queue_name>" */
     size_t capacity;           /* slots per device queue (>= 1) */
     size_t max_bytes;          /* device bytes per queue at most (0: no cap) */

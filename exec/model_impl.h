@@ -34,6 +34,10 @@ struct sl_model {
     pthread_mutex_t active_lock;
     sl_iterator *active;
     sl__feeder *active_feeder; /* sink mode: its queues are what GetNext waits on */
+    /* A sink-mode train with a profiler: it, and the executor's track
+     * (opened by the executor's thread at the first sink). */
+    sl_profiler *trace_profiler;
+    struct sl__track *exec_track;
     int active_lock_made;
     sl__error err;
     /* The device the steps run on ("cpu:0", "sim:0"), and, where its memory

@@ -41,10 +41,13 @@ static int sink_loop(void *arg)
     sl_step *step = r->m->train_step;
     size_t n = sl_step_num_inputs(step);
 
+    if (r->m->trace_profiler && !r->m->exec_track)
+        r->m->exec_track = sl__track_open(r->m->trace_profiler, "executor");
     while (r->steps_wanted < 0 || r->steps < r->steps_wanted) {
         sl_tensor *feed[SL_MAX_COLUMNS];
+        sl__track *track = r->m->exec_track;
         sl__dq_slot *slot;
-        double waited;
+        double waited, t0 = track ? sl__now_ms() : 0, t1 = 0;
         int rc;
         if (atomic_load(&r->m->stop))
             return SL_OK; /* asked between steps */
@@ -71,7 +74,15 @@ static int sink_loop(void *arg)
             return rc; /* r->err says why: a timeout naming the stage, a pipeline error */
         for (size_t i = 0; i < n; i++)
             feed[i] = &slot->columns[i];
+        if (track) {
+            t1 = sl__now_ms();
+            sl__trace_slice(track, "GetNext", t0, t1, slot->epoch, slot->in_epoch);
+            if (sl__step_trace(step, r->m->trace_profiler, track, slot->epoch, slot->in_epoch) < 0)
+                track = NULL; /* no memory for the names: the step goes untraced */
+        }
         rc = sl_step_run_here(step, feed, n);
+        if (track)
+            sl__trace_slice(track, "step", t1, sl__now_ms(), slot->epoch, slot->in_epoch);
         sl__dq_release(sl__feeder_queue(r->f, 0), slot);
         if (rc < 0)
             return sl__errf(&r->err, rc, "step %lld of the sink: %s", (long long)r->steps + 1,
@@ -156,6 +167,7 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
     int rc;
 
     memset(&fo, 0, sizeof fo);
+    fo.profiler = o->profiler;
     fo.queue_name = "train";
     fo.capacity = (size_t)o->queue_capacity;
     fo.max_bytes = (size_t)o->queue_max_bytes;
@@ -283,9 +295,13 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     }
     /* sink_size > 0: an endless traversal that each epoch continues. */
     started = sl__now_ms();
+    m->trace_profiler = o->profiler;
+    m->exec_track = NULL;
     rc = start_feeder(m, ds, o, o->sink_size > 0 ? -1 : epochs, &start, "train", &f);
-    if (rc < 0)
+    if (rc < 0) {
+        m->trace_profiler = NULL;
         return rc;
+    }
     sl__model_set_active_feeder(m, f);
 
     memset(&info, 0, sizeof info);
@@ -341,6 +357,10 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     }
     collect_stats(m, f);
     collect_stages(m, f, sl__now_ms() - started, sink_ms, hooks_ms, startup_wait_ms);
+    /* The profiler is the caller's: nothing records into it after train. */
+    sl__step_trace(m->train_step, NULL, NULL, 0, 0);
+    m->trace_profiler = NULL;
+    m->exec_track = NULL;
     /* Joins the transfer thread and every pipeline thread. */
     sl__model_set_active_feeder(m, NULL);
     sl__feeder_free(f);

@@ -40,7 +40,28 @@ void sl_step_free(sl_step *s)
     free(s->inputs);
     free(s->outputs);
     free(s->ptr);
+    free(s->trace_names);
     free(s);
+}
+
+int sl__step_trace(sl_step *s, sl_profiler *p, sl__track *track, int64_t epoch, int64_t batch)
+{
+    s->trace = NULL;
+    if (!track)
+        return SL_OK;
+    if (s->trace_owner != p) {
+        const char **names = realloc(s->trace_names, (size_t)s->nslots * sizeof *names);
+        if (!names)
+            return SL_ENOMEM;
+        s->trace_names = names;
+        for (int j = 0; j < s->nslots; j++)
+            names[j] = sl__trace_intern(p, sl__slot_op_name(s, j));
+        s->trace_owner = p;
+    }
+    s->trace = track;
+    s->trace_epoch = epoch;
+    s->trace_batch = batch;
+    return SL_OK;
 }
 
 static void *alloc64(size_t bytes)
@@ -173,6 +194,9 @@ static void run_update_group(sl_step *s, int first, double t0)
     double ms, units = 0.0;
     sl__team_run(&s->ex->team, sl__compute_updates, s);
     ms = sl__now_ms() - t0;
+    if (s->trace)
+        sl__trace_slice(s->trace, s->trace_names[first], t0, t0 + ms, s->trace_epoch,
+                        s->trace_batch);
     for (int j = first; j <= last; j++)
         if (s->slots[j].group_first == first)
             units += (double)sl__update_numel(s, j);
@@ -219,7 +243,13 @@ static void run_job(void *arg)
             continue;
         }
         sl__team_run(&s->ex->team, sl__compute_node, s);
-        sl->ms += sl__now_ms() - t0;
+        if (s->trace) {
+            double t1 = sl__now_ms();
+            sl->ms += t1 - t0;
+            sl__trace_slice(s->trace, s->trace_names[j], t0, t1, s->trace_epoch, s->trace_batch);
+        } else {
+            sl->ms += sl__now_ms() - t0;
+        }
         if (nd->op == SL__OP_SOFTMAX_XENT && s->bad_label >= 0) {
             const int32_t *labels = s->ptr[sl->in[1]];
             const sl__node *logits = &s->g->nodes[s->slots[sl->in[0]].node];

@@ -10,6 +10,7 @@
 #include "core/pool.h"
 #include "exec/graph_impl.h"
 #include "exec/team.h"
+#include "core/trace.h"
 
 struct sl_executor {
     sl__team team;          /* thread 0 is whoever runs a step: the executor's
@@ -95,6 +96,12 @@ struct sl_step {
     long bad_label;      /* -1, or the sample whose label failed */
     int run_status;
     uint64_t ticket;     /* of the posted run (sl_step_post) */
+    /* With a profiler: the track each node's slice goes to, the names
+     * they carry (one per slot, kept by trace_owner), and the batch. */
+    struct sl__track *trace;
+    const char **trace_names;
+    sl_profiler *trace_owner;
+    int64_t trace_epoch, trace_batch;
     int posted;          /* 1 while a posted run has not been waited for */
     sl__error err;
 };
@@ -107,6 +114,11 @@ int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train);
 void sl__plan_fuse(sl_step *s, const int *outputs, size_t noutputs);
 /* The op a slot runs as, for reports: fused slots say so. */
 const char *sl__slot_op_name(const sl_step *s, int j);
+/* Makes the next runs record a slice per node into track (NULL: stop),
+ * for batch `batch` of epoch `epoch`; node names are interned into p once.
+ * Returns SL_OK or SL_ENOMEM (then nothing is recorded). */
+int sl__step_trace(sl_step *s, sl_profiler *p, struct sl__track *track, int64_t epoch,
+                   int64_t batch);
 /* GRAPH mode: groups runs of consecutive parameter updates (momentum or
  * SGD) so that each run is one job of the team over all its parameters,
  * instead of one job (and one wait for the helpers) per parameter. */

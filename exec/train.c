@@ -19,7 +19,7 @@
 static const size_t train_options_v1_size =
     offsetof(sl_train_options, max_steps) + sizeof(int64_t);
 _Static_assert(sizeof(sl_train_options) ==
-                   offsetof(sl_train_options, unused2) + sizeof(int32_t),
+                   offsetof(sl_train_options, profiler) + sizeof(void *),
                "sl_train_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -239,6 +239,7 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     io.timeout_ms = sl__model_data_timeout(m);
     io.start_epoch = start.epoch;
     io.start_rows = start.rows;
+    io.profiler = o->profiler; /* without sinking, only the pipeline records */
     rc = sl_iterator_new(&it, ds, &io);
     if (rc < 0)
         return sl__errf(&m->err, rc, "train: %s", sl_dataset_last_error(ds));

@@ -25,7 +25,7 @@ static const size_t iterator_options_v1_size =
 /* No tail padding, so a caller's size covers only fields it knows; name the
  * last field here when one is appended. */
 _Static_assert(sizeof(sl_iterator_options) ==
-                   offsetof(sl_iterator_options, start_rows) + sizeof(int64_t),
+                   offsetof(sl_iterator_options, profiler) + sizeof(void *),
                "sl_iterator_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -171,6 +171,7 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
     it->started_ms = sl__now_ms();
     for (size_t s = 0; s < it->nstages && rc == SL_OK; s++) {
         sl__stage *st = &it->stages[s];
+        st->trace_name = sl__trace_intern(it->opts.profiler, st->name);
         atomic_store(&st->running, st->nthreads);
         for (int t = 0; t < st->nthreads; t++) {
             if (pthread_create(&st->threads[t], NULL, sl__stage_main(st->kind), st) != 0) {

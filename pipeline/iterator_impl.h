@@ -11,6 +11,7 @@
 
 #include "sluice/iterator.h"
 #include "core/queue.h"
+#include "core/trace.h"
 #include "pipeline/dataset_impl.h"
 #include "pipeline/nodes.h"
 
@@ -73,6 +74,10 @@ typedef struct sl__stage {
      * thread ended (0 while any runs). */
     atomic_ullong rows_out;
     _Atomic double finished_ms;
+    /* With a profiler (sl_iterator_options.profiler): the stage's name as
+     * the profiler keeps it, and how many of its threads opened a track. */
+    const char *trace_name;
+    atomic_int traced_threads;
 } sl__stage;
 
 /* The sampler's orders of the two passes whose bad samples last needed a

@@ -6,6 +6,7 @@
  * shares: sending an error downstream, closing the output when the last
  * thread ends. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,11 +112,22 @@ static int work_chunk(sl__stage *st, sl__chunk **chunk, sl__error *err)
     return SL_OK;
 }
 
+/* With a profiler, a track for this thread of st: "<stage> #k". */
+static sl__track *open_track(sl__stage *st)
+{
+    char name[128];
+    if (!st->it->opts.profiler)
+        return NULL;
+    snprintf(name, sizeof name, "%s #%d", st->name, atomic_fetch_add(&st->traced_threads, 1));
+    return sl__track_open(st->it->opts.profiler, name);
+}
+
 /* A worker of a map or collate stage: takes chunks in turn, transforms
  * them, and puts each back under its sequence number, so order is kept. */
 static void *worker_main(void *arg)
 {
     sl__stage *st = arg;
+    sl__track *track = open_track(st);
     sl__error err;
     sl__err_clear(&err);
     for (;;) {
@@ -140,7 +152,20 @@ static void *worker_main(void *arg)
         if (rc != SL_OK)
             break;
         last = chunk->kind == SL__CHUNK_EOF || chunk->kind == SL__CHUNK_ERROR;
-        if (chunk->kind == SL__CHUNK_ROWS && work_chunk(st, &chunk, &err) != SL_OK) {
+        if (track && chunk->kind == SL__CHUNK_ROWS) {
+            /* A batch group's slice carries the batch's place. */
+            int grouped = st->collate || st->kind == SL__STAGE_COLLATE;
+            int64_t epoch = grouped ? chunk->group_epoch : -1;
+            int64_t batch = grouped ? chunk->group_index : -1;
+            double t0 = sl__now_ms();
+            rc = work_chunk(st, &chunk, &err);
+            sl__trace_slice(track, st->trace_name, t0, sl__now_ms(), epoch, batch);
+        } else if (chunk->kind == SL__CHUNK_ROWS) {
+            rc = work_chunk(st, &chunk, &err);
+        } else {
+            rc = SL_OK;
+        }
+        if (rc != SL_OK) {
             if (err.status == SL_ECLOSED || sl__stopping(st->it)) {
                 sl__chunk_free(chunk);
                 break;
@@ -249,12 +274,15 @@ static void *seq_main(void *arg)
     sl__error err;
     sl__chain chain = {st->nodes, st->nnodes, &out, st->it->pool, &err, &st->skip_first};
     pad_list pads = {NULL, NULL};
+    sl__track *track = open_track(st);
     sl__err_clear(&err);
     for (;;) {
         sl__chunk *chunk;
         int rc = SL_OK;
+        double t0;
         if (sl__queue_pop(st->in, (void **)&chunk, NULL, -1) != SL_OK)
             break;
+        t0 = track ? sl__now_ms() : 0;
         if (chunk->bad && (rc = take_records(st, chunk, &out, &pads, &err)) != SL_OK) {
             sl__chunk_free(chunk);
             sl__stage_send_error(st, &out, &err);
@@ -298,6 +326,8 @@ static void *seq_main(void *arg)
             sl__chunk_free(chunk);
             break;
         }
+        if (track)
+            sl__trace_slice(track, st->trace_name, t0, sl__now_ms(), -1, -1);
         if (rc == SL_ECLOSED || sl__stopping(st->it))
             goto done;
         if (rc != SL_OK) {

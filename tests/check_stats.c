@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "sluice/sluice.h"
+#include "core/trace.h"
 #include "tests/testutil.h"
 
 Suite *make_stats_suite(void);
@@ -327,6 +328,47 @@ START_TEST(test_sink_train_reports_every_stage)
 }
 END_TEST
 
+/* --- the profiler ---------------------------------------------------------- */
+
+/* A ring of 4 keeps the newest 4 of 10 events and counts the 6 dropped;
+ * the trace names the thread, escapes what JSON must, and holds the kept
+ * slices only; an unwritable path fails with its name. */
+START_TEST(test_profiler_keeps_the_newest)
+{
+    sl_profiler *p;
+    sl__track *t;
+    char *path = tu_path(tmp, "trace.json"), err[256], name[16];
+    void *text;
+    size_t len;
+    uint64_t recorded, dropped;
+    ck_assert_int_eq(sl_profiler_new(&p, 4), SL_OK);
+    t = sl__track_open(p, "worker \"q\"");
+    ck_assert_ptr_nonnull(t);
+    for (int i = 0; i < 10; i++) {
+        snprintf(name, sizeof name, "s%d", i);
+        sl__trace_slice(t, sl__trace_intern(p, name), i, i + 0.5, 0, i);
+    }
+    sl__trace_slice(NULL, "ignored", 0, 1, 0, 0); /* no track: nothing */
+    sl_profiler_counts(p, &recorded, &dropped);
+    ck_assert_uint_eq(recorded, 10);
+    ck_assert_uint_eq(dropped, 6);
+    ck_assert_int_eq(sl_profiler_write_trace(p, path, err, sizeof err), SL_OK);
+    ck_assert_int_eq(tu_read_file(path, &text, &len), 0);
+    text = realloc(text, len + 1);
+    ck_assert_ptr_nonnull(text);
+    ((char *)text)[len] = '\0';
+    ck_assert_msg(strstr(text, "\"name\": \"worker \\\"q\\\"\"") != NULL, "%s", (char *)text);
+    ck_assert(strstr(text, "\"s9\"") && strstr(text, "\"s6\"") && !strstr(text, "\"s5\""));
+    ck_assert(strstr(text, "\"args\": {\"epoch\": 0, \"batch\": 9}"));
+    ck_assert_int_eq(sl_profiler_write_trace(p, "/dev/null/x/trace.json", err, sizeof err), SL_EIO);
+    ck_assert_msg(strstr(err, "/dev/null/x/trace.json") != NULL, "%s", err);
+    free(text);
+    free(path);
+    sl_profiler_free(p);
+    ck_assert_ptr_null(sl__track_open(NULL, "none"));
+}
+END_TEST
+
 Suite *make_stats_suite(void)
 {
     Suite *s = suite_create("stats");
@@ -337,6 +379,7 @@ Suite *make_stats_suite(void)
     tcase_add_test(tc, test_slow_consumer_blocks_pipeline);
     tcase_add_test(tc, test_sink_train_reports_every_stage);
     tcase_add_test(tc, test_verdicts);
+    tcase_add_test(tc, test_profiler_keeps_the_newest);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -665,6 +665,23 @@ expect "bench sink --json" 0 stdout '"name": "nonsink", "device": "cpu:0", "samp
     stdout '"verdict_by_device": {"cpu:0": "'
 run bench sink --data "$MNIST" --steps 4 --repeats 1 --devices cpu:0
 expect "bench sink" 0 stdout 'sink, sink_size 1000' stdout 'overlap efficiency on cpu:0'
+# --profile DIR: a Chrome trace in which batches can be followed in stage order.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+run bench sink --data "$MNIST" --steps 8 --repeats 1 --devices cpu:0 --profile "$TMP/prof/deep"
+expect "bench sink --profile" 0 stderr "^profile: $TMP/prof/deep/trace.json ([1-9][0-9]* events; 0 dropped"
+if "$PY" "$top_srcdir/tests/check_trace.py" "$TMP/prof/deep/trace.json" >"$TMP/out" 2>"$TMP/err"; then
+    pass "the trace parses and follows batches through the stages in order"
+else
+    rc=1
+    fail "the trace parses and follows batches through the stages in order"
+fi
+run train --data "$MNIST" --max-steps 2 --no-eval --profile "$TMP/prof2"
+expect "train --profile" 0 stderr '^profile: .*prof2/trace.json'
+run bench pipeline --data "$MNIST" --repeats 1 --workers 1 --profile "$TMP/prof3"
+expect "bench pipeline --profile" 0 stderr '^profile: .*prof3/trace.json'
+run train --data "$MNIST" --max-steps 2 --profile /dev/null/x
+expect "train --profile into a file" 1 stderr '^sluice: train: --profile /dev/null/x: cannot make the folder'
 run bench sink --devices tpu:0
 expect "bench sink --devices tpu:0" 2 stderr 'cpu:N or sim:N'
 

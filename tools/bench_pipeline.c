@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "bench_pipeline.h"
 #include "bench_pipeline_run.h"
+#include "cli_profile.h"
 #include "bench_util.h"
 
 /* Library messages are printed as "sluice: bench: <message>". */
@@ -62,7 +63,8 @@ static int warm_up(sl_dataset *ds, double *load_ms)
 /* One timed run: a fresh iterator over `epochs` epochs. The clock runs from
  * sl_iterator_new to the last end of epoch; freeing the iterator is not
  * timed. */
-static int timed_run(sl_dataset *ds, int64_t epochs, int batched, run_result *r)
+static int timed_run(sl_dataset *ds, int64_t epochs, int batched, sl_profiler *profiler,
+                     run_result *r)
 {
     sl_iterator_options o;
     sl_iterator_stats stats;
@@ -76,6 +78,7 @@ static int timed_run(sl_dataset *ds, int64_t epochs, int batched, run_result *r)
     memset(&row, 0, sizeof row);
     sl_iterator_options_init(&o);
     o.num_epochs = epochs;
+    o.profiler = profiler;
 
     t0 = cli_now_ms();
     rc = sl_iterator_new(&it, ds, &o);
@@ -197,7 +200,9 @@ static int run_sets(const cli_bench_pipeline_args *a, const cli_pipeline *p, wor
                 progress(sets[w].workers, i + 1, a->repeats);
             /* Bad samples are reported once: in the first timed run. */
             p->report->quiet = i > 0 || w > 0;
-            rc = timed_run(ds[w], a->epochs, p->batch > 0, &sets[w].runs[i]);
+            rc = timed_run(ds[w], a->epochs, p->batch > 0,
+                           i == a->repeats - 1 && w == a->nworkers - 1 ? a->profiler : NULL,
+                           &sets[w].runs[i]);
             if (rc == SL_OK && sets[w].runs[i].batches == 0) {
                 no_rows_error(p, ds[w]);
                 rc = SL_EINVAL;
@@ -324,7 +329,18 @@ int cli_bench_pipeline_main(int argc, char **argv)
         rc = CLI_EXIT_FAIL;
         goto out;
     }
-    if (run_sets(&a, &p, sets, datasets) != SL_OK) {
+    if (a.profile && cli_profile_start(CMD, a.profile, &a.profiler) != 0) {
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    lrc = run_sets(&a, &p, sets, datasets);
+    if (a.profiler) {
+        int failed = cli_profile_finish(CMD, a.profile, a.profiler);
+        a.profiler = NULL;
+        if (failed && lrc == SL_OK)
+            lrc = SL_EIO;
+    }
+    if (lrc != SL_OK) {
         rc = CLI_EXIT_FAIL;
         goto out;
     }

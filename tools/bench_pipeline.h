@@ -22,6 +22,8 @@ typedef struct cli_bench_pipeline_args {
     int64_t epochs;
     int64_t seed;
     int json;
+    const char *profile;   /* --profile DIR */
+    sl_profiler *profiler; /* the last run (last round, last worker count) records here */
     /* Pipeline overrides; the *_given flags say which defaults to replace. */
     int ops_given;       /* any op option: the command line's ops replace the defaults */
     int label_int32;

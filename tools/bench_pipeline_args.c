@@ -17,7 +17,7 @@
 
 /* Long-only options get codes outside the char range. */
 enum {
-    OPT_DATA = 256, OPT_USAGE, OPT_WORKERS, OPT_REPEATS, OPT_EPOCHS, OPT_SEED, OPT_JSON,
+    OPT_DATA = 256, OPT_USAGE, OPT_WORKERS, OPT_REPEATS, OPT_EPOCHS, OPT_SEED, OPT_JSON, OPT_PROFILE,
     OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_CROP,
     OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
     OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS, OPT_POOL_IDLE_MB, OPT_ERROR_SAMPLES,
@@ -52,6 +52,8 @@ void cli_bench_pipeline_usage(FILE *f)
           "                      for reuse; 0 caches nothing (default: half the most it\n"
           "                      had in use at once, at least 8 and at most 64 MiB)\n"
           "  --json              print one JSON object instead of text\n"
+          "  --profile DIR       write DIR/trace.json: a timeline (Chrome trace) of the\n"
+          "                      last run, a slice per chunk of each stage's threads\n"
           "  -h, --help          show this help and exit\n"
           "\n"
           "Op options replace the default ops, in the order given; they apply to the\n"
@@ -206,6 +208,7 @@ static int parse_option(cli_bench_pipeline_args *a, int opt, const char *arg)
     case OPT_EPOCHS: return cli_parse_int64(CMD, "--epochs", arg, 1, 1000, &a->epochs);
     case OPT_SEED: return cli_parse_int64(CMD, "--seed", arg, 0, INT64_MAX, &a->seed);
     case OPT_JSON: a->json = 1; return 0;
+    case OPT_PROFILE: a->profile = arg; return 0;
     case OPT_RESIZE:
     case OPT_HWC2CHW:
     case OPT_FLIP: return parse_simple_step(a, opt, arg);
@@ -256,6 +259,7 @@ int cli_bench_pipeline_parse(int argc, char **argv, cli_bench_pipeline_args *a)
         {"epochs", required_argument, NULL, OPT_EPOCHS},
         {"seed", required_argument, NULL, OPT_SEED},
         {"json", no_argument, NULL, OPT_JSON},
+        {"profile", required_argument, NULL, OPT_PROFILE},
         {"resize", required_argument, NULL, OPT_RESIZE},
         {"rescale", required_argument, NULL, OPT_RESCALE},
         {"normalize", required_argument, NULL, OPT_NORMALIZE},

@@ -12,6 +12,7 @@
 #include "sluice/sluice.h"
 #include "bench_util.h"
 #include "cli.h"
+#include "cli_profile.h"
 #include "cli_stages.h"
 
 #define CMD "bench"
@@ -20,7 +21,7 @@
 
 enum {
     OPT_STEPS = 256, OPT_REPEATS, OPT_DATA, OPT_WORKERS, OPT_THREADS, OPT_DEVICES,
-    OPT_QUEUE_CAPACITY, OPT_TRANSFER, OPT_JSON
+    OPT_QUEUE_CAPACITY, OPT_TRANSFER, OPT_JSON, OPT_PROFILE
 };
 
 /* The runs of one device, in table order. */
@@ -39,6 +40,8 @@ typedef struct bench_args {
     size_t ndevices;
     char devices_buf[128];
     int json;
+    const char *profile;       /* --profile DIR */
+    sl_profiler *profiler;     /* the last round's first "sink_full" run records here */
 } bench_args;
 
 /* One run's figures. */
@@ -81,6 +84,9 @@ void cli_bench_sink_usage(FILE *f)
           "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --queue-capacity N  device queue slots (default 4)\n"
           "  --transfer MODE     thread, inline (cpu only) or auto (default: thread)\n"
+          "  --profile DIR       write DIR/trace.json: a timeline (Chrome trace, for\n"
+          "                      Perfetto or chrome://tracing) of the last round's\n"
+          "                      \"sink, sink_size -1\" run on the first device\n"
           "  --json              one JSON object: runs (name, device, samples_per_s,\n"
           "                      ms_per_step, interactions, ...) and overlap_efficiency\n"
           "  -h, --help          show this help and exit\n",
@@ -125,6 +131,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         {"queue-capacity", required_argument, NULL, OPT_QUEUE_CAPACITY},
         {"transfer", required_argument, NULL, OPT_TRANSFER},
         {"json", no_argument, NULL, OPT_JSON},
+        {"profile", required_argument, NULL, OPT_PROFILE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -158,6 +165,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
             break;
         case OPT_TRANSFER: bad = cli_parse_transfer(CMD, optarg, &a->transfer); break;
         case OPT_JSON: a->json = 1; break;
+        case OPT_PROFILE: a->profile = optarg; break;
         default:
             cli_bad_option(CMD, opt, argv, longopts);
             return CLI_EXIT_USAGE;
@@ -195,6 +203,7 @@ static int run_training(const bench_args *a, sl_model *m, size_t device, sl_data
     o.queue_capacity = a->queue_capacity;
     o.transfer = (int32_t)a->transfer;
     o.max_steps = a->steps;
+    o.profiler = run == RUN_SINK_FULL ? a->profiler : NULL;
     sl_dataset_get_dataset_size(ds, &per_epoch);
     if (run == RUN_SINK_1000)
         per_epoch = 1000;
@@ -286,6 +295,7 @@ int cli_bench_sink_main(int argc, char **argv)
     static run_result res[MAX_DEVICES][NRUNS][MAX_REPEATS];
     bench_args a;
     sl_model *models[MAX_DEVICES] = {NULL};
+    sl_profiler *profiler = NULL;
     sl_dataset *ds = NULL;
     cli_pipeline pl;
     cli_kind kind;
@@ -302,8 +312,12 @@ int cli_bench_sink_main(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     cli_pipeline_default(&pl, a.data, CLI_KIND_MNIST, SL_MNIST_TRAIN);
-    if (cli_pipeline_build(CMD, &pl, (int)a.workers, &ds) != SL_OK)
+    if (a.profile && cli_profile_start(CMD, a.profile, &profiler) != 0)
         return CLI_EXIT_FAIL;
+    if (cli_pipeline_build(CMD, &pl, (int)a.workers, &ds) != SL_OK) {
+        sl_profiler_free(profiler);
+        return CLI_EXIT_FAIL;
+    }
     for (size_t d = 0; d < a.ndevices; d++)
         if (!(models[d] = make_model(&a, a.devices[d])))
             goto out;
@@ -322,12 +336,20 @@ int cli_bench_sink_main(int argc, char **argv)
         for (size_t d = 0; d < a.ndevices; d++)
             for (int run = 0; run < NRUNS; run++) {
                 run_result *out = &res[d][run][r];
+                a.profiler = r == a.repeats - 1 && d == 0 ? profiler : NULL;
                 rc = run == RUN_COMPUTE ? run_compute(&a, models[d], out)
                      : run == RUN_DATA  ? run_data(&a, ds, out)
                                         : run_training(&a, models[d], d, ds, run, out);
                 if (rc < 0)
                     goto out;
             }
+    }
+    a.profiler = NULL;
+    if (profiler) {
+        int failed = cli_profile_finish(CMD, a.profile, profiler);
+        profiler = NULL;
+        if (failed)
+            goto out;
     }
     sl_thread_budget_default(&budget);
     budget.compute_threads = (int)a.threads;
@@ -413,5 +435,6 @@ out:
     for (size_t d = 0; d < a.ndevices; d++)
         sl_model_free(models[d]);
     sl_dataset_free(ds);
+    sl_profiler_free(profiler); /* after the runs that record into it */
     return exit_code;
 }

@@ -10,6 +10,7 @@
 
 #include "sluice/sluice.h"
 #include "cli.h"
+#include "cli_profile.h"
 #include "cli_stages.h"
 #include "train_args.h"
 
@@ -252,9 +253,21 @@ int cli_train_main(int argc, char **argv)
         exit_code = CLI_EXIT_FAIL;
         goto out;
     }
+    if (a.profile && cli_profile_start(a.cmd, a.profile, &a.train.profiler) != 0) {
+        exit_code = CLI_EXIT_FAIL;
+        goto out;
+    }
     t0 = cli_now_ms();
     rc = sl_model_train_opts(model, a.epochs, train, list, ncbs, &a.train);
     train_ms = cli_now_ms() - t0;
+    if (a.train.profiler) {
+        int failed = cli_profile_finish(a.cmd, a.profile, a.train.profiler);
+        a.train.profiler = NULL;
+        if (failed && rc >= 0) {
+            exit_code = CLI_EXIT_FAIL;
+            goto out;
+        }
+    }
     if (prog.drawn)
         progress_clear(&prog, NULL);
     if (rc < 0) {

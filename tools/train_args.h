@@ -27,6 +27,7 @@ typedef struct train_args {
     int64_t ckpt_keep;
     int time_monitor;
     int stages;       /* --stages: print the stage table after a sink train */
+    const char *profile; /* --profile DIR */
     int json;
     cli_error_samples errors; /* for the train split */
     cli_bad_report report;

@@ -39,6 +39,9 @@ typedef struct sl_iterator_options {
      * Not for pipelines with repeat (SL_EINVAL). Defaults 0, 0. */
     int64_t start_epoch;
     int64_t start_rows;
+    /* When set, the pipeline's threads record a slice per chunk into it
+     * (see profiler.h); it must outlive the iterator. Default NULL. */
+    struct sl_profiler *profiler;
 } sl_iterator_options;
 
 /* One row: column i is columns[i], in the dataset's column order. The row

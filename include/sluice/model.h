@@ -103,7 +103,11 @@ typedef struct sl_train_options {
      * (sl_transfer_mode). SL_TRANSFER_AUTO (default) picks
      * sl_model_transfer_mode's answer. */
     int32_t transfer;
-    int32_t unused2;         /* ends the struct without padding; never used */
+    int32_t unused2;         /* keeps profiler 8-aligned; never used */
+    /* When set, a sink-mode train records its timeline into it (see
+     * profiler.h): the pipeline's chunks, the transfer's copies, GetNext,
+     * each step and its ops. Default NULL. */
+    struct sl_profiler *profiler;
 } sl_train_options;
 
 /* Who moves batches from the pipeline into a device's queue in sink mode.

@@ -26,6 +26,7 @@
 #include "sluice/budget.h"
 #include "sluice/device.h"
 #include "sluice/model.h"
+#include "sluice/profiler.h"
 #include "sluice/sink.h"
 
 #endif
