@@ -36,6 +36,13 @@ static double steady_wait(const sl_stage_stats *s)
     return whole > 0 && part > 0 ? part / whole : 0;
 }
 
+/* The share of its time after start-up that s was busy. */
+static double steady_busy(const sl_stage_stats *s)
+{
+    double whole = (double)(s->threads > 0 ? s->threads : 1) * s->elapsed_ms - s->startup_wait_ms;
+    return whole > 0 ? s->busy_ms / whole : 0;
+}
+
 static int is_executor(const sl_stage_stats *s)
 {
     return strncmp(s->name, "executor", 8) == 0;
@@ -76,11 +83,18 @@ size_t sl_stage_verdict(const sl_stage_stats *st, size_t n, char *buf, size_t le
             blocked = i;
         }
     }
-    if (wait < KEEPS_UP || busiest == (size_t)-1)
-        return (size_t)snprintf(buf, len,
-                                "%s is the bottleneck (busy %.0f%%); %s %.1f%% of the time: the "
-                                "pipeline keeps up",
-                                who, 100 * share(st[c].busy_ms, &st[c]), waited, 100 * wait);
+    if (wait < KEEPS_UP || busiest == (size_t)-1) {
+        size_t n_out = (size_t)snprintf(buf, len,
+                                        "%s is the bottleneck (busy %.0f%%); %s %.1f%% of the "
+                                        "time: the pipeline keeps up",
+                                        who, 100 * steady_busy(&st[c]), waited, 100 * wait);
+        if (st[c].startup_wait_ms > 0.1 * st[c].elapsed_ms && n_out < len)
+            n_out += (size_t)snprintf(buf + n_out, len - n_out,
+                                      " (not counting the %.0f ms of %.0f ms it waited for the "
+                                      "first batch, while the pipeline started)",
+                                      st[c].startup_wait_ms, st[c].elapsed_ms);
+        return n_out;
+    }
     if (best >= SATURATED)
         return (size_t)snprintf(buf, len,
                                 "stage '%s' limits throughput (busy %.0f%% on %d thread%s); %s "

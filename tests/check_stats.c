@@ -279,8 +279,9 @@ START_TEST(test_verdicts)
     st[1] = stage("map(image: decode)", 1, 60, 40, 0, 8);
     st[2] = stage("consumer", 1, 70, 30, 0, 0);
     st[2].startup_wait_ms = st[2].wait_input_ms;
-    expect_verdict(st, 3, "the consumer is the bottleneck (busy 70%); it waited 0.0% of the "
-                          "time: the pipeline keeps up");
+    expect_verdict(st, 3, "the consumer is the bottleneck (busy 100%); it waited 0.0% of the "
+                          "time: the pipeline keeps up (not counting the 300 ms of 1000 ms it "
+                          "waited for the first batch");
     expect_verdict(st, 0, "no stages");
 }
 END_TEST

@@ -290,7 +290,7 @@ int cli_train_main(int argc, char **argv)
     nstages = sl_model_get_stage_stats(model, stages, CLI_MAX_STAGES);
     if (nstages > CLI_MAX_STAGES)
         nstages = CLI_MAX_STAGES;
-    if (!a.json && a.stages && nstages > 0) {
+    if (!a.json && (a.stages || a.profile) && nstages > 0) {
         printf("stages (%% of each stage's threads x its time):\n");
         cli_stages_text(stdout, stages, nstages);
     } else if (!a.json && a.stages) {
