@@ -676,6 +676,30 @@ else
     rc=1
     fail "the trace parses and follows batches through the stages in order"
 fi
+# bench/plot.py turns the --json outputs and the trace into PNG files.
+if "$PY" -c 'import matplotlib' 2>/dev/null; then
+    "$SLUICE" bench sink --data "$MNIST" --steps 4 --repeats 1 --json >"$TMP/sink.json" 2>/dev/null
+    "$SLUICE" bench pipeline --data "$MNIST" --repeats 1 --workers 1 --json >"$TMP/pipe.json"
+    "$PY" "$top_srcdir/bench/plot.py" --out "$TMP/png" "$TMP/sink.json" "$TMP/pipe.json" \
+        "$TMP/prof/deep/trace.json" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    ok=1
+    for f in sink_throughput sink_stages_cpu0 sink_stages_sim0 pipeline_throughput \
+        pipeline_stages queue_occupancy; do
+        [ "$(head -c 4 "$TMP/png/$f.png" 2>/dev/null | od -An -c | tr -d ' ')" = '211PNG' ] || ok=0
+    done
+    if [ "$rc" -eq 0 ] && [ "$ok" -eq 1 ]; then
+        pass "bench/plot.py draws every figure"
+    else
+        fail "bench/plot.py draws every figure"
+    fi
+    echo '{"x": 1}' >"$TMP/other.json"
+    "$PY" "$top_srcdir/bench/plot.py" --out "$TMP/png" "$TMP/other.json" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    expect "bench/plot.py on another JSON" 1 stderr 'other.json: not the --json output'
+else
+    echo "SKIP: bench/plot.py (no matplotlib for $PY: apt-get install python3-matplotlib)"
+fi
 run train --data "$MNIST" --max-steps 2 --no-eval --profile "$TMP/prof2"
 expect "train --profile" 0 stderr '^profile: .*prof2/trace.json'
 run bench pipeline --data "$MNIST" --repeats 1 --workers 1 --profile "$TMP/prof3"
