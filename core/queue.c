@@ -34,8 +34,7 @@ int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err)
     q->pushes = 0;
     q->pop_wait_ms = 0;
     q->first_pop_wait_ms = 0;
-    q->created_ms = q->changed_ms = sl__now_ms();
-    q->filled_ms = 0;
+    sl__occupancy_start(&q->occupancy, sl__now_ms());
     if ((e = pthread_mutex_init(&q->lock, NULL)) != 0)
         return sl__pthread_errf(err, e, "queue: pthread_mutex_init");
     /* Timed pops measure against the monotonic clock, immune to clock
@@ -85,19 +84,6 @@ void sl__queue_destroy(sl_queue *q)
     q->slots = NULL;
 }
 
-/* Adds the time since the last push at the fill level seen now, before a
- * push changes it (the caller holds the lock). The level is sampled at
- * pushes only, which read the clock anyway, so that a pop, the hot path
- * of a fast consumer, reads none; pops in between are seen at the next
- * push. */
-static void note_fill_change(sl_queue *q, double now)
-{
-    if (now > q->changed_ms) {
-        q->filled_ms += (double)q->filled * (now - q->changed_ms);
-        q->changed_ms = now;
-    }
-}
-
 static int push_locked(sl_queue *q, uint64_t seq, void *item)
 {
     double now;
@@ -119,7 +105,10 @@ static int push_locked(sl_queue *q, uint64_t seq, void *item)
         return SL_ECLOSED;
     SL_ASSERT(seq >= q->head && q->slots[seq % q->capacity] == NULL);
     q->slots[seq % q->capacity] = item;
-    note_fill_change(q, now);
+    /* The level is noted at pushes only, which read the clock anyway, so
+     * that a pop, the hot path of a fast consumer, reads none: the pops
+     * since the last push are seen here, as if they had happened now. */
+    sl__occupancy_note(&q->occupancy, q->filled, now);
     q->filled++;
     q->pushes++;
     q->last_push_ms = now;
@@ -317,14 +306,13 @@ void sl__queue_get_stats(sl_queue *q, sl__queue_stats *out)
     if (!q->slots)
         return; /* never initialised */
     pthread_mutex_lock(&q->lock);
-    note_fill_change(q, now);
     out->capacity = q->capacity;
     out->filled = q->filled;
     out->pushes = q->pushes;
     out->push_wait_ms = q->push_wait_ms;
     out->pop_wait_ms = q->pop_wait_ms;
     out->first_pop_wait_ms = q->first_pop_wait_ms;
-    out->occupancy = now > q->created_ms ? q->filled_ms / (now - q->created_ms) : 0;
+    out->occupancy = sl__occupancy_mean(&q->occupancy, q->filled, now);
     out->last_push_ms = q->last_push_ms;
     pthread_mutex_unlock(&q->lock);
 }

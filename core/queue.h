@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/occupancy.h"
 
 typedef struct sl_queue {
     pthread_mutex_t lock;
@@ -47,15 +48,13 @@ typedef struct sl_queue {
     double last_push_ms;
     double push_wait_ms;
     /* For stage reports (sl__queue_get_stats): items pushed, the time
-     * consumers slept waiting for the head item, and the integral of
-     * `filled` over time since init, for the mean occupancy (the level
-     * sampled at each push and when read). */
+     * consumers slept waiting for the head item, and `filled` over time
+     * since init, for the mean occupancy (sampled at each push and when
+     * read). */
     uint64_t pushes;
     double pop_wait_ms;
     double first_pop_wait_ms; /* of that, the waits of the pops of the first item */
-    double created_ms;
-    double changed_ms;       /* the last push (or read of the stats) */
-    double filled_ms;        /* sum of filled x ms up to changed_ms */
+    sl__occupancy occupancy;
 } sl_queue;
 
 /* What a queue has seen since it was made (sl__queue_get_stats). */

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/occupancy.h"
 #include "devices/device_impl.h"
 
 #define DQ_NAME_LEN 64
@@ -66,19 +67,8 @@ struct sl__device_queue {
     double empty_since_ms;    /* when the ring last became empty */
     uint64_t batches_in, batches_out;
     double getnext_wait_ms, acquire_wait_ms;
-    /* The integral of `filled` over time, for the mean occupancy. */
-    double created_ms, changed_ms, filled_ms;
+    sl__occupancy occupancy; /* of `filled`, for the mean */
 };
-
-/* Adds the time at the old fill level before `filled` changes (locked). */
-static void note_fill_change(sl__device_queue *q)
-{
-    double now = sl__now_ms();
-    if (now > q->changed_ms) {
-        q->filled_ms += (double)q->filled * (now - q->changed_ms);
-        q->changed_ms = now;
-    }
-}
 
 /* What the queue holds at one moment, for messages made after unlocking. */
 typedef struct dq_snapshot {
@@ -228,7 +218,7 @@ int sl__dq_new(sl__device_queue **out, sl_device *d, const sl_tensor_spec *specs
                         o->name ? o->name : "");
     snprintf(q->name, sizeof q->name, "%s", o->name ? o->name : sl_device_name(d));
     q->dev = d;
-    q->created_ms = q->changed_ms = sl__now_ms();
+    sl__occupancy_start(&q->occupancy, sl__now_ms());
     q->describe = o->describe;
     q->describe_arg = o->describe_arg;
     if (o->capacity == 0) {
@@ -415,7 +405,7 @@ void sl__dq_commit(sl__device_queue *q, sl__dq_slot *slot)
     SL_ASSERT(q->state[slot->index] == SLOT_ACQUIRED);
     q->state[slot->index] = SLOT_COMMITTED;
     q->acquired--;
-    note_fill_change(q);
+    sl__occupancy_note(&q->occupancy, q->filled, sl__now_ms());
     q->filled++;
     slot->batch = q->batches_in++;
     dq_append_locked(q, slot->index, SL_OK, NULL);
@@ -489,7 +479,7 @@ static int dq_take_locked(sl__device_queue *q, sl__dq_slot **slot, char *msg, si
     if (e->slot >= 0) {
         SL_ASSERT(q->state[e->slot] == SLOT_COMMITTED);
         q->state[e->slot] = SLOT_TAKEN;
-        note_fill_change(q);
+        sl__occupancy_note(&q->occupancy, q->filled, sl__now_ms());
         q->filled--;
         q->batches_out++;
         *slot = &q->slots[e->slot];
@@ -669,9 +659,6 @@ void sl__dq_get_stats(sl__device_queue *q, sl__dq_stats *out)
     out->getnext_wait_ms = q->getnext_wait_ms;
     out->acquire_wait_ms = q->acquire_wait_ms;
     out->filled = q->filled;
-    note_fill_change(q);
-    out->occupancy = q->changed_ms > q->created_ms
-                         ? q->filled_ms / (q->changed_ms - q->created_ms)
-                         : (double)q->filled;
+    out->occupancy = sl__occupancy_mean(&q->occupancy, q->filled, sl__now_ms());
     pthread_mutex_unlock(&q->lock);
 }
