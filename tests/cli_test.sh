@@ -670,7 +670,7 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 run bench sink --data "$MNIST" --steps 8 --repeats 1 --devices cpu:0 --profile "$TMP/prof/deep"
 expect "bench sink --profile" 0 stderr "^profile: $TMP/prof/deep/trace.json ([1-9][0-9]* events; 0 dropped"
-if "$PY" "$top_srcdir/tests/check_trace.py" "$TMP/prof/deep/trace.json" >"$TMP/out" 2>"$TMP/err"; then
+if "$PY" "$top_srcdir/tests/follow_batches.py" "$TMP/prof/deep/trace.json" >"$TMP/out" 2>"$TMP/err"; then
     pass "the trace parses and follows batches through the stages in order"
 else
     rc=1
