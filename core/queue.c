@@ -105,9 +105,6 @@ static int push_locked(sl_queue *q, uint64_t seq, void *item)
         return SL_ECLOSED;
     SL_ASSERT(seq >= q->head && q->slots[seq % q->capacity] == NULL);
     q->slots[seq % q->capacity] = item;
-    /* The level is noted at pushes only, which read the clock anyway, so
-     * that a pop, the hot path of a fast consumer, reads none: the pops
-     * since the last push are seen here, as if they had happened now. */
     sl__occupancy_note(&q->occupancy, q->filled, now);
     q->filled++;
     q->pushes++;
@@ -159,7 +156,7 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
     struct timespec deadline;
     void **slot;
     double slept_at = 0;
-    int rc = SL_OK, slept = 0, timed_out = 0;
+    int rc = SL_OK, slept = 0, timed_out = 0, at_start = 0;
     if (timeout_ms > 0)
         sl__deadline_ms(&deadline, timeout_ms);
     pthread_mutex_lock(&q->lock);
@@ -175,6 +172,7 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
             q->pop_waits++;
             slept = 1;
             slept_at = sl__now_ms();
+            at_start = q->pushes == 0; /* nothing has come yet: start-up */
         }
         /* About to sleep: whoever may fill the head slot must be awake. */
         if (q->push_waiters)
@@ -190,7 +188,7 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
     if (slept) {
         double waited = sl__now_ms() - slept_at;
         q->pop_wait_ms += waited;
-        if (q->head == 0) /* nothing taken yet: waiting for the first item */
+        if (at_start)
             q->first_pop_wait_ms += waited;
     }
     if (q->interrupted || q->woken) {
@@ -204,6 +202,9 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
             if (seq)
                 *seq = q->head;
             q->head++;
+            /* One clock read per item taken: a pop takes a chunk of rows
+             * or a batch, so this costs far less than the rows do. */
+            sl__occupancy_note(&q->occupancy, q->filled, sl__now_ms());
             q->filled--;
             /* The next item may be there already, with no push to come
              * for it: pass the wake-up on to another sleeping consumer. */

@@ -49,11 +49,10 @@ typedef struct sl_queue {
     double push_wait_ms;
     /* For stage reports (sl__queue_get_stats): items pushed, the time
      * consumers slept waiting for the head item, and `filled` over time
-     * since init, for the mean occupancy (sampled at each push and when
-     * read). */
+     * since init, for the mean occupancy. */
     uint64_t pushes;
     double pop_wait_ms;
-    double first_pop_wait_ms; /* of that, the waits of the pops of the first item */
+    double first_pop_wait_ms; /* of that, the waits begun before any push (start-up) */
     sl__occupancy occupancy;
 } sl_queue;
 
@@ -64,7 +63,7 @@ typedef struct sl__queue_stats {
     uint64_t pushes;
     double push_wait_ms;     /* producers blocked on a full queue, summed */
     double pop_wait_ms;      /* consumers asleep waiting for an item, summed */
-    double first_pop_wait_ms; /* of that, waiting for the first item (start-up) */
+    double first_pop_wait_ms; /* of that, the waits begun before any push (start-up) */
     double occupancy;        /* mean items held since the queue was made */
     double last_push_ms;     /* sl__now_ms of the last push (0: none) */
 } sl__queue_stats;

@@ -40,8 +40,9 @@ struct sl__feeder {
     pthread_mutex_t stats_lock;
     double copy_ms, pipeline_wait_ms, slot_wait_ms;
     double first_wait_ms;      /* of pipeline_wait_ms, for the first row */
+    int waited_once;           /* first_wait_ms is set */
     sl__track *track;          /* the transfer thread's, with a profiler */
-    const char *queue_counter; /* its counter's name: "<queue> filled" */
+    const char *queue_counter[SL__FEEDER_MAX_DEVICES]; /* "<queue> filled" */
     double started_ms;         /* set before the transfer thread starts */
 };
 
@@ -146,7 +147,10 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl_
     if (f->track && !f->opts.inline_transfer) {
         double t2 = sl__now_ms();
         sl__trace_slice(f->track, "copy", t1, t2, slot->epoch, slot->in_epoch);
-        sl__trace_counter(f->track, f->queue_counter, t2, (double)sl__dq_pending(q));
+        size_t d = 0;
+        while (d + 1 < f->ndevices && f->queues[d] != q)
+            d++;
+        sl__trace_counter(f->track, f->queue_counter[d], t2, (double)sl__dq_pending(q));
     }
     pthread_mutex_lock(&f->stats_lock);
     f->slot_wait_ms += t1 - t0;
@@ -164,8 +168,10 @@ static int next_row(sl__feeder *f, sl_row *row)
     rc = sl_iterator_next(f->it, row);
     waited = sl__now_ms() - t0;
     pthread_mutex_lock(&f->stats_lock);
-    if (f->pipeline_wait_ms == 0)
+    if (!f->waited_once) {
         f->first_wait_ms = waited;
+        f->waited_once = 1;
+    }
     f->pipeline_wait_ms += waited;
     pthread_mutex_unlock(&f->stats_lock);
     return rc;
@@ -356,10 +362,10 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
     io.start_epoch = o->start_epoch;
     io.start_rows = o->start_rows;
     io.profiler = o->profiler;
-    if (o->profiler) {
+    for (size_t d = 0; o->profiler && d < f->ndevices; d++) {
         char name[96];
-        snprintf(name, sizeof name, "%s filled", sl__dq_name(f->queues[0]));
-        f->queue_counter = sl__trace_intern(o->profiler, name);
+        snprintf(name, sizeof name, "%s filled", sl__dq_name(f->queues[d]));
+        f->queue_counter[d] = sl__trace_intern(o->profiler, name);
     }
     if (o->inline_transfer && o->getnext_timeout_ms >= 0)
         io.timeout_ms = o->getnext_timeout_ms > INT_MAX ? INT_MAX : (int)o->getnext_timeout_ms;

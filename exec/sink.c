@@ -81,8 +81,11 @@ static int sink_loop(void *arg)
                 track = NULL; /* no memory for the names: the step goes untraced */
         }
         rc = sl_step_run_here(step, feed, n);
-        if (track)
+        if (track) {
             sl__trace_slice(track, "step", t1, sl__now_ms(), slot->epoch, slot->in_epoch);
+            /* Runs of the step elsewhere (a callback's) are not this batch's. */
+            sl__step_trace(step, r->m->trace_profiler, NULL, 0, 0);
+        }
         sl__dq_release(sl__feeder_queue(r->f, 0), slot);
         if (rc < 0)
             return sl__errf(&r->err, rc, "step %lld of the sink: %s", (long long)r->steps + 1,
@@ -167,7 +170,7 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
     int rc;
 
     memset(&fo, 0, sizeof fo);
-    fo.profiler = o->profiler;
+    fo.profiler = m->trace_profiler; /* set by a sink-mode train only */
     fo.queue_name = "train";
     fo.capacity = (size_t)o->queue_capacity;
     fo.max_bytes = (size_t)o->queue_max_bytes;
@@ -212,10 +215,10 @@ static void collect_stats(sl_model *m, sl__feeder *f)
 
 /* Where a train's time went, per stage (sl_model_get_stage_stats): the
  * feeder's stages, then the executor and the host, over the elapsed_ms
- * since the feeder started, of which sink_ms ran sinks and hooks_ms ran
- * the host's callbacks. */
+ * since the feeder started, of which sink_ms ran sinks (the rest is the
+ * host's: callbacks and its loop); startup_wait_ms: the first GetNext's. */
 static void collect_stages(sl_model *m, sl__feeder *f, double elapsed_ms, double sink_ms,
-                           double hooks_ms, double startup_wait_ms)
+                           double startup_wait_ms)
 {
     const size_t max = SL__MODEL_MAX_STAGES;
     size_t n = sl__feeder_get_stage_stats(f, m->stages, max - 2);
@@ -239,18 +242,9 @@ static void collect_stages(sl_model *m, sl__feeder *f, double elapsed_ms, double
     host->rows = (uint64_t)m->sink_stats.sinks;
     host->elapsed_ms = elapsed_ms;
     host->wait_input_ms = sink_ms;
-    host->busy_ms = hooks_ms;
+    /* Its callbacks and its own loop: whatever was not waiting. */
+    host->busy_ms = elapsed_ms > sink_ms ? elapsed_ms - sink_ms : 0;
     m->nstages = n + 2;
-}
-
-/* Runs the hooks of one kind, adding their time to *hooks_ms. */
-static int timed_hooks(sl_model *m, sl_callback *const *cbs, size_t ncbs, size_t kind,
-                       sl_train_info *info, double *hooks_ms)
-{
-    double t0 = sl__now_ms();
-    int rc = sl__model_run_hooks(m, cbs, ncbs, kind, info);
-    *hooks_ms += sl__now_ms() - t0;
-    return rc;
 }
 
 int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
@@ -262,7 +256,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     int64_t size, first_epoch, done_in_epoch;
     int rc, size_rc;
 
-    double started, sink_ms = 0, hooks_ms = 0, startup_wait_ms = 0;
+    double started, sink_ms = 0, startup_wait_ms = 0;
 
     atomic_store(&m->stop, 0);
     memset(&m->sink_stats, 0, sizeof m->sink_stats);
@@ -310,7 +304,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     info.global_step = m->global_step;
     info.batch_size = m->opts.network.batch;
     info.model = m;
-    rc = timed_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info, &hooks_ms);
+    rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info);
     for (int64_t e = first_epoch + 1; e <= epochs && rc == SL_OK && !atomic_load(&m->stop); e++) {
         sink_run r;
         int64_t want = o->sink_size > 0 ? o->sink_size - done_in_epoch : -1;
@@ -324,13 +318,13 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         }
         info.epoch = e;
         info.step_in_epoch = done_in_epoch;
-        rc = timed_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_BEGIN, &info, &hooks_ms);
+        rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_BEGIN, &info);
         if (rc < 0 || atomic_load(&m->stop))
             break;
         t0 = sl__now_ms();
         run_sink(m, f, want, o->sink_size < 0, o->getnext_timeout_ms, &r);
         info.epoch_ms = sl__now_ms() - t0;
-        if (sink_ms == 0)
+        if (e == first_epoch + 1)
             startup_wait_ms = r.first_wait_ms; /* the pipeline starting */
         sink_ms += info.epoch_ms;
         info.global_step = m->global_step;
@@ -349,14 +343,14 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
             rc = sl__errf(&m->err, SL_EINVAL, "train: epoch %lld held no batch", (long long)e);
             break;
         }
-        rc = timed_hooks(m, cbs, ncbs, SL__HOOK_STEP_END, &info, &hooks_ms);
+        rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_STEP_END, &info);
         if (rc == SL_OK)
-            rc = timed_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_END, &info, &hooks_ms);
+            rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_END, &info);
         if (r.end_of_data)
             break;
     }
     collect_stats(m, f);
-    collect_stages(m, f, sl__now_ms() - started, sink_ms, hooks_ms, startup_wait_ms);
+    collect_stages(m, f, sl__now_ms() - started, sink_ms, startup_wait_ms);
     /* The profiler is the caller's: nothing records into it after train. */
     sl__step_trace(m->train_step, NULL, NULL, 0, 0);
     m->trace_profiler = NULL;

@@ -47,6 +47,8 @@ void sl_step_free(sl_step *s)
 int sl__step_trace(sl_step *s, sl_profiler *p, sl__track *track, int64_t epoch, int64_t batch)
 {
     s->trace = NULL;
+    if (!p)
+        s->trace_owner = NULL; /* its names die with it: intern anew next time */
     if (!track)
         return SL_OK;
     if (s->trace_owner != p) {

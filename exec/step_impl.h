@@ -115,8 +115,9 @@ void sl__plan_fuse(sl_step *s, const int *outputs, size_t noutputs);
 /* The op a slot runs as, for reports: fused slots say so. */
 const char *sl__slot_op_name(const sl_step *s, int j);
 /* Makes the next runs record a slice per node into track (NULL: stop),
- * for batch `batch` of epoch `epoch`; node names are interned into p once.
- * Returns SL_OK or SL_ENOMEM (then nothing is recorded). */
+ * for batch `batch` of epoch `epoch`; node names are interned into p once
+ * and kept while p is given. p NULL forgets them: call it so before the
+ * profiler is freed. Returns SL_OK or SL_ENOMEM (nothing is recorded). */
 int sl__step_trace(sl_step *s, sl_profiler *p, struct sl__track *track, int64_t epoch,
                    int64_t batch);
 /* GRAPH mode: groups runs of consecutive parameter updates (momentum or

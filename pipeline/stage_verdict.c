@@ -4,21 +4,43 @@
  *
  * The stage that matters last is the final consumer: the executor of a
  * sink (its wait is GetNext's), else the thread calling sl_iterator_next.
- * If it hardly waits, it is the bottleneck and the pipeline keeps up. If
- * it waits (after start-up: the wait for the first batch does not count),
- * the busiest stage before it is the suspect: saturated (busy
- * >= 80% of its threads' time), it limits throughput; if no stage is,
- * stages blocked on full queues point at queues too small to absorb
- * their bursts, and otherwise the CPUs are short (other work, or too few
- * of them for the threads). */
+ * An executor idle between sinks most of the time waits on the host: its
+ * callbacks are the bottleneck. A consumer that hardly waits (after
+ * start-up: the wait for the first batch does not count) is the
+ * bottleneck, and the pipeline keeps up. If it waits, the busiest stage
+ * before it is the suspect: saturated (busy >= 80% of its threads' time),
+ * it limits throughput; if no stage is, stages blocked on full queues
+ * point at queues too small to absorb their bursts, and otherwise the
+ * CPUs are short (other work, or too few of them for the threads). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "sluice/iterator.h"
+#include "sluice/stages.h"
 
 #define KEEPS_UP 0.05     /* the consumer waits less than this: it is the bottleneck */
 #define SATURATED 0.80    /* a stage busy this much of its threads' time limits the rest */
 #define BLOCKED 0.20      /* a stage blocked this much waits on a small queue */
+#define HOST_BOUND 0.30   /* an executor idle this much between sinks waits on the host */
+
+/* What the verdict has written so far: at most len bytes of buf, and the
+ * length of the whole text (which may be more). */
+typedef struct text {
+    char *buf;
+    size_t len, used;
+} text;
+
+static void add(text *t, const char *fmt, ...)
+{
+    va_list ap;
+    size_t at = t->used < t->len ? t->used : t->len;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(t->buf + at, t->len - at, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        t->used += (size_t)n;
+}
 
 static double share(double part, const sl_stage_stats *s)
 {
@@ -59,13 +81,16 @@ static size_t final_consumer(const sl_stage_stats *st, size_t n)
 
 size_t sl_stage_verdict(const sl_stage_stats *st, size_t n, char *buf, size_t len)
 {
+    text t = {buf, len, 0};
     size_t c, busiest = (size_t)-1, blocked = (size_t)-1;
     double wait, best = -1, most_blocked = -1;
     const char *who, *waited;
-    if (len == 0)
-        return 0;
-    if (n == 0)
-        return (size_t)snprintf(buf, len, "no stages to judge");
+    if (len > 0)
+        buf[0] = '\0';
+    if (n == 0) {
+        add(&t, "no stages to judge");
+        return t.used;
+    }
     c = final_consumer(st, n);
     who = is_executor(&st[c]) ? "the executor" : "the consumer";
     waited = is_executor(&st[c]) ? "GetNext waited" : "it waited";
@@ -83,38 +108,40 @@ size_t sl_stage_verdict(const sl_stage_stats *st, size_t n, char *buf, size_t le
             blocked = i;
         }
     }
-    if (wait < KEEPS_UP || busiest == (size_t)-1) {
-        size_t n_out = (size_t)snprintf(buf, len,
-                                        "%s is the bottleneck (busy %.0f%%); %s %.1f%% of the "
-                                        "time: the pipeline keeps up",
-                                        who, 100 * steady_busy(&st[c]), waited, 100 * wait);
-        if (st[c].startup_wait_ms > 0.1 * st[c].elapsed_ms && n_out < len)
-            n_out += (size_t)snprintf(buf + n_out, len - n_out,
-                                      " (not counting the %.0f ms of %.0f ms it waited for the "
-                                      "first batch, while the pipeline started)",
-                                      st[c].startup_wait_ms, st[c].elapsed_ms);
-        return n_out;
+    if (is_executor(&st[c]) && share(st[c].blocked_output_ms, &st[c]) >= HOST_BOUND) {
+        add(&t,
+            "the host limits throughput: the executor was idle %.0f%% of the time between "
+            "sinks, while the host ran its callbacks; sink less often (a larger sink_size) or "
+            "make the callbacks cheaper",
+            100 * share(st[c].blocked_output_ms, &st[c]));
+    } else if (wait < KEEPS_UP || busiest == (size_t)-1) {
+        add(&t, "%s is the bottleneck (busy %.0f%%); %s %.1f%% of the time: the pipeline keeps up",
+            who, 100 * steady_busy(&st[c]), waited, 100 * wait);
+        if (st[c].startup_wait_ms > 0.1 * st[c].elapsed_ms)
+            add(&t,
+                " (not counting the %.0f ms of %.0f ms it waited for the first batch, while the "
+                "pipeline started)",
+                st[c].startup_wait_ms, st[c].elapsed_ms);
+    } else if (best >= SATURATED) {
+        add(&t, "stage '%s' limits throughput (busy %.0f%% on %d thread%s); %s %.0f%% of the time: %s",
+            st[busiest].name, 100 * best, st[busiest].threads,
+            st[busiest].threads == 1 ? "" : "s", waited, 100 * wait,
+            strncmp(st[busiest].name, "transfer", 8) == 0
+                ? "batches are copied too slowly for the device"
+                : "add workers or move work out of it");
+    } else if (blocked != (size_t)-1 && most_blocked >= BLOCKED) {
+        add(&t,
+            "no stage is saturated (the busiest, '%s', is busy %.0f%%), yet %s %.0f%% of the "
+            "time while '%s' was blocked %.0f%% on a full queue of %zu: the queues are too small "
+            "for the stages' bursts; give them more capacity",
+            st[busiest].name, 100 * best, waited, 100 * wait, st[blocked].name,
+            100 * most_blocked, st[blocked].capacity);
+    } else {
+        add(&t,
+            "no stage is saturated (the busiest, '%s', is busy %.0f%%) and none is blocked, yet "
+            "%s %.0f%% of the time: the stages wait for CPUs (other work on the machine, or more "
+            "threads than CPUs)",
+            st[busiest].name, 100 * best, waited, 100 * wait);
     }
-    if (best >= SATURATED)
-        return (size_t)snprintf(buf, len,
-                                "stage '%s' limits throughput (busy %.0f%% on %d thread%s); %s "
-                                "%.0f%% of the time: %s",
-                                st[busiest].name, 100 * best, st[busiest].threads,
-                                st[busiest].threads == 1 ? "" : "s", waited, 100 * wait,
-                                strncmp(st[busiest].name, "transfer", 8) == 0
-                                    ? "batches are copied too slowly for the device"
-                                    : "add workers or move work out of it");
-    if (blocked != (size_t)-1 && most_blocked >= BLOCKED)
-        return (size_t)snprintf(buf, len,
-                                "no stage is saturated (the busiest, '%s', is busy %.0f%%), yet "
-                                "%s %.0f%% of the time while '%s' was blocked %.0f%% on a full "
-                                "queue of %zu: the queues are too small for the stages' bursts; "
-                                "give them more capacity",
-                                st[busiest].name, 100 * best, waited, 100 * wait,
-                                st[blocked].name, 100 * most_blocked, st[blocked].capacity);
-    return (size_t)snprintf(buf, len,
-                            "no stage is saturated (the busiest, '%s', is busy %.0f%%) and none "
-                            "is blocked, yet %s %.0f%% of the time: the stages wait for CPUs "
-                            "(other work on the machine, or more threads than CPUs)",
-                            st[busiest].name, 100 * best, waited, 100 * wait);
+    return t.used;
 }

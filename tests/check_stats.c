@@ -283,6 +283,22 @@ START_TEST(test_verdicts)
                           "time: the pipeline keeps up (not counting the 300 ms of 1000 ms it "
                           "waited for the first batch");
     expect_verdict(st, 0, "no stages");
+    /* Callbacks that keep the executor idle between sinks. */
+    st[0] = stage("source", 0, 0, 0, 0, 32);
+    st[1] = stage("map(image: resize)", 1, 7, 0, 93, 8);
+    st[2] = stage("transfer", 1, 2, 1, 97, 4);
+    st[3] = stage("executor (cpu:0)", 1, 55, 0.5, 44.5, 0);
+    st[4] = stage("host (callbacks)", 1, 44, 56, 0, 0);
+    expect_verdict(st, 5, "the host limits throughput: the executor was idle 44% of the time");
+    {
+        /* A short buffer: cut and terminated, the whole length returned. */
+        char small[16], whole[512];
+        size_t n = sl_stage_verdict(st, 5, small, sizeof small);
+        ck_assert_uint_eq(n, sl_stage_verdict(st, 5, whole, sizeof whole));
+        ck_assert_uint_eq(n, strlen(whole));
+        ck_assert_uint_eq(strlen(small), sizeof small - 1);
+        ck_assert(strncmp(small, whole, sizeof small - 1) == 0);
+    }
 }
 END_TEST
 

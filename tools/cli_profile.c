@@ -39,6 +39,17 @@ int cli_profile_start(const char *cmd, const char *dir, sl_profiler **out)
                   errno ? strerror(errno) : "not a folder");
         return -1;
     }
+    {
+        /* Found out now, not after a long run: can the trace be written? */
+        char path[4096];
+        FILE *f;
+        snprintf(path, sizeof path, "%s/trace.json", dir);
+        if (!(f = fopen(path, "w"))) {
+            cli_error(cmd, "--profile %s: cannot write %s: %s", dir, path, strerror(errno));
+            return -1;
+        }
+        fclose(f);
+    }
     if (sl_profiler_new(out, 0) != SL_OK) {
         cli_error(cmd, "--profile: out of memory");
         return -1;

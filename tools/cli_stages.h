@@ -9,7 +9,7 @@
 #include "sluice/sluice.h"
 
 /* Enough for any pipeline the CLI builds, plus the consumer. */
-#define CLI_MAX_STAGES 24
+#define CLI_MAX_STAGES 32
 
 /* One line per stage: threads, rows, rows/s, and busy, waiting and blocked
  * as percentages of threads x elapsed time, and its output queue's mean

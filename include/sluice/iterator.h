@@ -12,6 +12,7 @@
 
 #include "sluice/dataset.h"
 #include "sluice/export.h"
+#include "sluice/stages.h"
 #include "sluice/tensor.h"
 
 #ifdef __cplusplus
@@ -95,24 +96,6 @@ SL_API const char *sl_iterator_last_error(const sl_iterator *it);
 SL_API void sl_iterator_interrupt(sl_iterator *it);
 SL_API void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out);
 
-/* One stage of a running pipeline (sl_iterator_get_stage_stats). Times are
- * in ms, summed over the stage's threads, from the iterator's start until
- * now or until the stage's threads ended: busy + wait_input +
- * blocked_output = threads x elapsed. Always counted: a few clock reads
- * per chunk of rows. */
-typedef struct sl_stage_stats {
-    char name[96];            /* "source", "map(image: resize, ...)", ..., "consumer" */
-    int threads;              /* 0: run by the next stage's workers, in their time */
-    uint64_t rows;            /* rows output (batches, after a batch node) */
-    double elapsed_ms;
-    double busy_ms;           /* working, or ready to and waiting for a CPU */
-    double wait_input_ms;     /* asleep waiting for input */
-    double startup_wait_ms;   /* of that, the wait for its first input: the stages
-                               * before it starting up (a shuffle buffer filling) */
-    double blocked_output_ms; /* asleep on a full output queue */
-    size_t capacity;          /* its output queue's capacity, in chunks (0: none) */
-    double occupancy;         /* the mean chunks in it */
-} sl_stage_stats;
 
 /* Writes the pipeline's stages, in order, then a stage named "consumer":
  * the thread calling sl_iterator_next, whose wait is for the last stage and
@@ -120,13 +103,6 @@ typedef struct sl_stage_stats {
  * of out and returns how many there are (call with max 0 to count). */
 SL_API size_t sl_iterator_get_stage_stats(const sl_iterator *it, sl_stage_stats *out,
                                           size_t max);
-/* Says in words which stage limits throughput, from stage figures such as
- * sl_iterator_get_stage_stats or sl_model_get_stage_stats give: e.g. "the
- * executor is the bottleneck (busy 97%); GetNext waited 0.4% of the time:
- * the pipeline keeps up", or "stage 'map(...)' limits throughput (busy 99%
- * on 2 threads); it waited 31% of the time: add workers or move work out
- * of it". Writes at most len bytes of buf; returns snprintf's count. */
-SL_API size_t sl_stage_verdict(const sl_stage_stats *st, size_t n, char *buf, size_t len);
 /* Where the iterator has got to: the epoch the next row comes from
  * (0-based) and the rows of it handed out so far. An iterator made with
  * these as start_epoch and start_rows continues from exactly here. */

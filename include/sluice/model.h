@@ -19,7 +19,7 @@
 #include "sluice/device.h"
 #include "sluice/export.h"
 #include "sluice/graph.h"
-#include "sluice/iterator.h"
+#include "sluice/stages.h"
 #include "sluice/network.h"
 #include "sluice/step.h"
 

@@ -2,16 +2,20 @@
  * Event format that Perfetto and chrome://tracing open). Give one to
  * sl_iterator_options.profiler or sl_train_options.profiler and every
  * thread the run starts records into it: a slice per chunk of rows for each
- * pipeline stage, per batch copied by the transfer thread, per GetNext and
- * per step of the executor, with a slice per op inside each step, and a
- * counter of the device queue's occupancy. Slices of one batch carry its
- * place ("epoch" and "batch", its number within the epoch, in their args)
- * from the pipeline to the step.
+ * map, batch and sequential stage's worker (a sequential stage's slice
+ * includes its waits for room downstream; a source with a thread of its
+ * own records none), per batch copied by the transfer thread, per GetNext
+ * and per step of the executor (sink mode), with a slice per op inside
+ * each step, and a counter of each device queue's occupancy. Slices of one
+ * batch carry its place ("epoch" and "batch", its number within the
+ * epoch, in their args) from the pipeline to the step; a repeat after the
+ * batch node numbers the pipeline's passes apart from the data's epochs.
  *
- * Memory is bounded: each thread records into a ring of its own, sized
- * when the profiler is made, that keeps the newest events (the dropped
- * ones are counted). Recording takes no lock and allocates nothing;
- * sl_profiler_write_trace does the formatting, after the run. */
+ * Memory is bounded: each thread of a run records into a ring of its own,
+ * sized when the profiler is made, that keeps the newest events (the
+ * dropped ones are counted); every run adds its threads' rings, so give
+ * each run a profiler of its own. Recording takes no lock and allocates
+ * nothing; sl_profiler_write_trace does the formatting, after the run. */
 #ifndef SLUICE_PROFILER_H
 #define SLUICE_PROFILER_H
 
@@ -22,7 +26,7 @@
 
 typedef struct sl_profiler sl_profiler;
 
-/* events_per_thread: the ring of each thread (0: 65536, about 2.5 MB).
+/* events_per_thread: the ring of each thread (0: 65536, 3 MB).
  * SL_OK, or SL_ENOMEM. */
 SL_API int sl_profiler_new(sl_profiler **out, size_t events_per_thread);
 /* Call after the runs that record into it have ended (their threads are
@@ -32,7 +36,8 @@ SL_API void sl_profiler_free(sl_profiler *p);
  * {"displayTimeUnit": "ms", "traceEvents": [...]}. Not while a run
  * records. SL_OK, or SL_EIO with the file named in errbuf. */
 SL_API int sl_profiler_write_trace(sl_profiler *p, const char *path, char *errbuf, size_t errlen);
-/* Events recorded, and of them those dropped (overwritten in a full ring). */
+/* Events recorded, and of them those dropped (overwritten in a full
+ * ring); after the run, as for sl_profiler_write_trace. */
 SL_API void sl_profiler_counts(sl_profiler *p, uint64_t *recorded, uint64_t *dropped);
 
 #endif
