@@ -110,7 +110,7 @@ static int check_row(sl__feeder *f, const sl_row *row, uint64_t batch, sl__error
 static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl__error *err)
 {
     sl__dq_slot *slot;
-    double t0 = sl__now_ms(), t1;
+    double t0 = sl__now_ms(), t1, t2;
     int rc;
     set_state(f, WAITING_SLOT, t0);
     rc = sl__dq_acquire(q, &slot, -1, NULL);
@@ -140,12 +140,14 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl_
      * inline) is the iterator's consumer, so its position is this batch's. */
     sl_iterator_get_position(f->it, &slot->epoch, &slot->in_epoch);
     slot->in_epoch--;
+    /* The copy's end is read before the commit: after it, GetNext may take
+     * the batch (and end its own slice) before this thread runs again. */
+    t2 = sl__now_ms();
     /* Counted before the commit: GetNext may take the batch at once, and a
      * reader of the stats must never see fewer batches sent than steps. */
     atomic_fetch_add(&f->batches, 1);
     sl__dq_commit(q, slot);
     if (f->track && !f->opts.inline_transfer) {
-        double t2 = sl__now_ms();
         sl__trace_slice(f->track, "copy", t1, t2, slot->epoch, slot->in_epoch);
         size_t d = 0;
         while (d + 1 < f->ndevices && f->queues[d] != q)
@@ -154,7 +156,7 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl_
     }
     pthread_mutex_lock(&f->stats_lock);
     f->slot_wait_ms += t1 - t0;
-    f->copy_ms += sl__now_ms() - t1;
+    f->copy_ms += t2 - t1;
     pthread_mutex_unlock(&f->stats_lock);
     return SL_OK;
 }
