@@ -42,6 +42,7 @@ def save(fig, out, name, written):
 
 
 def bars(ax, labels, values, color=BUSY, fmt="{:,.0f}"):
+    """Horizontal bars, each labelled with its value; color may be a list."""
     ys = range(len(labels))
     ax.barh(ys, values, color=color)
     ax.set_yticks(list(ys), labels)
@@ -138,13 +139,7 @@ def plot_torch_sink(d, out, written):
             values.append(v)
             colors.append(BUSY)
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(labels) + 1.4))
-    ys = range(len(labels))
-    ax.barh(ys, values, color=colors)
-    ax.set_yticks(list(ys), labels)
-    ax.invert_yaxis()
-    for y, v in zip(ys, values):
-        ax.text(v, y, f" {v:,.0f}", va="center", fontsize=8)
-    ax.set_xlim(0, max(values) * 1.25)
+    bars(ax, labels, values, color=colors)
     ax.set_xlabel("samples/s, end to end (medians)")
     ax.set_title(f"LeNet5 on Fashion-MNIST: PyTorch {d.get('torch', '')} and sluice, same run",
                  fontsize=10)

@@ -427,6 +427,7 @@ void sl__feeder_get_stats(sl__feeder *f, sl__feeder_stats *out)
     pthread_mutex_lock(&f->stats_lock);
     out->copy_ms = f->copy_ms;
     out->pipeline_wait_ms = f->pipeline_wait_ms;
+    out->first_wait_ms = f->first_wait_ms;
     out->slot_wait_ms = f->slot_wait_ms;
     pthread_mutex_unlock(&f->stats_lock);
     out->channel_full_ms = f->it ? sl__iterator_output_blocked_ms(f->it) : 0;
@@ -457,9 +458,7 @@ size_t sl__feeder_get_stage_stats(sl__feeder *f, sl_stage_stats *out, size_t max
     t->rows = fs.batches;
     t->elapsed_ms = end - f->started_ms;
     t->wait_input_ms = fs.pipeline_wait_ms;
-    pthread_mutex_lock(&f->stats_lock);
-    t->startup_wait_ms = f->first_wait_ms;
-    pthread_mutex_unlock(&f->stats_lock);
+    t->startup_wait_ms = fs.first_wait_ms;
     t->blocked_output_ms = fs.slot_wait_ms;
     t->busy_ms = t->threads ? t->elapsed_ms - t->wait_input_ms - t->blocked_output_ms : 0;
     if (t->busy_ms < 0)

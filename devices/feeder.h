@@ -69,6 +69,7 @@ typedef struct sl__feeder_stats {
     uint64_t batches;          /* copied into device queues */
     double copy_ms;            /* the transfer thread copying */
     double pipeline_wait_ms;   /* the transfer thread waiting for a batch */
+    double first_wait_ms;      /* of that, for the first batch (start-up) */
     double slot_wait_ms;       /* the transfer thread waiting for a free slot */
     double channel_full_ms;    /* the pipeline blocked on a full channel */
 } sl__feeder_stats;

@@ -112,6 +112,23 @@ static int work_chunk(sl__stage *st, sl__chunk **chunk, sl__error *err)
     return SL_OK;
 }
 
+/* work_chunk, with a slice in track when there is one; a batch group's
+ * slice carries the batch's place (its chunk is replaced by the batch). */
+static int traced_work_chunk(sl__stage *st, sl__track *track, sl__chunk **chunk, sl__error *err)
+{
+    int grouped = st->collate || st->kind == SL__STAGE_COLLATE;
+    int64_t epoch = grouped ? (*chunk)->group_epoch : -1;
+    int64_t batch = grouped ? (*chunk)->group_index : -1;
+    double t0;
+    int rc;
+    if (!track)
+        return work_chunk(st, chunk, err);
+    t0 = sl__now_ms();
+    rc = work_chunk(st, chunk, err);
+    sl__trace_slice(track, st->trace_name, t0, sl__now_ms(), epoch, batch);
+    return rc;
+}
+
 /* With a profiler, a track for this thread of st: "<stage> #k". */
 static sl__track *open_track(sl__stage *st)
 {
@@ -152,19 +169,7 @@ static void *worker_main(void *arg)
         if (rc != SL_OK)
             break;
         last = chunk->kind == SL__CHUNK_EOF || chunk->kind == SL__CHUNK_ERROR;
-        if (track && chunk->kind == SL__CHUNK_ROWS) {
-            /* A batch group's slice carries the batch's place. */
-            int grouped = st->collate || st->kind == SL__STAGE_COLLATE;
-            int64_t epoch = grouped ? chunk->group_epoch : -1;
-            int64_t batch = grouped ? chunk->group_index : -1;
-            double t0 = sl__now_ms();
-            rc = work_chunk(st, &chunk, &err);
-            sl__trace_slice(track, st->trace_name, t0, sl__now_ms(), epoch, batch);
-        } else if (chunk->kind == SL__CHUNK_ROWS) {
-            rc = work_chunk(st, &chunk, &err);
-        } else {
-            rc = SL_OK;
-        }
+        rc = chunk->kind == SL__CHUNK_ROWS ? traced_work_chunk(st, track, &chunk, &err) : SL_OK;
         if (rc != SL_OK) {
             if (err.status == SL_ECLOSED || sl__stopping(st->it)) {
                 sl__chunk_free(chunk);
