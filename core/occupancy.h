@@ -36,4 +36,12 @@ static inline double sl__occupancy_mean(sl__occupancy *o, size_t level, double n
                                        : (double)level;
 }
 
+/* The integral of the level (level x ms) from the start until now_ms,
+ * level being held now: for a thread count, thread-milliseconds. */
+static inline double sl__occupancy_total(sl__occupancy *o, size_t level, double now_ms)
+{
+    sl__occupancy_note(o, level, now_ms);
+    return o->level_ms;
+}
+
 #endif

@@ -18,6 +18,7 @@ int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err)
     if (capacity == 0)
         return sl__errf(err, SL_EINVAL, "queue: capacity must be >= 1");
     q->capacity = capacity;
+    q->limit = capacity;
     q->head = 0;
     q->next_seq = 0;
     q->closed = 0;
@@ -88,9 +89,9 @@ static int push_locked(sl_queue *q, uint64_t seq, void *item)
 {
     double now;
     SL_ASSERT(item != NULL);
-    if (!q->closed && seq >= q->head + q->capacity) {
+    if (!q->closed && seq >= q->head + q->limit) {
         double t0 = sl__now_ms();
-        while (!q->closed && seq >= q->head + q->capacity) {
+        while (!q->closed && seq >= q->head + q->limit) {
             q->push_waits++;
             q->push_waiters++;
             pthread_cond_wait(&q->not_full, &q->lock);
@@ -140,7 +141,7 @@ int sl__queue_try_push_next(sl_queue *q, void *item)
 {
     int rc;
     pthread_mutex_lock(&q->lock);
-    if (!q->closed && q->next_seq >= q->head + q->capacity) {
+    if (!q->closed && q->next_seq >= q->head + q->limit) {
         rc = SL_ETIMEDOUT;
     } else {
         rc = push_locked(q, q->next_seq, item);
@@ -213,12 +214,36 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
             /* Waking producers only once the queue is half empty lets them
              * push several items per wake-up instead of one (fewer context
              * switches); the broadcast before sleeping above keeps this live. */
-            if (q->push_waiters && q->filled <= q->capacity / 2)
+            if (q->push_waiters && q->filled <= q->limit / 2)
                 pthread_cond_broadcast(&q->not_full);
         }
     }
     pthread_mutex_unlock(&q->lock);
     return rc;
+}
+
+void sl__queue_set_limit(sl_queue *q, size_t limit)
+{
+    if (!q->slots)
+        return;
+    if (limit < 1)
+        limit = 1;
+    if (limit > q->capacity)
+        limit = q->capacity;
+    pthread_mutex_lock(&q->lock);
+    if (limit > q->limit && q->push_waiters)
+        pthread_cond_broadcast(&q->not_full);
+    q->limit = limit;
+    pthread_mutex_unlock(&q->lock);
+}
+
+size_t sl__queue_limit(sl_queue *q)
+{
+    size_t n;
+    pthread_mutex_lock(&q->lock);
+    n = q->limit;
+    pthread_mutex_unlock(&q->lock);
+    return n;
 }
 
 void sl__queue_close(sl_queue *q)
@@ -307,7 +332,7 @@ void sl__queue_get_stats(sl_queue *q, sl__queue_stats *out)
     if (!q->slots)
         return; /* never initialised */
     pthread_mutex_lock(&q->lock);
-    out->capacity = q->capacity;
+    out->capacity = q->limit;
     out->filled = q->filled;
     out->pushes = q->pushes;
     out->push_wait_ms = q->push_wait_ms;

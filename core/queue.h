@@ -27,7 +27,9 @@ typedef struct sl_queue {
     pthread_cond_t not_empty; /* the slot at `head` was filled, or closed */
     pthread_cond_t not_full;  /* `head` moved, or closed */
     void **slots;             /* capacity entries, NULL when empty */
-    size_t capacity;
+    size_t capacity;          /* the ring's slots */
+    size_t limit;             /* items let in at once (backpressure), 1 .. capacity:
+                               * capacity unless sl__queue_set_limit lowered it */
     uint64_t head;            /* sequence number of the next item to pop */
     uint64_t next_seq;        /* for sl__queue_push_next: the next number to stamp */
     size_t filled;            /* items held */
@@ -58,7 +60,7 @@ typedef struct sl_queue {
 
 /* What a queue has seen since it was made (sl__queue_get_stats). */
 typedef struct sl__queue_stats {
-    size_t capacity;
+    size_t capacity;         /* its limit (sl__queue_set_limit) */
     size_t filled;           /* items held now */
     uint64_t pushes;
     double push_wait_ms;     /* producers blocked on a full queue, summed */
@@ -76,7 +78,14 @@ typedef struct sl__queue_stats {
 int sl__queue_init(sl_queue *q, size_t capacity, sl__error *err);
 void sl__queue_destroy(sl_queue *q);
 
-/* Places item with sequence number seq; blocks while seq >= head + capacity.
+/* Lets at most limit items (1 .. the capacity it was made with; clamped)
+ * in at once from now on, for a tuner that grows a queue while it runs
+ * without reallocating it. A raise wakes blocked producers; a cut only
+ * holds back later pushes. */
+void sl__queue_set_limit(sl_queue *q, size_t limit);
+size_t sl__queue_limit(sl_queue *q);
+
+/* Places item with sequence number seq; blocks while seq >= head + limit.
  * Returns SL_OK or SL_ECLOSED (the item was not taken). */
 int sl__queue_push(sl_queue *q, uint64_t seq, void *item);
 /* For a single producer: pushes with the next sequence number in turn. */

@@ -18,6 +18,7 @@
 #include "pipeline/iterator_impl.h"
 #include "pipeline/iterator_report.h"
 #include "pipeline/iterator_wake.h"
+#include "sluice/budget.h"
 
 /* The end of the first version's fields: fixed forever (core/options.h). */
 static const size_t iterator_options_v1_size =
@@ -25,7 +26,7 @@ static const size_t iterator_options_v1_size =
 /* No tail padding, so a caller's size covers only fields it knows; name the
  * last field here when one is appended. */
 _Static_assert(sizeof(sl_iterator_options) ==
-                   offsetof(sl_iterator_options, profiler) + sizeof(void *),
+                   offsetof(sl_iterator_options, autotune_log_arg) + sizeof(void *),
                "sl_iterator_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -37,6 +38,7 @@ void sl_iterator_options_init_sized(sl_iterator_options *o, size_t size)
     d.queue_chunks = 8;
     d.chunk_rows = 64;
     d.timeout_ms = -1;
+    d.autotune_max_workers = sl_cpus_available();
     sl__options_init(o, size, &d, sizeof d);
 }
 
@@ -63,8 +65,10 @@ static void shutdown_stages(sl_iterator *it)
     /* A source thread waiting for another iterator's load sees the flag. */
     if (it->source->iface->wake)
         it->source->iface->wake(it->source);
-    for (size_t s = 0; s < it->nstages; s++)
+    for (size_t s = 0; s < it->nstages; s++) {
         sl__queue_close(&it->stages[s].out);
+        sl__stage_wake_parked(&it->stages[s]);
+    }
     for (size_t s = 0; s < it->nstages; s++)
         for (int t = 0; t < it->stages[s].started; t++)
             pthread_join(it->stages[s].threads[t], NULL);
@@ -136,6 +140,10 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
                         "start_epoch below num_epochs (%lld)",
                         (long long)o->start_epoch, (long long)o->start_rows,
                         (long long)o->num_epochs);
+    if (o->autotune && (o->autotune_max_workers < 1 || o->autotune_max_workers > 256))
+        return sl__errf(&ds->error, SL_EINVAL,
+                        "iterator: autotune_max_workers must be 1 to 256, got %d",
+                        (int)o->autotune_max_workers);
     it = calloc(1, sizeof *it);
     if (!it)
         return sl__errf(&ds->error, SL_ENOMEM, "iterator: out of memory");
@@ -159,9 +167,10 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
     }
     if (rc == SL_OK)
         rc = sl__standins_init(it);
-    if (rc == SL_OK) {
+    if (rc == SL_OK)
         rc = sl__stages_build(it);
-    }
+    if (rc == SL_OK)
+        rc = sl__autotune_new(it);
     if (rc != SL_OK) {
         sl__errf(&ds->error, rc, "iterator: cannot set up the pipeline: %s",
                  it->error.status != SL_OK ? it->error.msg : sl_strerror(rc));
@@ -172,6 +181,7 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
     for (size_t s = 0; s < it->nstages && rc == SL_OK; s++) {
         sl__stage *st = &it->stages[s];
         st->trace_name = sl__trace_intern(it->opts.profiler, st->name);
+        sl__occupancy_start(&st->thread_time, it->started_ms);
         atomic_store(&st->running, st->nthreads);
         for (int t = 0; t < st->nthreads; t++) {
             if (pthread_create(&st->threads[t], NULL, sl__stage_main(st->kind), st) != 0) {
@@ -210,6 +220,7 @@ void sl_iterator_free(sl_iterator *it)
     if (it->has_decode_budget)
         sl__byte_budget_destroy(&it->decode_budget);
     sl__standins_destroy(it);
+    sl__autotune_free(it);
     free(it);
 }
 
@@ -338,6 +349,8 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
                 sl__tensor_escape(row->columns[c]);
             it->rows_out++;
             it->epoch_rows_out++;
+            if (it->tune)
+                sl__autotune_tick(it);
             return SL_OK;
         }
         if (it->cur && it->cur->kind == SL__CHUNK_ERROR) {

@@ -16,6 +16,7 @@
 #include "pipeline/nodes.h"
 
 #define SL__CHUNK_BYTES (1u << 20) /* a chunk carries at most ~1 MiB of data */
+#define SL__AUTOTUNE_MAX_QUEUE 32  /* chunks the autotuner may let a queue hold */
 
 typedef enum sl__stage_kind {
     SL__STAGE_SOURCE,
@@ -78,6 +79,19 @@ typedef struct sl__stage {
      * the profiler keeps it, and how many of its threads opened a track. */
     const char *trace_name;
     atomic_int traced_threads;
+    /* How many of its threads work (autotune.c may change it while the
+     * stage runs): a parallel stage's workers 0 .. active-1 take chunks,
+     * the others sleep on tune_cv until `active` grows or a worker leaves
+     * (`ending`). thread_time integrates `active` for the busy time of
+     * stage reports. All under tune_lock; `active` is also read without
+     * it, once per chunk. */
+    pthread_mutex_t tune_lock;
+    pthread_cond_t tune_cv;
+    int tune_ready;        /* tune_lock and tune_cv were made */
+    atomic_int active;
+    int ending;
+    atomic_int next_worker; /* hands each worker its number */
+    sl__occupancy thread_time;
 } sl__stage;
 
 /* The sampler's orders of the two passes whose bad samples last needed a
@@ -127,6 +141,7 @@ struct sl_iterator {
     int64_t bad_in_pass;   /* bad samples of it so far */
     uint64_t samples_skipped, samples_replaced;
     double started_ms;     /* when the stages' threads started (stage reports) */
+    struct sl__autotune *tune; /* NULL unless opts.autotune (autotune.c) */
 };
 
 /* Whether the iterator is shutting down (threads return when they see it). */
@@ -145,6 +160,17 @@ int sl__stages_build(sl_iterator *it);
  * queues still hold. */
 void sl__stages_free(sl_iterator *it);
 
+/* --- autotune.c ----------------------------------------------------------- */
+
+/* Makes it->tune when it->opts.autotune is set (after the stages are
+ * built, before their threads start); SL_ENOMEM with it->error set. */
+int sl__autotune_new(sl_iterator *it);
+void sl__autotune_free(sl_iterator *it);
+/* Called by sl_iterator_next for each row handed out: every so many rows,
+ * judges the last window from the stage counters and makes at most one
+ * change (see autotune.c). */
+void sl__autotune_tick(sl_iterator *it);
+
 /* --- stage_source.c ------------------------------------------------------- */
 
 /* Advances the source (see stage_source.c); the caller is the source's
@@ -161,6 +187,12 @@ void *(*sl__stage_main(sl__stage_kind kind))(void *);
 void sl__stage_send_error(sl__stage *st, sl__out *out, const sl__error *err);
 /* Called by each thread of st as it ends; the last one closes st's output. */
 void sl__stage_thread_done(sl__stage *st);
+/* Sets how many of st's threads work (1 .. nthreads): more wakes sleeping
+ * workers, fewer lets the highest-numbered ones finish their chunk and
+ * sleep. */
+void sl__stage_set_active(sl__stage *st, int active);
+/* Wakes every sleeping worker of st for good (a worker left, or shutdown). */
+void sl__stage_wake_parked(sl__stage *st);
 
 /* --- bad_samples.c --------------------------------------------------------- */
 

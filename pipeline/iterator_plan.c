@@ -63,8 +63,18 @@ static const char *node_name(sl__node_kind kind)
     return "?";
 }
 
+/* The threads a parallel stage of `workers` workers starts: under autotune
+ * as many as it may ever use, the ones past `workers` asleep until the
+ * tuner wakes them. */
+static int parallel_threads(const sl_iterator *it, int workers)
+{
+    int most = it->opts.autotune_max_workers;
+    return it->opts.autotune && most > workers ? most : workers;
+}
+
+/* A stage of nthreads threads, of which the first `active` work. */
 static sl__stage *add_stage(sl_iterator *it, sl__stage_kind kind, const char *name, int nthreads,
-                        size_t chunk_rows, int *rc)
+                            int active, size_t chunk_rows, int *rc)
 {
     sl__stage *st = &it->stages[it->nstages];
     size_t cap = it->opts.queue_chunks;
@@ -76,18 +86,37 @@ static sl__stage *add_stage(sl_iterator *it, sl__stage_kind kind, const char *na
     st->chunk_rows = chunk_rows;
     st->in = it->nstages > 0 ? &it->stages[it->nstages - 1].out : NULL;
     /* Parallel stages need room for every worker's chunk in the window. */
-    if (cap < 2 * (size_t)nthreads)
-        cap = 2 * (size_t)nthreads;
+    if (cap < 2 * (size_t)active)
+        cap = 2 * (size_t)active;
     /* A failure here leaves nothing of the stage to free: it is not
-     * counted in nstages yet. */
-    *rc = sl__queue_init(&st->out, cap, &it->error);
+     * counted in nstages yet. The autotuner may let a queue grow to
+     * SL__AUTOTUNE_MAX_QUEUE: its ring is made that large now, and its
+     * limit holds it to cap until then. */
+    *rc = sl__queue_init(&st->out, it->opts.autotune && cap < SL__AUTOTUNE_MAX_QUEUE
+                                       ? SL__AUTOTUNE_MAX_QUEUE : cap, &it->error);
     if (*rc != SL_OK) {
         sl__err_prefix(&it->error, "stage '%s': ", st->name);
         return NULL;
     }
+    sl__queue_set_limit(&st->out, cap);
+    {
+        int e = pthread_mutex_init(&st->tune_lock, NULL);
+        if (e == 0 && (e = pthread_cond_init(&st->tune_cv, NULL)) != 0)
+            pthread_mutex_destroy(&st->tune_lock);
+        if (e != 0) {
+            sl__queue_destroy(&st->out);
+            *rc = sl__pthread_errf(&it->error, e, "pthread_mutex_init or pthread_cond_init");
+            sl__err_prefix(&it->error, "stage '%s': ", st->name);
+            return NULL;
+        }
+        st->tune_ready = 1;
+        atomic_init(&st->active, active);
+    }
     if (kind == SL__STAGE_SOURCE) {
         int e = pthread_mutex_init(&st->src.lock, NULL);
         if (e != 0) {
+            pthread_cond_destroy(&st->tune_cv);
+            pthread_mutex_destroy(&st->tune_lock);
             sl__queue_destroy(&st->out);
             *rc = sl__pthread_errf(&it->error, e, "stage 'source': pthread_mutex_init");
             return NULL;
@@ -148,6 +177,7 @@ static int plan_lazy_source(sl_iterator *it)
      * threads it was given and none sits idle on a small machine. */
     it->stages[1].pulls_source = 1;
     src->nthreads = 0;
+    atomic_store(&src->active, 0);
     src->src.out.nonblocking = 1; /* its workers also consume its queue */
     for (size_t k = 0; k < src->nnodes; k++) {
         rc = sl__seq_node_rows_unread(src->nodes[k]);
@@ -156,11 +186,18 @@ static int plan_lazy_source(sl_iterator *it)
     }
     /* Unread rows are small: a deeper queue lets the source thread run
      * ahead and sleep (and be woken) less often. */
-    sl__queue_destroy(&src->out);
-    rc = sl__queue_init(&src->out, 4 * src->out.capacity, &it->error);
-    if (rc != SL_OK)
-        sl__err_prefix(&it->error, "stage '%s': ", src->name);
-    return rc;
+    {
+        size_t limit = 4 * sl__queue_limit(&src->out);
+        size_t ring = src->out.capacity > limit ? src->out.capacity : limit;
+        sl__queue_destroy(&src->out);
+        rc = sl__queue_init(&src->out, ring, &it->error);
+        if (rc != SL_OK) {
+            sl__err_prefix(&it->error, "stage '%s': ", src->name);
+            return rc;
+        }
+        sl__queue_set_limit(&src->out, limit);
+    }
+    return SL_OK;
 }
 
 /* True when the rows reaching node (at the iterator's index) come from an
@@ -187,7 +224,7 @@ static int plan_skip(sl_iterator *it)
     int rc = SL_OK;
     sl__stage *last = &it->stages[it->nstages - 1];
     if (last->kind == SL__STAGE_MAP && last->per_sample &&
-        !add_stage(it, SL__STAGE_SEQ, "sequential", 1, last->chunk_rows, &rc))
+        !add_stage(it, SL__STAGE_SEQ, "sequential", 1, 1, last->chunk_rows, &rc))
         return rc;
     for (size_t s = 1; s + 1 < it->nstages; s++) {
         const sl__stage *st = &it->stages[s];
@@ -248,7 +285,7 @@ int sl__stages_build(sl_iterator *it)
     it->stages = calloc(2 * it->nnodes + 1, sizeof *it->stages);
     if (!it->stages)
         return SL_ENOMEM;
-    seq = add_stage(it, SL__STAGE_SOURCE, "source", 1, it->opts.chunk_rows, &rc);
+    seq = add_stage(it, SL__STAGE_SOURCE, "source", 1, 1, it->opts.chunk_rows, &rc);
     while (rc == SL_OK && i < it->nnodes) {
         const sl__node *node = &it->nodes[i];
         size_t chunk_rows = batched ? 1 : it->opts.chunk_rows;
@@ -268,13 +305,14 @@ int sl__stages_build(sl_iterator *it)
             if (fuse_batch) {
                 if (it->nodes[i].workers > workers)
                     workers = it->nodes[i].workers;
-                if (!seq && !(seq = add_stage(it, SL__STAGE_SEQ, "sequential", 1, chunk_rows, &rc)))
+                if (!seq && !(seq = add_stage(it, SL__STAGE_SEQ, "sequential", 1, 1, chunk_rows, &rc)))
                     break;
                 rc = add_seq_node(it, seq, &it->nodes[i], &schema, 1);
                 if (rc != SL_OK)
                     break;
             }
-            st = add_stage(it, SL__STAGE_MAP, "map", workers, chunk_rows, &rc);
+            st = add_stage(it, SL__STAGE_MAP, "map", parallel_threads(it, workers), workers,
+                           chunk_rows, &rc);
             if (!st)
                 break;
             seq = NULL;
@@ -309,7 +347,7 @@ int sl__stages_build(sl_iterator *it)
             }
             continue;
         }
-        if (!seq && !(seq = add_stage(it, SL__STAGE_SEQ, "sequential", 1, chunk_rows, &rc)))
+        if (!seq && !(seq = add_stage(it, SL__STAGE_SEQ, "sequential", 1, 1, chunk_rows, &rc)))
             break;
         if (node->kind == SL__NODE_BATCH && node->workers > 1) {
             /* group here, stack in parallel in the next sl__stage */
@@ -317,7 +355,8 @@ int sl__stages_build(sl_iterator *it)
             rc = add_seq_node(it, seq, node, &schema, 1);
             if (rc != SL_OK)
                 break;
-            st = add_stage(it, SL__STAGE_COLLATE, "batch", node->workers, 1, &rc);
+            st = add_stage(it, SL__STAGE_COLLATE, "batch", parallel_threads(it, node->workers),
+                           node->workers, 1, &rc);
             if (!st)
                 break;
             st->schema = schema;
@@ -364,6 +403,10 @@ void sl__stages_free(sl_iterator *it)
             sl__map_step_clear(&st->steps[k]);
         free(st->steps);
         free(st->threads);
+        if (st->tune_ready) {
+            pthread_cond_destroy(&st->tune_cv);
+            pthread_mutex_destroy(&st->tune_lock);
+        }
     }
     free(it->stages);
     it->stages = NULL;

@@ -9,12 +9,23 @@
 #include "core/clock.h"
 #include "pipeline/iterator_impl.h"
 
-/* busy = threads x elapsed - waits, never below 0 (the clock is read at
+/* busy = thread-time - waits, never below 0 (the clock is read at
  * slightly different moments for each term). */
-static double busy_of(int threads, double elapsed, double waited, double blocked)
+static double busy_of(double thread_ms, double waited, double blocked)
 {
-    double busy = (double)threads * elapsed - waited - blocked;
+    double busy = thread_ms - waited - blocked;
     return busy > 0 ? busy : 0;
+}
+
+/* The stage's working threads integrated over time until `until`: threads
+ * x elapsed, unless the autotuner changed how many work. */
+static double thread_ms_of(sl__stage *st, double until)
+{
+    double ms;
+    pthread_mutex_lock(&st->tune_lock);
+    ms = sl__occupancy_total(&st->thread_time, (size_t)atomic_load(&st->active), until);
+    pthread_mutex_unlock(&st->tune_lock);
+    return ms;
 }
 
 static void stage_stats(const sl_iterator *it, size_t s, double now, sl_stage_stats *out)
@@ -29,13 +40,13 @@ static void stage_stats(const sl_iterator *it, size_t s, double now, sl_stage_st
         sl__queue_get_stats(st->in, &in);
     else
         memset(&in, 0, sizeof in);
-    out->threads = st->nthreads;
+    out->threads = atomic_load(&st->active);
     out->rows = atomic_load_explicit(&st->rows_out, memory_order_relaxed);
     out->elapsed_ms = (finished > 0 ? finished : now) - it->started_ms;
     out->wait_input_ms = in.pop_wait_ms;
     out->startup_wait_ms = in.first_pop_wait_ms;
     out->blocked_output_ms = q.push_wait_ms;
-    out->busy_ms = busy_of(out->threads, out->elapsed_ms, out->wait_input_ms,
+    out->busy_ms = busy_of(thread_ms_of(st, finished > 0 ? finished : now), out->wait_input_ms,
                            out->blocked_output_ms);
     out->capacity = q.capacity;
     out->occupancy = q.occupancy;
@@ -58,7 +69,7 @@ size_t sl_iterator_get_stage_stats(const sl_iterator *it, sl_stage_stats *out, s
         c->elapsed_ms = now - it->started_ms;
         c->wait_input_ms = last.pop_wait_ms;
         c->startup_wait_ms = last.first_pop_wait_ms;
-        c->busy_ms = busy_of(1, c->elapsed_ms, c->wait_input_ms, 0);
+        c->busy_ms = busy_of(c->elapsed_ms, c->wait_input_ms, 0);
     }
     return n;
 }

@@ -40,6 +40,42 @@ void sl__stage_thread_done(sl__stage *st)
     }
 }
 
+void sl__stage_set_active(sl__stage *st, int active)
+{
+    if (active < 1)
+        active = 1;
+    if (active > st->nthreads)
+        active = st->nthreads;
+    pthread_mutex_lock(&st->tune_lock);
+    sl__occupancy_note(&st->thread_time, (size_t)atomic_load(&st->active), sl__now_ms());
+    atomic_store(&st->active, active);
+    pthread_cond_broadcast(&st->tune_cv);
+    pthread_mutex_unlock(&st->tune_lock);
+}
+
+void sl__stage_wake_parked(sl__stage *st)
+{
+    if (!st->tune_ready)
+        return;
+    pthread_mutex_lock(&st->tune_lock);
+    st->ending = 1;
+    pthread_cond_broadcast(&st->tune_cv);
+    pthread_mutex_unlock(&st->tune_lock);
+}
+
+/* Worker k may take a chunk only while k < active (autotune); otherwise it
+ * sleeps here until that changes or the stage ends. The usual case, k
+ * below active, costs one relaxed load per chunk. */
+static void wait_turn(sl__stage *st, int k)
+{
+    if (k < atomic_load_explicit(&st->active, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&st->tune_lock);
+    while (k >= atomic_load(&st->active) && !st->ending && !sl__stopping(st->it))
+        pthread_cond_wait(&st->tune_cv, &st->tune_lock);
+    pthread_mutex_unlock(&st->tune_lock);
+}
+
 /* Reads the samples of a chunk of unread rows. On failure the chunk keeps
  * the rows read before the failing one, as a failing map does. */
 static int read_rows(sl__stage *st, sl__chunk *chunk, sl__error *err)
@@ -145,12 +181,14 @@ static void *worker_main(void *arg)
 {
     sl__stage *st = arg;
     sl__track *track = open_track(st);
+    int k = atomic_fetch_add(&st->next_worker, 1);
     sl__error err;
     sl__err_clear(&err);
     for (;;) {
         sl__chunk *chunk;
         uint64_t seq;
         int last, rc = SL_ETIMEDOUT;
+        wait_turn(st, k);
         if (sl__stopping(st->it))
             break;
         if (st->pulls_source) {
@@ -206,6 +244,9 @@ static void *worker_main(void *arg)
             break;
         }
     }
+    /* The stage is ending: sleeping workers leave too, or its output
+     * would never close. */
+    sl__stage_wake_parked(st);
     sl__stage_thread_done(st);
     return NULL;
 }

@@ -820,6 +820,54 @@ START_TEST(test_queue_backpressure)
 }
 END_TEST
 
+/* A limit below the capacity holds producers back as a smaller queue would;
+ * raising it wakes a blocked producer, and stats report the limit. */
+START_TEST(test_queue_limit)
+{
+    sl_queue q;
+    pthread_t th;
+    push_job job = {.seq = UINT64_MAX, .item = seq_item(2)};
+    sl__queue_stats st;
+    void *item;
+    uint64_t seq;
+    ck_assert_int_eq(sl__queue_init(&q, 8, NULL), SL_OK);
+    sl__queue_set_limit(&q, 2);
+    ck_assert_uint_eq(sl__queue_limit(&q), 2);
+    job.q = &q;
+    ck_assert_int_eq(sl__queue_push_next(&q, seq_item(0)), SL_OK);
+    ck_assert_int_eq(sl__queue_push_next(&q, seq_item(1)), SL_OK);
+    ck_assert_int_eq(sl__queue_try_push_next(&q, seq_item(2)), SL_ETIMEDOUT);
+    ck_assert_int_eq(pthread_create(&th, NULL, push_thread, &job), 0);
+    ck_assert(wait_queue_waits(&q, 1, 0, 5000));
+    sleep_ms(20);
+    ck_assert_int_eq(atomic_load(&job.done), 0);
+    sl__queue_set_limit(&q, 3); /* room for one more: the producer goes on */
+    ck_assert(wait_flag(&job.done, 5000));
+    pthread_join(th, NULL);
+    ck_assert_int_eq(job.rc, SL_OK);
+    ck_assert_uint_eq(sl__queue_size(&q), 3);
+    sl__queue_get_stats(&q, &st);
+    ck_assert_uint_eq(st.capacity, 3);
+    /* Limits are clamped to 1 .. the ring's capacity. */
+    sl__queue_set_limit(&q, 100);
+    ck_assert_uint_eq(sl__queue_limit(&q), 8);
+    sl__queue_set_limit(&q, 0);
+    ck_assert_uint_eq(sl__queue_limit(&q), 1);
+    /* A cut holds back later pushes only: what is in stays, in order. */
+    ck_assert_int_eq(sl__queue_try_push_next(&q, seq_item(3)), SL_ETIMEDOUT);
+    for (uint64_t want = 0; want <= 2; want++) {
+        ck_assert_int_eq(sl__queue_pop(&q, &item, &seq, 1000), SL_OK);
+        ck_assert_uint_eq(seq, want);
+        ck_assert_ptr_eq(item, seq_item(want));
+    }
+    ck_assert_int_eq(sl__queue_try_push_next(&q, seq_item(3)), SL_OK);
+    ck_assert_int_eq(sl__queue_try_push_next(&q, seq_item(4)), SL_ETIMEDOUT);
+    ck_assert_int_eq(sl__queue_pop(&q, &item, &seq, 1000), SL_OK);
+    ck_assert_uint_eq(seq, 3);
+    sl__queue_destroy(&q);
+}
+END_TEST
+
 START_TEST(test_queue_close_wakes_pop)
 {
     sl_queue q;
@@ -1269,6 +1317,7 @@ Suite *make_core_suite(void)
     tcase_add_test(tc, test_queue_fifo);
     tcase_add_test(tc, test_queue_out_of_order);
     tcase_add_test(tc, test_queue_backpressure);
+    tcase_add_test(tc, test_queue_limit);
     tcase_add_test(tc, test_queue_close_wakes_pop);
     tcase_add_test(tc, test_queue_interrupt_wakes_pop);
     tcase_add_test(tc, test_queue_close_wakes_push);

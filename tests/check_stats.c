@@ -386,6 +386,137 @@ START_TEST(test_profiler_keeps_the_newest)
 }
 END_TEST
 
+/* --- autotune --------------------------------------------------------- */
+
+#define NTUNE 480 /* samples for the autotune cases: enough windows to act in */
+
+static void setup_tune(void)
+{
+    tmp = tu_mkdtemp();
+    ck_assert_ptr_nonnull(tmp);
+    ck_assert_int_eq(tu_make_mnist(tmp, NTUNE, 8, 0), 0);
+}
+
+/* What the tuner said, one line after another. */
+typedef struct tune_log {
+    char text[8192];
+    int lines;
+} tune_log;
+
+static void log_line(void *arg, const char *line)
+{
+    tune_log *l = arg;
+    size_t used = strlen(l->text);
+    ck_assert_msg(strncmp(line, "autotune: ", 10) == 0, "%s", line);
+    snprintf(l->text + used, sizeof l->text - used, "%s\n", line);
+    l->lines++;
+}
+
+/* Drains an epoch of ds with the tuner on (at most max_workers per stage),
+ * sleeping consumer_ms per batch, checking that every sample comes once
+ * and in order; leaves the stages' figures in st and returns their count. */
+static size_t drain_tuned(sl_dataset *ds, int max_workers, double consumer_ms, tune_log *log,
+                          sl_stage_stats *st)
+{
+    sl_iterator_options o;
+    sl_iterator *it = NULL;
+    sl_row row;
+    uint32_t next = 0;
+    size_t n;
+    int rc;
+    memset(log, 0, sizeof *log);
+    sl_iterator_options_init(&o);
+    o.timeout_ms = IT_TIMEOUT_MS;
+    o.queue_chunks = 1; /* the bad start the tuner must leave */
+    o.autotune = 1;
+    o.autotune_max_workers = max_workers;
+    o.autotune_log = log_line;
+    o.autotune_log_arg = log;
+    ck_assert_msg(sl_iterator_new(&it, ds, &o) == SL_OK, "%s", sl_dataset_last_error(ds));
+    while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
+        const uint32_t *labels = sl_tensor_data(row.columns[1]); /* MNIST labels: uint32 */
+        for (int64_t r = 0; r < sl_tensor_shape(row.columns[1])[0]; r++, next++)
+            ck_assert_uint_eq(labels[r], tu_label(next));
+        sl_row_clear(&row);
+        if (consumer_ms > 0)
+            sleep_ms(consumer_ms);
+    }
+    ck_assert_msg(rc == SL_END_OF_EPOCH || rc == SL_END_OF_DATA, "%s", sl_iterator_last_error(it));
+    ck_assert_uint_eq(next, NTUNE);
+    n = sl_iterator_get_stage_stats(it, st, MAX_STAGES);
+    ck_assert_uint_le(n, MAX_STAGES);
+    sl_iterator_free(it);
+    return n;
+}
+
+/* A map that sleeps 2 ms per row limits throughput: the tuner wakes more
+ * of its workers, one at a time, and says so. */
+START_TEST(test_autotune_adds_workers_to_a_slow_map)
+{
+    double map_ms = 2;
+    sl_dataset *ds = pipeline(&map_ms, 0);
+    sl_stage_stats st[MAX_STAGES];
+    tune_log log;
+    size_t n = drain_tuned(ds, 4, 0, &log, st);
+    const sl_stage_stats *map = find(st, n, "map");
+    ck_assert_msg(strstr(log.text, "1 -> 2 workers (busy"), "%s", log.text);
+    ck_assert_msg(map->threads >= 3, "map ended on %d workers:\n%s", map->threads, log.text);
+    /* The busy time counts the workers that worked, not the sleeping ones. */
+    ck_assert_msg(map->busy_ms + map->wait_input_ms + map->blocked_output_ms <
+                      4 * map->elapsed_ms * 0.95,
+                  "busy %.0f wait %.0f blocked %.0f of 4 x %.0f ms", map->busy_ms,
+                  map->wait_input_ms, map->blocked_output_ms, map->elapsed_ms);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+/* A consumer slower than the pipeline: the tuner changes nothing, says
+ * why, and the epoch still ends with the unused workers asleep. */
+START_TEST(test_autotune_leaves_a_pipeline_that_keeps_up)
+{
+    double map_ms = 0;
+    sl_dataset *ds = pipeline(&map_ms, 0);
+    sl_stage_stats st[MAX_STAGES];
+    tune_log log;
+    size_t n = drain_tuned(ds, 4, 4, &log, st);
+    ck_assert_msg(strstr(log.text, "no change: the pipeline keeps up"), "%s", log.text);
+    ck_assert_msg(!strstr(log.text, "workers ("), "%s", log.text);
+    ck_assert_int_eq(find(st, n, "map")->threads, 1);
+    sl_dataset_free(ds);
+}
+END_TEST
+
+/* Freeing a tuned iterator mid-epoch joins every worker, the sleeping ones
+ * too; bad options are refused with a message. */
+START_TEST(test_autotune_stop_and_options)
+{
+    double map_ms = 1;
+    sl_dataset *ds = pipeline(&map_ms, 0);
+    sl_iterator_options o;
+    sl_iterator *it = NULL;
+    sl_row row;
+    sl_iterator_options_init(&o);
+    ck_assert_int_eq(o.autotune, 0);
+    ck_assert_int_ge(o.autotune_max_workers, 1);
+    o.timeout_ms = IT_TIMEOUT_MS;
+    o.autotune = 1;
+    o.autotune_max_workers = 8;
+    for (int k = 0; k < 2; k++) {
+        ck_assert_msg(sl_iterator_new(&it, ds, &o) == SL_OK, "%s", sl_dataset_last_error(ds));
+        for (int b = 0; b < 20 * k; b++) { /* k = 0: before any row */
+            ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+            sl_row_clear(&row);
+        }
+        sl_iterator_free(it);
+    }
+    o.autotune_max_workers = 0;
+    ck_assert_int_eq(sl_iterator_new(&it, ds, &o), SL_EINVAL);
+    ck_assert_msg(strstr(sl_dataset_last_error(ds), "autotune_max_workers"), "%s",
+                  sl_dataset_last_error(ds));
+    sl_dataset_free(ds);
+}
+END_TEST
+
 Suite *make_stats_suite(void)
 {
     Suite *s = suite_create("stats");
@@ -397,6 +528,13 @@ Suite *make_stats_suite(void)
     tcase_add_test(tc, test_sink_train_reports_every_stage);
     tcase_add_test(tc, test_verdicts);
     tcase_add_test(tc, test_profiler_keeps_the_newest);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("autotune");
+    tcase_add_checked_fixture(tc, setup_tune, teardown_tmp);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_autotune_adds_workers_to_a_slow_map);
+    tcase_add_test(tc, test_autotune_leaves_a_pipeline_that_keeps_up);
+    tcase_add_test(tc, test_autotune_stop_and_options);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -43,6 +43,23 @@ typedef struct sl_iterator_options {
     /* When set, the pipeline's threads record a slice per chunk into it
      * (see profiler.h); it must outlive the iterator. Default NULL. */
     struct sl_profiler *profiler;
+    /* 1: tune the pipeline while it runs, from its stage counters
+     * (sl_iterator_get_stage_stats): every so many rows the iterator
+     * judges the last stretch and makes at most one change, a map's (or
+     * batch's) workers up to autotune_max_workers or a queue's chunks up
+     * to 32, keeping a change only if throughput did not fall. What it
+     * changes and why goes to autotune_log. Works with a profiler.
+     * Default 0. */
+    int32_t autotune;
+    /* The most workers a parallel stage may get (default: the CPUs this
+     * process may use, sl_cpus_available); the threads are started at
+     * once and sleep until needed. */
+    int32_t autotune_max_workers;
+    /* Called on the thread calling sl_iterator_next with one line per
+     * change, e.g. "autotune: map+batch: 1 -> 2 workers (busy 98% per
+     * worker; the consumer waited 41%)". May be NULL. */
+    void (*autotune_log)(void *arg, const char *line);
+    void *autotune_log_arg;
 } sl_iterator_options;
 
 /* One row: column i is columns[i], in the dataset's column order. The row
