@@ -364,6 +364,11 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
     io.start_epoch = o->start_epoch;
     io.start_rows = o->start_rows;
     io.profiler = o->profiler;
+    io.autotune = o->autotune;
+    if (o->autotune_max_workers > 0)
+        io.autotune_max_workers = o->autotune_max_workers;
+    io.autotune_log = o->autotune_log;
+    io.autotune_log_arg = o->autotune_log_arg;
     for (size_t d = 0; o->profiler && d < f->ndevices; d++) {
         char name[96];
         snprintf(name, sizeof name, "%s filled", sl__dq_name(f->queues[d]));

@@ -37,6 +37,13 @@ typedef struct sl__feeder sl__feeder;
 
 typedef struct sl__feeder_options {
     sl_profiler *profiler;     /* NULL, or where the transfer and pipeline record */
+    /* The pipeline's autotune settings (sl_iterator_options): autotune,
+     * autotune_max_workers (0: the iterator's default), autotune_log and
+     * its arg. */
+    int autotune;
+    int autotune_max_workers;
+    void (*autotune_log)(void *arg, const char *line);
+    void *autotune_log_arg;
     const char *queue_name;    /* each device's queue is "<device>/<queue_name>" */
     size_t capacity;           /* slots per device queue (>= 1) */
     size_t max_bytes;          /* device bytes per queue at most (0: no cap) */

@@ -103,6 +103,8 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
                          size_t ncbs, const sl_train_options *o);
 /* Reads the caller's train options (NULL: defaults) into *o, checking them. */
 int sl__train_options_read(sl_model *m, sl_train_options *o, const sl_train_options *user);
+/* Copies the train options' autotune settings into an iterator's. */
+void sl__train_autotune_options(const sl_train_options *o, sl_iterator_options *io);
 
 /* Writes step as dir/<name>.ir (text) and dir/<name>.dot (Graphviz), each
  * through a temporary file renamed into place. */

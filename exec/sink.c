@@ -171,6 +171,10 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
 
     memset(&fo, 0, sizeof fo);
     fo.profiler = m->trace_profiler; /* set by a sink-mode train only */
+    fo.autotune = o->autotune;
+    fo.autotune_max_workers = o->autotune_max_workers;
+    fo.autotune_log = o->autotune_log;
+    fo.autotune_log_arg = o->autotune_log_arg;
     fo.queue_name = "train";
     fo.capacity = (size_t)o->queue_capacity;
     fo.max_bytes = (size_t)o->queue_max_bytes;

@@ -19,7 +19,7 @@
 static const size_t train_options_v1_size =
     offsetof(sl_train_options, max_steps) + sizeof(int64_t);
 _Static_assert(sizeof(sl_train_options) ==
-                   offsetof(sl_train_options, profiler) + sizeof(void *),
+                   offsetof(sl_train_options, autotune_log_arg) + sizeof(void *),
                "sl_train_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -77,7 +77,22 @@ int sl__train_options_read(sl_model *m, sl_train_options *o, const sl_train_opti
         return sl__errf(&m->err, SL_EINVAL,
                         "train: getnext_timeout_ms %lld: give a time > 0 or -1 (for ever)",
                         (long long)o->getnext_timeout_ms);
+    if ((o->autotune != 0 && o->autotune != 1) || o->autotune_max_workers < 0 ||
+        o->autotune_max_workers > 256)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "train: autotune %d, autotune_max_workers %d: give 0 or 1, and 0 (the "
+                        "CPUs) to 256 workers",
+                        (int)o->autotune, (int)o->autotune_max_workers);
     return SL_OK;
+}
+
+void sl__train_autotune_options(const sl_train_options *o, sl_iterator_options *io)
+{
+    io->autotune = o->autotune;
+    if (o->autotune_max_workers > 0)
+        io->autotune_max_workers = o->autotune_max_workers;
+    io->autotune_log = o->autotune_log;
+    io->autotune_log_arg = o->autotune_log_arg;
 }
 
 sl_transfer_mode sl_model_transfer_mode(const sl_model *m, const sl_train_options *o)
@@ -240,6 +255,7 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     io.start_epoch = start.epoch;
     io.start_rows = start.rows;
     io.profiler = o->profiler; /* without sinking, only the pipeline records */
+    sl__train_autotune_options(o, &io);
     rc = sl_iterator_new(&it, ds, &io);
     if (rc < 0)
         return sl__errf(&m->err, rc, "train: %s", sl_dataset_last_error(ds));

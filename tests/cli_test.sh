@@ -706,6 +706,17 @@ run bench pipeline --data "$MNIST" --repeats 1 --workers 1 --profile "$TMP/prof3
 expect "bench pipeline --profile" 0 stderr '^profile: .*prof3/trace.json'
 run train --data "$MNIST" --max-steps 2 --profile /dev/null/x
 expect "train --profile into a file" 1 stderr '^sluice: train: --profile /dev/null/x: cannot make the folder'
+# --autotune: accepted where the issue asks, its lines kept in --json.
+run bench pipeline --data "$MNIST" --repeats 1 --workers 1 --queue-capacity 1 --autotune --json
+expect "bench pipeline --autotune --json" 0 stdout '"autotune": \['
+run bench pipeline --data "$MNIST" --repeats 1 --workers 1 --autotune
+expect "bench pipeline --autotune" 0 stdout '^autotune in that run (started from 1 worker):'
+run bench pipeline --data "$MNIST" --queue-capacity 0
+expect "bench pipeline --queue-capacity 0" 2 stderr 'queue-capacity'
+run bench sink --data "$MNIST" --steps 4 --repeats 1 --devices cpu:0 --workers 1 --queue-capacity 1 --autotune --json
+expect "bench sink --autotune --json" 0 stdout '"autotune_by_device": {"cpu:0": \['
+run train --data "$MNIST" --max-steps 2 --no-eval --workers 1 --autotune --json
+expect "train --autotune --json" 0 stdout '"autotune": \['
 run bench sink --devices tpu:0
 expect "bench sink --devices tpu:0" 2 stderr 'cpu:N or sim:N'
 

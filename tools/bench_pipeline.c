@@ -63,9 +63,10 @@ static int warm_up(sl_dataset *ds, double *load_ms)
 /* One timed run: a fresh iterator over `epochs` epochs. The clock runs from
  * sl_iterator_new to the last end of epoch; freeing the iterator is not
  * timed. */
-static int timed_run(sl_dataset *ds, int64_t epochs, int batched, sl_profiler *profiler,
-                     run_result *r)
+static int timed_run(const cli_bench_pipeline_args *a, sl_dataset *ds, int batched,
+                     sl_profiler *profiler, int quiet, run_result *r)
 {
+    const int64_t epochs = a->epochs;
     sl_iterator_options o;
     sl_iterator_stats stats;
     sl_iterator *it = NULL;
@@ -79,6 +80,15 @@ static int timed_run(sl_dataset *ds, int64_t epochs, int batched, sl_profiler *p
     sl_iterator_options_init(&o);
     o.num_epochs = epochs;
     o.profiler = profiler;
+    if (a->queue_capacity > 0)
+        o.queue_chunks = (size_t)a->queue_capacity;
+    r->tune.cmd = CMD;
+    r->tune.quiet = quiet;
+    if (a->autotune) {
+        o.autotune = 1;
+        o.autotune_log = cli_autotune_log;
+        o.autotune_log_arg = &r->tune;
+    }
 
     t0 = cli_now_ms();
     rc = sl_iterator_new(&it, ds, &o);
@@ -200,9 +210,9 @@ static int run_sets(const cli_bench_pipeline_args *a, const cli_pipeline *p, wor
                 progress(sets[w].workers, i + 1, a->repeats);
             /* Bad samples are reported once: in the first timed run. */
             p->report->quiet = i > 0 || w > 0;
-            rc = timed_run(ds[w], a->epochs, p->batch > 0,
+            rc = timed_run(a, ds[w], p->batch > 0,
                            i == a->repeats - 1 && w == a->nworkers - 1 ? a->profiler : NULL,
-                           &sets[w].runs[i]);
+                           i > 0, &sets[w].runs[i]);
             if (rc == SL_OK && sets[w].runs[i].batches == 0) {
                 no_rows_error(p, ds[w]);
                 rc = SL_EINVAL;

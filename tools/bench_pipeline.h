@@ -22,6 +22,8 @@ typedef struct cli_bench_pipeline_args {
     int64_t epochs;
     int64_t seed;
     int json;
+    int64_t queue_capacity; /* --queue-capacity: chunks per queue (0: the library's) */
+    int autotune;          /* --autotune */
     const char *profile;   /* --profile DIR */
     sl_profiler *profiler; /* the last run (last round, last worker count) records here */
     /* Pipeline overrides; the *_given flags say which defaults to replace. */

@@ -21,7 +21,7 @@ enum {
     OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_CROP,
     OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
     OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS, OPT_POOL_IDLE_MB, OPT_ERROR_SAMPLES,
-    OPT_MAX_BAD_SAMPLES
+    OPT_MAX_BAD_SAMPLES, OPT_QUEUE_CAPACITY, OPT_AUTOTUNE
 };
 
 void cli_bench_pipeline_usage(FILE *f)
@@ -48,6 +48,14 @@ void cli_bench_pipeline_usage(FILE *f)
           "  --repeats N         timed runs per worker count (default 3)\n"
           "  --epochs N          epochs per timed run (default 1)\n"
           "  --seed N            seed of the sampler, shuffle and random ops (default 0)\n"
+          "  --queue-capacity N  chunks each queue between stages holds (default 8; a\n"
+          "                      parallel stage's at least twice its workers)\n"
+          "  --autotune          tune each run while it runs, starting from --workers and\n"
+          "                      --queue-capacity: wake more of a busy map's workers (up\n"
+          "                      to the CPUs) or deepen a blocked stage's queue, one change\n"
+          "                      at a time, undone if throughput fell; each change and\n"
+          "                      its reason is printed (for the first timed run) and kept\n"
+          "                      in --json (\"autotune\", per worker count: the last run's)\n"
           "  --pool-idle-mb N    the most MiB of freed buffers each dataset's pool keeps\n"
           "                      for reuse; 0 caches nothing (default: half the most it\n"
           "                      had in use at once, at least 8 and at most 64 MiB)\n"
@@ -209,6 +217,9 @@ static int parse_option(cli_bench_pipeline_args *a, int opt, const char *arg)
     case OPT_SEED: return cli_parse_int64(CMD, "--seed", arg, 0, INT64_MAX, &a->seed);
     case OPT_JSON: a->json = 1; return 0;
     case OPT_PROFILE: a->profile = arg; return 0;
+    case OPT_QUEUE_CAPACITY:
+        return cli_parse_int64(CMD, "--queue-capacity", arg, 1, 4096, &a->queue_capacity);
+    case OPT_AUTOTUNE: a->autotune = 1; return 0;
     case OPT_RESIZE:
     case OPT_HWC2CHW:
     case OPT_FLIP: return parse_simple_step(a, opt, arg);
@@ -260,6 +271,8 @@ int cli_bench_pipeline_parse(int argc, char **argv, cli_bench_pipeline_args *a)
         {"seed", required_argument, NULL, OPT_SEED},
         {"json", no_argument, NULL, OPT_JSON},
         {"profile", required_argument, NULL, OPT_PROFILE},
+        {"queue-capacity", required_argument, NULL, OPT_QUEUE_CAPACITY},
+        {"autotune", no_argument, NULL, OPT_AUTOTUNE},
         {"resize", required_argument, NULL, OPT_RESIZE},
         {"rescale", required_argument, NULL, OPT_RESCALE},
         {"normalize", required_argument, NULL, OPT_NORMALIZE},

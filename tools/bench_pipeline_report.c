@@ -142,6 +142,14 @@ void cli_bench_pipeline_print_text(const cli_bench_pipeline_args *a, const char 
         printf("\nstages (workers=%d, the last run; %% of each stage's threads x its time):\n",
                sets[w].workers);
         cli_stages_text(stdout, last->stages, last->nstages);
+        if (a->autotune) {
+            printf("autotune in that run (started from %d worker%s):\n", sets[w].workers,
+                   sets[w].workers == 1 ? "" : "s");
+            for (size_t k = 0; k < last->tune.nlines; k++)
+                printf("  %s\n", last->tune.lines[k]);
+            if (last->tune.nlines == 0)
+                printf("  (nothing to say: the run was too short to judge)\n");
+        }
     }
     print_pool_text(a, sets);
     printf("peak RSS: %.1f MB\n", (double)peak_rss_bytes() / (1024.0 * 1024.0));
@@ -183,6 +191,10 @@ void cli_bench_pipeline_print_json(const cli_bench_pipeline_args *a, const char 
         printf(", \"verdict\": ");
         cli_stages_verdict_json(stdout, s->runs[a->repeats - 1].stages,
                                 s->runs[a->repeats - 1].nstages);
+        if (a->autotune) {
+            printf(", \"autotune\": ");
+            cli_autotune_json(stdout, &s->runs[a->repeats - 1].tune);
+        }
         printf("}");
     }
     printf("], \"peak_rss_bytes\": %lld", peak_rss_bytes());

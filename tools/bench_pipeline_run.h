@@ -7,6 +7,7 @@
 
 #include "sluice/sluice.h"
 #include "bench_pipeline.h"
+#include "cli_autotune.h"
 #include "cli_stages.h"
 
 /* One timed run: one fresh iterator, `epochs` full epochs. */
@@ -22,6 +23,7 @@ typedef struct run_result {
                               * since the set's dataset was made) */
     sl_stage_stats stages[CLI_MAX_STAGES]; /* each stage's time, as the run ended */
     size_t nstages;
+    cli_autotune tune;       /* what --autotune did in it */
 } run_result;
 
 /* Every run of one worker count. */

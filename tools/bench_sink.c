@@ -12,6 +12,7 @@
 #include "sluice/sluice.h"
 #include "bench_util.h"
 #include "cli.h"
+#include "cli_autotune.h"
 #include "cli_profile.h"
 #include "cli_stages.h"
 
@@ -21,7 +22,7 @@
 
 enum {
     OPT_STEPS = 256, OPT_REPEATS, OPT_DATA, OPT_WORKERS, OPT_THREADS, OPT_DEVICES,
-    OPT_QUEUE_CAPACITY, OPT_TRANSFER, OPT_JSON, OPT_PROFILE
+    OPT_QUEUE_CAPACITY, OPT_TRANSFER, OPT_JSON, OPT_PROFILE, OPT_AUTOTUNE
 };
 
 /* The runs of one device, in table order. */
@@ -42,6 +43,8 @@ typedef struct bench_args {
     int json;
     const char *profile;       /* --profile DIR */
     sl_profiler *profiler;     /* the last round's first "sink_full" run records here */
+    int autotune;              /* --autotune: every training run tunes its pipeline */
+    int first_round;           /* the round running is the first timed one */
 } bench_args;
 
 /* One run's figures. */
@@ -52,9 +55,11 @@ typedef struct run_result {
     double getnext_wait_ms, channel_full_ms;
 } run_result;
 
-/* Each stage of the last round's "sink, sink_size -1" run, per device. */
+/* Each stage of the last round's "sink, sink_size -1" run, per device,
+ * and what --autotune did in it. */
 static sl_stage_stats last_stages[MAX_DEVICES][CLI_MAX_STAGES];
 static size_t last_nstages[MAX_DEVICES];
+static cli_autotune last_tune[MAX_DEVICES];
 
 void cli_bench_sink_usage(FILE *f)
 {
@@ -84,6 +89,11 @@ void cli_bench_sink_usage(FILE *f)
           "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
           "  --queue-capacity N  device queue slots (default 4)\n"
           "  --transfer MODE     thread, inline (cpu only) or auto (default: thread)\n"
+          "  --autotune          every training run tunes its pipeline as it runs,\n"
+          "                      starting from --workers (map workers, up to the CPUs;\n"
+          "                      queues): the first round's \"sink, sink_size -1\" runs\n"
+          "                      print what they change and why, the last round's are\n"
+          "                      reported\n"
           "  --profile DIR       write DIR/trace.json: a timeline (Chrome trace, for\n"
           "                      Perfetto or chrome://tracing) of the last round's\n"
           "                      \"sink, sink_size -1\" run on the first device\n"
@@ -132,6 +142,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         {"transfer", required_argument, NULL, OPT_TRANSFER},
         {"json", no_argument, NULL, OPT_JSON},
         {"profile", required_argument, NULL, OPT_PROFILE},
+        {"autotune", no_argument, NULL, OPT_AUTOTUNE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -166,6 +177,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         case OPT_TRANSFER: bad = cli_parse_transfer(CMD, optarg, &a->transfer); break;
         case OPT_JSON: a->json = 1; break;
         case OPT_PROFILE: a->profile = optarg; break;
+        case OPT_AUTOTUNE: a->autotune = 1; break;
         default:
             cli_bad_option(CMD, opt, argv, longopts);
             return CLI_EXIT_USAGE;
@@ -204,6 +216,19 @@ static int run_training(const bench_args *a, sl_model *m, size_t device, sl_data
     o.transfer = (int32_t)a->transfer;
     o.max_steps = a->steps;
     o.profiler = run == RUN_SINK_FULL ? a->profiler : NULL;
+    if (a->autotune) {
+        /* Each round's sink run on a device keeps its lines (the last
+         * round's are reported); the first round's are also printed. */
+        static cli_autotune scratch;
+        cli_autotune *t = run == RUN_SINK_FULL && device < MAX_DEVICES ? &last_tune[device]
+                                                                        : &scratch;
+        memset(t, 0, sizeof *t);
+        t->cmd = CMD;
+        t->quiet = run != RUN_SINK_FULL || !a->first_round;
+        o.autotune = 1;
+        o.autotune_log = cli_autotune_log;
+        o.autotune_log_arg = t;
+    }
     sl_dataset_get_dataset_size(ds, &per_epoch);
     if (run == RUN_SINK_1000)
         per_epoch = 1000;
@@ -337,6 +362,7 @@ int cli_bench_sink_main(int argc, char **argv)
             for (int run = 0; run < NRUNS; run++) {
                 run_result *out = &res[d][run][r];
                 a.profiler = r == a.repeats - 1 && d == 0 ? profiler : NULL;
+                a.first_round = r == 0;
                 rc = run == RUN_COMPUTE ? run_compute(&a, models[d], out)
                      : run == RUN_DATA  ? run_data(&a, ds, out)
                                         : run_training(&a, models[d], d, ds, run, out);
@@ -421,13 +447,29 @@ int cli_bench_sink_main(int argc, char **argv)
             printf("%s\"%s\": ", d ? ", " : "", a.devices[d]);
             cli_stages_verdict_json(stdout, last_stages[d], last_nstages[d]);
         }
-        printf("}}\n");
+        printf("}");
+        if (a.autotune) {
+            printf(", \"autotune_by_device\": {");
+            for (size_t d = 0; d < a.ndevices; d++) {
+                printf("%s\"%s\": ", d ? ", " : "", a.devices[d]);
+                cli_autotune_json(stdout, &last_tune[d]);
+            }
+            printf("}");
+        }
+        printf("}\n");
     } else {
         for (size_t d = 0; d < a.ndevices; d++) {
             printf("\nstages of the last \"sink, sink_size -1\" run on %s (%% of each "
                    "stage's threads x its time):\n",
                    a.devices[d]);
             cli_stages_text(stdout, last_stages[d], last_nstages[d]);
+            if (a.autotune) {
+                printf("autotune in that run:\n");
+                for (size_t k = 0; k < last_tune[d].nlines; k++)
+                    printf("  %s\n", last_tune[d].lines[k]);
+                if (last_tune[d].nlines == 0)
+                    printf("  (nothing to say: the run was too short to judge)\n");
+            }
         }
     }
     exit_code = CLI_EXIT_OK;

@@ -329,6 +329,10 @@ int cli_train_main(int argc, char **argv)
             printf(", \"verdict\": ");
             cli_stages_verdict_json(stdout, stages, nstages);
         }
+        if (a.train.autotune) {
+            printf(", \"autotune\": ");
+            cli_autotune_json(stdout, &a.tune);
+        }
         printf("}\n");
     }
 out:

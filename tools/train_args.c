@@ -14,7 +14,7 @@ enum {
     OPT_MODEL = 256, OPT_DATA, OPT_EPOCHS, OPT_BATCH, OPT_MODE, OPT_LR, OPT_MOMENTUM,
     OPT_OPTIMIZER, OPT_SEED, OPT_WORKERS, OPT_THREADS, OPT_BLAS_THREADS, OPT_SAVE,
     OPT_LOAD, OPT_RESUME, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_CKPT_DIR,
-    OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_STAGES, OPT_PROFILE, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
+    OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_STAGES, OPT_PROFILE, OPT_AUTOTUNE, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
     OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_TRANSFER, OPT_POOL_IDLE_MB,
     OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES
 };
@@ -78,6 +78,12 @@ void cli_train_usage(FILE *f)
           "                      pipeline's chunks, and in sink mode each batch's\n"
           "                      copy, GetNext, step and the step's ops; then print\n"
           "                      the stage table, as --stages does\n"
+          "  --autotune          tune the pipeline while training, starting from\n"
+          "                      --workers: wake more map workers (up to the CPUs) or\n"
+          "                      deepen a queue where the counters show the pipeline\n"
+          "                      starving the step, one change at a time, undone if\n"
+          "                      throughput fell; each change and its reason goes to\n"
+          "                      stderr (and to --json's \"autotune\")\n"
           "  --max-steps N       stop after N steps in all (default: no limit)\n"
           "  --save CKPT         write the trained parameters to CKPT\n"
           "  --load CKPT         start from CKPT's parameters (a new run)\n"
@@ -261,6 +267,12 @@ static int parse_option(train_args *a, int opt, const char *arg)
     case OPT_TIME: a->time_monitor = 1; return 0;
     case OPT_STAGES: a->stages = 1; return 0;
     case OPT_PROFILE: a->profile = arg; return 0;
+    case OPT_AUTOTUNE:
+        a->tune.cmd = cmd;
+        a->train.autotune = 1;
+        a->train.autotune_log = cli_autotune_log;
+        a->train.autotune_log_arg = &a->tune;
+        return 0;
     case OPT_JSON: a->json = 1; return 0;
     }
     return -1;
@@ -306,6 +318,7 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"time", no_argument, NULL, OPT_TIME},
         {"stages", no_argument, NULL, OPT_STAGES},
         {"profile", required_argument, NULL, OPT_PROFILE},
+        {"autotune", no_argument, NULL, OPT_AUTOTUNE},
         {"json", no_argument, NULL, OPT_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},

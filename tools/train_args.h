@@ -7,6 +7,7 @@
 
 #include "sluice/sluice.h"
 #include "cli.h"
+#include "cli_autotune.h"
 
 /* Options both commands share, and train's own. */
 typedef struct train_args {
@@ -28,6 +29,7 @@ typedef struct train_args {
     int time_monitor;
     int stages;       /* --stages: print the stage table after a sink train */
     const char *profile; /* --profile DIR */
+    cli_autotune tune;   /* --autotune: what it said */
     int json;
     cli_error_samples errors; /* for the train split */
     cli_bad_report report;

@@ -108,6 +108,16 @@ typedef struct sl_train_options {
      * profiler.h): the pipeline's chunks, the transfer's copies, GetNext,
      * each step and its ops. Default NULL. */
     struct sl_profiler *profiler;
+    /* 1: tune the pipeline while training runs, as
+     * sl_iterator_options.autotune does (its map workers and queues, from
+     * the stage counters; a change that lost throughput is undone), in
+     * sink mode and without. Lines saying what changed and why go to
+     * autotune_log (may be NULL), called on the thread that reads the
+     * pipeline (the transfer thread in sink mode). Default 0. */
+    int32_t autotune;
+    int32_t autotune_max_workers; /* 0 (default): the iterator's (the CPUs) */
+    void (*autotune_log)(void *arg, const char *line);
+    void *autotune_log_arg;
 } sl_train_options;
 
 /* Who moves batches from the pipeline into a device's queue in sink mode.
