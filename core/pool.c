@@ -2,7 +2,8 @@
  * the idle bytes. Each block starts with a 64-byte header (its class and the
  * free-list links) so the caller's memory stays 64-byte aligned.
  *
- * A limit set with sl__pool_set_idle_limit is the cap. The default cap is
+ * A limit set with sl__pool_set_idle_limit is the cap (SL__POOL_IDLE_PEAK:
+ * the whole peak in use, for the autotuner). The default cap is
  * min(64 MiB, max(peak bytes in use / 2, 8 MiB)). 64 MiB: the LeNet/MNIST
  * pipeline's whole working set is a few MiB and an ImageNet-style batch
  * (32 x 3 x 224 x 224 float32) is 19 MiB, so the steady state of common
@@ -276,7 +277,10 @@ void sl__pool_release(sl_pool *pool)
 static size_t idle_cap(const sl_pool *pool)
 {
     size_t limit = atomic_load_explicit(&pool->limit, memory_order_relaxed);
-    size_t half = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed) / 2;
+    size_t peak = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed);
+    size_t half = peak / 2;
+    if (limit == SL__POOL_IDLE_PEAK)
+        return peak < SL__POOL_IDLE_PEAK_MAX ? peak : SL__POOL_IDLE_PEAK_MAX;
     if (limit != SL__POOL_IDLE_AUTO)
         return limit;
     if (half < SL__POOL_IDLE_FLOOR)

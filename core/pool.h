@@ -29,6 +29,11 @@ typedef struct sl_pool sl_pool;
  * pool.c): half of it, at least SL__POOL_IDLE_FLOOR, at most
  * SL__POOL_IDLE_LIMIT_DEFAULT. */
 #define SL__POOL_IDLE_AUTO ((size_t)-1)
+/* A limit that follows the whole peak in use, at most
+ * SL__POOL_IDLE_PEAK_MAX: what the autotuner sets when a pipeline takes
+ * blocks from the system batch after batch (pipeline/autotune.c). */
+#define SL__POOL_IDLE_PEAK ((size_t)-2)
+#define SL__POOL_IDLE_PEAK_MAX ((size_t)256 << 20)
 #define SL__POOL_IDLE_LIMIT_DEFAULT ((size_t)64 << 20)
 #define SL__POOL_IDLE_FLOOR ((size_t)8 << 20)
 

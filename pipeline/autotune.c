@@ -7,12 +7,25 @@
  * In each window at most one thing changes, so that the next window can
  * judge it:
  *   - if the consumer hardly waited, the pipeline keeps up: nothing to do;
+ *   - else if the buffer pool took blocks from the system for most rows
+ *     (its idle cap, by default half its peak in use, is below what the
+ *     pipeline frees and takes back each batch), its cap follows the whole
+ *     peak in use from then on (at most SL__POOL_IDLE_PEAK_MAX, and more
+ *     workers raise the peak): memory the pipeline
+ *     uses anyway, where a mapping made and unmade per batch cost up to
+ *     3x the throughput of a JPEG pipeline. First, because it costs no CPU;
  *   - else the busiest stage limits throughput: a parallel stage (map,
  *     batch) gets one more worker, up to autotune_max_workers;
  *   - else a stage blocked on a full output while the consumer waited
- *     gets twice the queue, up to SL__AUTOTUNE_MAX_QUEUE chunks.
- * The window after a change judges it by the consumer's rows/s: if they
- * fell by more than FALL, the change is undone and that knob of that stage
+ *     gets twice the queue, up to SL__AUTOTUNE_MAX_QUEUE chunks;
+ *   - else, when the busiest stage's workers also run the source (a lazy
+ *     source: its queue holds indices only), that queue doubles, so each
+ *     turn at the source sends more.
+ * The pool is the dataset's, shared with its other iterators: a cap the
+ * tuner set goes back to what it was when the iterator is freed.
+ * The window after a change settles (a new worker's first buffers, a
+ * pool growing); the next judges it by the consumer's rows/s against
+ * those before the change: if they fell by more than FALL, it is undone and that knob of that stage
  * is left alone from then on. Every change, and every undoing, is told to
  * the options' autotune_log with the figures that led to it. */
 #include <stdarg.h>
@@ -23,15 +36,16 @@
 #include "core/clock.h"
 #include "pipeline/iterator_impl.h"
 
-#define FIRST_ROWS 8          /* rows before the first look (start-up is left out) */
+#define FIRST_ROWS 4          /* rows before the first look (start-up is left out) */
+#define CHURN 0.25            /* system allocations per row that say the pool is too small */
 #define MIN_WINDOW_MS 50.0    /* shorter windows are too noisy to judge */
 #define LONG_WINDOW_MS 800.0  /* longer ones react too slowly: halve the count */
 #define KEEPS_UP 0.05         /* the consumer waiting less than this: no change */
 #define SATURATED 0.50        /* a stage busier than this per thread may limit */
 #define BLOCKED 0.10          /* a stage blocked more than this wants a deeper queue */
-#define FALL 0.05             /* a change that lost more than this is undone */
+#define FALL 0.10             /* a change that lost more than this is undone */
 
-typedef enum knob { KNOB_NONE = 0, KNOB_WORKERS = 1, KNOB_QUEUE = 2 } knob;
+typedef enum knob { KNOB_NONE = 0, KNOB_WORKERS = 1, KNOB_QUEUE = 2, KNOB_POOL = 4 } knob;
 
 typedef struct sl__autotune {
     size_t n;                /* entries of prev and cur: the stages and the consumer */
@@ -39,12 +53,19 @@ typedef struct sl__autotune {
     uint64_t next_rows;      /* look again when rows_out reaches this */
     uint64_t step_rows;      /* rows per window */
     double window_start;     /* 0: no look yet */
-    /* The change the next window judges (KNOB_NONE: none). */
+    /* The change the window after next judges (KNOB_NONE: none); the
+     * window right after it only settles (new workers fill their buffers,
+     * the pool grows), so it is not judged. */
     knob trial;
+    int settling;
     size_t trial_stage;
     size_t trial_from;
     double rate_before;
     unsigned char *left_alone; /* per stage: knobs whose change was undone */
+    int pool_left_alone;     /* the pool's change was undone */
+    size_t pool_limit_before; /* the pool's limit before the tuner set one */
+    int pool_changed;        /* the tuner set the pool's limit */
+    uint64_t allocs_prev, allocs_cur; /* the pool's system allocations at each look */
     char said[192];          /* the last "no change" line, said only once */
 } sl__autotune;
 
@@ -73,6 +94,8 @@ void sl__autotune_free(sl_iterator *it)
     sl__autotune *t = it->tune;
     if (!t)
         return;
+    if (t->pool_changed)
+        sl__pool_set_idle_limit(it->pool, t->pool_limit_before);
     free(t->prev);
     free(t->cur);
     free(t->left_alone);
@@ -133,6 +156,12 @@ static int parallel(const sl__stage *st)
 static void undo(sl_iterator *it, sl__autotune *t)
 {
     sl__stage *st = &it->stages[t->trial_stage];
+    if (t->trial == KNOB_POOL) {
+        sl__pool_set_idle_limit(it->pool, t->pool_limit_before);
+        t->pool_changed = 0;
+        t->pool_left_alone = 1;
+        return;
+    }
     if (t->trial == KNOB_WORKERS)
         sl__stage_set_active(st, (int)t->trial_from);
     else
@@ -144,6 +173,20 @@ static void undo(sl_iterator *it, sl__autotune *t)
 static void judge(sl_iterator *it, sl__autotune *t, double rate)
 {
     sl__stage *st = &it->stages[t->trial_stage];
+    if (t->trial == KNOB_POOL) {
+        sl__pool_stats ps;
+        sl__pool_get_stats(it->pool, &ps);
+        if (rate < t->rate_before * (1 - FALL)) {
+            undo(it, t);
+            say(it, "autotune: pool: idle cap back to the default: rows/s fell from %.0f to %.0f",
+                t->rate_before, rate);
+        } else {
+            say(it, "autotune: pool: kept an idle cap of %.1f MiB (rows/s %.0f -> %.0f)",
+                (double)ps.idle_cap / (1 << 20), t->rate_before, rate);
+        }
+        t->trial = KNOB_NONE;
+        return;
+    }
     const char *what = t->trial == KNOB_WORKERS ? "workers" : "queue chunks";
     if (rate < t->rate_before * (1 - FALL)) {
         undo(it, t);
@@ -155,6 +198,33 @@ static void judge(sl_iterator *it, sl__autotune *t, double rate)
             what, t->rate_before, rate);
     }
     t->trial = KNOB_NONE;
+}
+
+/* When the pool took a block from the system for most rows of the window
+ * and the tuner may, raises its idle cap to its peak in use (at most
+ * SL__POOL_IDLE_PEAK_MAX): returns 1 when it did. */
+static int try_pool(sl_iterator *it, sl__autotune *t, double rate, double waited)
+{
+    uint64_t rows = t->cur[t->n - 1].rows - t->prev[t->n - 1].rows;
+    double per_row = rows ? (double)(t->allocs_cur - t->allocs_prev) / (double)rows : 0;
+    sl__pool_stats ps;
+    if (t->pool_left_alone || t->pool_changed || per_row < CHURN ||
+        sl__pool_idle_limit(it->pool) != SL__POOL_IDLE_AUTO)
+        return 0; /* the user's limit is the user's */
+    sl__pool_get_stats(it->pool, &ps);
+    if (ps.idle_cap >= SL__POOL_IDLE_PEAK_MAX)
+        return 0;
+    t->pool_limit_before = SL__POOL_IDLE_AUTO;
+    t->pool_changed = 1;
+    t->trial = KNOB_POOL;
+    t->settling = 1;
+    t->rate_before = rate;
+    sl__pool_set_idle_limit(it->pool, SL__POOL_IDLE_PEAK);
+    say(it, "autotune: pool: idle cap %.1f MiB -> its whole peak in use, now %.1f MiB (%.1f "
+            "blocks from the system per row; the consumer waited %.0f%%)",
+        (double)ps.idle_cap / (1 << 20), (double)ps.peak_in_use / (1 << 20), per_row,
+        100 * waited);
+    return 1;
 }
 
 /* Picks at most one change for the window just ended. */
@@ -172,6 +242,8 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
         say_once(it, line);
         return;
     }
+    if (try_pool(it, t, rate, waited))
+        return;
     for (size_t s = 0; s < it->nstages; s++) {
         window_share w;
         if (t->cur[s].threads <= 0)
@@ -193,6 +265,7 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
         if (parallel(st) && active < st->nthreads && !(t->left_alone[busiest] & KNOB_WORKERS)) {
             size_t limit = sl__queue_limit(&st->out);
             t->trial = KNOB_WORKERS;
+            t->settling = 1;
             t->trial_stage = busiest;
             t->trial_from = (size_t)active;
             t->rate_before = rate;
@@ -211,6 +284,7 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
         size_t limit = sl__queue_limit(&st->out);
         size_t to = 2 * limit < st->out.capacity ? 2 * limit : st->out.capacity;
         t->trial = KNOB_QUEUE;
+        t->settling = 1;
         t->trial_stage = most_blocked;
         t->trial_from = limit;
         t->rate_before = rate;
@@ -218,6 +292,26 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
         say(it, "autotune: %s: queue %zu -> %zu chunks (blocked %.0f%% on a full queue; the "
                 "consumer waited %.0f%%)",
             st->name, limit, to, 100 * blocked_share, 100 * waited);
+        return;
+    }
+    if (busiest < it->nstages && busiest_share >= SATURATED && it->stages[busiest].pulls_source &&
+        !(t->left_alone[0] & KNOB_QUEUE) &&
+        sl__queue_limit(&it->stages[0].out) < it->stages[0].out.capacity) {
+        /* Its workers also run the source whenever its queue runs dry: a
+         * deeper one (of indices only, a few bytes a row) lets each run
+         * send more, so they turn to it less often. */
+        sl__stage *src = &it->stages[0];
+        size_t limit = sl__queue_limit(&src->out);
+        size_t to = 2 * limit < src->out.capacity ? 2 * limit : src->out.capacity;
+        t->trial = KNOB_QUEUE;
+        t->settling = 1;
+        t->trial_stage = 0;
+        t->trial_from = limit;
+        t->rate_before = rate;
+        sl__queue_set_limit(&src->out, to);
+        say(it, "autotune: %s: queue %zu -> %zu chunks (of indices; %s, which runs it, is busy "
+                "%.0f%% and can take no more workers)",
+            src->name, limit, to, it->stages[busiest].name, 100 * busiest_share);
         return;
     }
     if (busiest < it->nstages)
@@ -231,6 +325,13 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
     say_once(it, line);
 }
 
+static uint64_t pool_allocs(const sl_iterator *it)
+{
+    sl__pool_stats ps;
+    sl__pool_get_stats(it->pool, &ps);
+    return ps.system_allocs;
+}
+
 void sl__autotune_tick(sl_iterator *it)
 {
     sl__autotune *t = it->tune;
@@ -241,6 +342,7 @@ void sl__autotune_tick(sl_iterator *it)
     if (t->window_start == 0) {
         /* The first look: what came before (start-up) is not judged. */
         sl_iterator_get_stage_stats(it, t->prev, t->n);
+        t->allocs_prev = pool_allocs(it);
         t->window_start = now;
         t->next_rows = it->rows_out + t->step_rows;
         return;
@@ -255,9 +357,12 @@ void sl__autotune_tick(sl_iterator *it)
     if (window > LONG_WINDOW_MS && t->step_rows > 1)
         t->step_rows /= 2;
     sl_iterator_get_stage_stats(it, t->cur, t->n);
+    t->allocs_cur = pool_allocs(it);
     {
         double rate = (double)(t->cur[t->n - 1].rows - t->prev[t->n - 1].rows) * 1e3 / window;
-        if (t->trial != KNOB_NONE)
+        if (t->settling)
+            t->settling = 0;
+        else if (t->trial != KNOB_NONE)
             judge(it, t, rate);
         else
             decide(it, t, window, rate);
@@ -266,6 +371,7 @@ void sl__autotune_tick(sl_iterator *it)
         sl_stage_stats *swap = t->prev;
         t->prev = t->cur;
         t->cur = swap;
+        t->allocs_prev = t->allocs_cur;
     }
     t->window_start = now;
     t->next_rows = it->rows_out + t->step_rows;

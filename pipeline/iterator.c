@@ -212,6 +212,7 @@ void sl_iterator_free(sl_iterator *it)
     if (!it)
         return;
     shutdown_stages(it);
+    sl__autotune_free(it); /* gives the pool back the limit it had */
     sl__stages_free(it);
     sl__chunk_free(it->cur);
     sl__nodes_free(it->nodes, it->nnodes);
@@ -220,7 +221,6 @@ void sl_iterator_free(sl_iterator *it)
     if (it->has_decode_budget)
         sl__byte_budget_destroy(&it->decode_budget);
     sl__standins_destroy(it);
-    sl__autotune_free(it);
     free(it);
 }
 

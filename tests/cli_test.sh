@@ -708,9 +708,9 @@ run train --data "$MNIST" --max-steps 2 --profile /dev/null/x
 expect "train --profile into a file" 1 stderr '^sluice: train: --profile /dev/null/x: cannot make the folder'
 # --autotune: accepted where the issue asks, its lines kept in --json.
 run bench pipeline --data "$MNIST" --repeats 1 --workers 1 --queue-capacity 1 --autotune --json
-expect "bench pipeline --autotune --json" 0 stdout '"autotune": \['
+expect "bench pipeline --autotune --json" 0 stdout '"tuned_images_per_s": [0-9.]*, "autotune": \['
 run bench pipeline --data "$MNIST" --repeats 1 --workers 1 --autotune
-expect "bench pipeline --autotune" 0 stdout '^autotune in that run (started from 1 worker):'
+expect "bench pipeline --autotune" 0 stdout '^autotune (started from 1 worker): images/s once tuned' stdout '^autotune in the last run:'
 run bench pipeline --data "$MNIST" --queue-capacity 0
 expect "bench pipeline --queue-capacity 0" 2 stderr 'queue-capacity'
 run bench sink --data "$MNIST" --steps 4 --repeats 1 --devices cpu:0 --workers 1 --queue-capacity 1 --autotune --json

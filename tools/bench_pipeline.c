@@ -84,6 +84,7 @@ static int timed_run(const cli_bench_pipeline_args *a, sl_dataset *ds, int batch
         o.queue_chunks = (size_t)a->queue_capacity;
     r->tune.cmd = CMD;
     r->tune.quiet = quiet;
+    r->tune.rows = &r->batches;
     if (a->autotune) {
         o.autotune = 1;
         o.autotune_log = cli_autotune_log;
@@ -116,6 +117,10 @@ static int timed_run(const cli_bench_pipeline_args *a, sl_dataset *ds, int batch
         }
     }
     t_end = cli_now_ms();
+    if (r->tune.settled_ms > 0 && t_end > r->tune.settled_ms && r->batches > r->tune.settled_rows)
+        r->tuned_images_per_s = (double)(r->batches - r->tune.settled_rows) *
+                                ((double)r->images / (double)r->batches) /
+                                ((t_end - r->tune.settled_ms) / 1e3);
     sl_iterator_get_stats(it, &stats);
     r->nstages = sl_iterator_get_stage_stats(it, r->stages, CLI_MAX_STAGES);
     if (r->nstages > CLI_MAX_STAGES)

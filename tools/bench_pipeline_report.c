@@ -26,7 +26,8 @@ static double median_of(const run_result *runs, int64_t n, int which)
     for (int64_t i = 0; i < n; i++)
         v[i] = which == 0   ? runs[i].images_per_s
                : which == 1 ? runs[i].first_batch_ms
-                            : runs[i].wakeups_per_epoch;
+               : which == 2 ? runs[i].wakeups_per_epoch
+                            : runs[i].tuned_images_per_s;
     m = cli_bench_median(v, (size_t)n);
     free(v);
     return m;
@@ -143,8 +144,11 @@ void cli_bench_pipeline_print_text(const cli_bench_pipeline_args *a, const char 
                sets[w].workers);
         cli_stages_text(stdout, last->stages, last->nstages);
         if (a->autotune) {
-            printf("autotune in that run (started from %d worker%s):\n", sets[w].workers,
-                   sets[w].workers == 1 ? "" : "s");
+            printf("autotune (started from %d worker%s): images/s once tuned, median over the "
+                   "runs: %.1f\n",
+                   sets[w].workers, sets[w].workers == 1 ? "" : "s",
+                   median_of(sets[w].runs, a->repeats, 3));
+            printf("autotune in the last run:\n");
             for (size_t k = 0; k < last->tune.nlines; k++)
                 printf("  %s\n", last->tune.lines[k]);
             if (last->tune.nlines == 0)
@@ -192,7 +196,8 @@ void cli_bench_pipeline_print_json(const cli_bench_pipeline_args *a, const char 
         cli_stages_verdict_json(stdout, s->runs[a->repeats - 1].stages,
                                 s->runs[a->repeats - 1].nstages);
         if (a->autotune) {
-            printf(", \"autotune\": ");
+            printf(", \"tuned_images_per_s\": %.3f, \"autotune\": ",
+                   median_of(s->runs, a->repeats, 3));
             cli_autotune_json(stdout, &s->runs[a->repeats - 1].tune);
         }
         printf("}");

@@ -24,6 +24,8 @@ typedef struct run_result {
     sl_stage_stats stages[CLI_MAX_STAGES]; /* each stage's time, as the run ended */
     size_t nstages;
     cli_autotune tune;       /* what --autotune did in it */
+    double tuned_images_per_s; /* --autotune: the rate after its last change was
+                              * judged (0: it changed nothing) */
 } run_result;
 
 /* Every run of one worker count. */

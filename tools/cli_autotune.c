@@ -1,11 +1,17 @@
 /* cli_autotune.c: the autotuner's lines on the command line (cli_autotune.h). */
 #include "cli_autotune.h"
 
+#include <string.h>
+
 #include "cli.h"
 
 void cli_autotune_log(void *arg, const char *line)
 {
     cli_autotune *t = arg;
+    if (strncmp(line, "autotune: no change", 19) != 0) {
+        t->settled_ms = cli_now_ms();
+        t->settled_rows = t->rows ? *t->rows : 0;
+    }
     if (!t->quiet)
         fprintf(stderr, "sluice: %s: %s\n", t->cmd, line);
     if (t->nlines < CLI_AUTOTUNE_MAX_LINES)

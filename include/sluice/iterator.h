@@ -44,12 +44,14 @@ typedef struct sl_iterator_options {
      * (see profiler.h); it must outlive the iterator. Default NULL. */
     struct sl_profiler *profiler;
     /* 1: tune the pipeline while it runs, from its stage counters
-     * (sl_iterator_get_stage_stats): every so many rows the iterator
-     * judges the last stretch and makes at most one change, a map's (or
-     * batch's) workers up to autotune_max_workers or a queue's chunks up
-     * to 32, keeping a change only if throughput did not fall. What it
-     * changes and why goes to autotune_log. Works with a profiler.
-     * Default 0. */
+     * (sl_iterator_get_stage_stats) and its buffer pool's: every so many
+     * rows the iterator judges the last stretch and makes at most one
+     * change: the pool's idle cap up to its peak in use (256 MiB at most;
+     * only when no limit was set, and restored when the iterator is
+     * freed), a map's (or batch's) workers up to autotune_max_workers, or
+     * a queue's chunks up to 32; a change is kept only if throughput did
+     * not fall. What it changes and why goes to autotune_log. Works with a
+     * profiler. Default 0. */
     int32_t autotune;
     /* The most workers a parallel stage may get (default: the CPUs this
      * process may use, sl_cpus_available); the threads are started at
