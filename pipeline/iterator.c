@@ -181,6 +181,11 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
     for (size_t s = 0; s < it->nstages && rc == SL_OK; s++) {
         sl__stage *st = &it->stages[s];
         st->trace_name = sl__trace_intern(it->opts.profiler, st->name);
+        if (it->opts.profiler) {
+            char qname[128];
+            snprintf(qname, sizeof qname, "%s queue", st->name);
+            st->trace_queue_name = sl__trace_intern(it->opts.profiler, qname);
+        }
         sl__occupancy_start(&st->thread_time, it->started_ms);
         atomic_store(&st->running, st->nthreads);
         for (int t = 0; t < st->nthreads; t++) {

@@ -78,6 +78,7 @@ typedef struct sl__stage {
     /* With a profiler (sl_iterator_options.profiler): the stage's name as
      * the profiler keeps it, and how many of its threads opened a track. */
     const char *trace_name;
+    const char *trace_queue_name; /* "<stage> queue": its output's fill, a counter */
     atomic_int traced_threads;
     /* How many of its threads work (autotune.c may change it while the
      * stage runs): a parallel stage's workers 0 .. active-1 take chunks,

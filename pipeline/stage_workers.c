@@ -165,6 +165,14 @@ static int traced_work_chunk(sl__stage *st, sl__track *track, sl__chunk **chunk,
     return rc;
 }
 
+/* With a profiler, the fill of st's output queue now, as a counter. */
+static void trace_queue(sl__stage *st, sl__track *track)
+{
+    if (track && st->trace_queue_name)
+        sl__trace_counter(track, st->trace_queue_name, sl__now_ms(),
+                          (double)sl__queue_size(&st->out));
+}
+
 /* With a profiler, a track for this thread of st: "<stage> #k". */
 static sl__track *open_track(sl__stage *st)
 {
@@ -238,6 +246,7 @@ static void *worker_main(void *arg)
             sl__chunk_free(chunk);
             break;
         }
+        trace_queue(st, track);
         if (last) {
             /* Nothing follows an end or an error: wake the other workers. */
             sl__queue_close(st->in);
@@ -372,8 +381,10 @@ static void *seq_main(void *arg)
             sl__chunk_free(chunk);
             break;
         }
-        if (track)
+        if (track) {
             sl__trace_slice(track, st->trace_name, t0, sl__now_ms(), -1, -1);
+            trace_queue(st, track);
+        }
         if (rc == SL_ECLOSED || sl__stopping(st->it))
             goto done;
         if (rc != SL_OK) {

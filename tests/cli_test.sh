@@ -704,6 +704,11 @@ run train --data "$MNIST" --max-steps 2 --no-eval --profile "$TMP/prof2"
 expect "train --profile" 0 stderr '^profile: .*prof2/trace.json'
 run bench pipeline --data "$MNIST" --repeats 1 --workers 1 --profile "$TMP/prof3"
 expect "bench pipeline --profile" 0 stderr '^profile: .*prof3/trace.json'
+if grep -q '"name": "map+batch queue", "ph": "C"' "$TMP/prof3/trace.json"; then
+    pass "bench pipeline --profile: the pipeline queue's fill as a counter"
+else
+    fail "bench pipeline --profile: the pipeline queue's fill as a counter"
+fi
 run train --data "$MNIST" --max-steps 2 --profile /dev/null/x
 expect "train --profile into a file" 1 stderr '^sluice: train: --profile /dev/null/x: cannot make the folder'
 # --autotune: accepted where the issue asks, its lines kept in --json.
