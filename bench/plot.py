@@ -59,7 +59,7 @@ def stage_bars(stages, title, out, name, written):
     if not shown:
         return
     labels = [s["name"] for s in shown]
-    whole = [s["threads"] * s["elapsed_ms"] for s in shown]
+    whole = [s.get("thread_ms") or s["threads"] * s["elapsed_ms"] for s in shown]
     busy = [100 * s["busy_ms"] / w for s, w in zip(shown, whole)]
     wait = [100 * s["wait_input_ms"] / w for s, w in zip(shown, whole)]
     blocked = [100 * s["blocked_output_ms"] / w for s, w in zip(shown, whole)]

@@ -240,6 +240,8 @@ void sl__queue_set_limit(sl_queue *q, size_t limit)
 size_t sl__queue_limit(sl_queue *q)
 {
     size_t n;
+    if (!q->slots)
+        return 0; /* never initialised */
     pthread_mutex_lock(&q->lock);
     n = q->limit;
     pthread_mutex_unlock(&q->lock);

@@ -462,6 +462,7 @@ size_t sl__feeder_get_stage_stats(sl__feeder *f, sl_stage_stats *out, size_t max
     t->threads = f->opts.inline_transfer ? 0 : 1;
     t->rows = fs.batches;
     t->elapsed_ms = end - f->started_ms;
+    t->thread_ms = t->threads * t->elapsed_ms;
     t->wait_input_ms = fs.pipeline_wait_ms;
     t->startup_wait_ms = fs.first_wait_ms;
     t->blocked_output_ms = fs.slot_wait_ms;

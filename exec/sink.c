@@ -236,6 +236,7 @@ static void collect_stages(sl_model *m, sl__feeder *f, double elapsed_ms, double
     ex->threads = 1;
     ex->rows = (uint64_t)m->sink_stats.steps;
     ex->elapsed_ms = elapsed_ms;
+    ex->thread_ms = elapsed_ms;
     ex->wait_input_ms = m->sink_stats.getnext_wait_ms;
     ex->startup_wait_ms = startup_wait_ms;
     ex->blocked_output_ms = elapsed_ms > sink_ms ? elapsed_ms - sink_ms : 0;
@@ -245,6 +246,7 @@ static void collect_stages(sl_model *m, sl__feeder *f, double elapsed_ms, double
     host->threads = 1;
     host->rows = (uint64_t)m->sink_stats.sinks;
     host->elapsed_ms = elapsed_ms;
+    host->thread_ms = elapsed_ms;
     host->wait_input_ms = sink_ms;
     /* Its callbacks and its own loop: whatever was not waiting. */
     host->busy_ms = elapsed_ms > sink_ms ? elapsed_ms - sink_ms : 0;

@@ -60,6 +60,7 @@ typedef struct sl__autotune {
     int settling;
     size_t trial_stage;
     size_t trial_from;
+    size_t trial_limit_from; /* KNOB_WORKERS: the stage's queue limit before */
     double rate_before;
     unsigned char *left_alone; /* per stage: knobs whose change was undone */
     int pool_left_alone;     /* the pool's change was undone */
@@ -94,7 +95,8 @@ void sl__autotune_free(sl_iterator *it)
     sl__autotune *t = it->tune;
     if (!t)
         return;
-    if (t->pool_changed)
+    /* Unless someone set a limit of their own since. */
+    if (t->pool_changed && sl__pool_idle_limit(it->pool) == SL__POOL_IDLE_PEAK)
         sl__pool_set_idle_limit(it->pool, t->pool_limit_before);
     free(t->prev);
     free(t->cur);
@@ -162,9 +164,10 @@ static void undo(sl_iterator *it, sl__autotune *t)
         t->pool_left_alone = 1;
         return;
     }
-    if (t->trial == KNOB_WORKERS)
+    if (t->trial == KNOB_WORKERS) {
         sl__stage_set_active(st, (int)t->trial_from);
-    else
+        sl__queue_set_limit(&st->out, t->trial_limit_from);
+    } else
         sl__queue_set_limit(&st->out, t->trial_from);
     t->left_alone[t->trial_stage] |= (unsigned char)t->trial;
 }
@@ -178,6 +181,7 @@ static void judge(sl_iterator *it, sl__autotune *t, double rate)
         sl__pool_get_stats(it->pool, &ps);
         if (rate < t->rate_before * (1 - FALL)) {
             undo(it, t);
+            t->settling = 1;
             say(it, "autotune: pool: idle cap back to the default: rows/s fell from %.0f to %.0f",
                 t->rate_before, rate);
         } else {
@@ -190,6 +194,7 @@ static void judge(sl_iterator *it, sl__autotune *t, double rate)
     const char *what = t->trial == KNOB_WORKERS ? "workers" : "queue chunks";
     if (rate < t->rate_before * (1 - FALL)) {
         undo(it, t);
+        t->settling = 1;
         say(it, "autotune: %s: back to %zu %s: rows/s fell from %.0f to %.0f", st->name,
             t->trial_from, what, t->rate_before, rate);
     } else {
@@ -268,6 +273,7 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
             t->settling = 1;
             t->trial_stage = busiest;
             t->trial_from = (size_t)active;
+            t->trial_limit_from = limit;
             t->rate_before = rate;
             /* Room in the order window for every worker's chunk, as at start. */
             if (limit < 2 * (size_t)(active + 1))

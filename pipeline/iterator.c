@@ -38,7 +38,7 @@ void sl_iterator_options_init_sized(sl_iterator_options *o, size_t size)
     d.queue_chunks = 8;
     d.chunk_rows = 64;
     d.timeout_ms = -1;
-    d.autotune_max_workers = sl_cpus_available();
+    d.autotune_max_workers = sl_cpus_available() < 256 ? sl_cpus_available() : 256;
     sl__options_init(o, size, &d, sizeof d);
 }
 

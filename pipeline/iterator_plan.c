@@ -188,7 +188,9 @@ static int plan_lazy_source(sl_iterator *it)
      * ahead and sleep (and be woken) less often. */
     {
         size_t limit = 4 * sl__queue_limit(&src->out);
-        size_t ring = src->out.capacity > limit ? src->out.capacity : limit;
+        /* Under autotune, room to deepen it (autotune.c) as other queues. */
+        size_t ring = it->opts.autotune && limit < 4 * SL__AUTOTUNE_MAX_QUEUE
+                          ? 4 * SL__AUTOTUNE_MAX_QUEUE : limit;
         sl__queue_destroy(&src->out);
         rc = sl__queue_init(&src->out, ring, &it->error);
         if (rc != SL_OK) {

@@ -46,8 +46,8 @@ static void stage_stats(const sl_iterator *it, size_t s, double now, sl_stage_st
     out->wait_input_ms = in.pop_wait_ms;
     out->startup_wait_ms = in.first_pop_wait_ms;
     out->blocked_output_ms = q.push_wait_ms;
-    out->busy_ms = busy_of(thread_ms_of(st, finished > 0 ? finished : now), out->wait_input_ms,
-                           out->blocked_output_ms);
+    out->thread_ms = thread_ms_of(st, finished > 0 ? finished : now);
+    out->busy_ms = busy_of(out->thread_ms, out->wait_input_ms, out->blocked_output_ms);
     out->capacity = q.capacity;
     out->occupancy = q.occupancy;
 }
@@ -69,7 +69,8 @@ size_t sl_iterator_get_stage_stats(const sl_iterator *it, sl_stage_stats *out, s
         c->elapsed_ms = now - it->started_ms;
         c->wait_input_ms = last.pop_wait_ms;
         c->startup_wait_ms = last.first_pop_wait_ms;
-        c->busy_ms = busy_of(c->elapsed_ms, c->wait_input_ms, 0);
+        c->thread_ms = c->elapsed_ms;
+        c->busy_ms = busy_of(c->thread_ms, c->wait_input_ms, 0);
     }
     return n;
 }

@@ -42,9 +42,18 @@ static void add(text *t, const char *fmt, ...)
         t->used += (size_t)n;
 }
 
+/* The stage's thread time: thread_ms, or threads x elapsed for figures
+ * made without it (at least one thread's). */
+static double thread_time(const sl_stage_stats *s)
+{
+    if (s->thread_ms > 0)
+        return s->thread_ms;
+    return (double)(s->threads > 0 ? s->threads : 1) * s->elapsed_ms;
+}
+
 static double share(double part, const sl_stage_stats *s)
 {
-    double whole = (double)(s->threads > 0 ? s->threads : 1) * s->elapsed_ms;
+    double whole = thread_time(s);
     return whole > 0 ? part / whole : 0;
 }
 
@@ -53,7 +62,7 @@ static double share(double part, const sl_stage_stats *s)
  * filling), which no capacity or worker count changes. */
 static double steady_wait(const sl_stage_stats *s)
 {
-    double whole = (double)(s->threads > 0 ? s->threads : 1) * s->elapsed_ms - s->startup_wait_ms;
+    double whole = thread_time(s) - s->startup_wait_ms;
     double part = s->wait_input_ms - s->startup_wait_ms;
     return whole > 0 && part > 0 ? part / whole : 0;
 }
@@ -61,7 +70,7 @@ static double steady_wait(const sl_stage_stats *s)
 /* The share of its time after start-up that s was busy. */
 static double steady_busy(const sl_stage_stats *s)
 {
-    double whole = (double)(s->threads > 0 ? s->threads : 1) * s->elapsed_ms - s->startup_wait_ms;
+    double whole = thread_time(s) - s->startup_wait_ms;
     return whole > 0 ? s->busy_ms / whole : 0;
 }
 

@@ -46,8 +46,11 @@ void sl__stage_set_active(sl__stage *st, int active)
         active = 1;
     if (active > st->nthreads)
         active = st->nthreads;
+    double finished = atomic_load(&st->finished_ms);
     pthread_mutex_lock(&st->tune_lock);
-    sl__occupancy_note(&st->thread_time, (size_t)atomic_load(&st->active), sl__now_ms());
+    /* Thread time stops where the stage ended. */
+    sl__occupancy_note(&st->thread_time, (size_t)atomic_load(&st->active),
+                       finished > 0 ? finished : sl__now_ms());
     atomic_store(&st->active, active);
     pthread_cond_broadcast(&st->tune_cv);
     pthread_mutex_unlock(&st->tune_lock);

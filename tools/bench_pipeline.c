@@ -117,7 +117,9 @@ static int timed_run(const cli_bench_pipeline_args *a, sl_dataset *ds, int batch
         }
     }
     t_end = cli_now_ms();
-    if (r->tune.settled_ms > 0 && t_end > r->tune.settled_ms && r->batches > r->tune.settled_rows)
+    /* A change still on trial at the end spoils the stretch: no figure. */
+    if (r->tune.settled_ms > 0 && t_end > r->tune.settled_ms && r->batches > r->tune.settled_rows &&
+        !r->tune.pending)
         r->tuned_images_per_s = (double)(r->batches - r->tune.settled_rows) *
                                 ((double)r->images / (double)r->batches) /
                                 ((t_end - r->tune.settled_ms) / 1e3);

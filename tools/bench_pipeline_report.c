@@ -23,12 +23,17 @@ static double median_of(const run_result *runs, int64_t n, int which)
 
     if (v == NULL)
         return 0.0;
-    for (int64_t i = 0; i < n; i++)
-        v[i] = which == 0   ? runs[i].images_per_s
-               : which == 1 ? runs[i].first_batch_ms
-               : which == 2 ? runs[i].wakeups_per_epoch
-                            : runs[i].tuned_images_per_s;
-    m = cli_bench_median(v, (size_t)n);
+    size_t k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = which == 0   ? runs[i].images_per_s
+                   : which == 1 ? runs[i].first_batch_ms
+                   : which == 2 ? runs[i].wakeups_per_epoch
+                                : runs[i].tuned_images_per_s;
+        if (which == 3 && x <= 0)
+            continue; /* a run the tuner had nothing to say of, or left mid-trial */
+        v[k++] = x;
+    }
+    m = k ? cli_bench_median(v, k) : 0.0;
     free(v);
     return m;
 }

@@ -8,9 +8,14 @@
 void cli_autotune_log(void *arg, const char *line)
 {
     cli_autotune *t = arg;
-    if (strncmp(line, "autotune: no change", 19) != 0) {
+    /* A change reads "a -> b (why)"; its judgement "kept ..." or "...
+     * back to ...". */
+    if (strstr(line, ": kept ") || strstr(line, " back to ")) {
         t->settled_ms = cli_now_ms();
         t->settled_rows = t->rows ? *t->rows : 0;
+        t->pending = 0;
+    } else if (strstr(line, " -> ")) {
+        t->pending = 1;
     }
     if (!t->quiet)
         fprintf(stderr, "sluice: %s: %s\n", t->cmd, line);

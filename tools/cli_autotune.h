@@ -16,12 +16,14 @@ typedef struct cli_autotune {
     int quiet;              /* keep the lines, print none */
     size_t nlines;          /* kept (the first CLI_AUTOTUNE_MAX_LINES) */
     size_t dropped;         /* said after those */
-    /* When the tuner last changed or judged something (a line other than
-     * "no change"), and how many rows had been counted then: the stretch
-     * after it ran as tuned. `rows` (may be NULL) is the caller's count. */
+    /* When the tuner last judged a change (kept it or undid it), and how
+     * many rows had been counted then: the stretch after it ran as tuned,
+     * unless a later change is still being tried. `rows` (may be NULL) is
+     * the caller's count. */
     const int64_t *rows;
     double settled_ms;      /* 0: nothing changed */
     int64_t settled_rows;
+    int pending;            /* the last change said is not judged yet */
     char lines[CLI_AUTOTUNE_MAX_LINES][CLI_AUTOTUNE_LINE];
 } cli_autotune;
 

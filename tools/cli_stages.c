@@ -7,7 +7,7 @@
 
 static double percent(double part, const sl_stage_stats *s)
 {
-    double whole = (double)s->threads * s->elapsed_ms;
+    double whole = s->thread_ms > 0 ? s->thread_ms : (double)s->threads * s->elapsed_ms;
     return whole > 0 ? 100.0 * part / whole : 0.0;
 }
 
@@ -54,9 +54,11 @@ void cli_stages_json(FILE *f, const sl_stage_stats *st, size_t n)
         fprintf(f,
                 ", \"threads\": %d, \"rows\": %" PRIu64 ", \"elapsed_ms\": %.3f, "
                 "\"busy_ms\": %.3f, \"wait_input_ms\": %.3f, \"startup_wait_ms\": %.3f, "
-                "\"blocked_output_ms\": %.3f, \"capacity\": %zu, \"occupancy\": %.3f}",
+                "\"blocked_output_ms\": %.3f, \"capacity\": %zu, \"occupancy\": %.3f, "
+                "\"thread_ms\": %.3f}",
                 s->threads, s->rows, s->elapsed_ms, s->busy_ms, s->wait_input_ms,
-                s->startup_wait_ms, s->blocked_output_ms, s->capacity, s->occupancy);
+                s->startup_wait_ms, s->blocked_output_ms, s->capacity, s->occupancy,
+                s->thread_ms);
     }
     fputc(']', f);
 }

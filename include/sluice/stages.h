@@ -14,7 +14,8 @@
 /* One stage of a running pipeline or sink (sl_iterator_get_stage_stats,
  * sl_model_get_stage_stats). Times are in ms, summed over the stage's
  * threads, from the run's start until now or until the stage's threads
- * ended: busy + wait_input + blocked_output = threads x elapsed. */
+ * ended: busy + wait_input + blocked_output = thread_ms, which is threads
+ * x elapsed unless the autotuner changed how many threads work. */
 typedef struct sl_stage_stats {
     char name[96];            /* "source", "map(image: resize, ...)", ..., "consumer" */
     int threads;              /* 0: run by the next stage's workers, in their time */
@@ -27,6 +28,8 @@ typedef struct sl_stage_stats {
     double blocked_output_ms; /* asleep on a full output queue */
     size_t capacity;          /* its output queue's capacity, in chunks (0: none) */
     double occupancy;         /* the mean chunks in it */
+    double thread_ms;         /* the working threads summed over the elapsed time
+                               * (threads x elapsed_ms while they do not change) */
 } sl_stage_stats;
 
 /* Says in words which stage limits throughput, from the figures of

@@ -434,11 +434,11 @@ PyObject *slpy_stage_stats(const sl_stage_stats *st, size_t n)
     for (size_t i = 0; i < n; i++) {
         const sl_stage_stats *s = &st[i];
         PyObject *d = Py_BuildValue(
-            "{s:s,s:i,s:K,s:d,s:d,s:d,s:d,s:d,s:n,s:d}", "name", s->name, "threads", s->threads,
-            "rows", (unsigned long long)s->rows, "elapsed_ms", s->elapsed_ms, "busy_ms",
-            s->busy_ms, "wait_input_ms", s->wait_input_ms, "startup_wait_ms",
+            "{s:s,s:i,s:K,s:d,s:d,s:d,s:d,s:d,s:n,s:d,s:d}", "name", s->name, "threads",
+            s->threads, "rows", (unsigned long long)s->rows, "elapsed_ms", s->elapsed_ms,
+            "busy_ms", s->busy_ms, "wait_input_ms", s->wait_input_ms, "startup_wait_ms",
             s->startup_wait_ms, "blocked_output_ms", s->blocked_output_ms, "capacity",
-            (Py_ssize_t)s->capacity, "occupancy", s->occupancy);
+            (Py_ssize_t)s->capacity, "occupancy", s->occupancy, "thread_ms", s->thread_ms);
         if (!d) {
             Py_DECREF(list);
             return NULL;
@@ -486,7 +486,7 @@ static PyMethodDef iterator_methods[] = {
     {"get_stage_stats", iterator_get_stage_stats, METH_NOARGS,
      "get_stage_stats() -> dict: 'stages', a list with one dict per stage of the\n"
      "pipeline and one for the consumer (name, threads, rows, elapsed_ms, busy_ms,\n"
-     "wait_input_ms, startup_wait_ms, blocked_output_ms, capacity, occupancy), and\n"
+     "wait_input_ms, startup_wait_ms, blocked_output_ms, capacity, occupancy, thread_ms), and\n"
      "'verdict', which stage limits throughput, in words (empty once stopped)."},
     {"__enter__", iterator_enter, METH_NOARGS, NULL},
     {"__exit__", iterator_exit, METH_VARARGS, NULL},

@@ -98,7 +98,7 @@ extern PyTypeObject slpy_iterator_type;
 /* A new Iterator over ds (see iterator.c for the arguments). */
 PyObject *slpy_iterator_new(slpy_dataset *ds, PyObject *args, PyObject *kwargs);
 /* {"stages": [{name, threads, rows, elapsed_ms, busy_ms, wait_input_ms,
- * startup_wait_ms, blocked_output_ms, capacity, occupancy}, ...],
+ * startup_wait_ms, blocked_output_ms, capacity, occupancy, thread_ms}, ...],
  * "verdict": sl_stage_verdict's words}. */
 PyObject *slpy_stage_stats(const sl_stage_stats *st, size_t n);
 #define SLPY_MAX_STAGES 32

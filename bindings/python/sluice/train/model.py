@@ -225,7 +225,7 @@ class Model:
         ``{"stages": [...], "verdict": "..."}``. Each stage (the pipeline's,
         then ``transfer``, ``executor (cpu:0)`` and ``host (callbacks)``) is a
         dict of name, threads, rows, elapsed_ms, busy_ms, wait_input_ms,
-        startup_wait_ms, blocked_output_ms, capacity and occupancy; the
+        startup_wait_ms, blocked_output_ms, capacity, occupancy and thread_ms; the
         verdict says which stage limits throughput. No stages before a
         sink-mode train."""
         if self._c is None:
