@@ -10,7 +10,7 @@ import sluice.nn as nn
 from sluice import train
 
 FIELDS = {"name", "threads", "rows", "elapsed_ms", "busy_ms", "wait_input_ms",
-          "startup_wait_ms", "blocked_output_ms", "capacity", "occupancy"}
+          "startup_wait_ms", "blocked_output_ms", "capacity", "occupancy", "thread_ms"}
 
 
 def pipeline(root):
