@@ -7,9 +7,10 @@
  * In each window at most one thing changes, so that the next window can
  * judge it:
  *   - if the consumer hardly waited, the pipeline keeps up: nothing to do;
- *   - else if the buffer pool took blocks from the system for most rows
- *     (its idle cap, by default half its peak in use, is below what the
- *     pipeline frees and takes back each batch), its cap follows the whole
+ *   - else if the buffer pool gave blocks back over its idle cap for most
+ *     rows (the cap, by default half its peak in use, is below what the
+ *     pipeline frees and takes anew each batch; seen already at the first
+ *     look, since it needs no timing), its cap follows the whole
  *     peak in use from then on (at most SL__POOL_IDLE_PEAK_MAX, and more
  *     workers raise the peak): memory the pipeline
  *     uses anyway, where a mapping made and unmade per batch cost up to
@@ -37,7 +38,7 @@
 #include "pipeline/iterator_impl.h"
 
 #define FIRST_ROWS 4          /* rows before the first look (start-up is left out) */
-#define CHURN 0.25            /* system allocations per row that say the pool is too small */
+#define CHURN 0.25            /* blocks given back over the pool's cap per row: too small */
 #define MIN_WINDOW_MS 50.0    /* shorter windows are too noisy to judge */
 #define LONG_WINDOW_MS 800.0  /* longer ones react too slowly: halve the count */
 #define KEEPS_UP 0.05         /* the consumer waiting less than this: no change */
@@ -66,7 +67,7 @@ typedef struct sl__autotune {
     int pool_left_alone;     /* the pool's change was undone */
     size_t pool_limit_before; /* the pool's limit before the tuner set one */
     int pool_changed;        /* the tuner set the pool's limit */
-    uint64_t allocs_prev, allocs_cur; /* the pool's system allocations at each look */
+    uint64_t frees_prev, frees_cur; /* the pool's blocks given back over its cap, at each look */
     char said[192];          /* the last "no change" line, said only once */
 } sl__autotune;
 
@@ -205,13 +206,14 @@ static void judge(sl_iterator *it, sl__autotune *t, double rate)
     t->trial = KNOB_NONE;
 }
 
-/* When the pool took a block from the system for most rows of the window
- * and the tuner may, raises its idle cap to its peak in use (at most
- * SL__POOL_IDLE_PEAK_MAX): returns 1 when it did. */
-static int try_pool(sl_iterator *it, sl__autotune *t, double rate, double waited)
+/* When the pool gave blocks back to the system because its idle cap was
+ * reached, for most of the `rows` rows just seen, only to take new ones
+ * (frees of them), and the tuner may: raises its idle cap to its whole
+ * peak in use (at most SL__POOL_IDLE_PEAK_MAX). Returns 1 when it did. */
+static int try_pool(sl_iterator *it, sl__autotune *t, uint64_t frees, uint64_t rows, double rate,
+                    double waited)
 {
-    uint64_t rows = t->cur[t->n - 1].rows - t->prev[t->n - 1].rows;
-    double per_row = rows ? (double)(t->allocs_cur - t->allocs_prev) / (double)rows : 0;
+    double per_row = rows ? (double)frees / (double)rows : 0;
     sl__pool_stats ps;
     if (t->pool_left_alone || t->pool_changed || per_row < CHURN ||
         sl__pool_idle_limit(it->pool) != SL__POOL_IDLE_AUTO)
@@ -226,7 +228,7 @@ static int try_pool(sl_iterator *it, sl__autotune *t, double rate, double waited
     t->rate_before = rate;
     sl__pool_set_idle_limit(it->pool, SL__POOL_IDLE_PEAK);
     say(it, "autotune: pool: idle cap %.1f MiB -> its whole peak in use, now %.1f MiB (%.1f "
-            "blocks from the system per row; the consumer waited %.0f%%)",
+            "blocks per row given back over the cap and taken anew; the consumer waited %.0f%%)",
         (double)ps.idle_cap / (1 << 20), (double)ps.peak_in_use / (1 << 20), per_row,
         100 * waited);
     return 1;
@@ -247,7 +249,8 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
         say_once(it, line);
         return;
     }
-    if (try_pool(it, t, rate, waited))
+    if (try_pool(it, t, t->frees_cur - t->frees_prev,
+                 t->cur[t->n - 1].rows - t->prev[t->n - 1].rows, rate, waited))
         return;
     for (size_t s = 0; s < it->nstages; s++) {
         window_share w;
@@ -331,11 +334,11 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
     say_once(it, line);
 }
 
-static uint64_t pool_allocs(const sl_iterator *it)
+static uint64_t pool_cap_frees(const sl_iterator *it)
 {
     sl__pool_stats ps;
     sl__pool_get_stats(it->pool, &ps);
-    return ps.system_allocs;
+    return ps.cap_frees;
 }
 
 void sl__autotune_tick(sl_iterator *it)
@@ -346,11 +349,20 @@ void sl__autotune_tick(sl_iterator *it)
         return;
     now = sl__now_ms();
     if (t->window_start == 0) {
-        /* The first look: what came before (start-up) is not judged. */
+        /* The first look: what came before (start-up) is not judged,
+         * except a pool already giving back what it takes anew, which
+         * needs no timing to see; the change is judged against the
+         * start-up's rate. */
         sl_iterator_get_stage_stats(it, t->prev, t->n);
-        t->allocs_prev = pool_allocs(it);
+        t->frees_prev = pool_cap_frees(it);
         t->window_start = now;
         t->next_rows = it->rows_out + t->step_rows;
+        if (t->frees_prev > 0 && now > it->started_ms) {
+            const sl_stage_stats *c = &t->prev[t->n - 1];
+            double rate = (double)c->rows * 1e3 / (now - it->started_ms);
+            double waited = c->elapsed_ms > 0 ? c->wait_input_ms / c->elapsed_ms : 0;
+            try_pool(it, t, t->frees_prev, it->rows_out, rate, waited);
+        }
         return;
     }
     window = now - t->window_start;
@@ -363,7 +375,7 @@ void sl__autotune_tick(sl_iterator *it)
     if (window > LONG_WINDOW_MS && t->step_rows > 1)
         t->step_rows /= 2;
     sl_iterator_get_stage_stats(it, t->cur, t->n);
-    t->allocs_cur = pool_allocs(it);
+    t->frees_cur = pool_cap_frees(it);
     {
         double rate = (double)(t->cur[t->n - 1].rows - t->prev[t->n - 1].rows) * 1e3 / window;
         if (t->settling)
@@ -377,7 +389,7 @@ void sl__autotune_tick(sl_iterator *it)
         sl_stage_stats *swap = t->prev;
         t->prev = t->cur;
         t->cur = swap;
-        t->allocs_prev = t->allocs_cur;
+        t->frees_prev = t->frees_cur;
     }
     t->window_start = now;
     t->next_rows = it->rows_out + t->step_rows;
