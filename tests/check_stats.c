@@ -60,10 +60,9 @@ static int slow_copy(void *user, const sl_tensor *in, sl_tensor **out, uint64_t 
     return rc;
 }
 
-/* MNIST (no shuffle), its images through a map of 1 worker that sleeps
- * map_ms per row, in batches of BATCH; for_training also makes images
- * float (1, 28, 28) and labels int32, as the MLP takes them. */
-static sl_dataset *pipeline(double *map_ms, int for_training)
+/* MNIST (no shuffle), its images through custom op fn (user passed to
+ * it), named name, with 1 worker. */
+static sl_dataset *mnist_through(const char *name, sl_op_custom_fn fn, void *user)
 {
     sl_mnist_options mo;
     sl_op_custom_options co;
@@ -76,12 +75,21 @@ static sl_dataset *pipeline(double *map_ms, int for_training)
     mo.sampler.shuffle = 0;
     ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
     sl_op_custom_options_init(&co);
-    co.name = "slow_copy";
-    co.fn = slow_copy;
-    co.user = map_ms;
+    co.name = name;
+    co.fn = fn;
+    co.user = user;
     ck_assert_msg(sl_op_custom_new(&op, &co, err, sizeof err) == SL_OK, "%s", err);
     ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "image", NULL, 1), SL_OK);
     sl_op_release(op);
+    return ds;
+}
+
+/* MNIST (no shuffle), its images through a map of 1 worker that sleeps
+ * map_ms per row, in batches of BATCH; for_training also makes images
+ * float (1, 28, 28) and labels int32, as the MLP takes them. */
+static sl_dataset *pipeline(double *map_ms, int for_training)
+{
+    sl_dataset *ds = mnist_through("slow_copy", slow_copy, map_ms);
     if (for_training) {
         sl_op *cast, *rescale, *chw;
         ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
@@ -547,25 +555,10 @@ static int widen(void *user, const sl_tensor *in, sl_tensor **out, uint64_t seed
  * default when the iterator is freed. */
 START_TEST(test_autotune_grows_a_churning_pool)
 {
-    sl_mnist_options mo;
-    sl_op_custom_options co;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds = mnist_through("widen", widen, NULL);
     sl_stage_stats st[MAX_STAGES];
     sl_pool_stats ps;
     tune_log log;
-    sl_op *op;
-    char err[256];
-    sl_mnist_options_init(&mo);
-    mo.dataset_dir = tmp;
-    mo.usage = SL_MNIST_TRAIN;
-    mo.sampler.shuffle = 0;
-    ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
-    sl_op_custom_options_init(&co);
-    co.name = "widen";
-    co.fn = widen;
-    ck_assert_msg(sl_op_custom_new(&op, &co, err, sizeof err) == SL_OK, "%s", err);
-    ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "image", NULL, 1), SL_OK);
-    sl_op_release(op);
     ck_assert_int_eq(sl_dataset_batch(ds, 16, 1, 1), SL_OK);
     drain_tuned(ds, 1, 0, &log, st);
     ck_assert_msg(strstr(log.text, "autotune: pool: idle cap "), "%s", log.text);
