@@ -19,6 +19,8 @@
 #define SIGNAL_CHECK_MS 100
 
 enum { MODE_TUPLE = 0, MODE_DICT = 1 };
+#define SLPY_TUNE_LINES 32
+#define SLPY_TUNE_LINE 256
 
 typedef struct slpy_iterator {
     PyObject_HEAD
@@ -43,8 +45,23 @@ typedef struct slpy_iterator {
     /* Bad samples dealt with: kept when the pipeline stops, so that they
      * can be read after the last epoch (guarded by `lock`). */
     unsigned long long samples_skipped, samples_replaced;
+    /* With autotune: what the tuner said (guarded by `state`: it speaks
+     * on the thread in sl_iterator_next, without the GIL). */
+    size_t tune_nlines;
+    char tune_lines[SLPY_TUNE_LINES][SLPY_TUNE_LINE];
     PyObject *weakrefs;
 } slpy_iterator;
+
+/* sl_iterator_options.autotune_log: keeps the line (the first
+ * SLPY_TUNE_LINES of them). */
+static void keep_tune_line(void *arg, const char *line)
+{
+    slpy_iterator *self = arg;
+    PyThread_acquire_lock(self->state, WAIT_LOCK);
+    if (self->tune_nlines < SLPY_TUNE_LINES)
+        snprintf(self->tune_lines[self->tune_nlines++], SLPY_TUNE_LINE, "%s", line);
+    PyThread_release_lock(self->state);
+}
 
 /* Takes the C iterator out of self (under `state`, so close() in another
  * thread cannot interrupt what is being freed) and frees it: joins every
@@ -86,17 +103,18 @@ static void close_iterator(slpy_iterator *self)
 
 PyObject *slpy_iterator_new(slpy_dataset *ds, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"mode", "columns", "num_epochs", "convert", "convert_capsule", NULL};
+    static char *kwlist[] = {"mode",    "columns",         "num_epochs", "convert",
+                             "convert_capsule", "autotune", NULL};
     PyObject *columns = Py_None, *convert = Py_None, *fast = NULL;
     long long num_epochs = 1;
-    int mode = MODE_TUPLE, convert_capsule = 0, rc;
+    int mode = MODE_TUPLE, convert_capsule = 0, autotune = 0, rc;
     slpy_iterator *self;
     sl_iterator_options o;
     PyThreadState *ts;
     char msg[1024];
     size_t ncols = sl_dataset_num_columns(ds->ds);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iOLOp:iterator", kwlist, &mode, &columns,
-                                     &num_epochs, &convert, &convert_capsule))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iOLOpp:iterator", kwlist, &mode, &columns,
+                                     &num_epochs, &convert, &convert_capsule, &autotune))
         return NULL;
     if (mode != MODE_TUPLE && mode != MODE_DICT)
         return PyErr_Format(PyExc_ValueError, "iterator: unknown mode %d", mode);
@@ -118,6 +136,7 @@ PyObject *slpy_iterator_new(slpy_dataset *ds, PyObject *args, PyObject *kwargs)
     self->error_status = 0;
     self->error_msg = NULL;
     self->samples_skipped = self->samples_replaced = 0;
+    self->tune_nlines = 0;
     self->weakrefs = NULL;
     if (!self->lock || !self->state) {
         Py_DECREF(self);
@@ -159,6 +178,11 @@ PyObject *slpy_iterator_new(slpy_dataset *ds, PyObject *args, PyObject *kwargs)
     sl_iterator_options_init(&o);
     o.num_epochs = num_epochs;
     o.timeout_ms = SIGNAL_CHECK_MS;
+    if (autotune) {
+        o.autotune = 1;
+        o.autotune_log = keep_tune_line;
+        o.autotune_log_arg = self;
+    }
     /* Without the GIL: it starts threads, and a source may read headers. */
     ts = PyEval_SaveThread();
     PyThread_acquire_lock(ds->lock, WAIT_LOCK);
@@ -468,6 +492,28 @@ static PyObject *iterator_get_stage_stats(PyObject *o, PyObject *unused)
     return slpy_stage_stats(st, n < SLPY_MAX_STAGES ? n : SLPY_MAX_STAGES);
 }
 
+/* What the autotuner said so far, a line per change or judgement. */
+static PyObject *iterator_autotune_log(PyObject *o, PyObject *unused)
+{
+    slpy_iterator *self = (slpy_iterator *)o;
+    PyObject *list = PyList_New(0);
+    (void)unused;
+    if (!list)
+        return NULL;
+    PyThread_acquire_lock(self->state, WAIT_LOCK);
+    for (size_t i = 0; i < self->tune_nlines; i++) {
+        PyObject *s = PyUnicode_FromString(self->tune_lines[i]);
+        if (!s || PyList_Append(list, s) < 0) {
+            Py_XDECREF(s);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(s);
+    }
+    PyThread_release_lock(self->state);
+    return list;
+}
+
 static PyObject *iterator_iter(PyObject *o)
 {
     return Py_NewRef(o);
@@ -488,6 +534,9 @@ static PyMethodDef iterator_methods[] = {
      "pipeline and one for the consumer (name, threads, rows, elapsed_ms, busy_ms,\n"
      "wait_input_ms, startup_wait_ms, blocked_output_ms, capacity, occupancy, thread_ms), and\n"
      "'verdict', which stage limits throughput, in words (empty once stopped)."},
+    {"autotune_log", iterator_autotune_log, METH_NOARGS,
+     "autotune_log() -> [str]: with autotune=True, what the tuner changed and why, a line\n"
+     "per change and per judgement of one (the first 32)."},
     {"__enter__", iterator_enter, METH_NOARGS, NULL},
     {"__exit__", iterator_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},

@@ -51,3 +51,30 @@ def test_model_stages_after_a_sink_train(mnist):
     assert by["host (callbacks)"]["rows"] == 2       # one sink an epoch
     assert by["transfer"]["capacity"] >= 1
     assert isinstance(stats["verdict"], str) and stats["verdict"]
+
+
+def test_iterator_autotune(tmp_path):
+    """A Python map that sleeps 2 ms per row (time.sleep lets go of the GIL)
+    limits throughput on one worker: with autotune=True the engine wakes a
+    second and keeps it (sleeping scales), and says so; rows keep their
+    order."""
+    import time
+    from conftest import make_mnist
+    root = make_mnist(tmp_path / "mnist", 480, 8)
+
+    def slow(x):
+        time.sleep(0.002)
+        return x
+
+    d = ds.MnistDataset(root, usage="train", shuffle=False)
+    d = d.map(operations=[slow], input_columns="image", num_parallel_workers=1)
+    d = d.batch(4, drop_remainder=True, num_parallel_workers=1)
+    plain = [int(l) for _, label in d.create_tuple_iterator(num_epochs=1, output_numpy=True)
+             for l in label]
+    it = d.create_tuple_iterator(num_epochs=1, output_numpy=True, autotune=True)
+    tuned = [int(l) for _, label in it for l in label]
+    log = it.autotune_log()
+    assert tuned == plain
+    assert any("1 -> 2 workers" in line for line in log), log
+    assert any("kept 2 workers" in line for line in log), log
+    assert ds.MnistDataset(root).create_tuple_iterator().autotune_log() == []

@@ -287,14 +287,14 @@ class Dataset:
 
     # --- iterating ------------------------------------------------------------------
 
-    def _iterator(self, mode, columns, num_epochs, convert=None, capsule=False):
+    def _iterator(self, mode, columns, num_epochs, convert=None, capsule=False, autotune=False):
         it = self._c.iterator(mode=mode, columns=columns, num_epochs=_int(num_epochs, "num_epochs"),
-                              convert=convert, convert_capsule=capsule)
+                              convert=convert, convert_capsule=capsule, autotune=bool(autotune))
         _live.add(it)
         return it
 
     def create_tuple_iterator(self, columns=None, num_epochs=-1, output_numpy=False,
-                              do_copy=True):
+                              do_copy=True, autotune=False):
         """An iterator of rows as tuples, one value per column.
 
         Args:
@@ -306,6 +306,12 @@ class Dataset:
             output_numpy (bool): numpy arrays instead of :class:`sluice.Tensor`
                 (both share the engine's memory).
             do_copy: accepted for MindSpore's signature; sluice never copies.
+            autotune (bool): tune the pipeline while it runs (sluice's own):
+                every few rows the engine reads its stage counters and makes
+                at most one change (the buffer pool's idle cap, a map's
+                workers up to the CPUs, a queue's depth), undone if rows/s
+                fell. The iterator's ``autotune_log()`` says what it changed
+                and why.
 
         The pipeline's threads start now. They stop when the last epoch is
         done, on an error, on Ctrl-C, or when the iterator is closed or
@@ -313,13 +319,16 @@ class Dataset:
         made it).
         """
         del do_copy
-        return self._iterator(0, columns, num_epochs, _numpy_asarray() if output_numpy else None)
+        return self._iterator(0, columns, num_epochs, _numpy_asarray() if output_numpy else None,
+                              autotune=autotune)
 
-    def create_dict_iterator(self, num_epochs=-1, output_numpy=False, do_copy=True):
+    def create_dict_iterator(self, num_epochs=-1, output_numpy=False, do_copy=True,
+                             autotune=False):
         """An iterator of rows as dicts ``{column name: value}``; arguments as
         :meth:`create_tuple_iterator`."""
         del do_copy
-        return self._iterator(1, None, num_epochs, _numpy_asarray() if output_numpy else None)
+        return self._iterator(1, None, num_epochs, _numpy_asarray() if output_numpy else None,
+                              autotune=autotune)
 
     def __iter__(self):
         """One epoch of tuples of :class:`sluice.Tensor`."""
