@@ -99,17 +99,49 @@ static void model_dealloc(PyObject *o)
     }
     if (self->lock)
         PyThread_free_lock(self->lock);
+    Py_XDECREF(self->tune_log);
     Py_TYPE(o)->tp_free(o);
 }
 
 /* --- training and evaluation ------------------------------------------------------------------ */
+
+#define TUNE_LINES 32
+#define TUNE_LINE 256
 
 typedef struct train_call {
     slpy_call call; /* first: fn gets it */
     int64_t epochs;
     sl_dataset *ds;
     sl_train_options o;
+    /* With autotune: its lines, written by the thread reading the pipeline
+     * while the call runs and read once it has returned (every thread of
+     * the train joined), so without a lock. */
+    size_t tune_nlines;
+    char tune_lines[TUNE_LINES][TUNE_LINE];
 } train_call;
+
+/* sl_train_options.autotune_log: keeps the first TUNE_LINES lines. */
+static void keep_tune_line(void *arg, const char *line)
+{
+    train_call *t = arg;
+    if (t->tune_nlines < TUNE_LINES)
+        snprintf(t->tune_lines[t->tune_nlines++], TUNE_LINE, "%s", line);
+}
+
+/* The lines t kept, as a new list (NULL with an exception set). */
+static PyObject *tune_lines_list(const train_call *t)
+{
+    PyObject *list = PyList_New((Py_ssize_t)t->tune_nlines);
+    for (size_t i = 0; list && i < t->tune_nlines; i++) {
+        PyObject *s = PyUnicode_FromString(t->tune_lines[i]);
+        if (!s) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, s);
+    }
+    return list;
+}
 
 static int train_fn(slpy_call *call)
 {
@@ -129,41 +161,63 @@ static void free_dataset(sl_dataset *ds)
     Py_END_ALLOW_THREADS
 }
 
-/* train(epochs, dataset, callbacks, sink_mode, sink_size) */
+/* train(epochs, dataset, callbacks, sink_mode, sink_size[, autotune]) */
 static PyObject *model_train(PyObject *o, PyObject *args)
 {
     slpy_model *self = (slpy_model *)o;
     slpy_dataset *ds;
-    PyObject *specs;
+    PyObject *specs, *lines = NULL;
     long long epochs, sink_size;
-    int sink, r;
-    train_call t;
+    int sink, autotune = 0, r;
+    train_call *t;
 
-    if (!PyArg_ParseTuple(args, "LO!OpL:train", &epochs, &slpy_dataset_type, &ds, &specs, &sink,
-                          &sink_size))
+    if (!PyArg_ParseTuple(args, "LO!OpL|p:train", &epochs, &slpy_dataset_type, &ds, &specs, &sink,
+                          &sink_size, &autotune))
         return NULL;
-    memset(&t, 0, sizeof t);
-    t.call.what = "train";
-    t.call.fn = train_fn;
-    t.epochs = epochs;
-    sl_train_options_init(&t.o);
-    t.o.dataset_sink_mode = sink;
-    t.o.sink_size = sink_size;
-    if (slpy_callbacks_make(&t.call, specs) < 0)
-        return NULL;
-    t.ds = slpy_dataset_copy_c(ds);
-    if (!t.ds) {
-        slpy_callbacks_free(&t.call);
+    t = PyMem_Calloc(1, sizeof *t); /* its lines take 8 KiB: not on the stack */
+    if (!t)
+        return PyErr_NoMemory();
+    t->call.what = "train";
+    t->call.fn = train_fn;
+    t->epochs = epochs;
+    sl_train_options_init(&t->o);
+    t->o.dataset_sink_mode = sink;
+    t->o.sink_size = sink_size;
+    if (autotune) {
+        t->o.autotune = 1;
+        t->o.autotune_log = keep_tune_line;
+        t->o.autotune_log_arg = t;
+    }
+    if (slpy_callbacks_make(&t->call, specs) < 0) {
+        PyMem_Free(t);
         return NULL;
     }
-    r = slpy_model_run(self, &t.call);
-    slpy_callbacks_free(&t.call);
-    free_dataset(t.ds);
-    if (r < 0)
+    t->ds = slpy_dataset_copy_c(ds);
+    if (!t->ds) {
+        slpy_callbacks_free(&t->call);
+        PyMem_Free(t);
         return NULL;
-    if (t.call.rc < 0)
-        return slpy_raise_runtime(t.call.rc, t.call.msg);
+    }
+    r = slpy_model_run(self, &t->call);
+    slpy_callbacks_free(&t->call);
+    free_dataset(t->ds);
+    if (r == 0 && t->call.rc >= 0)
+        lines = tune_lines_list(t);
+    if (r == 0 && t->call.rc < 0)
+        slpy_raise_runtime(t->call.rc, t->call.msg);
+    PyMem_Free(t);
+    if (!lines)
+        return NULL;
+    Py_XSETREF(self->tune_log, lines);
     Py_RETURN_NONE;
+}
+
+/* What the autotuner said in the last train(autotune=True) (a new list). */
+static PyObject *model_autotune_log(PyObject *o, PyObject *unused)
+{
+    slpy_model *self = (slpy_model *)o;
+    (void)unused;
+    return self->tune_log ? PyList_GetSlice(self->tune_log, 0, PY_SSIZE_T_MAX) : PyList_New(0);
 }
 
 typedef struct eval_call {
@@ -469,7 +523,9 @@ static PyObject *model_load(PyObject *o, PyObject *arg)
 
 static PyMethodDef model_methods[] = {
     {"train", model_train, METH_VARARGS,
-     "train(epochs, dataset, callbacks, sink_mode, sink_size): sl_model_train_opts."},
+     "train(epochs, dataset, callbacks, sink_mode, sink_size[, autotune]): sl_model_train_opts."},
+    {"autotune_log", model_autotune_log, METH_NOARGS,
+     "autotune_log() -> [str]: what the tuner of the last train(autotune=True) said"},
     {"eval", model_eval, METH_O, "eval(dataset) -> (samples, accuracy, loss)"},
     {"stop", model_stop, METH_NOARGS, "stop(): sl_model_stop, from any thread."},
     {"global_step", model_global_step, METH_NOARGS, "global_step() -> steps trained so far"},

@@ -119,6 +119,7 @@ typedef struct slpy_model {
      * Python callbacks may read and write parameters, which the lock it
      * holds would otherwise keep them from. */
     atomic_ulong job_thread;
+    PyObject *tune_log;       /* the last train's autotune lines (a list), or NULL */
 } slpy_model;
 
 extern PyTypeObject slpy_model_type;

@@ -78,3 +78,32 @@ def test_iterator_autotune(tmp_path):
     assert any("1 -> 2 workers" in line for line in log), log
     assert any("kept 2 workers" in line for line in log), log
     assert ds.MnistDataset(root).create_tuple_iterator().autotune_log() == []
+
+
+def test_model_train_autotune(tmp_path):
+    """A sink-mode train whose pipeline sleeps 2 ms per row on one worker:
+    the transfer thread waits for it, so the tuner wakes a second worker,
+    and Model.autotune_log() says so; without autotune the log is empty."""
+    import time
+    from conftest import make_mnist
+    root = make_mnist(tmp_path / "mnist", 960, 8)
+
+    def slow(x):
+        time.sleep(0.002)
+        return x
+
+    d = ds.MnistDataset(root, usage="train", shuffle=False)
+    d = d.map(operations=transforms.TypeCast(sluice.int32), input_columns="label",
+              num_parallel_workers=1)
+    d = d.map(operations=[slow, vision.Resize((32, 32)), vision.Rescale(1.0 / 255.0, 0.0),
+                          vision.HWC2CHW()], input_columns="image", num_parallel_workers=1)
+    d = d.batch(32, drop_remainder=True, num_parallel_workers=1)
+    network = nn.LeNet5(10)
+    model = train.Model(network, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+                        nn.Momentum(network.trainable_params(), 0.01, 0.9))
+    assert model.autotune_log() == []
+    model.train(1, d, dataset_sink_mode=True, autotune=True)
+    log = model.autotune_log()
+    assert any("-> 2 workers" in line for line in log), log
+    model.train(1, d, dataset_sink_mode=True)
+    assert model.autotune_log() == []

@@ -167,7 +167,8 @@ class Model:
                              f"network takes int32 [{net.batch_size}] "
                              "(map transforms.TypeCast(sluice.int32) on 'label')")
 
-    def train(self, epoch, train_dataset, callbacks=None, dataset_sink_mode=False, sink_size=-1):
+    def train(self, epoch, train_dataset, callbacks=None, dataset_sink_mode=False, sink_size=-1,
+              autotune=False):
         """Trains for ``epoch`` epochs over ``train_dataset``.
 
         Args:
@@ -183,6 +184,10 @@ class Model:
             sink_size (int): in sink mode, -1 (the default) sinks each epoch
                 whole; N > 0 makes each epoch N steps of an endless traversal
                 that the next epoch continues. Ignored without sinking.
+            autotune (bool): sluice's own: tune the pipeline while training
+                (the buffer pool's idle cap, a map's workers up to the CPUs,
+                a queue's depth), one change at a time, undone if throughput
+                fell; :meth:`autotune_log` then says what it changed and why.
 
         The results are the same, bit for bit, with and without sinking.
         Callbacks see every step without sinking, one step_end per sink
@@ -218,7 +223,15 @@ class Model:
         start = self._c.global_step()
         specs = [cb._spec() if isinstance(cb, _BuiltIn) else
                  _Hooks(cb, params, run_context, start) for cb in callbacks]
-        self._c.train(epoch, train_dataset._c, specs, sink, sink_size if sink else -1)
+        self._c.train(epoch, train_dataset._c, specs, sink, sink_size if sink else -1,
+                      bool(autotune))
+
+    def autotune_log(self):
+        """What the tuner of the last ``train(..., autotune=True)`` said, a
+        line per change and per judgement of one (empty without it)."""
+        if self._c is None:
+            return []
+        return self._c.autotune_log()
 
     def stage_stats(self):
         """Where the last sink-mode ``train`` spent its time, per stage:
