@@ -20,7 +20,8 @@
  *   - else a stage blocked on a full output while the consumer waited
  *     gets twice the queue, up to SL__AUTOTUNE_MAX_QUEUE chunks;
  *   - else, when the busiest stage's workers also run the source (a lazy
- *     source: its queue holds indices only), that queue doubles, so each
+ *     source: its queue holds indices only), that queue doubles, up to
+ *     the same 32 chunks (where a default lazy source starts), so each
  *     turn at the source sends more.
  * The pool is the dataset's, shared with its other iterators: a cap the
  * tuner set goes back to what it was when the iterator is freed.
@@ -37,7 +38,7 @@
 #include "core/clock.h"
 #include "pipeline/iterator_impl.h"
 
-#define FIRST_ROWS 4          /* rows before the first look (start-up is left out) */
+#define FIRST_ROWS 1          /* rows before the first look (start-up is left out) */
 #define CHURN 0.25            /* blocks given back over the pool's cap per row: too small */
 #define MIN_WINDOW_MS 50.0    /* shorter windows are too noisy to judge */
 #define LONG_WINDOW_MS 800.0  /* longer ones react too slowly: halve the count */

@@ -189,8 +189,8 @@ static int plan_lazy_source(sl_iterator *it)
     {
         size_t limit = 4 * sl__queue_limit(&src->out);
         /* Under autotune, room to deepen it (autotune.c) as other queues. */
-        size_t ring = it->opts.autotune && limit < 4 * SL__AUTOTUNE_MAX_QUEUE
-                          ? 4 * SL__AUTOTUNE_MAX_QUEUE : limit;
+        size_t ring = it->opts.autotune && limit < SL__AUTOTUNE_MAX_QUEUE
+                          ? SL__AUTOTUNE_MAX_QUEUE : limit;
         sl__queue_destroy(&src->out);
         rc = sl__queue_init(&src->out, ring, &it->error);
         if (rc != SL_OK) {
