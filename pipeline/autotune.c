@@ -8,28 +8,29 @@
  * judge it:
  *   - if the consumer hardly waited, the pipeline keeps up: nothing to do;
  *   - else if the buffer pool gave blocks back over its idle cap for most
- *     rows (the cap, by default half its peak in use, is below what the
- *     pipeline frees and takes anew each batch; seen already at the first
- *     look, since it needs no timing), its cap follows the whole
- *     peak in use from then on (at most SL__POOL_IDLE_PEAK_MAX, and more
- *     workers raise the peak): memory the pipeline
- *     uses anyway, where a mapping made and unmade per batch cost up to
- *     3x the throughput of a JPEG pipeline. First, because it costs no CPU;
+ *     rows, to take new ones (the cap, by default half its peak in use, is
+ *     below what the pipeline frees and takes anew each batch), its cap
+ *     follows the whole peak in use from then on, at most
+ *     SL__POOL_IDLE_PEAK_MAX: memory the pipeline uses anyway, where a
+ *     mapping made and unmade per image cost a JPEG pipeline up to 3x its
+ *     throughput. First, because it costs no CPU; and seen already at the
+ *     first look, since it needs no timing;
  *   - else the busiest stage limits throughput: a parallel stage (map,
  *     batch) gets one more worker, up to autotune_max_workers;
  *   - else a stage blocked on a full output while the consumer waited
  *     gets twice the queue, up to SL__AUTOTUNE_MAX_QUEUE chunks;
  *   - else, when the busiest stage's workers also run the source (a lazy
- *     source: its queue holds indices only), that queue doubles, up to
- *     the same 32 chunks (where a default lazy source starts), so each
- *     turn at the source sends more.
+ *     source: its queue holds indices only), that queue doubles, up to the
+ *     same 32 chunks (where a default lazy source starts), so each turn at
+ *     the source sends more.
  * The pool is the dataset's, shared with its other iterators: a cap the
  * tuner set goes back to what it was when the iterator is freed.
- * The window after a change settles (a new worker's first buffers, a
- * pool growing); the next judges it by the consumer's rows/s against
- * those before the change: if they fell by more than FALL, it is undone and that knob of that stage
- * is left alone from then on. Every change, and every undoing, is told to
- * the options' autotune_log with the figures that led to it. */
+ * The window after a change settles (a new worker's first buffers, a pool
+ * growing); the next judges it by the consumer's rows/s against those
+ * before the change: if they fell by more than FALL, it is undone and that
+ * knob of that stage is left alone from then on. Every change, and every
+ * undoing, is told to the options' autotune_log with the figures that led
+ * to it. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
