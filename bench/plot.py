@@ -12,8 +12,8 @@ Each FILE is one JSON object, recognised by its keys:
   `bench/torch_sink.py --json`     sink_vs_torch.png (each PyTorch configuration
                                    against sluice's sink and non-sink runs)
   `bench/torch_train.py --json`    train_vs_torch.png (compute-only samples/s)
-  a `--profile DIR` trace.json     queue_occupancy.png (the device queue's
-                                   batches over time)
+  a `--profile DIR` trace.json     queue_occupancy.png (each queue's fill
+                                   over time: device and pipeline)
 Stage figures are bars of busy, waiting (for input) and blocked (on a full
 output) as shares of each stage's threads' time, as the text table shows.
 Needs Debian's python3-matplotlib; writes into --out (default: the current
@@ -167,14 +167,15 @@ def plot_trace(d, out, written):
         if e.get("ph") == "C":
             series.setdefault(e["name"], []).append((e["ts"] / 1e3, e["args"]["value"]))
     if not series:
-        raise ValueError("the trace holds no counters (was it a sink run?)")
+        raise ValueError("the trace holds no queue counters (was it a --profile run?)")
     fig, ax = plt.subplots(figsize=(8, 3))
     for name, pts in series.items():
         pts.sort()
         ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", label=name)
     ax.set_xlabel("ms since the profiler started")
-    ax.set_ylabel("batches waiting")
-    ax.set_title("device queue occupancy (after each copy)", fontsize=10)
+    ax.set_ylabel("held: batches (device queue), chunks (pipeline)")
+    ax.set_title("queue occupancy: the device queue after each copy, pipeline queues after "
+                 "each push", fontsize=10)
     ax.legend(fontsize=8)
     save(fig, out, "queue_occupancy.png", written)
 
