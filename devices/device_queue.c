@@ -22,53 +22,10 @@
 #include <time.h>
 
 #include "core/clock.h"
-#include "core/occupancy.h"
 #include "devices/device_impl.h"
+#include "devices/device_queue_impl.h"
 
-#define DQ_NAME_LEN 64
 #define DQ_DESCRIBE_LEN 256
-
-enum { SLOT_FREE, SLOT_ACQUIRED, SLOT_COMMITTED, SLOT_TAKEN };
-
-typedef struct dq_entry {
-    int slot;                /* a batch: its slot; a marker: -1 */
-    int status;              /* a marker's status */
-    char msg[SL_ERRMSG_LEN]; /* an error marker's message */
-} dq_entry;
-
-struct sl__device_queue {
-    char name[DQ_NAME_LEN];
-    sl_device *dev;
-    sl__dq_describe_fn describe;
-    void *describe_arg;
-    size_t ncolumns;
-    size_t column_bytes[SL_MAX_COLUMNS];
-    size_t slot_bytes;
-
-    pthread_mutex_t lock;
-    pthread_cond_t not_empty; /* an entry was added, or interrupted, or closed */
-    pthread_cond_t room;      /* a slot or a marker's room came free, or interrupted, or closed */
-    int sync_ready;           /* the three above were made (sl__dq_free destroys them) */
-
-    sl__dq_slot *slots;       /* nslots */
-    unsigned char *state;     /* nslots SLOT_*, to catch misuse */
-    size_t nslots;
-    int *free_slots;          /* a stack of nfree free slot indices */
-    size_t nfree;
-    size_t acquired;          /* slots being filled */
-    size_t filled;            /* committed slots in the ring */
-    dq_entry *entries;        /* the ring: nentries, count from head */
-    size_t nentries, head, count;
-    size_t markers;           /* markers in the ring */
-    size_t getnext_waiters, room_waiters;
-    int interrupted, closed;
-    int sticky;               /* 0, or the end or error GetNext returns from now on */
-    char sticky_msg[SL_ERRMSG_LEN];
-    double empty_since_ms;    /* when the ring last became empty */
-    uint64_t batches_in, batches_out;
-    double getnext_wait_ms, acquire_wait_ms;
-    sl__occupancy occupancy; /* of `filled`, for the mean */
-};
 
 /* What the queue holds at one moment, for messages made after unlocking. */
 typedef struct dq_snapshot {
@@ -119,88 +76,13 @@ void sl__dq_free(sl__device_queue *q)
 {
     if (!q)
         return;
-    if (q->slots) {
-        for (size_t i = 0; i < q->nslots; i++)
-            for (size_t c = 0; c < q->ncolumns; c++)
-                sl__device_free(q->dev, q->slots[i].columns[c].data, q->column_bytes[c]);
-    }
+    sl__dq_free_slots(q);
     if (q->sync_ready) {
         pthread_cond_destroy(&q->room);
         pthread_cond_destroy(&q->not_empty);
         pthread_mutex_destroy(&q->lock);
     }
-    free(q->entries);
-    free(q->free_slots);
-    free(q->state);
-    free(q->slots);
     free(q);
-}
-
-/* Checks the columns and sizes a slot; fills q's column sizes. */
-static int dq_size_columns(sl__device_queue *q, const sl_tensor_spec *specs, size_t ncolumns,
-                           sl__error *err)
-{
-    char shape[96];
-    if (ncolumns == 0 || ncolumns > SL_MAX_COLUMNS)
-        return sl__errf(err, SL_EINVAL, "device queue '%s': %zu columns (1 to %d)", q->name,
-                        ncolumns, SL_MAX_COLUMNS);
-    q->ncolumns = ncolumns;
-    q->slot_bytes = 0;
-    for (size_t c = 0; c < ncolumns; c++) {
-        size_t numel;
-        int rc = sl__shape_numel(specs[c].ndim, specs[c].shape, specs[c].dtype, &numel,
-                                 &q->column_bytes[c]);
-        if (rc != SL_OK) {
-            int ndim = specs[c].ndim;
-            ndim = ndim < 0 ? 0 : ndim > SL_MAX_DIMS ? SL_MAX_DIMS : ndim;
-            sl_shape_str(shape, sizeof shape, ndim, specs[c].shape);
-            return sl__errf(err, rc,
-                            "device queue '%s': column %zu is %s %s, which cannot be a device "
-                            "slot's (a slot has a fixed shape: no unknown (-1) sizes)",
-                            q->name, c, sl_dtype_name(specs[c].dtype), shape);
-        }
-        if (q->column_bytes[c] > (size_t)-1 - q->slot_bytes)
-            return sl__errf(err, SL_ENOMEM, "device queue '%s': a batch's size overflows",
-                            q->name);
-        q->slot_bytes += q->column_bytes[c];
-    }
-    return SL_OK;
-}
-
-/* Allocates the ring, the free list and every slot's device blocks. */
-static int dq_alloc_slots(sl__device_queue *q, const sl_tensor_spec *specs, sl__error *err)
-{
-    q->nentries = q->nslots + SL__DQ_MARKER_ROOM;
-    q->slots = calloc(q->nslots, sizeof *q->slots);
-    q->state = calloc(q->nslots, sizeof *q->state);
-    q->free_slots = calloc(q->nslots, sizeof *q->free_slots);
-    q->entries = calloc(q->nentries, sizeof *q->entries);
-    if (!q->slots || !q->state || !q->free_slots || !q->entries)
-        return sl__errf(err, SL_ENOMEM, "device queue '%s': out of memory for %zu slots",
-                        q->name, q->nslots);
-    for (size_t i = 0; i < q->nslots; i++) {
-        sl__dq_slot *s = &q->slots[i];
-        s->index = (int)i;
-        s->ncolumns = q->ncolumns;
-        for (size_t c = 0; c < q->ncolumns; c++) {
-            void *mem;
-            int rc = sl__device_alloc(q->dev, q->column_bytes[c], &mem);
-            if (rc != SL_OK)
-                return sl__errf(err, rc,
-                                "device queue '%s': allocating slot %zu's column %zu (%zu "
-                                "bytes) on %s: %s",
-                                q->name, i, c, q->column_bytes[c], sl_device_name(q->dev),
-                                sl_strerror(rc));
-            /* The shape was checked by dq_size_columns, so this cannot fail. */
-            rc = sl__tensor_init_external(&s->columns[c], specs[c].dtype, specs[c].ndim,
-                                          specs[c].shape, mem);
-            SL_ASSERT(rc == SL_OK);
-        }
-        /* Pushed in reverse so slot 0 is acquired first (easier to follow). */
-        q->free_slots[q->nslots - 1 - i] = (int)i;
-    }
-    q->nfree = q->nslots;
-    return SL_OK;
 }
 
 int sl__dq_new(sl__device_queue **out, sl_device *d, const sl_tensor_spec *specs,
@@ -230,20 +112,28 @@ int sl__dq_new(sl__device_queue **out, sl_device *d, const sl_tensor_spec *specs
                       q->name, o->capacity, SL__DQ_MAX_SLOTS);
         goto fail;
     }
-    rc = dq_size_columns(q, specs, ncolumns, err);
+    if (o->grow_to > SL__DQ_MAX_SLOTS) {
+        rc = sl__errf(err, SL_EINVAL, "device queue '%s': grow_to %zu is more than %d",
+                      q->name, o->grow_to, SL__DQ_MAX_SLOTS);
+        goto fail;
+    }
+    rc = sl__dq_size_columns(q, specs, ncolumns, err);
     if (rc != SL_OK)
         goto fail;
     q->nslots = o->capacity;
-    if (o->max_bytes > 0 && q->slot_bytes > 0 && o->max_bytes / q->slot_bytes < q->nslots)
-        q->nslots = o->max_bytes / q->slot_bytes;
-    if (q->nslots == 0)
-        q->nslots = 1; /* max_bytes below one batch: one slot still has to fit */
+    q->max_slots = o->grow_to > o->capacity ? o->grow_to : o->capacity;
+    if (o->max_bytes > 0 && q->slot_bytes > 0 && o->max_bytes / q->slot_bytes < q->max_slots)
+        q->max_slots = o->max_bytes / q->slot_bytes;
+    if (q->max_slots == 0)
+        q->max_slots = 1; /* max_bytes below one batch: one slot still has to fit */
+    if (q->nslots > q->max_slots)
+        q->nslots = q->max_slots;
     rc = dq_init_sync(q, err);
     if (rc != SL_OK) {
         sl__err_prefix(err, "device queue '%s': ", q->name);
         goto fail;
     }
-    rc = dq_alloc_slots(q, specs, err);
+    rc = sl__dq_alloc_slots(q, err);
     if (rc != SL_OK)
         goto fail;
     q->empty_since_ms = sl__now_ms();
@@ -356,7 +246,11 @@ static void dq_room_err(sl__device_queue *q, sl__error *err, int rc, const char 
 
 /* --- the transfer side -------------------------------------------------- */
 
-static int has_free_slot(const sl__device_queue *q) { return q->nfree > 0; }
+/* A free slot, and fewer than limit in use. */
+static int has_free_slot(const sl__device_queue *q)
+{
+    return q->nfree > 0 && q->nslots - q->nfree < q->limit;
+}
 static int has_marker_room(const sl__device_queue *q) { return q->markers < SL__DQ_MARKER_ROOM; }
 
 int sl__dq_acquire(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms, sl__error *err)
@@ -422,7 +316,9 @@ static void dq_free_slot_locked(sl__device_queue *q, int i)
     q->state[i] = SLOT_FREE;
     q->free_slots[q->nfree++] = i;
     /* Broadcast: marker pushes wait on the same condition for another reason. */
-    if (q->room_waiters && (2 * q->nfree >= q->nslots || q->filled == 0))
+    size_t in_use = q->nslots - q->nfree;
+    size_t usable = in_use < q->limit ? q->limit - in_use : 0;
+    if (q->room_waiters && (2 * usable >= q->limit || q->filled == 0))
         pthread_cond_broadcast(&q->room);
 }
 
@@ -652,7 +548,7 @@ void sl__dq_close(sl__device_queue *q)
 void sl__dq_get_stats(sl__device_queue *q, sl__dq_stats *out)
 {
     pthread_mutex_lock(&q->lock);
-    out->slots = q->nslots;
+    out->slots = q->limit;
     out->slot_bytes = q->slot_bytes;
     out->batches_in = q->batches_in;
     out->batches_out = q->batches_out;

@@ -57,6 +57,8 @@ typedef struct sl__dq_options {
                                 * bytes) slots, at least 1 */
     sl__dq_describe_fn describe; /* may be NULL */
     void *describe_arg;
+    size_t grow_to;            /* slots sl__dq_grow may add up to (0: none), within
+                                * max_bytes; only they are allocated later */
 } sl__dq_options;
 
 typedef struct sl__dq_stats {
@@ -127,5 +129,17 @@ void sl__dq_resume(sl__device_queue *q);
 void sl__dq_close(sl__device_queue *q);
 
 void sl__dq_get_stats(sl__device_queue *q, sl__dq_stats *out);
+
+/* For a tuner (devices/dq_tune.h), on the transfer thread: gives the queue
+ * slots up to `to` (at most what grow_to and max_bytes allow), allocating
+ * the new ones' device memory; SL_OK, or the device's failure in err with
+ * the queue as it was. Also lifts a limit. One caller at a time. */
+int sl__dq_grow(sl__device_queue *q, size_t to, sl__error *err);
+/* Lets at most limit slots (>= 1) be in use from now on; the slots stay
+ * allocated (a later sl__dq_grow lifts it). */
+void sl__dq_set_limit(sl__device_queue *q, size_t limit);
+size_t sl__dq_limit(sl__device_queue *q);
+/* The most slots the queue may grow to. */
+size_t sl__dq_max_slots(const sl__device_queue *q);
 
 #endif

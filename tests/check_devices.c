@@ -564,6 +564,65 @@ START_TEST(test_queue_max_bytes_caps_the_slots)
 }
 END_TEST
 
+/* A tuner's queue: grow_to sizes the arrays, but only `capacity` slots get
+ * device memory until sl__dq_grow; the new slots carry batches like the
+ * first ones, in order; a limit holds back acquires without freeing. */
+START_TEST(test_queue_grows_and_limits)
+{
+    sl_device *d = open_device("cpu:0", NULL);
+    sl__device_queue *q = NULL;
+    sl__dq_options o;
+    sl__dq_slot *slot;
+    sl__dq_stats st;
+    sl__error err;
+
+    memset(&o, 0, sizeof o);
+    o.name = "cpu:0/grow";
+    o.capacity = 1;
+    o.grow_to = 8;
+    o.max_bytes = 3 * SLOT_BYTES; /* caps the growth at 3 slots */
+    sl__err_clear(&err);
+    ck_assert_msg(sl__dq_new(&q, d, batch_specs, 2, &o, &err) == SL_OK, "%s", err.msg);
+    ck_assert_uint_eq(bytes_allocated(d), SLOT_BYTES);
+    ck_assert_uint_eq(sl__dq_max_slots(q), 3);
+    commit_batch(q, 0);
+    ck_assert_int_eq(sl__dq_acquire(q, &slot, 0, &err), SL_ETIMEDOUT);
+
+    ck_assert_msg(sl__dq_grow(q, 8, &err) == SL_OK, "%s", err.msg);
+    ck_assert_uint_eq(bytes_allocated(d), 3 * SLOT_BYTES);
+    ck_assert_uint_eq(sl__dq_limit(q), 3);
+    commit_batch(q, 1);
+    commit_batch(q, 2);
+    ck_assert_int_eq(sl__dq_acquire(q, &slot, 0, &err), SL_ETIMEDOUT);
+    for (int32_t b = 0; b < 3; b++) {
+        ck_assert_int_eq(sl__dq_get_next(q, &slot, 0, &err), SL_OK);
+        ck_assert_int_eq(slot_number(q, slot), b);
+        sl__dq_release(q, slot);
+    }
+
+    /* A limit of 1: one slot in use at a time, the others kept. */
+    sl__dq_set_limit(q, 1);
+    sl__dq_get_stats(q, &st);
+    ck_assert_uint_eq(st.slots, 1);
+    commit_batch(q, 3);
+    ck_assert_int_eq(sl__dq_acquire(q, &slot, 0, &err), SL_ETIMEDOUT);
+    ck_assert_uint_eq(bytes_allocated(d), 3 * SLOT_BYTES);
+    ck_assert_int_eq(sl__dq_get_next(q, &slot, 0, &err), SL_OK);
+    ck_assert_int_eq(slot_number(q, slot), 3);
+    sl__dq_release(q, slot);
+    /* Growing again lifts it. */
+    ck_assert_int_eq(sl__dq_grow(q, 3, &err), SL_OK);
+    ck_assert_uint_eq(sl__dq_limit(q), 3);
+    sl__dq_free(q);
+    ck_assert_uint_eq(bytes_allocated(d), 0);
+
+    o.grow_to = SL__DQ_MAX_SLOTS + 1;
+    ck_assert_int_eq(sl__dq_new(&q, d, batch_specs, 2, &o, &err), SL_EINVAL);
+    ck_assert_msg(strstr(err.msg, "grow_to") != NULL, "%s", err.msg);
+    sl_device_free(d);
+}
+END_TEST
+
 static void describe_starved(void *arg, char *buf, size_t len)
 {
     snprintf(buf, len, "transfer thread: waiting for %s", (const char *)arg);
@@ -844,6 +903,7 @@ Suite *make_devices_suite(void)
     tcase_add_test(tc, test_queue_order_of_batches_and_markers);
     tcase_add_test(tc, test_queue_capacity_bounds_the_producer);
     tcase_add_test(tc, test_queue_max_bytes_caps_the_slots);
+    tcase_add_test(tc, test_queue_grows_and_limits);
     tcase_add_test(tc, test_queue_getnext_timeout_says_why);
     tcase_add_test(tc, test_queue_error_marker_is_sticky);
     tcase_add_test(tc, test_queue_allocates_nothing_per_batch);
