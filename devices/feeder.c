@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/trace.h"
 #include "devices/device_impl.h"
+#include "devices/dq_tune.h"
 #include "pipeline/iterator_report.h"
 #include "pipeline/iterator_wake.h"
 #include "sluice/iterator.h"
@@ -43,6 +44,8 @@ struct sl__feeder {
     int waited_once;           /* first_wait_ms is set */
     sl__track *track;          /* the transfer thread's, with a profiler */
     const char *queue_counter[SL__FEEDER_MAX_DEVICES]; /* "<queue> filled" */
+    int tuning;                /* the transfer thread tunes each queue's depth */
+    sl__dq_tune tune[SL__FEEDER_MAX_DEVICES];
     double started_ms;         /* set before the transfer thread starts */
 };
 
@@ -274,6 +277,8 @@ static void *transfer_main(void *arg)
             rc = check_row(f, &row, atomic_load(&f->batches), &err);
             if (rc == SL_OK) {
                 rc = send_batch(f, f->queues[next_queue], &row, &err);
+                if (rc == SL_OK && f->tuning)
+                    sl__dq_tune_tick(&f->tune[next_queue]);
                 next_queue = (next_queue + 1) % f->ndevices;
             }
             sl_row_clear(&row);
@@ -355,9 +360,14 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
         qo.max_bytes = o->max_bytes;
         qo.describe = describe;
         qo.describe_arg = f;
+        /* Only a transfer thread waits for slots: it is what the tuner watches. */
+        f->tuning = o->autotune && !o->inline_transfer;
+        if (f->tuning)
+            qo.grow_to = SL__DQ_TUNE_MAX_SLOTS;
         rc = sl__dq_new(&f->queues[d], devices[d], o->specs, o->ncolumns, &qo, err);
         if (rc < 0)
             goto fail;
+        sl__dq_tune_init(&f->tune[d], f->queues[d], o->autotune_log, o->autotune_log_arg);
     }
     sl_iterator_options_init(&io);
     io.num_epochs = o->num_epochs;

@@ -39,7 +39,8 @@ typedef struct sl__feeder_options {
     sl_profiler *profiler;     /* NULL, or where the transfer and pipeline record */
     /* The pipeline's autotune settings (sl_iterator_options): autotune,
      * autotune_max_workers (0: the iterator's default), autotune_log and
-     * its arg. */
+     * its arg. With a transfer thread, autotune also tunes each device
+     * queue's depth (devices/dq_tune.h), telling the same log. */
     int autotune;
     int autotune_max_workers;
     void (*autotune_log)(void *arg, const char *line);

@@ -2,7 +2,7 @@
  * (iterator_stats.c). The consumer's thread, in sl_iterator_next, looks at
  * the counters every so many rows; what happened since the last look is a
  * window. Nothing runs on a timer: the windows are counted in rows, the
- * count doubling until a window lasts at least MIN_WINDOW_MS.
+ * count doubling until a window lasts at least SL__TUNE_MIN_WINDOW_MS.
  *
  * In each window at most one thing changes, so that the next window can
  * judge it:
@@ -27,7 +27,7 @@
  * tuner set goes back to what it was when the iterator is freed.
  * The window after a change settles (a new worker's first buffers, a pool
  * growing); the next judges it by the consumer's rows/s against those
- * before the change: if they fell by more than FALL, it is undone and that
+ * before the change: if they fell by more than SL__TUNE_FALL, it is undone and that
  * knob of that stage is left alone from then on. Every change, and every
  * undoing, is told to the options' autotune_log with the figures that led
  * to it. */
@@ -37,16 +37,12 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/tune.h"
 #include "pipeline/iterator_impl.h"
 
 #define FIRST_ROWS 1          /* rows before the first look (start-up is left out) */
 #define CHURN 0.25            /* blocks given back over the pool's cap per row: too small */
-#define MIN_WINDOW_MS 50.0    /* shorter windows are too noisy to judge */
-#define LONG_WINDOW_MS 800.0  /* longer ones react too slowly: halve the count */
-#define KEEPS_UP 0.05         /* the consumer waiting less than this: no change */
 #define SATURATED 0.50        /* a stage busier than this per thread may limit */
-#define BLOCKED 0.10          /* a stage blocked more than this wants a deeper queue */
-#define FALL 0.10             /* a change that lost more than this is undone */
 
 typedef enum knob { KNOB_NONE = 0, KNOB_WORKERS = 1, KNOB_QUEUE = 2, KNOB_POOL = 4 } knob;
 
@@ -182,7 +178,7 @@ static void judge(sl_iterator *it, sl__autotune *t, double rate)
     if (t->trial == KNOB_POOL) {
         sl__pool_stats ps;
         sl__pool_get_stats(it->pool, &ps);
-        if (rate < t->rate_before * (1 - FALL)) {
+        if (rate < t->rate_before * (1 - SL__TUNE_FALL)) {
             undo(it, t);
             t->settling = 1;
             say(it, "autotune: pool: idle cap back to the default: rows/s fell from %.0f to %.0f",
@@ -195,7 +191,7 @@ static void judge(sl_iterator *it, sl__autotune *t, double rate)
         return;
     }
     const char *what = t->trial == KNOB_WORKERS ? "workers" : "queue chunks";
-    if (rate < t->rate_before * (1 - FALL)) {
+    if (rate < t->rate_before * (1 - SL__TUNE_FALL)) {
         undo(it, t);
         t->settling = 1;
         say(it, "autotune: %s: back to %zu %s: rows/s fell from %.0f to %.0f", st->name,
@@ -244,7 +240,7 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
     size_t busiest = it->nstages, most_blocked = it->nstages;
     double busiest_share = 0, blocked_share = 0;
     char line[192];
-    if (waited < KEEPS_UP) {
+    if (waited < SL__TUNE_KEEPS_UP) {
         snprintf(line, sizeof line,
                  "autotune: no change: the pipeline keeps up (the consumer waited %.0f%%)",
                  100 * waited);
@@ -290,7 +286,7 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
             return;
         }
     }
-    if (most_blocked < it->nstages && blocked_share >= BLOCKED) {
+    if (most_blocked < it->nstages && blocked_share >= SL__TUNE_BLOCKED) {
         sl__stage *st = &it->stages[most_blocked];
         size_t limit = sl__queue_limit(&st->out);
         size_t to = 2 * limit < st->out.capacity ? 2 * limit : st->out.capacity;
@@ -368,13 +364,13 @@ void sl__autotune_tick(sl_iterator *it)
         return;
     }
     window = now - t->window_start;
-    if (window < MIN_WINDOW_MS) {
+    if (window < SL__TUNE_MIN_WINDOW_MS) {
         /* Too short to judge: let it run on, and make the next ones longer. */
         t->step_rows *= 2;
         t->next_rows = it->rows_out + t->step_rows;
         return;
     }
-    if (window > LONG_WINDOW_MS && t->step_rows > 1)
+    if (window > SL__TUNE_LONG_WINDOW_MS && t->step_rows > 1)
         t->step_rows /= 2;
     sl_iterator_get_stage_stats(it, t->cur, t->n);
     t->frees_cur = pool_cap_frees(it);

@@ -22,6 +22,7 @@
 #include "core/tensor_impl.h"
 #include "devices/device_impl.h"
 #include "devices/device_queue.h"
+#include "devices/dq_tune.h"
 #include "fault.h"
 #include "sluice/sluice.h"
 #include "testutil.h"
@@ -623,6 +624,132 @@ START_TEST(test_queue_grows_and_limits)
 }
 END_TEST
 
+/* --- the depth tuner (dq_tune.h) ------------------------------------------ */
+
+#define TUNE_BATCHES 300
+#define TUNE_COPY_MS 2
+#define TUNE_STEP_MS 2
+
+typedef struct tuned_producer {
+    sl__device_queue *q;
+    sl__dq_tune tune;
+    char log[2048];
+    int rc;
+    sl__error err;
+} tuned_producer;
+
+static void tune_log_line(void *arg, const char *line)
+{
+    tuned_producer *p = arg;
+    size_t used = strlen(p->log);
+    snprintf(p->log + used, sizeof p->log - used, "%s\n", line);
+}
+
+/* A transfer thread whose copies take TUNE_COPY_MS, tuning as it goes. */
+static void *tuned_producer_main(void *arg)
+{
+    tuned_producer *p = arg;
+    p->rc = SL_OK;
+    for (int b = 0; b < TUNE_BATCHES && p->rc == SL_OK; b++) {
+        sl__dq_slot *slot;
+        p->rc = sl__dq_acquire(p->q, &slot, LONG_MS, &p->err);
+        if (p->rc != SL_OK)
+            break;
+        sleep_ms(TUNE_COPY_MS);
+        p->rc = fill_slot(p->q, slot, b);
+        sl__dq_commit(p->q, slot);
+        sl__dq_tune_tick(&p->tune);
+    }
+    if (p->rc == SL_OK)
+        p->rc = sl__dq_push_marker(p->q, SL_END_OF_DATA, NULL, LONG_MS, &p->err);
+    return NULL;
+}
+
+/* A queue of 1 slot between a copy and a step of 2 ms each: GetNext waits
+ * for every copy while the copy waits for the slot. The tuner doubles the
+ * queue, keeps it (the copies now overlap the steps), says both, and
+ * every batch still comes once and in order. */
+START_TEST(test_tuner_deepens_a_queue_that_serialises)
+{
+    sl_device *d = open_device("cpu:0", NULL);
+    tuned_producer p;
+    sl__dq_options o;
+    sl__dq_stats st;
+    pthread_t th;
+    sl__error err;
+    int32_t next = 0;
+    int rc;
+
+    memset(&p, 0, sizeof p);
+    memset(&o, 0, sizeof o);
+    o.name = "cpu:0/tuned";
+    o.capacity = 1;
+    o.grow_to = SL__DQ_TUNE_MAX_SLOTS;
+    ck_assert_msg(sl__dq_new(&p.q, d, batch_specs, 2, &o, &err) == SL_OK, "%s", err.msg);
+    sl__dq_tune_init(&p.tune, p.q, tune_log_line, &p);
+    ck_assert_int_eq(pthread_create(&th, NULL, tuned_producer_main, &p), 0);
+    for (;;) {
+        sl__dq_slot *slot;
+        rc = sl__dq_get_next(p.q, &slot, LONG_MS, &err);
+        if (rc != SL_OK)
+            break;
+        ck_assert_int_eq(slot_number(p.q, slot), next++);
+        sleep_ms(TUNE_STEP_MS);
+        sl__dq_release(p.q, slot);
+    }
+    pthread_join(th, NULL);
+    ck_assert_msg(rc == SL_END_OF_DATA, "%s", err.msg);
+    ck_assert_msg(p.rc == SL_OK, "%s", p.err.msg);
+    ck_assert_int_eq(next, TUNE_BATCHES);
+    ck_assert_msg(strstr(p.log, "autotune: device queue 'cpu:0/tuned': 1 -> 2 slots (GetNext "
+                                "waited") != NULL,
+                  "%s", p.log);
+    ck_assert_msg(strstr(p.log, "kept 2 slots") != NULL, "%s", p.log);
+    sl__dq_get_stats(p.q, &st);
+    ck_assert_uint_ge(st.slots, 2);
+    sl__dq_free(p.q);
+    sl_device_free(d);
+}
+END_TEST
+
+/* A queue that keeps the executor fed is left as it is. */
+START_TEST(test_tuner_leaves_a_queue_that_keeps_up)
+{
+    sl_device *d = open_device("cpu:0", NULL);
+    tuned_producer p;
+    sl__dq_options o;
+    sl__dq_stats st;
+    pthread_t th;
+    sl__error err;
+    int rc;
+
+    memset(&p, 0, sizeof p);
+    memset(&o, 0, sizeof o);
+    o.name = "cpu:0/deep";
+    o.capacity = 4;
+    o.grow_to = SL__DQ_TUNE_MAX_SLOTS;
+    ck_assert_msg(sl__dq_new(&p.q, d, batch_specs, 2, &o, &err) == SL_OK, "%s", err.msg);
+    sl__dq_tune_init(&p.tune, p.q, tune_log_line, &p);
+    ck_assert_int_eq(pthread_create(&th, NULL, tuned_producer_main, &p), 0);
+    /* Steps slower than copies: GetNext hardly waits. */
+    for (;;) {
+        sl__dq_slot *slot;
+        rc = sl__dq_get_next(p.q, &slot, LONG_MS, &err);
+        if (rc != SL_OK)
+            break;
+        sleep_ms(2 * TUNE_STEP_MS);
+        sl__dq_release(p.q, slot);
+    }
+    pthread_join(th, NULL);
+    ck_assert_int_eq(rc, SL_END_OF_DATA);
+    ck_assert_msg(p.log[0] == '\0', "%s", p.log);
+    sl__dq_get_stats(p.q, &st);
+    ck_assert_uint_eq(st.slots, 4);
+    sl__dq_free(p.q);
+    sl_device_free(d);
+}
+END_TEST
+
 static void describe_starved(void *arg, char *buf, size_t len)
 {
     snprintf(buf, len, "transfer thread: waiting for %s", (const char *)arg);
@@ -904,6 +1031,8 @@ Suite *make_devices_suite(void)
     tcase_add_test(tc, test_queue_capacity_bounds_the_producer);
     tcase_add_test(tc, test_queue_max_bytes_caps_the_slots);
     tcase_add_test(tc, test_queue_grows_and_limits);
+    tcase_add_test(tc, test_tuner_deepens_a_queue_that_serialises);
+    tcase_add_test(tc, test_tuner_leaves_a_queue_that_keeps_up);
     tcase_add_test(tc, test_queue_getnext_timeout_says_why);
     tcase_add_test(tc, test_queue_error_marker_is_sticky);
     tcase_add_test(tc, test_queue_allocates_nothing_per_batch);

@@ -111,9 +111,12 @@ typedef struct sl_train_options {
     /* 1: tune the pipeline while training runs, as
      * sl_iterator_options.autotune does (its map workers and queues, from
      * the stage counters; a change that lost throughput is undone), in
-     * sink mode and without. Lines saying what changed and why go to
-     * autotune_log (may be NULL), called on the thread that reads the
-     * pipeline (the transfer thread in sink mode). Default 0. */
+     * sink mode and without; in sink mode with a transfer thread, also the
+     * device queue's depth: twice the slots (up to 32, and 256 MiB of
+     * them) when GetNext waited while a batch waited for a free slot.
+     * Lines saying what changed and why go to autotune_log (may be NULL),
+     * called on the thread that reads the pipeline (the transfer thread in
+     * sink mode). Default 0. */
     int32_t autotune;
     int32_t autotune_max_workers; /* 0 (default): the iterator's (the CPUs) */
     void (*autotune_log)(void *arg, const char *line);
