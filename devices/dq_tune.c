@@ -76,7 +76,8 @@ static void decide(sl__dq_tune *t, const sl__dq_stats *s, double window_ms, doub
 {
     double waited = waited_share(t, s, window_ms);
     double blocked = (s->acquire_wait_ms - t->prev.acquire_wait_ms) / window_ms;
-    size_t to = 2 * s->slots, most = most_slots(t, s);
+    size_t to = 2 * s->slots < SL__DQ_TUNE_MIN_GROWN ? SL__DQ_TUNE_MIN_GROWN : 2 * s->slots;
+    size_t most = most_slots(t, s);
     sl__error err;
     if (t->left_alone || waited < SL__TUNE_KEEPS_UP || blocked < SL__TUNE_BLOCKED ||
         s->slots >= most)

@@ -6,8 +6,8 @@
  * than SL__TUNE_KEEPS_UP of the time) and the transfer thread waited for a
  * free slot (more than SL__TUNE_BLOCKED) — a batch was ready with nowhere
  * to go, and the executor then waited for its copy. The queue then gets
- * twice the slots (sl__dq_grow), up to its max and SL__DQ_TUNE_MAX_BYTES
- * of slots in all. The window after settles; the next judges: if GetNext's
+ * twice the slots, at least SL__DQ_TUNE_MIN_GROWN (sl__dq_grow), up to
+ * its max and SL__DQ_TUNE_MAX_BYTES of slots in all. The window after settles; the next judges: if GetNext's
  * batches per second fell by more than SL__TUNE_FALL and it waited no less
  * than before, the old depth comes back as a limit and the queue is left
  * alone. */
@@ -22,6 +22,10 @@
  * queue starts above them: a tuner never cuts what the user asked for). */
 #define SL__DQ_TUNE_MAX_SLOTS 32
 #define SL__DQ_TUNE_MAX_BYTES ((size_t)256 << 20)
+/* A grown queue has at least this many slots (the default depth): the
+ * transfer thread is woken when half the slots are free, so a queue of 2
+ * wakes it for every batch, and each wake-up takes a CPU from the step. */
+#define SL__DQ_TUNE_MIN_GROWN 4
 
 typedef struct sl__dq_tune {
     sl__device_queue *q;
