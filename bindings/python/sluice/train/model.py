@@ -186,8 +186,9 @@ class Model:
                 that the next epoch continues. Ignored without sinking.
             autotune (bool): sluice's own: tune the pipeline while training
                 (the buffer pool's idle cap, a map's workers up to the CPUs,
-                a queue's depth), one change at a time, undone if throughput
-                fell; :meth:`autotune_log` then says what it changed and why.
+                a queue's depth; when sinking, the device queue's depth),
+                one change at a time, undone if throughput fell;
+                :meth:`autotune_log` then says what it changed and why.
 
         The results are the same, bit for bit, with and without sinking.
         Callbacks see every step without sinking, one step_end per sink
