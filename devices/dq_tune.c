@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/clock.h"
 #include "core/tune.h"
 
 void sl__dq_tune_init(sl__dq_tune *t, sl__device_queue *q,
@@ -15,8 +14,7 @@ void sl__dq_tune_init(sl__dq_tune *t, sl__device_queue *q,
     t->q = q;
     t->log = log;
     t->log_arg = log_arg;
-    t->step = 1;
-    t->next = 1; /* the first look comes after the first batch: start-up is left out */
+    sl__tune_window_init(&t->window, 1); /* after the first batch: start-up is left out */
 }
 
 static void say(sl__dq_tune *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -103,25 +101,16 @@ static void decide(sl__dq_tune *t, const sl__dq_stats *s, double window_ms, doub
 void sl__dq_tune_tick(sl__dq_tune *t)
 {
     sl__dq_stats s;
-    double now, window, rate;
-    if (++t->batches < t->next)
+    double window, rate;
+    switch (sl__tune_window_tick(&t->window, ++t->batches, &window)) {
+    case SL__TUNE_NOT_YET:
         return;
-    now = sl__now_ms();
-    if (t->window_start == 0) {
+    case SL__TUNE_FIRST:
         sl__dq_get_stats(t->q, &t->prev);
-        t->window_start = now;
-        t->next = t->batches + t->step;
         return;
+    case SL__TUNE_ENDED:
+        break;
     }
-    window = now - t->window_start;
-    if (window < SL__TUNE_MIN_WINDOW_MS) {
-        /* Too short to judge: let it run on, and make the next ones longer. */
-        t->step *= 2;
-        t->next = t->batches + t->step;
-        return;
-    }
-    if (window > SL__TUNE_LONG_WINDOW_MS && t->step > 1)
-        t->step /= 2;
     sl__dq_get_stats(t->q, &s);
     rate = (double)(s.batches_out - t->prev.batches_out) * 1e3 / window;
     if (t->settling)
@@ -131,6 +120,4 @@ void sl__dq_tune_tick(sl__dq_tune *t)
     else
         decide(t, &s, window, rate);
     t->prev = s;
-    t->window_start = now;
-    t->next = t->batches + t->step;
 }

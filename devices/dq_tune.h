@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "core/tune.h"
 #include "devices/device_queue.h"
 
 /* Slots a tuned queue may grow to, and their bytes at most (unless the
@@ -32,8 +33,7 @@ typedef struct sl__dq_tune {
     void (*log)(void *arg, const char *line); /* each change and why (may be NULL) */
     void *log_arg;
     uint64_t batches;        /* ticks so far */
-    uint64_t next, step;     /* look again at `next` batches; a window is `step` */
-    double window_start;     /* 0: no look yet */
+    sl__tune_window window;  /* counted in batches */
     sl__dq_stats prev;
     int trial;               /* a change waits to be judged */
     int settling;            /* the window after a change: not judged */

@@ -36,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
 #include "core/tune.h"
 #include "pipeline/iterator_impl.h"
 
@@ -49,9 +48,7 @@ typedef enum knob { KNOB_NONE = 0, KNOB_WORKERS = 1, KNOB_QUEUE = 2, KNOB_POOL =
 typedef struct sl__autotune {
     size_t n;                /* entries of prev and cur: the stages and the consumer */
     sl_stage_stats *prev, *cur;
-    uint64_t next_rows;      /* look again when rows_out reaches this */
-    uint64_t step_rows;      /* rows per window */
-    double window_start;     /* 0: no look yet */
+    sl__tune_window window;  /* counted in the consumer's rows */
     /* The change the window after next judges (KNOB_NONE: none); the
      * window right after it only settles (new workers fill their buffers,
      * the pool grows), so it is not judged. */
@@ -84,8 +81,7 @@ int sl__autotune_new(sl_iterator *it)
     t->left_alone = calloc(it->nstages, 1);
     if (!t->prev || !t->cur || !t->left_alone)
         return sl__errf(&it->error, SL_ENOMEM, "autotune: out of memory");
-    t->step_rows = FIRST_ROWS;
-    t->next_rows = FIRST_ROWS;
+    sl__tune_window_init(&t->window, FIRST_ROWS);
     return SL_OK;
 }
 
@@ -342,53 +338,41 @@ static uint64_t pool_cap_frees(const sl_iterator *it)
 void sl__autotune_tick(sl_iterator *it)
 {
     sl__autotune *t = it->tune;
-    double now, window;
-    if (it->rows_out < t->next_rows)
+    double window, rate;
+    switch (sl__tune_window_tick(&t->window, it->rows_out, &window)) {
+    case SL__TUNE_NOT_YET:
         return;
-    now = sl__now_ms();
-    if (t->window_start == 0) {
-        /* The first look: what came before (start-up) is not judged,
-         * except a pool already giving back what it takes anew, which
-         * needs no timing to see; the change is judged against the
-         * start-up's rate. */
+    case SL__TUNE_FIRST: {
+        /* What came before (start-up) is not judged, except a pool already
+         * giving back what it takes anew, which needs no timing to see;
+         * the change is judged against the start-up's rate. */
+        double now = t->window.start_ms;
         sl_iterator_get_stage_stats(it, t->prev, t->n);
         t->frees_prev = pool_cap_frees(it);
-        t->window_start = now;
-        t->next_rows = it->rows_out + t->step_rows;
         if (t->frees_prev > 0 && now > it->started_ms) {
             const sl_stage_stats *c = &t->prev[t->n - 1];
-            double rate = (double)c->rows * 1e3 / (now - it->started_ms);
             double waited = c->elapsed_ms > 0 ? c->wait_input_ms / c->elapsed_ms : 0;
+            rate = (double)c->rows * 1e3 / (now - it->started_ms);
             try_pool(it, t, t->frees_prev, it->rows_out, rate, waited);
         }
         return;
     }
-    window = now - t->window_start;
-    if (window < SL__TUNE_MIN_WINDOW_MS) {
-        /* Too short to judge: let it run on, and make the next ones longer. */
-        t->step_rows *= 2;
-        t->next_rows = it->rows_out + t->step_rows;
-        return;
+    case SL__TUNE_ENDED:
+        break;
     }
-    if (window > SL__TUNE_LONG_WINDOW_MS && t->step_rows > 1)
-        t->step_rows /= 2;
     sl_iterator_get_stage_stats(it, t->cur, t->n);
     t->frees_cur = pool_cap_frees(it);
-    {
-        double rate = (double)(t->cur[t->n - 1].rows - t->prev[t->n - 1].rows) * 1e3 / window;
-        if (t->settling)
-            t->settling = 0;
-        else if (t->trial != KNOB_NONE)
-            judge(it, t, rate);
-        else
-            decide(it, t, window, rate);
-    }
+    rate = (double)(t->cur[t->n - 1].rows - t->prev[t->n - 1].rows) * 1e3 / window;
+    if (t->settling)
+        t->settling = 0;
+    else if (t->trial != KNOB_NONE)
+        judge(it, t, rate);
+    else
+        decide(it, t, window, rate);
     {
         sl_stage_stats *swap = t->prev;
         t->prev = t->cur;
         t->cur = swap;
         t->frees_prev = t->frees_cur;
     }
-    t->window_start = now;
-    t->next_rows = it->rows_out + t->step_rows;
 }

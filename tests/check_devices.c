@@ -665,15 +665,13 @@ static void *tuned_producer_main(void *arg)
     return NULL;
 }
 
-/* A queue of 1 slot between a copy and a step of 2 ms each: GetNext waits
- * for every copy while the copy waits for the slot. The tuner deepens the
- * queue to 4 (twice, but at least the default depth), keeps it (the copies
- * now overlap the steps), says both, and every batch still comes once and
- * in order. */
-START_TEST(test_tuner_deepens_a_queue_that_serialises)
+/* Runs TUNE_BATCHES through a queue of `capacity` slots named name: a
+ * tuned producer whose copies take TUNE_COPY_MS, and steps of step_ms on
+ * this thread. Checks every batch came once and in order; leaves the
+ * tuner's lines in p->log and returns the slots in use at the end. */
+static size_t run_tuned(const char *name, size_t capacity, int step_ms, tuned_producer *p)
 {
     sl_device *d = open_device("cpu:0", NULL);
-    tuned_producer p;
     sl__dq_options o;
     sl__dq_stats st;
     pthread_t th;
@@ -681,73 +679,55 @@ START_TEST(test_tuner_deepens_a_queue_that_serialises)
     int32_t next = 0;
     int rc;
 
-    memset(&p, 0, sizeof p);
+    memset(p, 0, sizeof *p);
     memset(&o, 0, sizeof o);
-    o.name = "cpu:0/tuned";
-    o.capacity = 1;
+    o.name = name;
+    o.capacity = capacity;
     o.grow_to = SL__DQ_TUNE_MAX_SLOTS;
-    ck_assert_msg(sl__dq_new(&p.q, d, batch_specs, 2, &o, &err) == SL_OK, "%s", err.msg);
-    sl__dq_tune_init(&p.tune, p.q, tune_log_line, &p);
-    ck_assert_int_eq(pthread_create(&th, NULL, tuned_producer_main, &p), 0);
+    ck_assert_msg(sl__dq_new(&p->q, d, batch_specs, 2, &o, &err) == SL_OK, "%s", err.msg);
+    sl__dq_tune_init(&p->tune, p->q, tune_log_line, p);
+    ck_assert_int_eq(pthread_create(&th, NULL, tuned_producer_main, p), 0);
     for (;;) {
         sl__dq_slot *slot;
-        rc = sl__dq_get_next(p.q, &slot, LONG_MS, &err);
+        rc = sl__dq_get_next(p->q, &slot, LONG_MS, &err);
         if (rc != SL_OK)
             break;
-        ck_assert_int_eq(slot_number(p.q, slot), next++);
-        sleep_ms(TUNE_STEP_MS);
-        sl__dq_release(p.q, slot);
+        ck_assert_int_eq(slot_number(p->q, slot), next++);
+        sleep_ms(step_ms);
+        sl__dq_release(p->q, slot);
     }
     pthread_join(th, NULL);
     ck_assert_msg(rc == SL_END_OF_DATA, "%s", err.msg);
-    ck_assert_msg(p.rc == SL_OK, "%s", p.err.msg);
+    ck_assert_msg(p->rc == SL_OK, "%s", p->err.msg);
     ck_assert_int_eq(next, TUNE_BATCHES);
+    sl__dq_get_stats(p->q, &st);
+    sl__dq_free(p->q);
+    sl_device_free(d);
+    return st.slots;
+}
+
+/* A queue of 1 slot between a copy and a step of 2 ms each: GetNext waits
+ * for every copy while the copy waits for the slot. The tuner deepens the
+ * queue to 4 (twice, but at least the default depth), keeps it (the copies
+ * now overlap the steps) and says both. */
+START_TEST(test_tuner_deepens_a_queue_that_serialises)
+{
+    tuned_producer p;
+    ck_assert_uint_eq(run_tuned("cpu:0/tuned", 1, TUNE_STEP_MS, &p), 4);
     ck_assert_msg(strstr(p.log, "autotune: device queue 'cpu:0/tuned': 1 -> 4 slots (GetNext "
                                 "waited") != NULL,
                   "%s", p.log);
     ck_assert_msg(strstr(p.log, "kept 4 slots") != NULL, "%s", p.log);
-    sl__dq_get_stats(p.q, &st);
-    ck_assert_uint_eq(st.slots, 4);
-    sl__dq_free(p.q);
-    sl_device_free(d);
 }
 END_TEST
 
-/* A queue that keeps the executor fed is left as it is. */
+/* A queue that keeps the executor fed (steps slower than copies: GetNext
+ * hardly waits) is left as it is, silently. */
 START_TEST(test_tuner_leaves_a_queue_that_keeps_up)
 {
-    sl_device *d = open_device("cpu:0", NULL);
     tuned_producer p;
-    sl__dq_options o;
-    sl__dq_stats st;
-    pthread_t th;
-    sl__error err;
-    int rc;
-
-    memset(&p, 0, sizeof p);
-    memset(&o, 0, sizeof o);
-    o.name = "cpu:0/deep";
-    o.capacity = 4;
-    o.grow_to = SL__DQ_TUNE_MAX_SLOTS;
-    ck_assert_msg(sl__dq_new(&p.q, d, batch_specs, 2, &o, &err) == SL_OK, "%s", err.msg);
-    sl__dq_tune_init(&p.tune, p.q, tune_log_line, &p);
-    ck_assert_int_eq(pthread_create(&th, NULL, tuned_producer_main, &p), 0);
-    /* Steps slower than copies: GetNext hardly waits. */
-    for (;;) {
-        sl__dq_slot *slot;
-        rc = sl__dq_get_next(p.q, &slot, LONG_MS, &err);
-        if (rc != SL_OK)
-            break;
-        sleep_ms(2 * TUNE_STEP_MS);
-        sl__dq_release(p.q, slot);
-    }
-    pthread_join(th, NULL);
-    ck_assert_int_eq(rc, SL_END_OF_DATA);
+    ck_assert_uint_eq(run_tuned("cpu:0/deep", 4, 2 * TUNE_STEP_MS, &p), 4);
     ck_assert_msg(p.log[0] == '\0', "%s", p.log);
-    sl__dq_get_stats(p.q, &st);
-    ck_assert_uint_eq(st.slots, 4);
-    sl__dq_free(p.q);
-    sl_device_free(d);
 }
 END_TEST
 
