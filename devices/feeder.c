@@ -349,6 +349,8 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
         free(f);
         return sl__pthread_errf(err, e, "feeder: pthread_mutex_init");
     }
+    /* Only a transfer thread waits for slots: it is what the tuner watches. */
+    f->tuning = o->autotune && !o->inline_transfer;
     for (size_t d = 0; d < ndevices; d++) {
         sl__dq_options qo;
         char name[96];
@@ -360,8 +362,6 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
         qo.max_bytes = o->max_bytes;
         qo.describe = describe;
         qo.describe_arg = f;
-        /* Only a transfer thread waits for slots: it is what the tuner watches. */
-        f->tuning = o->autotune && !o->inline_transfer;
         if (f->tuning)
             qo.grow_to = SL__DQ_TUNE_MAX_SLOTS;
         rc = sl__dq_new(&f->queues[d], devices[d], o->specs, o->ncolumns, &qo, err);

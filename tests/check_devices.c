@@ -626,12 +626,10 @@ END_TEST
 
 /* --- the depth tuner (dq_tune.h) ------------------------------------------ */
 
-#define TUNE_BATCHES 300
-#define TUNE_COPY_MS 2
-#define TUNE_STEP_MS 2
 
 typedef struct tuned_producer {
     sl__device_queue *q;
+    int batches, copy_ms;
     sl__dq_tune tune;
     char log[2048];
     int rc;
@@ -645,17 +643,17 @@ static void tune_log_line(void *arg, const char *line)
     snprintf(p->log + used, sizeof p->log - used, "%s\n", line);
 }
 
-/* A transfer thread whose copies take TUNE_COPY_MS, tuning as it goes. */
+/* A transfer thread whose copies take copy_ms, tuning as it goes. */
 static void *tuned_producer_main(void *arg)
 {
     tuned_producer *p = arg;
     p->rc = SL_OK;
-    for (int b = 0; b < TUNE_BATCHES && p->rc == SL_OK; b++) {
+    for (int b = 0; b < p->batches && p->rc == SL_OK; b++) {
         sl__dq_slot *slot;
         p->rc = sl__dq_acquire(p->q, &slot, LONG_MS, &p->err);
         if (p->rc != SL_OK)
             break;
-        sleep_ms(TUNE_COPY_MS);
+        sleep_ms(p->copy_ms);
         p->rc = fill_slot(p->q, slot, b);
         sl__dq_commit(p->q, slot);
         sl__dq_tune_tick(&p->tune);
@@ -665,11 +663,12 @@ static void *tuned_producer_main(void *arg)
     return NULL;
 }
 
-/* Runs TUNE_BATCHES through a queue of `capacity` slots named name: a
- * tuned producer whose copies take TUNE_COPY_MS, and steps of step_ms on
- * this thread. Checks every batch came once and in order; leaves the
- * tuner's lines in p->log and returns the slots in use at the end. */
-static size_t run_tuned(const char *name, size_t capacity, int step_ms, tuned_producer *p)
+/* Runs `batches` through a queue of `capacity` slots named name: a tuned
+ * producer whose copies take copy_ms, and steps of step_ms on this thread.
+ * Checks every batch came once and in order; leaves the tuner's lines in
+ * p->log and returns the slots in use at the end. */
+static size_t run_tuned(const char *name, size_t capacity, int batches, int copy_ms, int step_ms,
+                        tuned_producer *p)
 {
     sl_device *d = open_device("cpu:0", NULL);
     sl__dq_options o;
@@ -680,6 +679,8 @@ static size_t run_tuned(const char *name, size_t capacity, int step_ms, tuned_pr
     int rc;
 
     memset(p, 0, sizeof *p);
+    p->batches = batches;
+    p->copy_ms = copy_ms;
     memset(&o, 0, sizeof o);
     o.name = name;
     o.capacity = capacity;
@@ -699,7 +700,7 @@ static size_t run_tuned(const char *name, size_t capacity, int step_ms, tuned_pr
     pthread_join(th, NULL);
     ck_assert_msg(rc == SL_END_OF_DATA, "%s", err.msg);
     ck_assert_msg(p->rc == SL_OK, "%s", p->err.msg);
-    ck_assert_int_eq(next, TUNE_BATCHES);
+    ck_assert_int_eq(next, batches);
     sl__dq_get_stats(p->q, &st);
     sl__dq_free(p->q);
     sl_device_free(d);
@@ -713,7 +714,7 @@ static size_t run_tuned(const char *name, size_t capacity, int step_ms, tuned_pr
 START_TEST(test_tuner_deepens_a_queue_that_serialises)
 {
     tuned_producer p;
-    ck_assert_uint_eq(run_tuned("cpu:0/tuned", 1, TUNE_STEP_MS, &p), 4);
+    ck_assert_uint_eq(run_tuned("cpu:0/tuned", 1, 300, 2, 2, &p), 4);
     ck_assert_msg(strstr(p.log, "autotune: device queue 'cpu:0/tuned': 1 -> 4 slots (GetNext "
                                 "waited") != NULL,
                   "%s", p.log);
@@ -721,12 +722,14 @@ START_TEST(test_tuner_deepens_a_queue_that_serialises)
 }
 END_TEST
 
-/* A queue that keeps the executor fed (steps slower than copies: GetNext
- * hardly waits) is left as it is, silently. */
+/* A queue that keeps the executor fed is left as it is, silently: steps
+ * of 10 ms, copies of 1 ms, so GetNext would wait only if the producer
+ * stalled for the 40 ms its 4 slots hold (a loaded sanitizer run stalls
+ * threads for a few ms: a shorter margin made this test fail there). */
 START_TEST(test_tuner_leaves_a_queue_that_keeps_up)
 {
     tuned_producer p;
-    ck_assert_uint_eq(run_tuned("cpu:0/deep", 4, 2 * TUNE_STEP_MS, &p), 4);
+    ck_assert_uint_eq(run_tuned("cpu:0/deep", 4, 100, 1, 10, &p), 4);
     ck_assert_msg(p.log[0] == '\0', "%s", p.log);
 }
 END_TEST
