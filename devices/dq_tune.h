@@ -4,13 +4,13 @@
  *
  * A queue too shallow shows in one window as both: GetNext waited (more
  * than SL__TUNE_KEEPS_UP of the time) and the transfer thread waited for a
- * free slot (more than SL__TUNE_BLOCKED) — a batch was ready with nowhere
+ * free slot (more than SL__TUNE_BLOCKED): a batch was ready with nowhere
  * to go, and the executor then waited for its copy. The queue then gets
  * twice the slots, at least SL__DQ_TUNE_MIN_GROWN (sl__dq_grow), up to
- * its max and SL__DQ_TUNE_MAX_BYTES of slots in all. The window after settles; the next judges: if GetNext's
- * batches per second fell by more than SL__TUNE_FALL and it waited no less
- * than before, the old depth comes back as a limit and the queue is left
- * alone. */
+ * its max and SL__DQ_TUNE_MAX_BYTES of slots in all. The window after
+ * settles; the next judges: if GetNext's batches per second fell by more
+ * than SL__TUNE_FALL and it waited no less than before, the old depth
+ * comes back as a limit and the queue is left alone. */
 #ifndef SLUICE_DEVICES_DQ_TUNE_H
 #define SLUICE_DEVICES_DQ_TUNE_H
 

@@ -13,8 +13,9 @@
  *     follows the whole peak in use from then on, at most
  *     SL__POOL_IDLE_PEAK_MAX: memory the pipeline uses anyway, where a
  *     mapping made and unmade per image cost a JPEG pipeline up to 3x its
- *     throughput. First, because it costs no CPU; and seen already at the
- *     first look, since it needs no timing;
+ *     throughput. First, because it costs no CPU; seen already at the
+ *     first look, since it needs no timing; and not judged (try_pool says
+ *     why), so the next change may come in the next window;
  *   - else the busiest stage limits throughput: a parallel stage (map,
  *     batch) gets one more worker, up to autotune_max_workers;
  *   - else a stage blocked on a full output while the consumer waited
@@ -25,12 +26,12 @@
  *     the source sends more.
  * The pool is the dataset's, shared with its other iterators: a cap the
  * tuner set goes back to what it was when the iterator is freed.
- * The window after a change settles (a new worker's first buffers, a pool
- * growing); the next judges it by the consumer's rows/s against those
- * before the change: if they fell by more than SL__TUNE_FALL, it is undone and that
- * knob of that stage is left alone from then on. Every change, and every
- * undoing, is told to the options' autotune_log with the figures that led
- * to it. */
+ * The window after any other change settles (a new worker's first
+ * buffers); the next judges it by the consumer's rows/s against those
+ * before the change: if they fell by more than SL__TUNE_FALL, it is
+ * undone and that knob of that stage is left alone from then on. Every
+ * change, and every undoing, is told to the options' autotune_log with
+ * the figures that led to it. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@
 #define CHURN 0.25            /* blocks given back over the pool's cap per row: too small */
 #define SATURATED 0.50        /* a stage busier than this per thread may limit */
 
-typedef enum knob { KNOB_NONE = 0, KNOB_WORKERS = 1, KNOB_QUEUE = 2, KNOB_POOL = 4 } knob;
+typedef enum knob { KNOB_NONE = 0, KNOB_WORKERS = 1, KNOB_QUEUE = 2 } knob;
 
 typedef struct sl__autotune {
     size_t n;                /* entries of prev and cur: the stages and the consumer */
@@ -59,9 +60,7 @@ typedef struct sl__autotune {
     size_t trial_limit_from; /* KNOB_WORKERS: the stage's queue limit before */
     double rate_before;
     unsigned char *left_alone; /* per stage: knobs whose change was undone */
-    int pool_left_alone;     /* the pool's change was undone */
-    size_t pool_limit_before; /* the pool's limit before the tuner set one */
-    int pool_changed;        /* the tuner set the pool's limit */
+    int pool_changed;        /* the tuner set the pool's limit (from SL__POOL_IDLE_AUTO) */
     uint64_t frees_prev, frees_cur; /* the pool's blocks given back over its cap, at each look */
     char said[192];          /* the last "no change" line, said only once */
 } sl__autotune;
@@ -92,7 +91,7 @@ void sl__autotune_free(sl_iterator *it)
         return;
     /* Unless someone set a limit of their own since. */
     if (t->pool_changed && sl__pool_idle_limit(it->pool) == SL__POOL_IDLE_PEAK)
-        sl__pool_set_idle_limit(it->pool, t->pool_limit_before);
+        sl__pool_set_idle_limit(it->pool, SL__POOL_IDLE_AUTO);
     free(t->prev);
     free(t->cur);
     free(t->left_alone);
@@ -153,12 +152,6 @@ static int parallel(const sl__stage *st)
 static void undo(sl_iterator *it, sl__autotune *t)
 {
     sl__stage *st = &it->stages[t->trial_stage];
-    if (t->trial == KNOB_POOL) {
-        sl__pool_set_idle_limit(it->pool, t->pool_limit_before);
-        t->pool_changed = 0;
-        t->pool_left_alone = 1;
-        return;
-    }
     if (t->trial == KNOB_WORKERS) {
         sl__stage_set_active(st, (int)t->trial_from);
         sl__queue_set_limit(&st->out, t->trial_limit_from);
@@ -171,21 +164,6 @@ static void undo(sl_iterator *it, sl__autotune *t)
 static void judge(sl_iterator *it, sl__autotune *t, double rate)
 {
     sl__stage *st = &it->stages[t->trial_stage];
-    if (t->trial == KNOB_POOL) {
-        sl__pool_stats ps;
-        sl__pool_get_stats(it->pool, &ps);
-        if (rate < t->rate_before * (1 - SL__TUNE_FALL)) {
-            undo(it, t);
-            t->settling = 1;
-            say(it, "autotune: pool: idle cap back to the default: rows/s fell from %.0f to %.0f",
-                t->rate_before, rate);
-        } else {
-            say(it, "autotune: pool: kept an idle cap of %.1f MiB (rows/s %.0f -> %.0f)",
-                (double)ps.idle_cap / (1 << 20), t->rate_before, rate);
-        }
-        t->trial = KNOB_NONE;
-        return;
-    }
     const char *what = t->trial == KNOB_WORKERS ? "workers" : "queue chunks";
     if (rate < t->rate_before * (1 - SL__TUNE_FALL)) {
         undo(it, t);
@@ -203,23 +181,22 @@ static void judge(sl_iterator *it, sl__autotune *t, double rate)
 /* When the pool gave blocks back to the system because its idle cap was
  * reached, for most of the `rows` rows just seen, only to take new ones
  * (frees of them), and the tuner may: raises its idle cap to its whole
- * peak in use (at most SL__POOL_IDLE_PEAK_MAX). Returns 1 when it did. */
-static int try_pool(sl_iterator *it, sl__autotune *t, uint64_t frees, uint64_t rows, double rate,
+ * peak in use (at most SL__POOL_IDLE_PEAK_MAX). Returns 1 when it did.
+ * Not judged: blocks kept instead of unmapped and mapped anew cost memory
+ * (bounded), never throughput, and a judgement by rows/s would only undo
+ * it when the machine's speed swings, while costing the two windows the
+ * next change waits for. */
+static int try_pool(sl_iterator *it, sl__autotune *t, uint64_t frees, uint64_t rows,
                     double waited)
 {
     double per_row = rows ? (double)frees / (double)rows : 0;
     sl__pool_stats ps;
-    if (t->pool_left_alone || t->pool_changed || per_row < CHURN ||
-        sl__pool_idle_limit(it->pool) != SL__POOL_IDLE_AUTO)
+    if (t->pool_changed || per_row < CHURN || sl__pool_idle_limit(it->pool) != SL__POOL_IDLE_AUTO)
         return 0; /* the user's limit is the user's */
     sl__pool_get_stats(it->pool, &ps);
     if (ps.idle_cap >= SL__POOL_IDLE_PEAK_MAX)
         return 0;
-    t->pool_limit_before = SL__POOL_IDLE_AUTO;
     t->pool_changed = 1;
-    t->trial = KNOB_POOL;
-    t->settling = 1;
-    t->rate_before = rate;
     sl__pool_set_idle_limit(it->pool, SL__POOL_IDLE_PEAK);
     say(it, "autotune: pool: idle cap %.1f MiB -> its whole peak in use, now %.1f MiB (%.1f "
             "blocks per row given back over the cap and taken anew; the consumer waited %.0f%%)",
@@ -244,7 +221,7 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
         return;
     }
     if (try_pool(it, t, t->frees_cur - t->frees_prev,
-                 t->cur[t->n - 1].rows - t->prev[t->n - 1].rows, rate, waited))
+                 t->cur[t->n - 1].rows - t->prev[t->n - 1].rows, waited))
         return;
     for (size_t s = 0; s < it->nstages; s++) {
         window_share w;
@@ -344,17 +321,14 @@ void sl__autotune_tick(sl_iterator *it)
         return;
     case SL__TUNE_FIRST: {
         /* What came before (start-up) is not judged, except a pool already
-         * giving back what it takes anew, which needs no timing to see;
-         * the change is judged against the start-up's rate. */
-        double now = t->window.start_ms;
+         * giving back what it takes anew, which needs no timing to see. */
+        const sl_stage_stats *c;
         sl_iterator_get_stage_stats(it, t->prev, t->n);
         t->frees_prev = pool_cap_frees(it);
-        if (t->frees_prev > 0 && now > it->started_ms) {
-            const sl_stage_stats *c = &t->prev[t->n - 1];
-            double waited = c->elapsed_ms > 0 ? c->wait_input_ms / c->elapsed_ms : 0;
-            rate = (double)c->rows * 1e3 / (now - it->started_ms);
-            try_pool(it, t, t->frees_prev, it->rows_out, rate, waited);
-        }
+        c = &t->prev[t->n - 1];
+        if (t->frees_prev > 0)
+            try_pool(it, t, t->frees_prev, it->rows_out,
+                     c->elapsed_ms > 0 ? c->wait_input_ms / c->elapsed_ms : 0);
         return;
     }
     case SL__TUNE_ENDED:
