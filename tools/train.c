@@ -184,11 +184,13 @@ int cli_train_main(int argc, char **argv)
             printf("resuming %s at global step %" PRId64 "\n", a.resume, start_step);
         if (a.train.dataset_sink_mode)
             printf("data sink on %s: sink_size %" PRId64 " (%s), device queue of %" PRId64
-                   " batches\n",
+                   " batch%s%s\n",
                    a.device, a.train.sink_size,
                    a.train.sink_size < 0 ? "each epoch sinks the whole dataset"
                                          : "each epoch sinks sink_size steps",
-                   a.train.queue_capacity);
+                   a.train.queue_capacity, a.train.queue_capacity == 1 ? "" : "es",
+                   a.train.autotune ? " (to start with: --autotune deepens it when GetNext waits)"
+                                    : "");
         else
             printf("no sink on %s: the host feeds every step\n", a.device);
         sl_thread_budget b;
