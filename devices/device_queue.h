@@ -62,7 +62,7 @@ typedef struct sl__dq_options {
 } sl__dq_options;
 
 typedef struct sl__dq_stats {
-    size_t slots;              /* in the ring */
+    size_t slots;              /* in use at most: the limit (sl__dq_set_limit) */
     size_t slot_bytes;         /* device bytes per slot */
     uint64_t batches_in, batches_out;
     double getnext_wait_ms;    /* time GetNext waited for a filled slot */
@@ -136,9 +136,8 @@ void sl__dq_get_stats(sl__device_queue *q, sl__dq_stats *out);
  * the queue as it was. Also lifts a limit. One caller at a time. */
 int sl__dq_grow(sl__device_queue *q, size_t to, sl__error *err);
 /* Lets at most limit slots (>= 1) be in use from now on; the slots stay
- * allocated (a later sl__dq_grow lifts it). */
+ * allocated (a later sl__dq_grow lifts it). sl__dq_stats.slots reports it. */
 void sl__dq_set_limit(sl__device_queue *q, size_t limit);
-size_t sl__dq_limit(sl__device_queue *q);
 /* The most slots the queue may grow to. */
 size_t sl__dq_max_slots(const sl__device_queue *q);
 

@@ -151,12 +151,3 @@ void sl__dq_set_limit(sl__device_queue *q, size_t limit)
         pthread_cond_broadcast(&q->room);
     pthread_mutex_unlock(&q->lock);
 }
-
-size_t sl__dq_limit(sl__device_queue *q)
-{
-    size_t limit;
-    pthread_mutex_lock(&q->lock);
-    limit = q->limit;
-    pthread_mutex_unlock(&q->lock);
-    return limit;
-}

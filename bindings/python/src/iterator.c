@@ -19,8 +19,6 @@
 #define SIGNAL_CHECK_MS 100
 
 enum { MODE_TUPLE = 0, MODE_DICT = 1 };
-#define SLPY_TUNE_LINES 32
-#define SLPY_TUNE_LINE 256
 
 typedef struct slpy_iterator {
     PyObject_HEAD
@@ -47,19 +45,16 @@ typedef struct slpy_iterator {
     unsigned long long samples_skipped, samples_replaced;
     /* With autotune: what the tuner said (guarded by `state`: it speaks
      * on the thread in sl_iterator_next, without the GIL). */
-    size_t tune_nlines;
-    char tune_lines[SLPY_TUNE_LINES][SLPY_TUNE_LINE];
+    slpy_tune_lines tune;
     PyObject *weakrefs;
 } slpy_iterator;
 
-/* sl_iterator_options.autotune_log: keeps the line (the first
- * SLPY_TUNE_LINES of them). */
+/* sl_iterator_options.autotune_log: keeps the line. */
 static void keep_tune_line(void *arg, const char *line)
 {
     slpy_iterator *self = arg;
     PyThread_acquire_lock(self->state, WAIT_LOCK);
-    if (self->tune_nlines < SLPY_TUNE_LINES)
-        snprintf(self->tune_lines[self->tune_nlines++], SLPY_TUNE_LINE, "%s", line);
+    slpy_tune_lines_add(&self->tune, line);
     PyThread_release_lock(self->state);
 }
 
@@ -136,7 +131,7 @@ PyObject *slpy_iterator_new(slpy_dataset *ds, PyObject *args, PyObject *kwargs)
     self->error_status = 0;
     self->error_msg = NULL;
     self->samples_skipped = self->samples_replaced = 0;
-    self->tune_nlines = 0;
+    self->tune.n = 0;
     self->weakrefs = NULL;
     if (!self->lock || !self->state) {
         Py_DECREF(self);
@@ -449,6 +444,26 @@ static PyObject *iterator_get_stats(PyObject *o, PyObject *unused)
                          (unsigned long long)s.samples_replaced);
 }
 
+void slpy_tune_lines_add(slpy_tune_lines *l, const char *line)
+{
+    if (l->n < SLPY_TUNE_LINES)
+        snprintf(l->line[l->n++], SLPY_TUNE_LINE, "%s", line);
+}
+
+PyObject *slpy_tune_lines_list(const slpy_tune_lines *l)
+{
+    PyObject *list = PyList_New((Py_ssize_t)l->n);
+    for (size_t i = 0; list && i < l->n; i++) {
+        PyObject *s = PyUnicode_FromString(l->line[i]);
+        if (!s) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, s);
+    }
+    return list;
+}
+
 PyObject *slpy_stage_stats(const sl_stage_stats *st, size_t n)
 {
     char verdict[512];
@@ -496,20 +511,10 @@ static PyObject *iterator_get_stage_stats(PyObject *o, PyObject *unused)
 static PyObject *iterator_autotune_log(PyObject *o, PyObject *unused)
 {
     slpy_iterator *self = (slpy_iterator *)o;
-    PyObject *list = PyList_New(0);
+    PyObject *list;
     (void)unused;
-    if (!list)
-        return NULL;
     PyThread_acquire_lock(self->state, WAIT_LOCK);
-    for (size_t i = 0; i < self->tune_nlines; i++) {
-        PyObject *s = PyUnicode_FromString(self->tune_lines[i]);
-        if (!s || PyList_Append(list, s) < 0) {
-            Py_XDECREF(s);
-            Py_CLEAR(list);
-            break;
-        }
-        Py_DECREF(s);
-    }
+    list = slpy_tune_lines_list(&self->tune);
     PyThread_release_lock(self->state);
     return list;
 }

@@ -105,9 +105,6 @@ static void model_dealloc(PyObject *o)
 
 /* --- training and evaluation ------------------------------------------------------------------ */
 
-#define TUNE_LINES 32
-#define TUNE_LINE 256
-
 typedef struct train_call {
     slpy_call call; /* first: fn gets it */
     int64_t epochs;
@@ -116,31 +113,13 @@ typedef struct train_call {
     /* With autotune: its lines, written by the thread reading the pipeline
      * while the call runs and read once it has returned (every thread of
      * the train joined), so without a lock. */
-    size_t tune_nlines;
-    char tune_lines[TUNE_LINES][TUNE_LINE];
+    slpy_tune_lines tune;
 } train_call;
 
-/* sl_train_options.autotune_log: keeps the first TUNE_LINES lines. */
+/* sl_train_options.autotune_log. */
 static void keep_tune_line(void *arg, const char *line)
 {
-    train_call *t = arg;
-    if (t->tune_nlines < TUNE_LINES)
-        snprintf(t->tune_lines[t->tune_nlines++], TUNE_LINE, "%s", line);
-}
-
-/* The lines t kept, as a new list (NULL with an exception set). */
-static PyObject *tune_lines_list(const train_call *t)
-{
-    PyObject *list = PyList_New((Py_ssize_t)t->tune_nlines);
-    for (size_t i = 0; list && i < t->tune_nlines; i++) {
-        PyObject *s = PyUnicode_FromString(t->tune_lines[i]);
-        if (!s) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, s);
-    }
-    return list;
+    slpy_tune_lines_add(&((train_call *)arg)->tune, line);
 }
 
 static int train_fn(slpy_call *call)
@@ -202,7 +181,7 @@ static PyObject *model_train(PyObject *o, PyObject *args)
     slpy_callbacks_free(&t->call);
     free_dataset(t->ds);
     if (r == 0 && t->call.rc >= 0)
-        lines = tune_lines_list(t);
+        lines = slpy_tune_lines_list(&t->tune);
     if (r == 0 && t->call.rc < 0)
         slpy_raise_runtime(t->call.rc, t->call.msg);
     PyMem_Free(t);

@@ -102,6 +102,18 @@ PyObject *slpy_iterator_new(slpy_dataset *ds, PyObject *args, PyObject *kwargs);
  * "verdict": sl_stage_verdict's words}. */
 PyObject *slpy_stage_stats(const sl_stage_stats *st, size_t n);
 #define SLPY_MAX_STAGES 32
+
+/* What an autotuner said (its autotune_log lines), the first
+ * SLPY_TUNE_LINES kept; the caller guards it if threads share it. */
+#define SLPY_TUNE_LINES 32
+#define SLPY_TUNE_LINE 256
+typedef struct slpy_tune_lines {
+    size_t n;
+    char line[SLPY_TUNE_LINES][SLPY_TUNE_LINE];
+} slpy_tune_lines;
+void slpy_tune_lines_add(slpy_tune_lines *l, const char *line);
+/* The lines as a new list of str (NULL with an exception set). */
+PyObject *slpy_tune_lines_list(const slpy_tune_lines *l);
 /* A private copy of ds's C dataset (it shares the source and what it has
  * loaded), for a training call to read while others use ds. NULL with an
  * exception on failure. */
