@@ -310,8 +310,9 @@ class Dataset:
                 every few rows the engine reads its stage counters and makes
                 at most one change (the buffer pool's idle cap, a map's
                 workers up to the CPUs, a queue's depth), undone if rows/s
-                fell. The iterator's ``autotune_log()`` says what it changed
-                and why.
+                fell (but for the pool's cap, which costs memory, not
+                speed). The iterator's ``autotune_log()`` says what it
+                changed and why.
 
         The pipeline's threads start now. They stop when the last epoch is
         done, on an error, on Ctrl-C, or when the iterator is closed or

@@ -187,7 +187,8 @@ class Model:
             autotune (bool): sluice's own: tune the pipeline while training
                 (the buffer pool's idle cap, a map's workers up to the CPUs,
                 a queue's depth; when sinking, the device queue's depth),
-                one change at a time, undone if throughput fell;
+                one change at a time, undone if throughput fell (but for
+                the pool's cap, which costs memory, not speed);
                 :meth:`autotune_log` then says what it changed and why.
 
         The results are the same, bit for bit, with and without sinking.
