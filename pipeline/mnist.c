@@ -62,6 +62,15 @@ static char *find_file(const char *dir, const char *prefix, const char *kind)
     return path; /* missing files are reported by the header check */
 }
 
+/* Whether dir holds prefix's images file, plain or gzipped. */
+static int split_present(const char *dir, const char *prefix)
+{
+    char *path = find_file(dir, prefix, "images-idx3-ubyte");
+    int present = path && access(path, F_OK) == 0;
+    free(path);
+    return present;
+}
+
 static int open_part(mnist_part *part, const char *dir, const char *prefix, sl__error *err)
 {
     int rc;
@@ -315,10 +324,20 @@ int sl__mnist_source_new(sl__source **out, const sl_mnist_options *o, sl__error 
         free(m);
         return sl__pthread_errf(err, e, "mnist: pthread_cond_init");
     }
-    if (o->usage != SL_MNIST_TEST)
-        rc = open_part(&m->parts[m->nparts++], o->dataset_dir, "train", err);
-    if (rc == SL_OK && o->usage != SL_MNIST_TRAIN)
-        rc = open_part(&m->parts[m->nparts++], o->dataset_dir, "t10k", err);
+    if (o->usage == SL_MNIST_ALL) {
+        /* As MindSpore: every split whose images are there (a folder of the
+         * train files alone, as the seeds download, is all of it); with
+         * neither, the train split's missing files are the error. */
+        int train = split_present(o->dataset_dir, "train");
+        int test = split_present(o->dataset_dir, "t10k");
+        if (train || !test)
+            rc = open_part(&m->parts[m->nparts++], o->dataset_dir, "train", err);
+        if (rc == SL_OK && test)
+            rc = open_part(&m->parts[m->nparts++], o->dataset_dir, "t10k", err);
+    } else {
+        const char *prefix = o->usage == SL_MNIST_TRAIN ? "train" : "t10k";
+        rc = open_part(&m->parts[m->nparts++], o->dataset_dir, prefix, err);
+    }
     if (rc == SL_OK) {
         m->height = m->parts[0].images_hdr.dims[1];
         m->width = m->parts[0].images_hdr.dims[2];

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <jpeglib.h>
 
@@ -268,6 +269,71 @@ START_TEST(test_mnist_usage_counts_and_values)
         sl_dataset_free(ds);
     }
     free(dir);
+}
+END_TEST
+
+/* usage all, as MindSpore: the splits whose images file is there, so a
+ * folder of the train files alone (as the seeds download it) is read; with
+ * neither split the error names the train images; a split's images
+ * without its labels is an error naming the labels. */
+START_TEST(test_mnist_all_reads_the_splits_present)
+{
+    char *train_only = make_mnist("train_only", N_TRAIN, N_TEST, _i);
+    char *test_only = make_mnist("test_only", N_TRAIN, N_TEST, _i);
+    char *no_labels = make_mnist("no_labels", N_TRAIN, N_TEST, _i);
+    char *empty = tu_path(tmp, "empty");
+    const char *gz = _i ? ".gz" : "";
+    char path[4096];
+    sl_dataset *ds;
+    sl_mnist_options o;
+    epoch_ids ep;
+
+    snprintf(path, sizeof path, "%s/t10k-images-idx3-ubyte%s", train_only, gz);
+    ck_assert_int_eq(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/t10k-labels-idx1-ubyte%s", train_only, gz);
+    ck_assert_int_eq(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte%s", test_only, gz);
+    ck_assert_int_eq(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/train-labels-idx1-ubyte%s", test_only, gz);
+    ck_assert_int_eq(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/t10k-labels-idx1-ubyte%s", no_labels, gz);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(mkdir(empty, 0700), 0);
+
+    ds = mnist_ds(train_only, SL_MNIST_ALL, NULL);
+    ck_assert_int_eq(sl_dataset_source_rows(ds), N_TRAIN);
+    sl_dataset_free(ds);
+    {
+        sl_sampler_options s = sampler(0, 0);
+        ds = mnist_ds(test_only, SL_MNIST_ALL, &s);
+        ck_assert_int_eq(sl_dataset_source_rows(ds), N_TEST);
+        run_ids(ds, 1, &ep);
+        ck_assert_int_eq(ep.n, N_TEST);
+        for (int64_t i = 0; i < ep.n; i++)
+            ck_assert_int_eq(ep.ids[i], N_TRAIN + i); /* the test split's samples */
+        sl_dataset_free(ds);
+    }
+
+    sl_mnist_options_init(&o);
+    o.usage = SL_MNIST_ALL;
+    ds = sl_dataset_new();
+    ck_assert_ptr_nonnull(ds);
+    o.dataset_dir = empty;
+    ck_assert_int_eq(sl_dataset_mnist(ds, &o), SL_EIO);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "train-images-idx3-ubyte"));
+    o.dataset_dir = no_labels;
+    ck_assert_int_eq(sl_dataset_mnist(ds, &o), SL_EIO);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "t10k-labels-idx1-ubyte"));
+    /* asked for by name, a missing split is still an error */
+    o.dataset_dir = train_only;
+    o.usage = SL_MNIST_TEST;
+    ck_assert_int_eq(sl_dataset_mnist(ds, &o), SL_EIO);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "t10k-images-idx3-ubyte"));
+    sl_dataset_free(ds);
+    free(train_only);
+    free(test_only);
+    free(no_labels);
+    free(empty);
 }
 END_TEST
 
@@ -974,6 +1040,7 @@ static Suite *make_sources_suite(void)
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
     tcase_add_test(tc, test_mnist_plain_and_gz_identical);
     tcase_add_loop_test(tc, test_mnist_usage_counts_and_values, 0, 2); /* plain, gz */
+    tcase_add_loop_test(tc, test_mnist_all_reads_the_splits_present, 0, 2); /* plain, gz */
     tcase_add_test(tc, test_mnist_columns);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);

@@ -43,7 +43,7 @@ typedef struct sl_sampler_options {
 } sl_sampler_options;
 
 typedef enum sl_mnist_usage {
-    SL_MNIST_ALL = 0, /* train then test */
+    SL_MNIST_ALL = 0, /* train then test, each whose images file is there (at least one) */
     SL_MNIST_TRAIN,
     SL_MNIST_TEST
 } sl_mnist_usage;
