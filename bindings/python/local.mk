@@ -48,7 +48,9 @@ SL_PY_NN = \
 	bindings/python/sluice/nn/cell.py \
 	bindings/python/sluice/nn/cell.pyi \
 	bindings/python/sluice/nn/layers.py \
-	bindings/python/sluice/nn/layers.pyi
+	bindings/python/sluice/nn/layers.pyi \
+	bindings/python/sluice/nn/metrics.py \
+	bindings/python/sluice/nn/metrics.pyi
 
 SL_PY_NN_WRAP = \
 	bindings/python/sluice/nn/wrap/__init__.py \
@@ -112,6 +114,7 @@ SL_PY_TESTS = \
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/lenet_torch.py \
 	bindings/python/examples/lenet_sluice.py \
+	bindings/python/examples/seed000_model_train.py \
 	bindings/python/examples/seed001_data_sink.py \
 	bindings/python/examples/seed004_custom_loop.py \
 	bindings/python/examples/seed004_custom_network.py \
@@ -172,7 +175,7 @@ uninstall-python-hook:
 installcheck-local: installcheck-python
 installcheck-python:
 	cd / && PYTHONPATH="$(DESTDIR)$(SL_PYTHONDIR)" PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -c \
-		'import sluice, sluice.dataset.vision.c_transforms, sluice.dataset.transforms.c_transforms, sluice.train, sluice.nn.wrap.cell_wrapper, sluice.ops, sluice.common.initializer, sluice.common.dtype, sluice.common.parameter, sluice.common.tensor, sluice.functional; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
+		'import sluice, sluice.dataset.vision.c_transforms, sluice.dataset.transforms.c_transforms, sluice.train, sluice.nn.wrap.cell_wrapper, sluice.nn.metrics, sluice.ops, sluice.common.initializer, sluice.common.dtype, sluice.common.parameter, sluice.common.tensor, sluice.functional; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
 
 noinst_DATA = bindings/python/stage.stamp
 # local.mk too: a file added to the lists may be older than the stamp.

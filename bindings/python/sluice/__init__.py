@@ -40,7 +40,7 @@ script runs with ``import sluice`` where it had ``import mindspore``::
     network = nn.LeNet5(10)
     net_loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     net_opt = nn.Momentum(network.trainable_params(), 0.01, 0.9)
-    model = train.Model(network, net_loss, net_opt, metrics={"accuracy"})
+    model = train.Model(network, net_loss, net_opt, metrics={"accuracy"})  # or sluice.Model
     model.train(1, d, callbacks=[train.LossMonitor(), train.TimeMonitor()],
                 dataset_sink_mode=True)
 
@@ -73,11 +73,12 @@ from sluice.context import (GRAPH_MODE, PYNATIVE_MODE, get_context, get_seed,  #
                             set_context, set_seed)
 from sluice import common, context, nn, ops, train  # noqa: E402
 from sluice.functional import JitConfig, value_and_grad  # noqa: E402
-from sluice.train import (data_sink, load_checkpoint, load_param_into_net,  # noqa: E402
-                          save_checkpoint)
+from sluice.train import (Model, data_sink, load_checkpoint,  # noqa: E402
+                          load_param_into_net, save_checkpoint)
+from sluice.common import dtype  # noqa: E402  (``from sluice import dtype as mstype``)
 
 __all__ = ["Tensor", "dataset", "uint8", "int32", "uint32", "int64", "float32", "float64",
            "__version__", "context", "nn", "train", "GRAPH_MODE", "PYNATIVE_MODE",
            "set_context", "get_context", "set_seed", "get_seed", "data_sink",
            "save_checkpoint", "load_checkpoint", "load_param_into_net", "common", "ops",
-           "value_and_grad", "JitConfig"]
+           "value_and_grad", "JitConfig", "Model", "dtype"]

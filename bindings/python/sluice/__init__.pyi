@@ -8,7 +8,9 @@ from sluice.functional import JitConfig as JitConfig, value_and_grad as value_an
 from sluice.context import (GRAPH_MODE as GRAPH_MODE, PYNATIVE_MODE as PYNATIVE_MODE,
                             get_context as get_context, get_seed as get_seed,
                             set_context as set_context, set_seed as set_seed)
-from sluice.train import (data_sink as data_sink, load_checkpoint as load_checkpoint,
+from sluice.common import dtype as dtype
+from sluice.train import (Model as Model, data_sink as data_sink,
+                          load_checkpoint as load_checkpoint,
                           load_param_into_net as load_param_into_net,
                           save_checkpoint as save_checkpoint)
 

@@ -167,7 +167,7 @@ def test_batch_of_unequal_images(make_image_folder, tmp_path):
 # --- arguments ---------------------------------------------------------------------------
 
 def test_bad_sampler_arguments(mnist):
-    for shards, shard in [(0, 0), (3, 3), (3, -1), (200, 0)]:
+    for shards, shard in [(0, 0), (-1, 0), (3, 3), (3, 7), (3, -1), (200, 0)]:
         with pytest.raises(ValueError, match="num_shards|shard_id") as err:
             ds.MnistDataset(mnist, usage="train", num_shards=shards, shard_id=shard)
         assert mnist in str(err.value)
@@ -179,6 +179,16 @@ def test_bad_sampler_arguments(mnist):
         ds.MnistDataset(mnist, usage="validation")
     with pytest.raises(ValueError, match="num_parallel_workers"):
         ds.ImageFolderDataset(mnist, decode=True, num_parallel_workers=0)
+    # MindSpore's arguments sluice has no object for: refused, not ignored
+    with pytest.raises(ValueError, match="num_parallel_workers"):
+        ds.MnistDataset(mnist, num_parallel_workers=0)
+    with pytest.raises(ValueError, match="no sampler objects"):
+        ds.MnistDataset(mnist, sampler=object())
+    with pytest.raises(ValueError, match="no dataset cache"):
+        ds.MnistDataset(mnist, cache=object())
+    with pytest.raises(ValueError, match="no sampler objects"):
+        ds.ImageFolderDataset(mnist, sampler=object())
+    assert ds.MnistDataset(mnist, "train", None, 2, False).get_dataset_size() == 100
 
 
 def test_bad_node_arguments(mnist):

@@ -289,6 +289,12 @@ def test_eval_returns_accuracy():
     assert isinstance(result["accuracy"], float) and 0.0 <= result["accuracy"] <= 1.0
     both = train.Model(model.network, metrics={"Accuracy": train.Accuracy()})
     assert both.eval(test) == {"Accuracy": result["accuracy"]}  # the values moved with it
+    # MindSpore's arguments: sinking or not, the same pass; the metric from
+    # mindspore.nn's paths
+    same = sluice.Model(model.network, metrics={"acc": nn.metrics.Accuracy()})
+    assert same.eval(test, dataset_sink_mode=True) == {"acc": result["accuracy"]}
+    assert same.eval(test, callbacks=None, dataset_sink_mode=False) == {"acc": result["accuracy"]}
+    assert nn.Accuracy is nn.metrics.Accuracy is train.Accuracy
 
 
 # --- errors, exceptions, threads, the GIL --------------------------------------------------
@@ -316,6 +322,15 @@ def test_bad_arguments_raise_value_error(small, mnist):
         train.DatasetHelper(small, sink_size=0)
     with pytest.raises(ValueError, match="metrics"):
         lenet()[0].eval(small)
+    with pytest.raises(ValueError, match="runs no callbacks"):
+        model.eval(small, callbacks=[train.LossMonitor()])
+    with pytest.raises(TypeError, match="dataset_sink_mode"):
+        model.eval(small, dataset_sink_mode="yes")
+    with pytest.raises(ValueError, match="eval_type"):
+        nn.metrics.Accuracy("multilabel")
+    with pytest.raises(ValueError, match="data_size"):
+        train.TimeMonitor(data_size=0)
+    assert train.TimeMonitor(data_size=1875).data_size == 1875
     with pytest.raises(ValueError, match="sparse=True"):
         nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="none")
     with pytest.raises(ValueError, match="learning_rate"):
@@ -472,6 +487,51 @@ def test_lenet_sluice_example_runs(loop, line):
     assert sum(x.startswith("epoch time: ") for x in lines) == (2 if loop == "model" else 0)
     assert lines[-2] == "============== Starting Testing =============="
     assert lines[-1].startswith("{'accuracy': ")
+
+
+SEED004_IMPORTS = [("from sluice import context, Model\n",
+                    "from sluice import context\nfrom sluice.train import Model\n"),
+                   ("from sluice import dtype as mstype\n",
+                    "from sluice.common import dtype as mstype\n"),
+                   ("from sluice.nn import Accuracy\n",
+                    "from sluice.nn.metrics import Accuracy\n")]
+
+
+@pytest.mark.parametrize("imports", ["seed000", "seed004"])
+def test_seed_model_train_example_runs_on_a_folder_of_train_files(imports, tmp_path):
+    """bindings/python/examples/seed000_model_train.py as the seeds run it:
+    on a folder holding only the uncompressed train files (what seed 001
+    downloads), MnistDataset's default usage, 2 epochs of sink_size 3; and
+    with seed 004's import paths in place of seed 000's."""
+    root = tmp_path / "MNIST_Data" / "train"
+    make_mnist(root, 200)
+    for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
+        os.remove(root / name)
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "seed000_model_train.py")
+    with open(example) as f:
+        text = f.read()
+    edits = [('ds_train_path = "/usr/share/datasets/fashion-mnist"', f'ds_train_path = "{root}"'),
+             ("model.train(epoch=10, train_dataset=ds_train, callbacks=[LossMonitor()], "
+              "dataset_sink_mode=True, sink_size=1000)",
+              "model.train(epoch=2, train_dataset=ds_train, callbacks=[LossMonitor()], "
+              "dataset_sink_mode=True, sink_size=3)")]
+    if imports == "seed004":
+        edits += SEED004_IMPORTS
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    script = tmp_path / "seed.py"
+    script.write_text(text)
+    out = subprocess.run([sys.executable, str(script)], check=True, capture_output=True,
+                         text=True, timeout=120,
+                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1")).stdout
+    lines = out.splitlines()
+    assert lines[0] == "============== Starting Training =============="
+    assert len(lines) == 3
+    for e, line in enumerate(lines[1:], 1):
+        head, loss = line.split(", loss is ")
+        assert head == f"epoch: {e} step: 3"
+        assert 0 < float(loss) < 10
 
 
 def test_readme_training_example(capsys):

@@ -108,6 +108,17 @@ def _sampler_args(num_samples, shuffle, num_shards, shard_id):
     return num_samples, shuffle, config.get_seed(), num_shards, shard_id
 
 
+def _no_sampler_or_cache(what, sampler, cache):
+    """MindSpore's sampler and cache arguments: sluice has neither object,
+    so only None is accepted (silently ignoring one would change what is
+    read)."""
+    if sampler is not None:
+        raise ValueError(f"{what}: sluice has no sampler objects; use shuffle, num_samples, "
+                         "num_shards and shard_id")
+    if cache is not None:
+        raise ValueError(f"{what}: sluice has no dataset cache; cache must be None")
+
+
 def _c_op(op):
     """The C op of one operation: a sluice operator, or a Python callable
     wrapped in a custom op (the slow path)."""
@@ -339,9 +350,11 @@ class Dataset:
         """An iterable of tuples of torch tensors, to use where a
         ``torch.utils.data.DataLoader`` was: each ``for`` loop over it is one
         epoch (shuffled anew), ``len()`` is the batches per epoch. The tensors
-        share the engine's memory through DLPack (no copy); a read-only source
-        row (an MNIST image no op copied) comes as a copy. See
-        :class:`TorchLoader`."""
+        share the engine's memory through DLPack (no copy); two kinds of
+        column come as copies: a read-only source row (an MNIST image no op
+        copied), and a uint32 column (MNIST's raw labels), widened to int64
+        since torch has no uint32 (``transforms.TypeCast(sluice.int32)`` on
+        ``label`` avoids it). See :class:`TorchLoader`."""
         return TorchLoader(self, columns=columns, num_epochs=num_epochs)
 
 
@@ -413,12 +426,21 @@ class MnistDataset(Dataset):
             ``train-labels-idx1-ubyte`` (for usage train), ``t10k-...`` (test),
             plain or gzip (``.gz``).
         usage (str): ``"train"`` (60000 samples), ``"test"`` (10000) or
-            ``"all"`` (train then test; the default, None, is all).
+            ``"all"`` (the default, None: train then test, each split whose
+            images file is in the folder, as MindSpore reads a folder that
+            holds the train files alone).
         num_samples (int): at most this many samples per shard and epoch
             (None or 0: all).
+        num_parallel_workers (int): as MindSpore's (None or 1 to 256). MNIST's
+            samples are slices of files read once, with no per-sample work
+            to spread, so sluice reads them on one thread whatever this says;
+            give workers to the ``map`` calls that do the work.
         shuffle (bool): read in a new random order each epoch (default True).
+        sampler: None only (sluice has no sampler objects: shuffle,
+            num_samples and the shards choose what is read).
         num_shards (int), shard_id (int): read part ``shard_id`` of
             ``num_shards`` (both or neither).
+        cache: None only (sluice has no dataset cache).
 
     The headers are read now: a missing folder or file raises
     FileNotFoundError, a malformed one OSError. The pixels are read once,
@@ -429,10 +451,16 @@ class MnistDataset(Dataset):
 
     _USAGE = {None: 0, "all": 0, "train": 1, "test": 2}
 
-    def __init__(self, dataset_dir, usage=None, num_samples=None, shuffle=None,
-                 num_shards=None, shard_id=None):
+    def __init__(self, dataset_dir, usage=None, num_samples=None, num_parallel_workers=None,
+                 shuffle=None, sampler=None, num_shards=None, shard_id=None, cache=None):
         if usage not in self._USAGE:
             raise ValueError(f"MnistDataset: usage must be 'train', 'test' or 'all', got {usage!r}")
+        if num_parallel_workers is not None:
+            workers = _int(num_parallel_workers, "MnistDataset: num_parallel_workers")
+            if not 1 <= workers <= 256:
+                raise ValueError(f"MnistDataset: num_parallel_workers must be 1 to 256, "
+                                 f"got {workers}")
+        _no_sampler_or_cache("MnistDataset", sampler, cache)
         sampler = _sampler_args(num_samples, shuffle, num_shards, shard_id)
         super().__init__(_source(_sluice.Dataset.mnist, os.fspath(dataset_dir),
                                  self._USAGE[usage], *sampler))
@@ -456,8 +484,10 @@ class ImageFolderDataset(Dataset):
             default every file).
         class_indexing (dict): only these class folders, with these labels
             (``{"cat": 0, "dog": 1}``).
+        sampler: None only, as in :class:`MnistDataset`.
         decode (bool): decode the JPEGs (default False: the bytes).
         num_shards (int), shard_id (int): as in :class:`MnistDataset`.
+        cache: None only (sluice has no dataset cache).
         decode_max_pixels (int): with ``decode``, refuse JPEGs declaring more
             pixels (default None: 2^26, as ``vision.Decode``).
     """
@@ -465,8 +495,9 @@ class ImageFolderDataset(Dataset):
     __slots__ = ()
 
     def __init__(self, dataset_dir, num_samples=None, num_parallel_workers=None, shuffle=None,
-                 extensions=None, class_indexing=None, decode=False, num_shards=None,
-                 shard_id=None, decode_max_pixels=None):
+                 sampler=None, extensions=None, class_indexing=None, decode=False,
+                 num_shards=None, shard_id=None, cache=None, decode_max_pixels=None):
+        _no_sampler_or_cache("ImageFolderDataset", sampler, cache)
         sampler = _sampler_args(num_samples, shuffle, num_shards, shard_id)
         if isinstance(extensions, str):
             extensions = [extensions]

@@ -73,14 +73,16 @@ class TorchLoader:
 
 class MnistDataset(Dataset):
     def __init__(self, dataset_dir: Union[str, os.PathLike], usage: Optional[str] = ...,
-                 num_samples: Optional[int] = ..., shuffle: Optional[bool] = ...,
-                 num_shards: Optional[int] = ..., shard_id: Optional[int] = ...) -> None: ...
+                 num_samples: Optional[int] = ..., num_parallel_workers: Optional[int] = ...,
+                 shuffle: Optional[bool] = ..., sampler: None = ...,
+                 num_shards: Optional[int] = ..., shard_id: Optional[int] = ...,
+                 cache: None = ...) -> None: ...
 
 
 class ImageFolderDataset(Dataset):
     def __init__(self, dataset_dir: Union[str, os.PathLike], num_samples: Optional[int] = ...,
                  num_parallel_workers: Optional[int] = ..., shuffle: Optional[bool] = ...,
-                 extensions: Union[str, Sequence[str], None] = ...,
+                 sampler: None = ..., extensions: Union[str, Sequence[str], None] = ...,
                  class_indexing: Optional[Dict[str, int]] = ..., decode: bool = ...,
                  num_shards: Optional[int] = ..., shard_id: Optional[int] = ...,
-                 decode_max_pixels: Optional[int] = ...) -> None: ...
+                 cache: None = ..., decode_max_pixels: Optional[int] = ...) -> None: ...

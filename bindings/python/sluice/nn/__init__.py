@@ -32,7 +32,7 @@ from sluice.nn.layers import Conv2d, Dense, Flatten, MaxPool2d, ReLU
 
 __all__ = ["Cell", "Parameter", "LeNet5", "SoftmaxCrossEntropyWithLogits", "Optimizer",
            "Momentum", "SGD", "WithLossCell", "TrainOneStepCell", "Conv2d", "Dense", "ReLU",
-           "MaxPool2d", "Flatten", "wrap"]
+           "MaxPool2d", "Flatten", "wrap", "metrics", "Accuracy", "Loss"]
 
 
 def __getattr__(name):
@@ -344,3 +344,5 @@ class TrainOneStepCell(Cell):
 
 
 from sluice.nn import wrap  # noqa: E402  (MindSpore's path of the two cells above)
+from sluice.nn import metrics  # noqa: E402
+from sluice.nn.metrics import Accuracy, Loss  # noqa: E402

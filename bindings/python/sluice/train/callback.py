@@ -174,7 +174,21 @@ class LossMonitor(_BuiltIn):
 
 class TimeMonitor(_BuiltIn):
     """Prints ``epoch time: 1843.522 ms, per step time: 0.983 ms`` at the
-    end of each epoch (per step: the epoch's time over the steps it ran)."""
+    end of each epoch (per step: the epoch's time over the steps it ran).
+
+    Args:
+        data_size (int): as MindSpore's, the steps per epoch to divide by
+            when training does not know them (None or >= 1). sluice's
+            training always knows them, so, as MindSpore does then, the
+            steps the epoch ran are used.
+    """
+
+    def __init__(self, data_size=None):
+        if data_size is not None:
+            data_size = operator.index(data_size)
+            if data_size < 1:
+                raise ValueError(f"TimeMonitor: data_size must be >= 1 or None, got {data_size}")
+        self.data_size = data_size
 
     def _spec(self):
         return ("time_monitor",)

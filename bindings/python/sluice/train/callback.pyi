@@ -34,7 +34,8 @@ class LossMonitor(Callback):
 
 
 class TimeMonitor(Callback):
-    ...
+    data_size: Optional[int]
+    def __init__(self, data_size: Optional[int] = ...) -> None: ...
 
 
 class CheckpointConfig:

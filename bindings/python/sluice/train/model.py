@@ -2,22 +2,10 @@
 import operator
 
 from sluice import _sluice, context, nn
+from sluice.nn.metrics import Accuracy, Loss
 from sluice.train.callback import CallbackParam, RunContext, _BuiltIn, _Hooks
 
 __all__ = ["Model", "Accuracy", "Loss"]
-
-
-class Accuracy:
-    """The fraction of samples whose largest logit is their label (a metric
-    of :class:`Model`: ``metrics={"Accuracy": Accuracy()}``)."""
-
-    _kind = "accuracy"
-
-
-class Loss:
-    """The mean loss over the samples (a metric of :class:`Model`)."""
-
-    _kind = "loss"
 
 
 _METRIC_NAMES = {"accuracy": "accuracy", "acc": "accuracy", "loss": "loss"}
@@ -247,11 +235,26 @@ class Model:
             return {"stages": [], "verdict": "no stages to judge"}
         return self._c.stage_stats()
 
-    def eval(self, valid_dataset):
+    def eval(self, valid_dataset, callbacks=None, dataset_sink_mode=False):
         """Runs the network over one pass of ``valid_dataset`` and returns
         ``{name: value}`` for the model's metrics (``{"accuracy": 0.87}``).
         A last batch smaller than the network's is padded and only its real
-        rows count."""
+        rows count.
+
+        Args:
+            valid_dataset (Dataset): as for :meth:`train`; the last batch may
+                be smaller.
+            callbacks: None (or an empty list): sluice's evaluation calls
+                none; given callbacks raise ValueError rather than be
+                silently skipped.
+            dataset_sink_mode (bool): accepted as MindSpore's; evaluation
+                reads its batches the same way either way (one forward pass
+                each, no step to sink), so the results are the same.
+        """
+        if callbacks not in (None, [], ()):
+            raise ValueError("eval: sluice's evaluation runs no callbacks; pass none")
+        if not isinstance(dataset_sink_mode, bool):
+            raise TypeError("eval: dataset_sink_mode must be True or False")
         if not self._metrics:
             raise ValueError("eval: the model has no metrics; make it with "
                              "metrics={'accuracy'}")

@@ -2,15 +2,8 @@
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from sluice.dataset import Dataset
+from sluice.nn.metrics import Accuracy as Accuracy, Loss as Loss
 from sluice.nn import LeNet5, Optimizer, SoftmaxCrossEntropyWithLogits, TrainOneStepCell
-
-
-class Accuracy:
-    ...
-
-
-class Loss:
-    ...
 
 
 class Model:
@@ -24,6 +17,7 @@ class Model:
     def train(self, epoch: int, train_dataset: Dataset, callbacks: Any = ...,
               dataset_sink_mode: bool = ..., sink_size: int = ...,
               autotune: bool = ...) -> None: ...
-    def eval(self, valid_dataset: Dataset) -> Dict[str, float]: ...
+    def eval(self, valid_dataset: Dataset, callbacks: Any = ...,
+             dataset_sink_mode: bool = ...) -> Dict[str, float]: ...
     def stage_stats(self) -> Dict[str, Any]: ...
     def autotune_log(self) -> List[str]: ...
