@@ -13,6 +13,12 @@ import time
 import numpy as np
 import pytest
 
+# In a sanitizer build run_pytest.sh preloads the sanitizer's runtime into
+# this interpreter. The C programs the tests start link it themselves, and
+# some are libtool's shell wrappers, which TSan's runtime, preloaded into
+# the shell, crashes: only child interpreters get it back (python_env).
+PRELOAD = os.environ.pop("LD_PRELOAD", None)
+
 FASHION = "/usr/share/datasets/fashion-mnist"
 TRAIN_IMAGES = "train-images-idx3-ubyte"
 TRAIN_LABELS = "train-labels-idx1-ubyte"
@@ -94,6 +100,35 @@ def fashion_or_skip():
     if not os.path.exists(os.path.join(FASHION, TRAIN_IMAGES + ".gz")):
         pytest.skip(f"{FASHION} is not installed (apt-get install -y dataset-fashion-mnist)")
     return FASHION
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "long: an end-to-end run of many steps, checked for "
+                            "its results; skipped under a sanitizer (the plain build runs it)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under a sanitizer the long runs are skipped: they check results the
+    plain build checks, and a sanitizer slows them tenfold. What the
+    sanitizers are for (threads, the GIL, memory handed to numpy and torch,
+    errors, stops) runs in the short tests, and the C suites run the
+    training paths sanitized."""
+    if not PRELOAD:
+        return
+    skip = pytest.mark.skip(reason="long run, skipped under a sanitizer (the plain build runs it)")
+    for item in items:
+        if "long" in item.keywords:
+            item.add_marker(skip)
+
+
+def python_env(**extra):
+    """The environment for a child Python interpreter that imports sluice:
+    this one's, the sanitizer runtime preloaded again if it was, no
+    bytecode written, and extra."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", **extra)
+    if PRELOAD:
+        env["LD_PRELOAD"] = PRELOAD
+    return env
 
 
 def nthreads():

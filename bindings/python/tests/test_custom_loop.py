@@ -23,7 +23,7 @@ from sluice.common.initializer import TruncatedNormal
 from sluice.common.parameter import ParameterTuple
 from sluice.nn.wrap.cell_wrapper import WithLossCell
 from sluice.train.dataset_helper import DatasetHelper, _model_of, connect_network_with_dataset
-from conftest import assert_same, fashion_or_skip, loss_cell, values
+from conftest import assert_same, fashion_or_skip, loss_cell, python_env, values
 
 
 @pytest.fixture(autouse=True)
@@ -350,11 +350,12 @@ def test_ascend_is_refused_naming_the_devices_sluice_has():
 
 # --- the seed's example ----------------------------------------------------------------
 
+@pytest.mark.long
 def test_seed004_custom_loop_example_runs():
     fashion_or_skip()
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "seed004_custom_loop.py")
     out = subprocess.run([sys.executable, example], check=True, capture_output=True, text=True,
-                         timeout=120, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1")).stdout
+                         timeout=120, env=python_env()).stdout
     lines = out.splitlines()
     assert lines[0] == "============== Starting Training =============="
     assert len(lines) == 11
@@ -511,7 +512,7 @@ def test_seed004_first_example_runs():
     example = os.path.join(os.path.dirname(__file__), "..", "examples",
                            "seed004_custom_network.py")
     out = subprocess.run([sys.executable, example], check=True, capture_output=True, text=True,
-                         timeout=120, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1")).stdout
+                         timeout=120, env=python_env()).stdout
     head, values_ = out.split("[", 1)
     assert head == "-------loss------ "
     assert np.array_equal(np.array(values_.rstrip().rstrip("]").split(), float), np.zeros(32))

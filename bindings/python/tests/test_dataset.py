@@ -12,7 +12,7 @@ import sluice
 import sluice.dataset as ds
 import sluice.dataset.transforms as transforms
 import sluice.dataset.vision as vision
-from conftest import fashion_or_skip, labels, make_mnist, pixels
+from conftest import fashion_or_skip, labels, make_mnist, pixels, python_env
 
 
 def lenet(d, workers=2):
@@ -225,6 +225,7 @@ def test_python_callable(mnist):
     assert img.shape == (1, 28, 28) and img[0, 0, 0] == 1.0
 
 
+@pytest.mark.long
 def test_lenet_torch_example_runs():
     """bindings/python/examples/lenet_torch.py, a few steps of each run."""
     pytest.importorskip("torch")
@@ -232,7 +233,7 @@ def test_lenet_torch_example_runs():
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "lenet_torch.py")
     out = subprocess.run([sys.executable, example, "--data", root, "--max-steps", "3",
                           "--eval-batches", "2"], check=True, capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1")).stdout
+                         env=python_env()).stdout
     assert "sluice to_torch (DLPack)" in out and "torch DataLoader" in out
     assert out.count("accuracy") == 3 and "on 64 test images" in out
 

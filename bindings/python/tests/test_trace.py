@@ -19,7 +19,7 @@ import sluice.nn as nn
 import sluice.ops as ops
 from sluice import train
 from sluice.common.initializer import Normal, TruncatedNormal
-from conftest import assert_same, fashion_or_skip, loss_cell, values
+from conftest import assert_same, fashion_or_skip, loss_cell, python_env, values
 
 
 @pytest.fixture(autouse=True)
@@ -129,6 +129,7 @@ def test_traced_lenet_is_the_builtin_graph(small):
     assert [n for op, n in a if op == "param"] == [n for op, n in b if op == "param"]
 
 
+@pytest.mark.long
 def test_data_sink_train_step_equals_model_train_bit_for_bit(small):
     mine = LeNet5()
     sink = sluice.data_sink(functional(mine), small, sink_size=200, jit_config=sluice.JitConfig())
@@ -141,6 +142,7 @@ def test_data_sink_train_step_equals_model_train_bit_for_bit(small):
     assert not np.array_equal(values(mine)["fc3.bias"], values(LeNet5())["fc3.bias"])
 
 
+@pytest.mark.long
 def test_two_sinks_of_50_equal_one_of_100_in_either_mode(small):
     a, b, c = LeNet5(), LeNet5(), LeNet5()
     sink = sluice.data_sink(functional(a), small, sink_size=50, jit_config=sluice.JitConfig())
@@ -302,7 +304,7 @@ def test_seed001_data_sink_example_runs():
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "seed001_data_sink.py")
     out = subprocess.run([sys.executable, example, "--data", root, "--epochs", "2",
                           "--steps", "3"], check=True, capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1")).stdout
+                         env=python_env()).stdout
     lines = out.splitlines()
     assert lines[0] == "============== Different calling methods train 2 epochs =============="
     assert lines[1] == "1. Default, execute one step data each per sink"

@@ -21,7 +21,8 @@ import sluice.dataset.transforms as transforms
 import sluice.dataset.vision as vision
 import sluice.nn as nn
 from sluice import train
-from conftest import baseline, fashion_or_skip, make_mnist, nthreads, settled
+from conftest import (baseline, fashion_or_skip, make_mnist, nthreads, python_env,
+                      settled)
 
 
 @pytest.fixture(autouse=True)
@@ -111,6 +112,7 @@ def small(mnist):
 
 # --- training works, the same way every way --------------------------------------------
 
+@pytest.mark.long
 def test_loss_decreases_on_fashion_mnist():
     d = create_dataset(fashion_or_skip()).take(400)
     model, _ = lenet(lr=0.05)
@@ -146,6 +148,7 @@ def test_graph_and_pynative_give_the_same_parameters(small):
     assert_same(values(a), values(b))
 
 
+@pytest.mark.long
 def test_parameters_equal_the_c_librarys():
     """`sluice train --seed 7 --max-steps 100 --save` (the C API) and the
     same seeds, pipeline and steps from Python write the same numbers."""
@@ -479,7 +482,7 @@ def test_lenet_sluice_example_runs(loop, line):
     out = subprocess.run([sys.executable, example, "--data", root, "--epochs", "2",
                           "--sink-size", "20", "--eval-batches", "5", "--loop", loop],
                          check=True, capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1")).stdout
+                         env=python_env()).stdout
     lines = out.splitlines()
     assert lines[0] == "============== Starting Training =============="
     for e in (1, 2):
@@ -524,7 +527,7 @@ def test_seed_model_train_example_runs_on_a_folder_of_train_files(imports, tmp_p
     script.write_text(text)
     out = subprocess.run([sys.executable, str(script)], check=True, capture_output=True,
                          text=True, timeout=120,
-                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1")).stdout
+                         env=python_env()).stdout
     lines = out.splitlines()
     assert lines[0] == "============== Starting Training =============="
     assert len(lines) == 3
@@ -534,6 +537,7 @@ def test_seed_model_train_example_runs_on_a_folder_of_train_files(imports, tmp_p
         assert 0 < float(loss) < 10
 
 
+@pytest.mark.long
 def test_readme_training_example(capsys):
     """The Python block of README.md's training section runs as written."""
     fashion_or_skip()
