@@ -59,9 +59,9 @@ static void keep_tune_line(void *arg, const char *line)
 }
 
 /* Takes the C iterator out of self (under `state`, so close() in another
- * thread cannot interrupt what is being freed) and frees it: joins every
- * pipeline thread. Called with `lock` held and without the GIL. */
-static void stop_pipeline(slpy_iterator *self)
+ * thread cannot interrupt what is being freed) and returns it, for
+ * sl_iterator_free. Called with `lock` held and without the GIL. */
+static sl_iterator *detach_pipeline(slpy_iterator *self)
 {
     sl_iterator *it;
     PyThread_acquire_lock(self->state, WAIT_LOCK);
@@ -74,7 +74,14 @@ static void stop_pipeline(slpy_iterator *self)
         self->samples_skipped = s.samples_skipped;
         self->samples_replaced = s.samples_replaced;
     }
-    sl_iterator_free(it);
+    return it;
+}
+
+/* Detaches and frees the C iterator: joins every pipeline thread. Called
+ * with `lock` held and without the GIL. */
+static void stop_pipeline(slpy_iterator *self)
+{
+    sl_iterator_free(detach_pipeline(self));
 }
 
 /* Stops the pipeline from any thread, waking a next() that waits in
@@ -82,6 +89,7 @@ static void stop_pipeline(slpy_iterator *self)
 static void close_iterator(slpy_iterator *self)
 {
     PyThreadState *ts;
+    sl_iterator *it;
     self->ended = 1;
     ts = PyEval_SaveThread();
     PyThread_acquire_lock(self->state, WAIT_LOCK);
@@ -89,8 +97,12 @@ static void close_iterator(slpy_iterator *self)
         sl_iterator_interrupt(self->it);
     PyThread_release_lock(self->state);
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    stop_pipeline(self);
+    it = detach_pipeline(self);
     PyThread_release_lock(self->lock);
+    /* The join waits for the rows being made (a Python map may take long):
+     * outside `lock`, or a next() in another thread, between two waits
+     * when interrupted, would wait for them too. */
+    sl_iterator_free(it);
     PyEval_RestoreThread(ts);
 }
 

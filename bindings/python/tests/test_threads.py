@@ -205,3 +205,26 @@ def test_close_from_another_thread(mnist):
     gate.set()
     closer.join()
     assert settled(base) == base
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach the main thread only")
+def test_close_between_two_waits(mnist):
+    """close() landing while __next__ is between two SIGNAL_CHECK_MS waits
+    (here: in a signal handler, run there) still wakes it at once: close()
+    does not join the threads under the lock __next__ takes next."""
+    gate = threading.Event()
+    it = gated(mnist, gate).create_tuple_iterator()
+    old = signal.signal(signal.SIGALRM, lambda *a: time.sleep(0.3))
+    closer = threading.Timer(0.2, it.close)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)  # the handler runs at the 0.1 s wake-up
+        closer.start()
+        t0 = time.monotonic()
+        with pytest.raises(StopIteration):
+            next(it)
+        assert time.monotonic() - t0 < 2.0
+    finally:
+        signal.signal(signal.SIGALRM, old)
+        gate.set()
+        closer.join()
