@@ -541,7 +541,8 @@ static sl__conv2d_dims direct_dims(size_t n, size_t c, size_t h, size_t w, size_
  * partial vector, exactly 16; kernels narrower than 5 columns (taps in
  * (ky, kx) order) and wider (runs of 5 that overlap); 1x1; a kernel as big
  * as the input; more channels than one register block; sample counts that
- * are not a multiple of the input gradient's groups of 4. */
+ * are not a multiple of the input gradient's groups of 4; and AVX2's weight
+ * gradient by channel lanes (LeNet conv2, the 34-wide and 9-wide cases). */
 static sl__conv2d_dims direct_case(int i)
 {
     switch (i) {
@@ -561,11 +562,16 @@ static sl__conv2d_dims direct_case(int i)
         return direct_dims(2, 2, 5, 6, 3, 5, 6);     /* kernel = input: 1x1 output */
     case 7:
         return direct_dims(4, 1, 20, 20, 8, 5, 5);   /* 16-wide rows */
+    case 8:
+        /* AVX2's weight gradient by channel lanes (conv2d_dw_lanes.c): a
+         * second vector of 1 channel, an odd count of positions, taps in a
+         * block of 5 and one of 1 */
+        return direct_dims(3, 2, 7, 10, 9, 3, 2);    /* 9-wide rows, 9 channels */
     default:
         return direct_dims(5, 3, 12, 25, 4, 4, 6);   /* 20-wide rows, 5 samples */
     }
 }
-#define DIRECT_CASES 9
+#define DIRECT_CASES 10
 
 /* The path of loop index i, or -1 when this CPU lacks it. */
 static int direct_path(int i)

@@ -20,7 +20,9 @@
  * loading each input vector once for all its channels and broadcasting each
  * weight once for all its slots. A weight-gradient block keeps a few
  * channels times a few taps, each one vector of per-lane partial sums over
- * (n, y, x) that one fixed horizontal add turns into the result.
+ * (n, y, x) that one fixed horizontal add turns into the result. (On AVX2,
+ * a shape whose rows waste lanes so, LeNet's conv2, puts output channels
+ * across the lanes instead: conv2d_dw_lanes.c.)
  *
  * Loads are always whole vectors: on the Zen 5 this was tuned on a masked
  * load costs about three plain ones (AVX-512 and AVX2 alike), while masking
@@ -904,7 +906,10 @@ void sl__conv2d_direct_backward_weight(sl__conv2d_path p, float *dweight, const 
         dw_avx512(dweight, dout, in, d, oc0, oc1);
         return;
     case SL__CONV2D_PATH_AVX2:
-        dw_avx2(dweight, dout, in, d, oc0, oc1);
+        if (sl__conv2d_dw_lanes_fits(d))
+            sl__conv2d_dw_lanes_avx2(dweight, dout, in, d, oc0, oc1);
+        else
+            dw_avx2(dweight, dout, in, d, oc0, oc1);
         return;
 #endif
     default:

@@ -55,6 +55,16 @@ void sl__conv2d_direct_backward_weight(sl__conv2d_path p, float *dweight, const 
                                        const float *in, const sl__conv2d_dims *d, size_t oc0,
                                        size_t oc1);
 
+/* The AVX2 weight gradient with output channels across the lanes
+ * (conv2d_dw_lanes.c), which the AVX2 path runs where the shape says it
+ * fills more lanes than the columns do: at least 8 output channels and
+ * rows that waste over a tenth of the column vectors' lanes (LeNet's
+ * conv2: 10-wide rows); small planes only, as it transposes a sample's
+ * dout on the stack. */
+int sl__conv2d_dw_lanes_fits(const sl__conv2d_dims *d);
+void sl__conv2d_dw_lanes_avx2(float *dweight, const float *dout, const float *in,
+                              const sl__conv2d_dims *d, size_t oc0, size_t oc1);
+
 /* --- im2col: any stride and padding -------------------------------------
  * cols (N, C*KH*KW, OH*OW) written by the forward, read by backward_weight;
  * dcols (C*KH*KW, OH*OW) is one thread's scratch for backward_input. */

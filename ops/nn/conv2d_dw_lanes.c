@@ -1,0 +1,160 @@
+/* conv2d_dw_lanes.c: the direct weight gradient with output channels across
+ * the lanes, for AVX2.
+ *
+ * conv2d_direct.c's weight gradient puts output columns across the lanes,
+ * which wastes lanes on rows that are not a multiple of the vector: a
+ * 10-wide row (LeNet's conv2) fills 10 of 16 lanes in two AVX2 vectors.
+ * Here lane k of a vector is output channel 8v + k instead, so every lane
+ * of every FMA counts when there are at least 8 output channels:
+ *
+ *   dw[oc][c][tap] = sum over n, p of dout[n][oc][p] * in[n][c][p' + off(tap)]
+ *
+ * where p runs over the output positions (y, x), p' = y * W + x is where p
+ * starts in an input plane and off(tap) = ky * W + kx. Per sample the
+ * vector's dout is transposed to (p, 8 channels) once; then, for each input
+ * channel and block of up to 5 taps, each position loads one dout vector,
+ * broadcasts one input value per tap and does one FMA per tap.
+ *
+ * Each (channel, tap) sums in two partial sums, even and odd positions,
+ * added at the end: ten chains of FMAs keep both FMA units busy while each
+ * waits for its last result. The order of every sum is fixed by the shape
+ * alone, so the result does not depend on the channel range a thread gets
+ * or on how many threads there are; whether this kernel runs at all is
+ * also decided by the shape (sl__conv2d_dw_lanes_fits). */
+#include "ops/nn/conv2d_impl.h"
+
+#include "core/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+enum {
+    LANES = 8,       /* output channels per vector */
+    TAPS = 5,        /* taps per block: 2 x 5 accumulators of 16 registers */
+    MAX_PLANE = 256, /* output positions a transposed sample may hold */
+    MAX_BLOCKS = 64  /* (input channel, tap block) pairs kept per vector */
+};
+
+static size_t tap_blocks(const sl__conv2d_dims *d)
+{
+    return (d->kh * d->kw + TAPS - 1) / TAPS;
+}
+
+int sl__conv2d_dw_lanes_fits(const sl__conv2d_dims *d)
+{
+    /* lanes the column kernel fills per useful column, as 1/efficiency */
+    size_t per_row = d->ow <= LANES ? 1 : (d->ow + LANES - 1) / LANES;
+    int wastes = 10 * d->ow < 9 * LANES * per_row; /* under 90% of its lanes used */
+    return d->oc >= LANES && d->oh * d->ow <= MAX_PLANE &&
+           d->c * tap_blocks(d) <= MAX_BLOCKS && wastes;
+}
+
+/* One block of nt taps of one input channel over one sample: acc[0][t]
+ * sums the even positions of tap t, acc[1][t] the odd ones. g holds the
+ * sample's dout transposed, LANES floats per position; x is the sample's
+ * input channel; pos[p] is where position p starts in it. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+lanes_block(__m256 acc[2][TAPS], const float *g, const float *x, const size_t *pos,
+            size_t np, const size_t *off, const int nt)
+{
+    /* in locals: __m256 may alias floats, so sums left in acc would go
+     * through memory at every FMA */
+    __m256 even[TAPS], odd[TAPS];
+    size_t p = 0;
+#pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        even[t] = acc[0][t];
+        odd[t] = acc[1][t];
+    }
+    for (; p + 2 <= np; p += 2) {
+        const __m256 g0 = _mm256_load_ps(g + p * LANES);
+        const __m256 g1 = _mm256_load_ps(g + (p + 1) * LANES);
+        const float *x0 = x + pos[p], *x1 = x + pos[p + 1];
+#pragma GCC unroll 8
+        for (int t = 0; t < nt; t++) {
+            even[t] = _mm256_fmadd_ps(g0, _mm256_broadcast_ss(x0 + off[t]), even[t]);
+            odd[t] = _mm256_fmadd_ps(g1, _mm256_broadcast_ss(x1 + off[t]), odd[t]);
+        }
+    }
+    if (p < np) {
+        const __m256 g0 = _mm256_load_ps(g + p * LANES);
+        const float *x0 = x + pos[p];
+#pragma GCC unroll 8
+        for (int t = 0; t < nt; t++)
+            even[t] = _mm256_fmadd_ps(g0, _mm256_broadcast_ss(x0 + off[t]), even[t]);
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < nt; t++) {
+        acc[0][t] = even[t];
+        acc[1][t] = odd[t];
+    }
+}
+
+__attribute__((target("avx2,fma"))) void sl__conv2d_dw_lanes_avx2(float *dw, const float *dout,
+                                                                 const float *in,
+                                                                 const sl__conv2d_dims *d,
+                                                                 size_t oc0, size_t oc1)
+{
+    const size_t taps = d->kh * d->kw, plane = d->h * d->w, np = d->oh * d->ow;
+    const size_t nblk = tap_blocks(d), nacc = d->c * nblk;
+    _Alignas(32) float g[MAX_PLANE * LANES];
+    __m256 sums[MAX_BLOCKS][2][TAPS];
+    size_t pos[MAX_PLANE];
+
+    SL_ASSERT(sl__conv2d_dw_lanes_fits(d) && oc0 < oc1 && oc1 <= d->oc);
+    for (size_t p = 0; p < np; p++)
+        pos[p] = p / d->ow * d->w + p % d->ow;
+    for (size_t v0 = oc0 / LANES * LANES; v0 < oc1; v0 += LANES) {
+        for (size_t a = 0; a < nacc; a++)
+            for (int t = 0; t < TAPS; t++)
+                sums[a][0][t] = sums[a][1][t] = _mm256_setzero_ps();
+        for (size_t n = 0; n < d->n; n++) {
+            /* this vector's channels of the sample's dout, as (p, LANES);
+             * channels past the last are zero */
+            for (size_t k = 0; k < LANES; k++) {
+                const float *src = dout + (n * d->oc + v0 + k) * np;
+                if (v0 + k < d->oc)
+                    for (size_t p = 0; p < np; p++)
+                        g[p * LANES + k] = src[p];
+                else
+                    for (size_t p = 0; p < np; p++)
+                        g[p * LANES + k] = 0.0f;
+            }
+            for (size_t c = 0; c < d->c; c++) {
+                const float *x = in + (n * d->c + c) * plane;
+                for (size_t b = 0; b < nblk; b++) {
+                    const size_t t0 = b * TAPS, nt = taps - t0 < TAPS ? taps - t0 : TAPS;
+                    __m256(*acc)[TAPS] = sums[c * nblk + b];
+                    size_t off[TAPS];
+                    for (size_t t = 0; t < nt; t++)
+                        off[t] = (t0 + t) / d->kw * d->w + (t0 + t) % d->kw;
+                    switch (nt) {
+                    case 1: lanes_block(acc, g, x, pos, np, off, 1); break;
+                    case 2: lanes_block(acc, g, x, pos, np, off, 2); break;
+                    case 3: lanes_block(acc, g, x, pos, np, off, 3); break;
+                    case 4: lanes_block(acc, g, x, pos, np, off, 4); break;
+                    default: lanes_block(acc, g, x, pos, np, off, 5); break;
+                    }
+                }
+            }
+        }
+        /* even + odd, and each lane to its channel within [oc0, oc1) */
+        for (size_t c = 0; c < d->c; c++) {
+            for (size_t b = 0; b < nblk; b++) {
+                const size_t t0 = b * TAPS, nt = taps - t0 < TAPS ? taps - t0 : TAPS;
+                for (size_t t = 0; t < nt; t++) {
+                    _Alignas(32) float lane[LANES];
+                    _mm256_store_ps(lane, _mm256_add_ps(sums[c * nblk + b][0][t],
+                                                        sums[c * nblk + b][1][t]));
+                    for (size_t k = 0; k < LANES; k++) {
+                        size_t oc = v0 + k;
+                        if (oc >= oc0 && oc < oc1)
+                            dw[(oc * d->c + c) * taps + t0 + t] = lane[k];
+                    }
+                }
+            }
+        }
+    }
+}
+
+#endif
