@@ -189,6 +189,15 @@ def test_bad_sampler_arguments(mnist):
     with pytest.raises(ValueError, match="no sampler objects"):
         ds.ImageFolderDataset(mnist, sampler=object())
     assert ds.MnistDataset(mnist, "train", None, 2, False).get_dataset_size() == 100
+    d = ds.MnistDataset(mnist, usage="train")
+    with pytest.raises(ValueError, match=r"column_order must be \['image', 'label'\]"):
+        d.map(vision.HWC2CHW(), input_columns="image", column_order=["label", "image"])
+    assert d.map(vision.HWC2CHW(), "image", "img", ["img", "label"]).get_col_names() == \
+        ["img", "label"]
+    with pytest.raises(ValueError, match="python_multiprocessing"):
+        d.map(vision.HWC2CHW(), python_multiprocessing=True)
+    with pytest.raises(ValueError, match="no dataset cache"):
+        d.map(vision.HWC2CHW(), cache=object())
 
 
 def test_bad_node_arguments(mnist):

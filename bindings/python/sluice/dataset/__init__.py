@@ -169,8 +169,8 @@ class Dataset:
 
     # --- nodes ---------------------------------------------------------------
 
-    def map(self, operations, input_columns=None, output_columns=None,
-            num_parallel_workers=None):
+    def map(self, operations, input_columns=None, output_columns=None, column_order=None,
+            num_parallel_workers=None, python_multiprocessing=False, cache=None):
         """Applies ``operations`` in order to one column of every row.
 
         Args:
@@ -180,8 +180,14 @@ class Dataset:
                 map workers one at a time, each holding the GIL for its call.
             input_columns (str or [str]): the column (default: the first).
             output_columns (str or [str]): a new name for it (default: keep).
+            column_order ([str]): as MindSpore's; sluice's map keeps every
+                column where it was, so only that order (the columns'
+                names after the map) is accepted, or None.
             num_parallel_workers (int): worker threads, 1 to 256 (default:
                 the thread budget's, 2 on 2 or more CPUs).
+            python_multiprocessing (bool): False only: Python callables run
+                in the map's threads of this process.
+            cache: None only (sluice has no dataset cache).
 
         The operators are checked against the column's type and shape now:
         one that cannot take it raises ValueError naming both. Rows keep
@@ -194,7 +200,18 @@ class Dataset:
         if column is None:
             column = self._c.column_names()[0]
         out = _one_column(output_columns, "output_columns")
-        return self._with("map", c_ops, column, out, _workers(num_parallel_workers, "map"))
+        if python_multiprocessing:
+            raise ValueError("map: sluice runs Python operations in its worker threads, not in "
+                             "processes; python_multiprocessing must be False")
+        _no_sampler_or_cache("map", None, cache)
+        mapped = self._with("map", c_ops, column, out, _workers(num_parallel_workers, "map"))
+        if column_order is not None:
+            order = [column_order] if isinstance(column_order, str) else list(column_order)
+            names = mapped.get_col_names()
+            if order != names:
+                raise ValueError(f"map: sluice's map keeps the columns in their order; "
+                                 f"column_order must be {names} or None, got {order}")
+        return mapped
 
     def shuffle(self, buffer_size):
         """Buffered shuffle: keeps ``buffer_size`` rows (2 to 2^30) and emits a
