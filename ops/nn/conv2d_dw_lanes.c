@@ -99,11 +99,13 @@ __attribute__((target("avx2,fma"))) void sl__conv2d_dw_lanes_avx2(float *dw, con
     const size_t nblk = tap_blocks(d), nacc = d->c * nblk;
     _Alignas(32) float g[MAX_PLANE * LANES];
     __m256 sums[MAX_BLOCKS][2][TAPS];
-    size_t pos[MAX_PLANE];
+    size_t pos[MAX_PLANE], off[MAX_BLOCKS][TAPS];
 
     SL_ASSERT(sl__conv2d_dw_lanes_fits(d) && oc0 < oc1 && oc1 <= d->oc);
     for (size_t p = 0; p < np; p++)
         pos[p] = p / d->ow * d->w + p % d->ow;
+    for (size_t t = 0; t < taps; t++)
+        off[t / TAPS][t % TAPS] = t / d->kw * d->w + t % d->kw;
     for (size_t v0 = oc0 / LANES * LANES; v0 < oc1; v0 += LANES) {
         for (size_t a = 0; a < nacc; a++)
             for (int t = 0; t < TAPS; t++)
@@ -125,15 +127,12 @@ __attribute__((target("avx2,fma"))) void sl__conv2d_dw_lanes_avx2(float *dw, con
                 for (size_t b = 0; b < nblk; b++) {
                     const size_t t0 = b * TAPS, nt = taps - t0 < TAPS ? taps - t0 : TAPS;
                     __m256(*acc)[TAPS] = sums[c * nblk + b];
-                    size_t off[TAPS];
-                    for (size_t t = 0; t < nt; t++)
-                        off[t] = (t0 + t) / d->kw * d->w + (t0 + t) % d->kw;
                     switch (nt) {
-                    case 1: lanes_block(acc, g, x, pos, np, off, 1); break;
-                    case 2: lanes_block(acc, g, x, pos, np, off, 2); break;
-                    case 3: lanes_block(acc, g, x, pos, np, off, 3); break;
-                    case 4: lanes_block(acc, g, x, pos, np, off, 4); break;
-                    default: lanes_block(acc, g, x, pos, np, off, 5); break;
+                    case 1: lanes_block(acc, g, x, pos, np, off[b], 1); break;
+                    case 2: lanes_block(acc, g, x, pos, np, off[b], 2); break;
+                    case 3: lanes_block(acc, g, x, pos, np, off[b], 3); break;
+                    case 4: lanes_block(acc, g, x, pos, np, off[b], 4); break;
+                    default: lanes_block(acc, g, x, pos, np, off[b], 5); break;
                     }
                 }
             }
