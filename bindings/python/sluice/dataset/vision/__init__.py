@@ -39,7 +39,14 @@ class Decode(Operation):
     ``rgb=False`` gives grayscale (H, W, 1). A corrupt or truncated JPEG is
     an error naming the file, and so is one whose header declares more than
     ``max_pixels`` pixels (default None: 2^26, 8192 x 8192), refused before
-    anything is allocated for it (a decompression bomb)."""
+    anything is allocated for it (a decompression bomb).
+
+    Args:
+        to_pil (bool): MindSpore's; False only (sluice decodes to arrays,
+            not PIL images).
+        rgb (bool): RGB (H, W, 3), the default, or grayscale (H, W, 1).
+        max_pixels (int): the most pixels a header may declare (None: 2^26).
+    """
 
     __slots__ = ()
 
@@ -60,6 +67,11 @@ class Resize(Operation):
     An int ``size`` resizes the shorter side in MindSpore, keeping the aspect
     ratio; sluice's engine makes fixed shapes, so it refuses an int: give
     (height, width).
+
+    Args:
+        size ((int, int)): (height, width) of the output.
+        interpolation (Inter): ``Inter.LINEAR`` (bilinear, the default) or
+            ``Inter.NEAREST`` (OpenCV's INTER_NEAREST).
     """
 
     __slots__ = ()
@@ -106,7 +118,15 @@ class HWC2CHW(Operation):
 class RandomCrop(Operation):
     """Pads every side with ``padding`` zeros, then crops a ``size`` window
     (an int for a square, or (height, width)) at a random place, drawn per
-    sample from the dataset's seed."""
+    sample from the dataset's seed.
+
+    Args:
+        size (int or (int, int)): the window.
+        padding (int or sequence of equal ints): zeros added on every side
+            (default None: none); sluice pads all sides alike.
+        pad_if_needed (bool): MindSpore's; False only (give padding).
+        fill_value (int): MindSpore's; 0 only (sluice pads with zeros).
+    """
 
     __slots__ = ()
 
