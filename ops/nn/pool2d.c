@@ -136,7 +136,12 @@ __attribute__((target("avx2"))) static inline void take_max_avx2(__m256 x, __m25
     *v = _mm256_blendv_ps(*v, x, gt);
 }
 
-/* pool_row_2x2 eight windows at a time with AVX2, the row's last windows
+/* LAST_WHOLE: a row of 8 or more windows ends with its last 8 again,
+ * whole, overlapping the block before: they come out the same, so writing
+ * them twice changes nothing, and plain stores replace masked ones (which
+ * cost several plain stores on AMD's AVX2). Only rows under 8 windows mask.
+ *
+ * pool_row_2x2 eight windows at a time with AVX2, a short row's windows
  * by masked loads and stores: the same comparisons in the same order, so
  * the same values and argmax bit for bit. */
 __attribute__((target("avx2"))) static void pool_row_2x2_avx2(float *o, int32_t *am,
@@ -146,9 +151,13 @@ __attribute__((target("avx2"))) static void pool_row_2x2_avx2(float *o, int32_t 
 {
     const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
     const __m256i one = _mm256_set1_epi32(1), down = _mm256_set1_epi32(w);
-    for (size_t x = 0; x < ow; x += 8) {
-        size_t n = ow - x < 8 ? ow - x : 8;
+    for (size_t x0 = 0; x0 < ow; x0 += 8) {
+        size_t x = x0, n = ow - x0 < 8 ? ow - x0 : 8;
         __m256 e0, o0, e1, o1, v;
+        if (n < 8 && ow >= 8) { /* the last 8 windows, whole (see LAST_WHOLE) */
+            x = ow - 8;
+            n = 8;
+        }
         __m256i at = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * (int32_t)x), lane2), best;
         pairs_avx2(r0 + 2 * x, n, &e0, &o0);
         pairs_avx2(r1 + 2 * x, n, &e1, &o1);
@@ -265,8 +274,12 @@ __attribute__((target("avx2"))) static void pool_plane_2x2_backward_avx2(
     for (size_t yo = 0; yo < d->oh; yo++) {
         float *r0 = dx + 2 * yo * w, *r1 = r0 + w;
         const int32_t base = (int32_t)(2 * yo * w);
-        for (size_t x = 0; x < ow; x += 8) {
-            size_t n = ow - x < 8 ? ow - x : 8;
+        for (size_t x0 = 0; x0 < ow; x0 += 8) {
+            size_t x = x0, n = ow - x0 < 8 ? ow - x0 : 8;
+            if (n < 8 && ow >= 8) { /* the last 8 windows, whole (see LAST_WHOLE) */
+                x = ow - 8;
+                n = 8;
+            }
             const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane);
             const int32_t *a = am + yo * ow + x;
             __m256i at = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * (int32_t)x), lane2);
