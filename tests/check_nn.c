@@ -563,15 +563,19 @@ static sl__conv2d_dims direct_case(int i)
     case 7:
         return direct_dims(4, 1, 20, 20, 8, 5, 5);   /* 16-wide rows */
     case 8:
-        /* AVX2's weight gradient by channel lanes (conv2d_dw_lanes.c): a
+        /* AVX2's weight gradient by channel lanes (conv2d_lanes.c): a
          * second vector of 1 channel, an odd count of positions, taps in a
          * block of 5 and one of 1 */
         return direct_dims(3, 2, 7, 10, 9, 3, 2);    /* 9-wide rows, 9 channels */
+    case 9:
+        /* AVX2's forward by channel lanes: two blocks of 16 channels, 28
+         * positions (the last block of 6 moved back over the one before) */
+        return direct_dims(2, 3, 6, 9, 32, 3, 3);    /* 7-wide rows, 32 channels */
     default:
         return direct_dims(5, 3, 12, 25, 4, 4, 6);   /* 20-wide rows, 5 samples */
     }
 }
-#define DIRECT_CASES 10
+#define DIRECT_CASES 11
 
 /* The path of loop index i, or -1 when this CPU lacks it. */
 static int direct_path(int i)

@@ -22,7 +22,7 @@
  * channels times a few taps, each one vector of per-lane partial sums over
  * (n, y, x) that one fixed horizontal add turns into the result. (On AVX2,
  * a shape whose rows waste lanes so, LeNet's conv2, puts output channels
- * across the lanes instead: conv2d_dw_lanes.c.)
+ * across the lanes instead, in the forward too: conv2d_lanes.c.)
  *
  * Loads are always whole vectors: on the Zen 5 this was tuned on a masked
  * load costs about three plain ones (AVX-512 and AVX2 alike), while masking
@@ -845,6 +845,13 @@ void sl__conv2d_direct_forward(sl__conv2d_path p, float *out, const float *in,
                          d->kh,   d->kw, d->oh, d->ow, 0,    d->h};
     const size_t in_sz = d->c * d->h * d->w, out_sz = d->oc * d->oh * d->ow;
     SL_ASSERT(n0 <= n1 && n1 <= d->n && sl__conv2d_is_direct(d) && sl__conv2d_path_supported(p));
+#ifdef SL_CONV2D_X86
+    if (p == SL__CONV2D_PATH_AVX2 && sl__conv2d_lanes_fits(d)) {
+        if (n0 < n1)
+            sl__conv2d_lanes_forward_avx2(out, in, weight, d, n0, n1);
+        return;
+    }
+#endif
     /* all the range's samples at once: slot blocks run across samples, so
      * only the range's very last block can overlap */
     if (n0 < n1)

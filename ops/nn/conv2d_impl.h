@@ -55,12 +55,15 @@ void sl__conv2d_direct_backward_weight(sl__conv2d_path p, float *dweight, const 
                                        const float *in, const sl__conv2d_dims *d, size_t oc0,
                                        size_t oc1);
 
-/* The AVX2 weight gradient with output channels across the lanes
- * (conv2d_dw_lanes.c), which the AVX2 path runs where the shape says it
- * fills more lanes than the columns do: at least 8 output channels and
- * rows that waste over a tenth of the column vectors' lanes (LeNet's
- * conv2: 10-wide rows); small planes only, as it transposes a sample's
- * dout on the stack. */
+/* The AVX2 forward and weight gradient with output channels across the
+ * lanes (conv2d_lanes.c), which the AVX2 path runs where the shape says
+ * they fill more lanes than the columns do: rows that waste over a tenth
+ * of the column vectors' lanes (LeNet's conv2: 10-wide rows), output
+ * channels in multiples of 16 (forward) or at least 8 (weight gradient);
+ * small planes only, as they transpose on the stack. */
+int sl__conv2d_lanes_fits(const sl__conv2d_dims *d);
+void sl__conv2d_lanes_forward_avx2(float *out, const float *in, const float *weight,
+                                   const sl__conv2d_dims *d, size_t n0, size_t n1);
 int sl__conv2d_dw_lanes_fits(const sl__conv2d_dims *d);
 void sl__conv2d_dw_lanes_avx2(float *dweight, const float *dout, const float *in,
                               const sl__conv2d_dims *d, size_t oc0, size_t oc1);

@@ -1,11 +1,10 @@
-/* conv2d_dw_lanes.c: the direct weight gradient with output channels across
- * the lanes, for AVX2.
+/* conv2d_lanes.c: conv2d's AVX2 kernels with output channels across the
+ * lanes, for shapes whose rows waste the lanes of conv2d_direct.c's
+ * kernels, which put output columns across them: a 10-wide row (LeNet's
+ * conv2) fills 10 of 16 lanes in two AVX2 vectors. Here lane k of a vector
+ * is output channel 8v + k, so every lane of every FMA counts.
  *
- * conv2d_direct.c's weight gradient puts output columns across the lanes,
- * which wastes lanes on rows that are not a multiple of the vector: a
- * 10-wide row (LeNet's conv2) fills 10 of 16 lanes in two AVX2 vectors.
- * Here lane k of a vector is output channel 8v + k instead, so every lane
- * of every FMA counts when there are at least 8 output channels:
+ * The weight gradient:
  *
  *   dw[oc][c][tap] = sum over n, p of dout[n][oc][p] * in[n][c][p' + off(tap)]
  *
@@ -13,14 +12,22 @@
  * starts in an input plane and off(tap) = ky * W + kx. Per sample the
  * vector's dout is transposed to (p, 8 channels) once; then, for each input
  * channel and block of up to 5 taps, each position loads one dout vector,
- * broadcasts one input value per tap and does one FMA per tap.
+ * broadcasts one input value per tap and does one FMA per tap. Each
+ * (channel, tap) sums in two partial sums, even and odd positions, added at
+ * the end: ten chains of FMAs keep both FMA units busy while each waits for
+ * its last result.
  *
- * Each (channel, tap) sums in two partial sums, even and odd positions,
- * added at the end: ten chains of FMAs keep both FMA units busy while each
- * waits for its last result. The order of every sum is fixed by the shape
- * alone, so the result does not depend on the channel range a thread gets
- * or on how many threads there are; whether this kernel runs at all is
- * also decided by the shape (sl__conv2d_dw_lanes_fits). */
+ * The forward:
+ *
+ *   out[n][oc][p] = sum over c, tap of w[oc][c][tap] * in[n][c][p' + off(tap)]
+ *
+ * 16 channels (two vectors) times 6 positions in registers; per (c, tap)
+ * two weight vectors (transposed once per call) meet 6 broadcast inputs.
+ *
+ * The order of every sum is fixed by the shape alone, so the results do
+ * not depend on the range a thread gets or on how many threads there are;
+ * whether these kernels run at all is also decided by the shape
+ * (sl__conv2d_lanes_fits, sl__conv2d_dw_lanes_fits). */
 #include "ops/nn/conv2d_impl.h"
 
 #include "core/error.h"
@@ -35,18 +42,103 @@ enum {
     MAX_BLOCKS = 64  /* (input channel, tap block) pairs kept per vector */
 };
 
+enum {
+    FWD_CHANNELS = 16,  /* output channels of a forward block: two vectors */
+    FWD_POSITIONS = 6,  /* positions of a forward block: 12 accumulators */
+    MAX_WEIGHTS = 4096  /* floats of the forward's transposed weights */
+};
+
 static size_t tap_blocks(const sl__conv2d_dims *d)
 {
     return (d->kh * d->kw + TAPS - 1) / TAPS;
 }
 
+/* Whether the column kernels leave over a tenth of their lanes empty. */
+static int columns_waste_lanes(const sl__conv2d_dims *d)
+{
+    size_t per_row = d->ow <= LANES ? 1 : (d->ow + LANES - 1) / LANES;
+    return 10 * d->ow < 9 * LANES * per_row;
+}
+
 int sl__conv2d_dw_lanes_fits(const sl__conv2d_dims *d)
 {
-    /* lanes the column kernel fills per useful column, as 1/efficiency */
-    size_t per_row = d->ow <= LANES ? 1 : (d->ow + LANES - 1) / LANES;
-    int wastes = 10 * d->ow < 9 * LANES * per_row; /* under 90% of its lanes used */
     return d->oc >= LANES && d->oh * d->ow <= MAX_PLANE &&
-           d->c * tap_blocks(d) <= MAX_BLOCKS && wastes;
+           d->c * tap_blocks(d) <= MAX_BLOCKS && columns_waste_lanes(d);
+}
+
+int sl__conv2d_lanes_fits(const sl__conv2d_dims *d)
+{
+    return d->oc % FWD_CHANNELS == 0 && d->oh * d->ow >= FWD_POSITIONS &&
+           d->oh * d->ow <= MAX_PLANE && d->c * d->kh * d->kw * FWD_CHANNELS <= MAX_WEIGHTS &&
+           columns_waste_lanes(d);
+}
+
+/* Output positions pos[0..5] of 16 channels: out[k * np + j] (channel k,
+ * position j) = the sum over (c, tap) of wt's (c, tap) weights times the
+ * input at pos[j] + off[tap] of channel c. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+forward_block(float *out, size_t np, const float *wt, const float *x, size_t plane,
+              const sl__conv2d_dims *d, const size_t *pos, const size_t *off)
+{
+    const size_t taps = d->kh * d->kw;
+    __m256 acc[FWD_POSITIONS][2];
+#pragma GCC unroll 8
+    for (int j = 0; j < FWD_POSITIONS; j++)
+        acc[j][0] = acc[j][1] = _mm256_setzero_ps();
+    for (size_t c = 0; c < d->c; c++) {
+        const float *xc = x + c * plane;
+        for (size_t t = 0; t < taps; t++) {
+            const float *w = wt + (c * taps + t) * FWD_CHANNELS;
+            const __m256 w0 = _mm256_load_ps(w), w1 = _mm256_load_ps(w + LANES);
+#pragma GCC unroll 8
+            for (int j = 0; j < FWD_POSITIONS; j++) {
+                const __m256 v = _mm256_broadcast_ss(xc + pos[j] + off[t]);
+                acc[j][0] = _mm256_fmadd_ps(w0, v, acc[j][0]);
+                acc[j][1] = _mm256_fmadd_ps(w1, v, acc[j][1]);
+            }
+        }
+    }
+    /* (position, channel) back to the (channel, position) layout */
+#pragma GCC unroll 8
+    for (int j = 0; j < FWD_POSITIONS; j++) {
+        _Alignas(32) float lane[FWD_CHANNELS];
+        _mm256_store_ps(lane, acc[j][0]);
+        _mm256_store_ps(lane + LANES, acc[j][1]);
+        for (size_t k = 0; k < FWD_CHANNELS; k++)
+            out[k * np + (size_t)j] = lane[k];
+    }
+}
+
+__attribute__((target("avx2,fma"))) void sl__conv2d_lanes_forward_avx2(float *out, const float *in,
+                                                                      const float *weight,
+                                                                      const sl__conv2d_dims *d,
+                                                                      size_t n0, size_t n1)
+{
+    const size_t taps = d->kh * d->kw, plane = d->h * d->w, np = d->oh * d->ow;
+    _Alignas(32) float wt[MAX_WEIGHTS];
+    size_t pos[MAX_PLANE], off[MAX_PLANE];
+
+    SL_ASSERT(sl__conv2d_lanes_fits(d) && n0 <= n1 && n1 <= d->n && taps <= MAX_PLANE);
+    for (size_t p = 0; p < np; p++)
+        pos[p] = p / d->ow * d->w + p % d->ow;
+    for (size_t t = 0; t < taps; t++)
+        off[t] = t / d->kw * d->w + t % d->kw;
+    for (size_t v0 = 0; v0 < d->oc; v0 += FWD_CHANNELS) {
+        /* this block's weights as (c, tap, 16 channels) */
+        for (size_t k = 0; k < FWD_CHANNELS; k++)
+            for (size_t ct = 0; ct < d->c * taps; ct++)
+                wt[ct * FWD_CHANNELS + k] = weight[(v0 + k) * d->c * taps + ct];
+        for (size_t n = n0; n < n1; n++) {
+            const float *x = in + n * d->c * plane;
+            float *o = out + (n * d->oc + v0) * np;
+            /* blocks of 6 positions, the last moved back to end at np: its
+             * outputs come out the same as the block before gave them */
+            for (size_t p = 0; p < np; p += FWD_POSITIONS) {
+                size_t first = p + FWD_POSITIONS <= np ? p : np - FWD_POSITIONS;
+                forward_block(o + first, np, wt, x, plane, d, pos + first, off);
+            }
+        }
+    }
 }
 
 /* One block of nt taps of one input channel over one sample: acc[0][t]
