@@ -466,6 +466,19 @@ if [ "$rc" -eq 0 ] && cmp -s "$TMP/graph.lines" "$TMP/pynative.lines"; then
 else
     fail "train: PYNATIVE on 1 thread prints GRAPH's numbers on 2"
 fi
+# The same on the AVX2 path (or the plain C one where the CPU lacks AVX2),
+# whose conv kernels differ from AVX-512's: GRAPH on 2 threads and
+# PYNATIVE on 1 end with the same checkpoint, byte for byte.
+SLUICE_CPU=avx2 run train --data "$MNIST" --epochs 2 --no-sink --no-eval --save "$TMP/avx2-graph.ckpt"
+graph_rc=$rc
+SLUICE_CPU=avx2 run train --data "$MNIST" --epochs 2 --no-sink --no-eval --mode pynative \
+    --threads 1 --save "$TMP/avx2-pynative.ckpt"
+if [ "$graph_rc" -eq 0 ] && [ "$rc" -eq 0 ] &&
+    cmp -s "$TMP/avx2-graph.ckpt" "$TMP/avx2-pynative.ckpt"; then
+    pass "train under SLUICE_CPU=avx2: PYNATIVE on 1 thread ends where GRAPH on 2 does"
+else
+    fail "train under SLUICE_CPU=avx2: PYNATIVE on 1 thread ends where GRAPH on 2 does"
+fi
 # Sink mode (the default): one loss line per sink, each epoch's last step's
 # loss, the same numbers as the host-fed run's.
 grep '^epoch: [12] step: 3,\|^eval: ' "$TMP/graph.lines" >"$TMP/nonsink.ends"
