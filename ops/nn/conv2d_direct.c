@@ -22,7 +22,8 @@
  * channels times a few taps, each one vector of per-lane partial sums over
  * (n, y, x) that one fixed horizontal add turns into the result. (On AVX2,
  * a shape whose rows waste lanes so, LeNet's conv2, puts output channels
- * across the lanes instead, in the forward too: conv2d_lanes.c.)
+ * across the lanes instead, in the forward and the input gradient too:
+ * conv2d_lanes.c.)
  *
  * Loads are always whole vectors: on the Zen 5 this was tuned on a masked
  * load costs about three plain ones (AVX-512 and AVX2 alike), while masking
@@ -880,6 +881,13 @@ void sl__conv2d_direct_backward_input(sl__conv2d_path p, float *din, float *scra
     float *pad = scratch;                                  /* (GROUP, OC, HP, WP) */
     float *flip = scratch + SL__CONV2D_GROUP * pad_sz;     /* (C, OC, KH, KW) */
     SL_ASSERT(n0 <= n1 && n1 <= d->n && sl__conv2d_is_direct(d) && sl__conv2d_path_supported(p));
+#ifdef SL_CONV2D_X86
+    if (p == SL__CONV2D_PATH_AVX2 && sl__conv2d_dx_lanes_fits(d)) {
+        if (n0 < n1)
+            sl__conv2d_dx_lanes_avx2(din, scratch, dout, weight, d, n0, n1);
+        return;
+    }
+#endif
 
     for (size_t c = 0; c < d->c; c++)
         for (size_t oc = 0; oc < d->oc; oc++)

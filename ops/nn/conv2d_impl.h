@@ -55,15 +55,23 @@ void sl__conv2d_direct_backward_weight(sl__conv2d_path p, float *dweight, const 
                                        const float *in, const sl__conv2d_dims *d, size_t oc0,
                                        size_t oc1);
 
-/* The AVX2 forward and weight gradient with output channels across the
- * lanes (conv2d_lanes.c), which the AVX2 path runs where the shape says
- * they fill more lanes than the columns do: rows that waste over a tenth
- * of the column vectors' lanes (LeNet's conv2: 10-wide rows), output
- * channels in multiples of 16 (forward) or at least 8 (weight gradient);
- * small planes only, as they transpose on the stack. */
+/* The AVX2 kernels with output channels across the lanes (conv2d_lanes.c),
+ * which the AVX2 path runs where the shape says they fill more lanes (or
+ * skip more zeros) than the column kernels: the forward and the weight
+ * gradient on rows that waste over a tenth of the column vectors' lanes
+ * (LeNet's conv2: 10-wide rows), with output channels in multiples of 16
+ * (forward) or at least 8 (weight gradient) and small planes only, as they
+ * transpose on the stack; the input gradient (below) on enough channels. */
 int sl__conv2d_lanes_fits(const sl__conv2d_dims *d);
 void sl__conv2d_lanes_forward_avx2(float *out, const float *in, const float *weight,
                                    const sl__conv2d_dims *d, size_t n0, size_t n1);
+/* The input gradient by channel lanes: at least 16 output channels, in
+ * multiples of 8, and a kernel of more than one tap; scratch as the direct
+ * backward_input's. */
+int sl__conv2d_dx_lanes_fits(const sl__conv2d_dims *d);
+void sl__conv2d_dx_lanes_avx2(float *din, float *scratch, const float *dout,
+                              const float *weight, const sl__conv2d_dims *d, size_t n0,
+                              size_t n1);
 int sl__conv2d_dw_lanes_fits(const sl__conv2d_dims *d);
 void sl__conv2d_dw_lanes_avx2(float *dweight, const float *dout, const float *in,
                               const sl__conv2d_dims *d, size_t oc0, size_t oc1);

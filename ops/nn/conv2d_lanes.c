@@ -24,13 +24,28 @@
  * 16 channels (two vectors) times 6 positions in registers; per (c, tap)
  * two weight vectors (transposed once per call) meet 6 broadcast inputs.
  *
+ * The input gradient:
+ *
+ *   din[n][c][q] = sum over oc, tap of w[oc][c][tap] * dout[n][oc][q - tap]
+ *
+ * sums over the output channels, so they go across the lanes and a fixed
+ * tree of horizontal adds finishes each sum. Only the taps that reach dout
+ * are visited (the column kernel's full correlation also multiplies the
+ * zeros around it, about 3 in 10 of its work on LeNet's conv2): blocks of
+ * 2 positions of a row take the union of their taps, reading zeros from a
+ * padded, transposed copy of the sample's dout for the one tap of the
+ * union a position lacks. 6 input channels x 2 positions in registers.
+ *
  * The order of every sum is fixed by the shape alone, so the results do
  * not depend on the range a thread gets or on how many threads there are;
  * whether these kernels run at all is also decided by the shape
- * (sl__conv2d_lanes_fits, sl__conv2d_dw_lanes_fits). */
+ * (sl__conv2d_lanes_fits, sl__conv2d_dx_lanes_fits,
+ * sl__conv2d_dw_lanes_fits). */
 #include "ops/nn/conv2d_impl.h"
 
 #include "core/error.h"
+
+#include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -43,6 +58,8 @@ enum {
 };
 
 enum {
+    DX_CHANNELS = 6,    /* input channels of an input-gradient block */
+    DX_POSITIONS = 2,   /* positions of an input-gradient block */
     FWD_CHANNELS = 16,  /* output channels of a forward block: two vectors */
     FWD_POSITIONS = 6,  /* positions of a forward block: 12 accumulators */
     MAX_WEIGHTS = 4096  /* floats of the forward's transposed weights */
@@ -64,6 +81,12 @@ int sl__conv2d_dw_lanes_fits(const sl__conv2d_dims *d)
 {
     return d->oc >= LANES && d->oh * d->ow <= MAX_PLANE &&
            d->c * tap_blocks(d) <= MAX_BLOCKS && columns_waste_lanes(d);
+}
+
+int sl__conv2d_dx_lanes_fits(const sl__conv2d_dims *d)
+{
+    return d->oc >= 2 * LANES && d->oc % LANES == 0 && d->kh * d->kw > 1 &&
+           d->w >= DX_POSITIONS;
 }
 
 int sl__conv2d_lanes_fits(const sl__conv2d_dims *d)
@@ -241,6 +264,107 @@ __attribute__((target("avx2,fma"))) void sl__conv2d_dw_lanes_avx2(float *dw, con
                         size_t oc = v0 + k;
                         if (oc >= oc0 && oc < oc1)
                             dw[(oc * d->c + c) * taps + t0 + t] = lane[k];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* The 8 lanes of v added in a fixed tree. */
+__attribute__((target("avx2,fma"), always_inline)) static inline float lane_sum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+/* din at positions (qy, qx) and (qy, qx + 1) of nc input channels from
+ * c0: the taps ky in [ky0, ky1], kx in [kx0, kx1]; dt is the sample's dout
+ * padded by KH-1 rows and KW-1 columns, as (row, column, channel); wt the
+ * weights as (c, tap, oc). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+dx_block(float *din, const float *dt, const float *wt, const sl__conv2d_dims *d, size_t wp,
+         size_t c0, size_t qy, size_t qx, size_t ky0, size_t ky1, size_t kx0, size_t kx1,
+         const int nc)
+{
+    const size_t oc = d->oc, taps = d->kh * d->kw, plane = d->h * d->w;
+    __m256 acc[DX_CHANNELS][DX_POSITIONS];
+#pragma GCC unroll 8
+    for (int c = 0; c < nc; c++)
+        acc[c][0] = acc[c][1] = _mm256_setzero_ps();
+    for (size_t ky = ky0; ky <= ky1; ky++) {
+        for (size_t kx = kx0; kx <= kx1; kx++) {
+            /* dout(qy - ky, qx - kx) in the padded copy */
+            const float *d0 = dt + ((qy - ky + d->kh - 1) * wp + qx - kx + d->kw - 1) * oc;
+            const float *w = wt + (c0 * taps + ky * d->kw + kx) * oc;
+            for (size_t v = 0; v < oc; v += LANES) {
+                const __m256 g0 = _mm256_loadu_ps(d0 + v), g1 = _mm256_loadu_ps(d0 + oc + v);
+#pragma GCC unroll 8
+                for (int c = 0; c < nc; c++) {
+                    __m256 wv = _mm256_loadu_ps(w + (size_t)c * taps * oc + v);
+                    /* in a register: else GCC folds the load into both FMAs */
+                    __asm__("" : "+x"(wv));
+                    acc[c][0] = _mm256_fmadd_ps(wv, g0, acc[c][0]);
+                    acc[c][1] = _mm256_fmadd_ps(wv, g1, acc[c][1]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < nc; c++) {
+        float *o = din + (c0 + (size_t)c) * plane + qy * d->w + qx;
+        o[0] = lane_sum(acc[c][0]);
+        o[1] = lane_sum(acc[c][1]);
+    }
+}
+
+__attribute__((target("avx2,fma"))) void sl__conv2d_dx_lanes_avx2(float *din, float *scratch,
+                                                                 const float *dout,
+                                                                 const float *weight,
+                                                                 const sl__conv2d_dims *d,
+                                                                 size_t n0, size_t n1)
+{
+    const size_t oc = d->oc, taps = d->kh * d->kw, oplane = d->oh * d->ow;
+    const size_t hp = d->h + d->kh - 1, wp = d->w + d->kw - 1;
+    float *dt = scratch;            /* (HP, WP, OC): one sample's dout, padded */
+    float *wt = dt + hp * wp * oc;  /* (C, taps, OC) */
+
+    SL_ASSERT(sl__conv2d_dx_lanes_fits(d) && n0 <= n1 && n1 <= d->n);
+    for (size_t c = 0; c < d->c; c++)
+        for (size_t t = 0; t < taps; t++)
+            for (size_t o = 0; o < oc; o++)
+                wt[(c * taps + t) * oc + o] = weight[(o * d->c + c) * taps + t];
+    /* the borders stay zero: each sample rewrites only the inside */
+    memset(dt, 0, hp * wp * oc * sizeof *dt);
+    for (size_t n = n0; n < n1; n++) {
+        float *dn = din + n * d->c * d->h * d->w;
+        for (size_t o = 0; o < oc; o++) {
+            const float *src = dout + (n * oc + o) * oplane;
+            for (size_t y = 0; y < d->oh; y++)
+                for (size_t x = 0; x < d->ow; x++)
+                    dt[((y + d->kh - 1) * wp + x + d->kw - 1) * oc + o] = src[y * d->ow + x];
+        }
+        for (size_t c0 = 0; c0 < d->c; c0 += DX_CHANNELS) {
+            const size_t nc = d->c - c0 < DX_CHANNELS ? d->c - c0 : DX_CHANNELS;
+            for (size_t qy = 0; qy < d->h; qy++) {
+                /* the kernel rows that reach dout from this row */
+                const size_t ky0 = qy + 1 > d->oh ? qy + 1 - d->oh : 0;
+                const size_t ky1 = qy < d->kh - 1 ? qy : d->kh - 1;
+                for (size_t x = 0; x < d->w; x += DX_POSITIONS) {
+                    /* the last pair moved back to end the row; the union of
+                     * the pair's taps: those of qx's first, qx + 1's last */
+                    const size_t qx = x + DX_POSITIONS <= d->w ? x : d->w - DX_POSITIONS;
+                    const size_t kx0 = qx + 1 > d->ow ? qx + 1 - d->ow : 0;
+                    const size_t kx1 = qx + 1 < d->kw - 1 ? qx + 1 : d->kw - 1;
+                    switch (nc) {
+                    case 1: dx_block(dn, dt, wt, d, wp, c0, qy, qx, ky0, ky1, kx0, kx1, 1); break;
+                    case 2: dx_block(dn, dt, wt, d, wp, c0, qy, qx, ky0, ky1, kx0, kx1, 2); break;
+                    case 3: dx_block(dn, dt, wt, d, wp, c0, qy, qx, ky0, ky1, kx0, kx1, 3); break;
+                    case 4: dx_block(dn, dt, wt, d, wp, c0, qy, qx, ky0, ky1, kx0, kx1, 4); break;
+                    case 5: dx_block(dn, dt, wt, d, wp, c0, qy, qx, ky0, ky1, kx0, kx1, 5); break;
+                    default: dx_block(dn, dt, wt, d, wp, c0, qy, qx, ky0, ky1, kx0, kx1, 6); break;
                     }
                 }
             }
