@@ -60,6 +60,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #define SL_CONV2D_X86 1
 #include <immintrin.h>
+
+#include "ops/nn/hsum_avx2.h"
 #endif
 
 /* A "valid" correlation of ns samples, one after another in in and out. */
@@ -578,15 +580,6 @@ load_avx2(const float *p, __m256i m, const int masked)
     return v;
 }
 
-/* The sum of v's lanes, always in the same order. */
-__attribute__((target("avx2,fma"), always_inline)) static inline float hsum_avx2(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
-}
-
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 corr_block_avx2(float *out, const float *in, const float *w, const corr_geom *g,
                 const size_t *in_off, const size_t *out_off, __m256i m, size_t ky0,
@@ -759,7 +752,7 @@ dw_block_avx2(float *dw, const float *dout, const float *in, const sl__conv2d_di
     for (int b = 0; b < nob; b++)
 #pragma GCC unroll 8
         for (int t = 0; t < W256_TAPS; t++)
-            dw[((oc + (size_t)b) * d->c + c) * taps + tap[t]] = hsum_avx2(acc[b][t]);
+            dw[((oc + (size_t)b) * d->c + c) * taps + tap[t]] = sl__hsum_avx2(acc[b][t]);
 }
 
 __attribute__((target("avx2,fma"))) static void dw_avx2(float *dw, const float *dout,

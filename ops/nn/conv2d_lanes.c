@@ -50,6 +50,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+#include "ops/nn/hsum_avx2.h"
+
 enum {
     LANES = 8,       /* output channels per vector */
     TAPS = 5,        /* taps per block: 2 x 5 accumulators of 16 registers */
@@ -271,15 +273,6 @@ __attribute__((target("avx2,fma"))) void sl__conv2d_dw_lanes_avx2(float *dw, con
     }
 }
 
-/* The 8 lanes of v added in a fixed tree. */
-__attribute__((target("avx2,fma"), always_inline)) static inline float lane_sum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
-}
-
 /* din at positions (qy, qx) and (qy, qx + 1) of nc input channels from
  * c0: the taps ky in [ky0, ky1], kx in [kx0, kx1]; dt is the sample's dout
  * padded by KH-1 rows and KW-1 columns, as (row, column, channel); wt the
@@ -315,8 +308,8 @@ dx_block(float *din, const float *dt, const float *wt, const sl__conv2d_dims *d,
 #pragma GCC unroll 8
     for (int c = 0; c < nc; c++) {
         float *o = din + (c0 + (size_t)c) * plane + qy * d->w + qx;
-        o[0] = lane_sum(acc[c][0]);
-        o[1] = lane_sum(acc[c][1]);
+        o[0] = sl__hsum_avx2(acc[c][0]);
+        o[1] = sl__hsum_avx2(acc[c][1]);
     }
 }
 
