@@ -1320,33 +1320,49 @@ END_TEST
 
 /* --- dense ---------------------------------------------------------------- */
 
-/* (N, IN, OUT): small odd ones, then LeNet's three layers at batch 32. */
+/* (N, IN, OUT): small odd ones (rows past a block of 4, columns past a
+ * vector of 8 or 16, an odd output count), then LeNet's three layers at
+ * batch 32. */
 static const size_t dense_cases[][3] = {
-    {3, 7, 5}, {5, 17, 13}, {32, 400, 120}, {32, 120, 84}, {32, 84, 10},
+    {3, 7, 5}, {5, 17, 13}, {7, 30, 9}, {32, 400, 120}, {32, 120, 84}, {32, 84, 10},
 };
-#define DENSE_CASES 5
+#define DENSE_CASES 6
+
+/* The dense paths this machine can run: the BLAS one (generic), then each
+ * vector level up to the CPU's. Returns how many, into levels. */
+static int dense_levels(sl__cpu_level levels[3])
+{
+    int k = 0;
+    levels[k++] = SL__CPU_GENERIC;
+    for (int l = SL__CPU_AVX2; l <= (int)sl__cpu_level_get(); l++)
+        levels[k++] = (sl__cpu_level)l;
+    return k;
+}
 
 START_TEST(test_dense_forward)
 {
     const size_t n = dense_cases[_i][0], ni = dense_cases[_i][1], no = dense_cases[_i][2];
     float *in = falloc(n * ni), *w = falloc(no * ni), *b = falloc(no), *out = falloc(n * no);
+    sl__cpu_level levels[3];
+    const int nlevels = dense_levels(levels);
     fill_uniform(in, n * ni, 51, -1.0f, 1.0f);
     fill_uniform(w, no * ni, 52, -1.0f, 1.0f);
     fill_uniform(b, no, 53, -1.0f, 1.0f);
-    for (int with_bias = 0; with_bias < 2; with_bias++) {
-        fill_nan(out, n * no);
-        sl__dense_forward(out, in, w, with_bias ? b : NULL, n, ni, no, 0, n);
-        for (size_t i = 0; i < n; i++)
-            for (size_t o = 0; o < no; o++) {
-                double s = with_bias ? (double)b[o] : 0.0, m = fabs(s);
-                for (size_t k = 0; k < ni; k++) {
-                    s += (double)in[i * ni + k] * (double)w[o * ni + k];
-                    m += fabs((double)in[i * ni + k] * (double)w[o * ni + k]);
+    for (int l = 0; l < nlevels; l++)
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            fill_nan(out, n * no);
+            sl__dense_forward_at(levels[l], out, in, w, with_bias ? b : NULL, n, ni, no, 0, n);
+            for (size_t i = 0; i < n; i++)
+                for (size_t o = 0; o < no; o++) {
+                    double s = with_bias ? (double)b[o] : 0.0, m = fabs(s);
+                    for (size_t k = 0; k < ni; k++) {
+                        s += (double)in[i * ni + k] * (double)w[o * ni + k];
+                        m += fabs((double)in[i * ni + k] * (double)w[o * ni + k]);
+                    }
+                    check_close(with_bias ? "dense out (bias)" : "dense out", i * no + o,
+                                out[i * no + o], s, m);
                 }
-                check_close(with_bias ? "dense out (bias)" : "dense out", i * no + o,
-                            out[i * no + o], s, m);
-            }
-    }
+        }
     free(in);
     free(w);
     free(b);
@@ -1355,6 +1371,7 @@ START_TEST(test_dense_forward)
 END_TEST
 
 typedef struct dense_fd {
+    sl__cpu_level level;
     size_t n, ni, no;
     float *in, *w, *b, *out, *r;
 } dense_fd;
@@ -1362,15 +1379,18 @@ typedef struct dense_fd {
 static double dense_loss(void *ctx)
 {
     dense_fd *f = ctx;
-    sl__dense_forward(f->out, f->in, f->w, f->b, f->n, f->ni, f->no, 0, f->n);
+    sl__dense_forward_at(f->level, f->out, f->in, f->w, f->b, f->n, f->ni, f->no, 0, f->n);
     return dot_d(f->out, f->r, f->n * f->no);
 }
 
 START_TEST(test_dense_backward)
 {
-    /* odd shapes in full, one with OUT past a 16-wide block; LeNet's last
-     * layer too (840 weights) */
-    static const size_t cases[][3] = {{3, 7, 5}, {5, 17, 13}, {3, 9, 37}, {4, 84, 10}};
+    /* odd shapes in full, one with OUT past a 16-wide block, one with rows
+     * past a block of 4 and IN past 16 + 8; LeNet's last layer too (840
+     * weights) */
+    static const size_t cases[][3] = {{3, 7, 5}, {5, 17, 13}, {3, 9, 37}, {7, 30, 9}, {4, 84, 10}};
+    sl__cpu_level levels[3];
+    const int nlevels = dense_levels(levels);
     dense_fd f;
     float *din, *dw, *db;
     f.n = cases[_i][0];
@@ -1388,21 +1408,25 @@ START_TEST(test_dense_backward)
     fill_uniform(f.w, f.no * f.ni, 62, -1.0f, 1.0f);
     fill_uniform(f.b, f.no, 63, -1.0f, 1.0f);
     fill_uniform(f.r, f.n * f.no, 64, -1.0f, 1.0f);
-    fill_nan(din, f.n * f.ni);
-    fill_nan(dw, f.no * f.ni);
-    fill_nan(db, f.no);
-    sl__dense_backward_input(din, f.r, f.w, f.n, f.ni, f.no, 0, f.n);
-    sl__dense_backward_weight(dw, db, f.r, f.in, f.n, f.ni, f.no, 0, f.no);
-    fd_check(dense_loss, &f, f.in, f.n * f.ni, din, "dense din", (size_t)-1);
-    fd_check(dense_loss, &f, f.w, f.no * f.ni, dw, "dense dweight", (size_t)-1);
-    fd_check(dense_loss, &f, f.b, f.no, db, "dense dbias", (size_t)-1);
-    /* dbias NULL: the weight gradient alone, the same bits */
-    {
-        float *dw2 = falloc(f.no * f.ni);
-        fill_nan(dw2, f.no * f.ni);
-        sl__dense_backward_weight(dw2, NULL, f.r, f.in, f.n, f.ni, f.no, 0, f.no);
-        ck_assert_int_eq(memcmp(dw2, dw, f.no * f.ni * sizeof *dw), 0);
-        free(dw2);
+    for (int l = 0; l < nlevels; l++) {
+        f.level = levels[l];
+        fill_nan(din, f.n * f.ni);
+        fill_nan(dw, f.no * f.ni);
+        fill_nan(db, f.no);
+        sl__dense_backward_input_at(f.level, din, f.r, f.w, f.n, f.ni, f.no, 0, f.n);
+        sl__dense_backward_weight_at(f.level, dw, db, f.r, f.in, f.n, f.ni, f.no, 0, f.no);
+        fd_check(dense_loss, &f, f.in, f.n * f.ni, din, "dense din", (size_t)-1);
+        fd_check(dense_loss, &f, f.w, f.no * f.ni, dw, "dense dweight", (size_t)-1);
+        fd_check(dense_loss, &f, f.b, f.no, db, "dense dbias", (size_t)-1);
+        /* dbias NULL: the weight gradient alone, the same bits */
+        {
+            float *dw2 = falloc(f.no * f.ni);
+            fill_nan(dw2, f.no * f.ni);
+            sl__dense_backward_weight_at(f.level, dw2, NULL, f.r, f.in, f.n, f.ni, f.no, 0,
+                                         f.no);
+            ck_assert_int_eq(memcmp(dw2, dw, f.no * f.ni * sizeof *dw), 0);
+            free(dw2);
+        }
     }
     free(f.in);
     free(f.w);
@@ -1416,6 +1440,7 @@ START_TEST(test_dense_backward)
 END_TEST
 
 typedef struct dense_split_ctx {
+    sl__cpu_level level;
     size_t n, ni, no;
     float *in, *w, *b, *out, *dout, *din, *dw, *db;
 } dense_split_ctx;
@@ -1423,25 +1448,28 @@ typedef struct dense_split_ctx {
 static void dense_run_forward(void *p, size_t a, size_t b)
 {
     dense_split_ctx *c = p;
-    sl__dense_forward(c->out, c->in, c->w, c->b, c->n, c->ni, c->no, a, b);
+    sl__dense_forward_at(c->level, c->out, c->in, c->w, c->b, c->n, c->ni, c->no, a, b);
 }
 
 static void dense_run_backward_input(void *p, size_t a, size_t b)
 {
     dense_split_ctx *c = p;
-    sl__dense_backward_input(c->din, c->dout, c->w, c->n, c->ni, c->no, a, b);
+    sl__dense_backward_input_at(c->level, c->din, c->dout, c->w, c->n, c->ni, c->no, a, b);
 }
 
 static void dense_run_backward_weight(void *p, size_t a, size_t b)
 {
     dense_split_ctx *c = p;
-    sl__dense_backward_weight(c->dw, c->db, c->dout, c->in, c->n, c->ni, c->no, a, b);
+    sl__dense_backward_weight_at(c->level, c->dw, c->db, c->dout, c->in, c->n, c->ni, c->no, a,
+                                 b);
 }
 
 START_TEST(test_dense_split)
 {
     dense_split_ctx c;
     split_case sc;
+    sl__cpu_level levels[3];
+    const int nlevels = dense_levels(levels);
     c.n = dense_cases[_i][0];
     c.ni = dense_cases[_i][1];
     c.no = dense_cases[_i][2];
@@ -1458,26 +1486,29 @@ START_TEST(test_dense_split)
     fill_uniform(c.b, c.no, 73, -1.0f, 1.0f);
     fill_uniform(c.dout, c.n * c.no, 74, -1.0f, 1.0f);
 
-    memset(&sc, 0, sizeof sc);
-    sc.ctx = &c;
-    sc.run = dense_run_forward;
-    sc.len = c.n;
-    sc.out[0] = c.out;
-    sc.bytes[0] = c.n * c.no * sizeof(float);
-    check_split(&sc, "dense forward");
+    for (int l = 0; l < nlevels; l++) {
+        c.level = levels[l];
+        memset(&sc, 0, sizeof sc);
+        sc.ctx = &c;
+        sc.run = dense_run_forward;
+        sc.len = c.n;
+        sc.out[0] = c.out;
+        sc.bytes[0] = c.n * c.no * sizeof(float);
+        check_split(&sc, "dense forward");
 
-    sc.run = dense_run_backward_input;
-    sc.out[0] = c.din;
-    sc.bytes[0] = c.n * c.ni * sizeof(float);
-    check_split(&sc, "dense backward_input");
+        sc.run = dense_run_backward_input;
+        sc.out[0] = c.din;
+        sc.bytes[0] = c.n * c.ni * sizeof(float);
+        check_split(&sc, "dense backward_input");
 
-    sc.run = dense_run_backward_weight;
-    sc.len = c.no;
-    sc.out[0] = c.dw;
-    sc.bytes[0] = c.no * c.ni * sizeof(float);
-    sc.out[1] = c.db;
-    sc.bytes[1] = c.no * sizeof(float);
-    check_split(&sc, "dense backward_weight");
+        sc.run = dense_run_backward_weight;
+        sc.len = c.no;
+        sc.out[0] = c.dw;
+        sc.bytes[0] = c.no * c.ni * sizeof(float);
+        sc.out[1] = c.db;
+        sc.bytes[1] = c.no * sizeof(float);
+        check_split(&sc, "dense backward_weight");
+    }
 
     free(c.in);
     free(c.w);
@@ -1928,7 +1959,7 @@ Suite *make_nn_suite(void)
 
     tc = tcase_create("dense");
     tcase_add_loop_test(tc, test_dense_forward, 0, DENSE_CASES);
-    tcase_add_loop_test(tc, test_dense_backward, 0, 4);
+    tcase_add_loop_test(tc, test_dense_backward, 0, 5);
     tcase_add_loop_test(tc, test_dense_split, 0, DENSE_CASES);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);

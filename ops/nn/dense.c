@@ -1,6 +1,7 @@
 /* dense.c: the fully connected layer, out = in . weight^T + bias.
  *
- * Every BLAS call is a GEMV with a shape fixed by the layer (one row, or one
+ * Where AVX2 is there, dense_avx2.c's kernels run the three products
+ * (blocks of rows share each load of the weights). Elsewhere, every BLAS call is a GEMV with a shape fixed by the layer (one row, or one
  * output feature), never a GEMM over the caller's range: OpenBLAS's sgemm
  * sums a row in an order that depends on where the row falls in its register
  * tiles, so splitting [n0, n1) differently would change the bits (see
@@ -12,7 +13,17 @@
 #include <limits.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "core/error.h"
+#include "ops/nn/dense_impl.h"
+
+#ifdef SL_DENSE_X86
+/* Whether the AVX2 kernels run at this level (capped by the CPU's). */
+static int use_avx2(sl__cpu_level level)
+{
+    return level >= SL__CPU_AVX2 && sl__cpu_level_get() >= SL__CPU_AVX2;
+}
+#endif
 
 /* cblas takes int sizes; the graph checks shapes before planning. */
 static int blas_int(size_t v)
@@ -21,12 +32,18 @@ static int blas_int(size_t v)
     return (int)v;
 }
 
-void sl__dense_forward(float *out, const float *in, const float *weight, const float *bias,
-                       size_t n, size_t in_features, size_t out_features, size_t n0,
-                       size_t n1)
+void sl__dense_forward_at(sl__cpu_level level, float *out, const float *in, const float *weight,
+                          const float *bias, size_t n, size_t in_features, size_t out_features,
+                          size_t n0, size_t n1)
 {
     const int ni = blas_int(in_features), no = blas_int(out_features);
     SL_ASSERT(n0 <= n1 && n1 <= n);
+#ifdef SL_DENSE_X86
+    if (use_avx2(level)) {
+        sl__dense_forward_avx2(out, in, weight, bias, in_features, out_features, n0, n1);
+        return;
+    }
+#endif
     for (size_t i = n0; i < n1; i++) {
         float *y = out + i * out_features; /* (OUT) */
         if (bias)
@@ -39,12 +56,18 @@ void sl__dense_forward(float *out, const float *in, const float *weight, const f
     }
 }
 
-void sl__dense_backward_input(float *din, const float *dout, const float *weight, size_t n,
-                              size_t in_features, size_t out_features, size_t n0,
-                              size_t n1)
+void sl__dense_backward_input_at(sl__cpu_level level, float *din, const float *dout,
+                                 const float *weight, size_t n, size_t in_features,
+                                 size_t out_features, size_t n0, size_t n1)
 {
     const int ni = blas_int(in_features), no = blas_int(out_features);
     SL_ASSERT(n0 <= n1 && n1 <= n);
+#ifdef SL_DENSE_X86
+    if (use_avx2(level)) {
+        sl__dense_backward_input_avx2(din, dout, weight, in_features, out_features, n0, n1);
+        return;
+    }
+#endif
     for (size_t i = n0; i < n1; i++) {
         float *dx = din + i * in_features; /* (IN) */
         /* Zeroed first so that garbage (even NaN) in din never leaks in. */
@@ -73,19 +96,48 @@ static void column_sums(float *restrict db, const float *restrict g, size_t n, s
     }
 }
 
-void sl__dense_backward_weight(float *dweight, float *dbias, const float *dout,
-                               const float *in, size_t n, size_t in_features,
-                               size_t out_features, size_t o0, size_t o1)
+void sl__dense_backward_weight_at(sl__cpu_level level, float *dweight, float *dbias,
+                                  const float *dout, const float *in, size_t n,
+                                  size_t in_features, size_t out_features, size_t o0, size_t o1)
 {
     const int nn = blas_int(n), ni = blas_int(in_features), no = blas_int(out_features);
     SL_ASSERT(o0 <= o1 && o1 <= out_features);
+    if (dbias)
+        column_sums(dbias + o0, dout + o0, n, o1 - o0, out_features);
+#ifdef SL_DENSE_X86
+    if (use_avx2(level)) {
+        sl__dense_backward_weight_avx2(dweight, dout, in, n, in_features, out_features, o0, o1);
+        return;
+    }
+#endif
     memset(dweight + o0 * in_features, 0, (o1 - o0) * in_features * sizeof *dweight);
     /* dweight[o] (IN) = in^T (IN, N) . dout[:, o] (N, stride OUT) */
     for (size_t o = o0; o < o1; o++)
         cblas_sgemv(CblasRowMajor, CblasTrans, nn, ni, 1.0f, in, ni, dout + o, no, 1.0f,
                     dweight + o * in_features, 1);
-    if (dbias)
-        column_sums(dbias + o0, dout + o0, n, o1 - o0, out_features);
+}
+
+void sl__dense_forward(float *out, const float *in, const float *weight, const float *bias,
+                       size_t n, size_t in_features, size_t out_features, size_t n0,
+                       size_t n1)
+{
+    sl__dense_forward_at(sl__cpu_level_get(), out, in, weight, bias, n, in_features,
+                         out_features, n0, n1);
+}
+
+void sl__dense_backward_input(float *din, const float *dout, const float *weight, size_t n,
+                              size_t in_features, size_t out_features, size_t n0, size_t n1)
+{
+    sl__dense_backward_input_at(sl__cpu_level_get(), din, dout, weight, n, in_features,
+                                out_features, n0, n1);
+}
+
+void sl__dense_backward_weight(float *dweight, float *dbias, const float *dout,
+                               const float *in, size_t n, size_t in_features,
+                               size_t out_features, size_t o0, size_t o1)
+{
+    sl__dense_backward_weight_at(sl__cpu_level_get(), dweight, dbias, dout, in, n,
+                                 in_features, out_features, o0, o1);
 }
 
 void sl__dense_backward_bias(float *dbias, const float *dout, size_t n, size_t out_features,

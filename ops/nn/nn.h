@@ -121,6 +121,20 @@ void sl__dense_backward_weight(float *dweight, float *dbias, const float *dout,
                                const float *in, size_t n, size_t in_features,
                                size_t out_features, size_t o0, size_t o1);
 
+/* The three on the path of at most this level (core/cpu.h), for tests;
+ * the ones above take the best this CPU has. The AVX2 kernels and the
+ * BLAS path sum in different orders, so their bits differ; each is the
+ * same whatever the range split. */
+void sl__dense_forward_at(sl__cpu_level level, float *out, const float *in, const float *weight,
+                          const float *bias, size_t n, size_t in_features, size_t out_features,
+                          size_t n0, size_t n1);
+void sl__dense_backward_input_at(sl__cpu_level level, float *din, const float *dout,
+                                 const float *weight, size_t n, size_t in_features,
+                                 size_t out_features, size_t n0, size_t n1);
+void sl__dense_backward_weight_at(sl__cpu_level level, float *dweight, float *dbias,
+                                  const float *dout, const float *in, size_t n,
+                                  size_t in_features, size_t out_features, size_t o0, size_t o1);
+
 /* dbias (OUT) = column sums of dout (N, OUT), output features [o0, o1). */
 void sl__dense_backward_bias(float *dbias, const float *dout, size_t n, size_t out_features,
                              size_t o0, size_t o1);
