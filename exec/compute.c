@@ -23,6 +23,28 @@ static const sl__node *gnode(const sl_step *s, int j)
     return &s->g->nodes[s->slots[j].node];
 }
 
+/* Slot j, a pool fused with its relu and the conv before them (exec/fuse.c;
+ * GRAPH mode only): samples [b, e), a chunk at a time through the conv
+ * into this worker's scratch, then through the relu and the pool. */
+static void conv_relu_pool(const sl_step *s, int j, int worker, size_t b, size_t e)
+{
+    const sl__slot *sl = &s->slots[j];
+    sl__conv2d_dims conv = gnode(s, sl->fused_with)->attr.conv;
+    sl__pool2d_dims pool = gnode(s, j)->attr.pool;
+    const size_t in_len = conv.c * conv.h * conv.w, out_len = pool.c * pool.oh * pool.ow;
+    const float *x = f32(s, sl->in[0]), *w = f32(s, sl->in[1]);
+    float *out = f32(s, j), *one = (float *)(s->arena + sl->scratch_offset) +
+                                   (size_t)worker * sl->scratch / sizeof(float);
+    int32_t *argmax = aux(s, j);
+    for (size_t i = b; i < e; i += SL__CONV_POOL_CHUNK) {
+        size_t k = e - i < SL__CONV_POOL_CHUNK ? e - i : SL__CONV_POOL_CHUNK;
+        conv.n = k;
+        pool.n = k;
+        sl__conv2d_forward(one, NULL, x + i * in_len, w, &conv, 0, k);
+        sl__relu_max_pool2d_forward(out + i * out_len, argmax + i * out_len, one, &pool, 0, k);
+    }
+}
+
 /* The grain of an op that splits only when it is big enough. */
 static sl__grain big_enough(size_t work, size_t least, sl__grain grain)
 {
@@ -63,17 +85,21 @@ void sl__compute_node(void *arg, const sl__share *sh)
         break;
     }
     case SL__OP_CONV2D_DW: {
+        /* in[1]: the forward conv, for its columns; none when it was fused
+         * into a pool (exec/fuse.c fuses only convs without columns) */
         const sl__conv2d_dims *d = &nd->attr.conv;
+        const float *cols = s->slots[in[1]].fused == SL__FUSED_AWAY ? NULL : aux(s, in[1]);
         sl__share_range(sh, SL__GRAIN_THREAD, d->oc, 1, &b, &e);
         if (b < e)
-            sl__conv2d_backward_weight(f32(s, j), f32(s, in[0]), aux(s, in[1]), f32(s, in[2]),
-                                       d, b, e);
+            sl__conv2d_backward_weight(f32(s, j), f32(s, in[0]), cols, f32(s, in[2]), d, b, e);
         break;
     }
     case SL__OP_MAX_POOL2D: { /* fused: in[0] is the relu's input (exec/fuse.c) */
         const sl__pool2d_dims *d = &nd->attr.pool;
         sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
-        if (b < e && sl->fused == SL__FUSED_RELU_POOL)
+        if (b < e && sl->fused == SL__FUSED_CONV_RELU_POOL)
+            conv_relu_pool(s, j, sh->worker, b, e);
+        else if (b < e && sl->fused == SL__FUSED_RELU_POOL)
             sl__relu_max_pool2d_forward(f32(s, j), aux(s, j), f32(s, in[0]), d, b, e);
         else if (b < e)
             sl__max_pool2d_forward(f32(s, j), aux(s, j), f32(s, in[0]), d, b, e);

@@ -41,7 +41,7 @@ static void write_ir(FILE *f, const sl_step *s, const char *name)
         }
         fprintf(f, "%%%d = %s \"%s\"(", j,
                 sl->fused != SL__FUSED_NONE ? sl__slot_op_name(s, j) : sl__op_name(n->op), n->name);
-        for (int k = 0; k < n->nin; k++)
+        for (int k = 0; k < sl__slot_num_inputs(s, j); k++)
             fprintf(f, "%s%%%d", k ? ", " : "", sl->in[k]);
         fprintf(f, ")");
         if (n->op == SL__OP_CONV2D || n->op == SL__OP_CONV2D_DX || n->op == SL__OP_CONV2D_DW)

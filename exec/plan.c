@@ -121,7 +121,7 @@ int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train)
         sl__slot *sl = &s->slots[j];
         if (sl->fused == SL__FUSED_AWAY)
             continue;
-        for (int k = 0; k < g->nodes[sl->node].nin; k++) {
+        for (int k = 0; k < sl__slot_num_inputs(s, j); k++) {
             sl__slot *src = &s->slots[sl->in[k]];
             if (src->storage == SL__STORE_ALIAS)
                 src = &s->slots[src->root];

@@ -363,15 +363,11 @@ int sl_step_node_time(const sl_step *s, size_t i, const char **name, const char 
     return SL_OK;
 }
 
-double sl_step_node_flops(const sl_step *s, size_t i)
+/* Floating-point operations of one run of node nd (0: not counted). */
+static double node_flops(const sl_step *s, const sl__node *nd)
 {
-    const sl__node *nd, *in0;
-    const sl__conv2d_dims *c;
-    if (i >= (size_t)s->nslots)
-        return 0.0;
-    nd = &s->g->nodes[s->slots[i].node];
-    in0 = nd->nin > 0 ? &s->g->nodes[nd->in[0]] : NULL;
-    c = &nd->attr.conv;
+    const sl__node *in0 = nd->nin > 0 ? &s->g->nodes[nd->in[0]] : NULL;
+    const sl__conv2d_dims *c = &nd->attr.conv;
     switch (nd->op) {
     case SL__OP_CONV2D:
     case SL__OP_CONV2D_DX:
@@ -387,6 +383,20 @@ double sl_step_node_flops(const sl_step *s, size_t i)
     default:
         return 0.0;
     }
+}
+
+double sl_step_node_flops(const sl_step *s, size_t i)
+{
+    const sl__slot *sl;
+    if (i >= (size_t)s->nslots)
+        return 0.0;
+    sl = &s->slots[i];
+    /* a fused conv's work is counted where it runs (exec/fuse.c) */
+    if (sl->fused == SL__FUSED_AWAY)
+        return 0.0;
+    if (sl->fused == SL__FUSED_CONV_RELU_POOL)
+        return node_flops(s, &s->g->nodes[s->slots[sl->fused_with].node]);
+    return node_flops(s, &s->g->nodes[sl->node]);
 }
 
 void sl_step_reset_times(sl_step *s)

@@ -45,9 +45,16 @@ typedef enum sl__fusion {
     SL__FUSED_NONE = 0,
     SL__FUSED_AWAY,          /* runs inside another slot: nothing to do */
     SL__FUSED_RELU_POOL,     /* max_pool2d reading the relu's input */
-    SL__FUSED_RELU_POOL_DX   /* relu_grad of a fused pool: from the pool's
+    SL__FUSED_RELU_POOL_DX,  /* relu_grad of a fused pool: from the pool's
                               * dout, argmax and output */
+    SL__FUSED_CONV_RELU_POOL /* a fused relu + max_pool2d that also runs the
+                              * conv2d before them, one sample at a time:
+                              * reads the conv's input and weight */
 } sl__fusion;
+
+/* Samples a fused conv2d + relu + max_pool2d runs the conv on at once
+ * (exec/fuse.c): LeNet's first conv's output of 8 samples is 150 KB. */
+#define SL__CONV_POOL_CHUNK 8
 
 typedef struct sl__slot {
     int node;            /* graph node id */
@@ -110,10 +117,14 @@ struct sl_step {
 int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train);
 /* GRAPH mode, before lifetimes are set: fuses each relu whose output
  * only a max_pool2d reads (and, in training, that pool's gradient and the
- * relu's), saving a pass over memory each way. */
+ * relu's), saving a pass over memory each way; then the conv2d before
+ * such a pair, when the pair alone reads its output. */
 void sl__plan_fuse(sl_step *s, const int *outputs, size_t noutputs);
 /* The op a slot runs as, for reports: fused slots say so. */
 const char *sl__slot_op_name(const sl_step *s, int j);
+/* How many of in[] slot j reads: its node's inputs, or more when a fusion
+ * gave it another node's. */
+int sl__slot_num_inputs(const sl_step *s, int j);
 /* Makes the next runs record a slice per node into track (NULL: stop),
  * for batch `batch` of epoch `epoch`; node names are interned into p once
  * and kept while p is given. p NULL forgets them: call it so before the

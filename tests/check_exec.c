@@ -978,11 +978,73 @@ START_TEST(test_relu_pool_fused_in_graph)
     ck_assert_int_eq(sl_step_new(&one, g, ex, SL_GRAPH_MODE, outs, 2, 0), SL_OK);
     ck_assert_int_eq(slot_named(one, "relu1")->fused, SL__FUSED_NONE);
     ck_assert_int_eq(slot_named(one, "pool1")->fused, SL__FUSED_NONE);
-    ck_assert_int_eq(slot_named(one, "pool2")->fused, SL__FUSED_RELU_POOL);
+    /* (one thread: a share is the whole batch, so conv2 fuses in too) */
+    ck_assert_int_eq(slot_named(one, "pool2")->fused, SL__FUSED_CONV_RELU_POOL);
+    ck_assert_int_eq(slot_named(one, "conv1")->fused, SL__FUSED_NONE);
     sl_step_free(one);
     sl_executor_free(ex);
     sl_model_free(m);
     sl_model_free(p);
+}
+END_TEST
+
+/* The conv before a fused relu + max_pool2d fuses in too when a share of
+ * the batch holds more than SL__CONV_POOL_CHUNK samples: on one thread at
+ * batch 32 (the whole batch is one share), not on two (8 shares of 4).
+ * test_graph_equals_pynative trains LeNet in GRAPH mode on one thread,
+ * so with this fusion, and on two, without it: the same bits as PYNATIVE
+ * both times. */
+START_TEST(test_conv_relu_pool_fused_in_graph)
+{
+    char err[512];
+    sl_model *one = lenet_model(SL_GRAPH_MODE, 1, 0, err);
+    sl_model *two = lenet_model(SL_GRAPH_MODE, 2, 0, err);
+    const char *convs[2] = {"conv1", "conv2"}, *relus[2] = {"relu1", "relu2"};
+    const char *pools[2] = {"pool1", "pool2"};
+    const sl_step *steps[2] = {sl_model_train_step(one), one->eval_step};
+    for (int t = 0; t < 2; t++) {
+        const sl_step *s = steps[t];
+        for (int k = 0; k < 2; k++) {
+            const sl__slot *conv = slot_named(s, convs[k]), *pool = slot_named(s, pools[k]);
+            ck_assert_int_eq(pool->fused, SL__FUSED_CONV_RELU_POOL);
+            ck_assert_int_eq(conv->fused, SL__FUSED_AWAY);
+            ck_assert_int_eq(conv->storage, SL__STORE_NONE);
+            ck_assert_int_eq(slot_named(s, relus[k])->fused, SL__FUSED_AWAY);
+            /* the pool reads the conv's input and weight, and has scratch
+             * for a chunk of the conv's output per thread */
+            ck_assert_int_eq(pool->in[0], conv->in[0]);
+            ck_assert_int_eq(pool->in[1], conv->in[1]);
+            ck_assert_uint_ge(pool->scratch, SL__CONV_POOL_CHUNK *
+                                                 s->g->nodes[conv->node].numel / 32 *
+                                                 sizeof(float));
+        }
+        for (size_t i = 0; i < sl_step_num_nodes(s); i++) {
+            const char *name, *op;
+            ck_assert_int_eq(sl_step_node_time(s, i, &name, &op, NULL), SL_OK);
+            if (strcmp(name, "pool1") == 0) {
+                const sl__conv2d_dims *d = &s->g->nodes[slot_named(s, "conv1")->node].attr.conv;
+                ck_assert_str_eq(op, "conv2d+relu+max_pool2d");
+                /* the conv's work is counted where it runs */
+                ck_assert_double_eq(sl_step_node_flops(s, i),
+                                    2.0 * (double)(d->n * d->oh * d->ow) *
+                                        (double)(d->c * d->kh * d->kw) * (double)d->oc);
+            }
+            if (strcmp(name, "conv1") == 0) {
+                ck_assert_str_eq(op, "conv2d (in conv2d+relu+max_pool2d)");
+                ck_assert_double_eq(sl_step_node_flops(s, i), 0.0);
+            }
+            if (strcmp(name, "relu1") == 0)
+                ck_assert_str_eq(op, "relu (in conv2d+relu+max_pool2d)");
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(slot_named(sl_model_train_step(two), pools[k])->fused,
+                         SL__FUSED_RELU_POOL);
+        ck_assert_int_eq(slot_named(sl_model_train_step(two), convs[k])->fused,
+                         SL__FUSED_NONE);
+    }
+    sl_model_free(one);
+    sl_model_free(two);
 }
 END_TEST
 
@@ -1115,6 +1177,7 @@ Suite *make_exec_suite(void)
     tcase_add_test(tc, test_graph_equals_pynative);
     tcase_add_test(tc, test_updates_run_in_one_pass);
     tcase_add_test(tc, test_relu_pool_fused_in_graph);
+    tcase_add_test(tc, test_conv_relu_pool_fused_in_graph);
     tcase_add_test(tc, test_memory_figures);
     tcase_add_test(tc, test_steps_do_not_allocate);
     tcase_add_test(tc, test_wrong_input_shape);
