@@ -176,18 +176,14 @@ static size_t slots_per_row(size_t wo, size_t vl)
     return wo <= vl ? 1 : (wo + vl - 1) / vl;
 }
 
-/* Slot j of a sample's rows: its row *y and first column *x (see the top
- * of the file). */
-static void slot_pos(size_t j, size_t per_row, size_t wo, size_t vl, size_t *y, size_t *x)
+/* The first column of slot s of a row (see the top of the file). */
+static size_t slot_column(size_t s, size_t per_row, size_t wo, size_t vl)
 {
-    size_t s = j % per_row;
-    *y = j / per_row;
     if (wo <= vl)
-        *x = 0;
-    else if (s + 1 == per_row)
-        *x = wo - vl;
-    else
-        *x = s * vl;
+        return 0;
+    if (s + 1 == per_row)
+        return wo - vl;
+    return s * vl;
 }
 
 /* [0, count) cut into as few blocks of at most `most` as possible, their
@@ -230,32 +226,77 @@ static void corr_ky_range(const corr_geom *g, size_t y0, size_t y1, size_t *ky0,
     *ky1 = b;
 }
 
+/* A slot of corr_slots' order: its index, sample, output row and slot
+ * within the row (of per_row slots). */
+typedef struct slot_cursor {
+    size_t per_row, idx, s, y, col;
+} slot_cursor;
+
+/* The slot of index idx, by division. */
+static slot_cursor slot_at(const corr_geom *g, size_t per_row, size_t idx)
+{
+    const size_t per_sample = g->ho * per_row;
+    const size_t r = g->rows_first ? idx / g->ns : idx % per_sample;
+    slot_cursor c = {per_row, idx, g->rows_first ? idx % g->ns : idx / per_sample,
+                     r / per_row, r % per_row};
+    return c;
+}
+
+/* The slot after c, by counting: sample by sample, each row by row; or,
+ * when rows_first, one slot of every sample before the next slot. */
+static void slot_next(const corr_geom *g, slot_cursor *c)
+{
+    c->idx++;
+    if (g->rows_first) {
+        if (++c->s < g->ns)
+            return;
+        c->s = 0;
+    }
+    if (++c->col < c->per_row)
+        return;
+    c->col = 0;
+    if (++c->y < g->ho || g->rows_first)
+        return;
+    c->y = 0;
+    c->s++;
+}
+
 /* Slot block blk of k slots, the slots of all ns samples in order (sample
  * by sample, or row by row across the samples when rows_first: then a
  * block of the input gradient holds one row of several samples and needs
  * only that row's taps): where each slot starts in the input (in_off) and
  * the output (out_off), and the taps [*ky0, *ky1) its rows need. Returns 1
  * past the farthest input float the block reads with whole vectors of vl,
- * counting from in. */
+ * counting from in.
+ *
+ * *cur carries the slot after the last block's from one call to the next:
+ * blocks follow one another, so only the last one (moved back) needs the
+ * divisions of slot_at, which on LeNet's conv1 had cost as much as a
+ * quarter of its forward (perf, EPYC-2c-avx512). Start it at slot_at(g,
+ * slots_per_row(g->wo, vl), 0). */
 static size_t corr_slots(const corr_geom *g, size_t vl, size_t blk, size_t k, size_t *in_off,
-                         size_t *out_off, size_t *ky0, size_t *ky1)
+                         size_t *out_off, size_t *ky0, size_t *ky1, slot_cursor *cur)
 {
-    const size_t per_row = slots_per_row(g->wo, vl), per_sample = g->ho * per_row;
+    const size_t per_row = cur->per_row, count = g->ns * g->ho * per_row;
     const size_t in_sz = g->ci * g->hi * g->wi, out_sz = g->co * g->ho * g->wo;
     size_t idx[8], ymin = (size_t)-1, ymax = 0, far = 0;
     SL_ASSERT(k <= 8);
-    fixed_block(g->ns * per_sample, k, blk, idx);
+    fixed_block(count, k, blk, idx);
+    if (cur->idx != idx[0])
+        *cur = slot_at(g, per_row, idx[0]);
     for (size_t j = 0; j < k; j++) {
-        size_t s = g->rows_first ? idx[j] % g->ns : idx[j] / per_sample;
-        size_t r = g->rows_first ? idx[j] / g->ns : idx[j] % per_sample;
-        size_t y, x;
-        slot_pos(r, per_row, g->wo, vl, &y, &x);
-        in_off[j] = s * in_sz + y * g->wi + x;
-        out_off[j] = s * out_sz + y * g->wo + x;
-        ymin = y < ymin ? y : ymin;
-        ymax = y > ymax ? y : ymax;
+        size_t x;
+        if (j > 0 && idx[j] != idx[j - 1])
+            slot_next(g, cur);
+        x = slot_column(cur->col, per_row, g->wo, vl);
+        in_off[j] = cur->s * in_sz + cur->y * g->wi + x;
+        out_off[j] = cur->s * out_sz + cur->y * g->wo + x;
+        ymin = cur->y < ymin ? cur->y : ymin;
+        ymax = cur->y > ymax ? cur->y : ymax;
         far = in_off[j] > far ? in_off[j] : far;
     }
+    if (cur->idx + 1 < count)
+        slot_next(g, cur);
     corr_ky_range(g, ymin, ymax, ky0, ky1);
     if (*ky0 == *ky1)
         return 0;
@@ -393,9 +434,10 @@ __attribute__((target("avx512f"))) static void corr_avx512(float *out, const flo
 {
     const size_t nslots = g->ns * g->ho * slots_per_row(g->wo, X512_VL);
     const __mmask16 m = g->wo < X512_VL ? (__mmask16)((1u << g->wo) - 1) : (__mmask16)0xFFFF;
+    slot_cursor cur = slot_at(g, slots_per_row(g->wo, X512_VL), 0);
     for (size_t s = 0; s * X512_SLOTS < nslots; s++) {
         size_t in_off[X512_SLOTS], out_off[X512_SLOTS], ky0, ky1;
-        size_t reach = corr_slots(g, X512_VL, s, X512_SLOTS, in_off, out_off, &ky0, &ky1);
+        size_t reach = corr_slots(g, X512_VL, s, X512_SLOTS, in_off, out_off, &ky0, &ky1, &cur);
         if (reach <= avail)
             corr_channels_avx512(out, in, w, g, in_off, out_off, m, ky0, ky1, 0);
         else
@@ -668,9 +710,10 @@ __attribute__((target("avx2,fma"))) static void corr_avx2(float *out, const floa
 {
     const size_t nslots = g->ns * g->ho * slots_per_row(g->wo, X256_VL);
     const __m256i m = mask_avx2(0, g->wo < X256_VL ? g->wo : X256_VL);
+    slot_cursor cur = slot_at(g, slots_per_row(g->wo, X256_VL), 0);
     for (size_t s = 0; s * X256_SLOTS < nslots; s++) {
         size_t in_off[X256_SLOTS], out_off[X256_SLOTS], ky0, ky1;
-        size_t reach = corr_slots(g, X256_VL, s, X256_SLOTS, in_off, out_off, &ky0, &ky1);
+        size_t reach = corr_slots(g, X256_VL, s, X256_SLOTS, in_off, out_off, &ky0, &ky1, &cur);
         if (reach <= avail)
             corr_channels_avx2(out, in, w, g, in_off, out_off, m, ky0, ky1, 0);
         else

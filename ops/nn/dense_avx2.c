@@ -44,8 +44,34 @@ __attribute__((target("avx2,fma"))) static __m256i first_lanes(size_t n)
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane);
 }
 
-/* out[r][o] for rows r < R (R <= 4) and outputs o < O (O <= 2) of one
- * block: x points at the first row (rows ld_x apart), w at the first
+/* 8 floats from p: all of them, or (masked) those of the lanes set in m,
+ * zeros in the others (no load past them). */
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256
+load_part(const float *p, __m256i m, int masked)
+{
+    return masked ? _mm256_maskload_ps(p, m) : _mm256_loadu_ps(p);
+}
+
+/* One k step of a forward block: acc[r][o] += x[r][k..k+8) * w[o][k..k+8). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+forward_step(__m256 acc[][BLOCK_OUTS], const float *x, const float *w, size_t in_f, size_t k,
+             __m256i m, int masked, int R, int O)
+{
+    __m256 wv[BLOCK_OUTS];
+#pragma GCC unroll 8
+    for (int o = 0; o < O; o++)
+        wv[o] = load_part(w + (size_t)o * in_f + k, m, masked);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        const __m256 xv = load_part(x + (size_t)r * in_f + k, m, masked);
+#pragma GCC unroll 8
+        for (int o = 0; o < O; o++)
+            acc[r][o] = _mm256_fmadd_ps(xv, wv[o], acc[r][o]);
+    }
+}
+
+/* out[r][o] for rows r < R (R <= 4) and outputs o < O (O <= 3) of one
+ * block: x points at the first row (rows in_f apart), w at the first
  * output's weights (rows in_f apart). Inlined with constant R and O so
  * the accumulators stay in registers. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
@@ -54,41 +80,19 @@ forward_block(float *out, size_t ld_out, const float *x, const float *w, const f
 {
     __m256 acc[BLOCK_ROWS][BLOCK_OUTS];
     const size_t full = in_f / LANES * LANES;
-    #pragma GCC unroll 8
+    const __m256i none = _mm256_setzero_si256();
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++)
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int o = 0; o < O; o++)
             acc[r][o] = _mm256_setzero_ps();
-    for (size_t k = 0; k < full; k += LANES) {
-        __m256 wv[BLOCK_OUTS];
-        #pragma GCC unroll 8
-        for (int o = 0; o < O; o++)
-            wv[o] = _mm256_loadu_ps(w + (size_t)o * in_f + k);
-        #pragma GCC unroll 8
-        for (int r = 0; r < R; r++) {
-            const __m256 xv = _mm256_loadu_ps(x + (size_t)r * in_f + k);
-            #pragma GCC unroll 8
-            for (int o = 0; o < O; o++)
-                acc[r][o] = _mm256_fmadd_ps(xv, wv[o], acc[r][o]);
-        }
-    }
-    if (full < in_f) {
-        const __m256i m = first_lanes(in_f - full);
-        __m256 wv[BLOCK_OUTS];
-        #pragma GCC unroll 8
-        for (int o = 0; o < O; o++)
-            wv[o] = _mm256_maskload_ps(w + (size_t)o * in_f + full, m);
-        #pragma GCC unroll 8
-        for (int r = 0; r < R; r++) {
-            const __m256 xv = _mm256_maskload_ps(x + (size_t)r * in_f + full, m);
-            #pragma GCC unroll 8
-            for (int o = 0; o < O; o++)
-                acc[r][o] = _mm256_fmadd_ps(xv, wv[o], acc[r][o]);
-        }
-    }
-    #pragma GCC unroll 8
+    for (size_t k = 0; k < full; k += LANES)
+        forward_step(acc, x, w, in_f, k, none, 0, R, O);
+    if (full < in_f)
+        forward_step(acc, x, w, in_f, full, first_lanes(in_f - full), 1, R, O);
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++)
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int o = 0; o < O; o++)
             out[(size_t)r * ld_out + (size_t)o] =
                 sl__hsum_avx2(acc[r][o]) + (bias ? bias[o] : 0.0f);
@@ -141,26 +145,26 @@ product_block(float *c, size_t ldc, const float *a, size_t a_row, size_t a_col,
 {
     __m256 acc[BLOCK_ROWS][2];
     const __m256i m = first_lanes(tail);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++)
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int v = 0; v < V; v++)
             acc[r][v] = _mm256_setzero_ps();
     for (size_t j = 0; j < inner; j++) {
         __m256 bv[2];
         const float *brow = b + j * ldb;
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int v = 0; v < V; v++)
-            bv[v] = tail ? _mm256_maskload_ps(brow, m) : _mm256_loadu_ps(brow + v * LANES);
-        #pragma GCC unroll 8
+            bv[v] = load_part(brow + v * LANES, m, tail > 0);
+#pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             const __m256 av = _mm256_broadcast_ss(a + (size_t)r * a_row + j * a_col);
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int v = 0; v < V; v++)
                 acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
         }
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
         float *crow = c + (size_t)r * ldc;
         if (tail) {
@@ -168,7 +172,7 @@ product_block(float *c, size_t ldc, const float *a, size_t a_row, size_t a_col,
             _mm256_storeu_ps(buf, acc[r][0]);
             memcpy(crow, buf, tail * sizeof *buf);
         } else {
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int v = 0; v < V; v++)
                 _mm256_storeu_ps(crow + v * LANES, acc[r][v]);
         }
