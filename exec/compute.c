@@ -35,13 +35,14 @@ static void conv_relu_pool(const sl_step *s, int j, int worker, size_t b, size_t
     const float *x = f32(s, sl->in[0]), *w = f32(s, sl->in[1]);
     float *out = f32(s, j), *one = (float *)(s->arena + sl->scratch_offset) +
                                    (size_t)worker * sl->scratch / sizeof(float);
-    int32_t *argmax = aux(s, j);
+    int32_t *argmax = sl->argmax_unread ? NULL : (int32_t *)aux(s, j);
     for (size_t i = b; i < e; i += SL__CONV_POOL_CHUNK) {
         size_t k = e - i < SL__CONV_POOL_CHUNK ? e - i : SL__CONV_POOL_CHUNK;
         conv.n = k;
         pool.n = k;
         sl__conv2d_forward(one, NULL, x + i * in_len, w, &conv, 0, k);
-        sl__relu_max_pool2d_forward(out + i * out_len, argmax + i * out_len, one, &pool, 0, k);
+        sl__relu_max_pool2d_forward(out + i * out_len, argmax ? argmax + i * out_len : NULL,
+                                    one, &pool, 0, k);
     }
 }
 
@@ -96,13 +97,14 @@ void sl__compute_node(void *arg, const sl__share *sh)
     }
     case SL__OP_MAX_POOL2D: { /* fused: in[0] is the relu's input (exec/fuse.c) */
         const sl__pool2d_dims *d = &nd->attr.pool;
+        int32_t *argmax = sl->argmax_unread ? NULL : (int32_t *)aux(s, j);
         sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
         if (b < e && sl->fused == SL__FUSED_CONV_RELU_POOL)
             conv_relu_pool(s, j, sh->worker, b, e);
         else if (b < e && sl->fused == SL__FUSED_RELU_POOL)
-            sl__relu_max_pool2d_forward(f32(s, j), aux(s, j), f32(s, in[0]), d, b, e);
+            sl__relu_max_pool2d_forward(f32(s, j), argmax, f32(s, in[0]), d, b, e);
         else if (b < e)
-            sl__max_pool2d_forward(f32(s, j), aux(s, j), f32(s, in[0]), d, b, e);
+            sl__max_pool2d_forward(f32(s, j), argmax, f32(s, in[0]), d, b, e);
         break;
     }
     case SL__OP_MAX_POOL2D_DX: {

@@ -12,6 +12,28 @@ static size_t round64(size_t n)
     return (n + 63) / 64 * 64;
 }
 
+/* Sets argmax_unread on each max_pool2d whose argmax no pool gradient
+ * (plain, or fused with a relu's: in[1] names the pool either way) reads. */
+static void mark_argmax_unread(sl_step *s)
+{
+    for (int j = 0; j < s->nslots; j++) {
+        sl__slot *p = &s->slots[j];
+        p->argmax_unread = 0;
+        if (s->g->nodes[p->node].op != SL__OP_MAX_POOL2D || p->fused == SL__FUSED_AWAY)
+            continue;
+        p->argmax_unread = 1;
+        for (int k = j + 1; k < s->nslots; k++) {
+            const sl__slot *r = &s->slots[k];
+            const sl__op op = s->g->nodes[r->node].op;
+            if (r->fused == SL__FUSED_AWAY)
+                continue;
+            if ((op == SL__OP_MAX_POOL2D_DX || r->fused == SL__FUSED_RELU_POOL_DX) &&
+                r->in[1] == j)
+                p->argmax_unread = 0;
+        }
+    }
+}
+
 int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train)
 {
     sl_graph *g = s->g;
@@ -115,6 +137,7 @@ int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train)
     }
     if (s->mode == SL_GRAPH_MODE)
         sl__plan_fuse(s, outputs, noutputs);
+    mark_argmax_unread(s);
     /* Lifetimes: a reader keeps the buffer it reads alive (through aliases
      * to their root); outputs live to the end of the run. */
     for (int j = 0; j < s->nslots; j++) {

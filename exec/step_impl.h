@@ -74,6 +74,8 @@ typedef struct sl__slot {
                           * units, rounded up to 16 so splits stay aligned */
     sl__fusion fused;
     int fused_with;      /* FUSED_*: the slot whose work this one took or gave */
+    int argmax_unread;   /* a max_pool2d whose argmax (its aux) no slot reads:
+                          * a forward-only step; it pools values alone */
     int in[SL__MAX_INPUTS]; /* step indices of the inputs */
     double ms;           /* time spent in this node */
 } sl__slot;

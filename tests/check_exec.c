@@ -1048,6 +1048,26 @@ START_TEST(test_conv_relu_pool_fused_in_graph)
 }
 END_TEST
 
+/* A pool writes its argmax only where a gradient reads it: in training
+ * steps, not in forward-only ones (GRAPH or PYNATIVE, fused or not). The
+ * values without argmax are the same bits (check_nn's pool tests). */
+START_TEST(test_pool_argmax_only_when_read)
+{
+    char err[512];
+    const sl_mode modes[2] = {SL_GRAPH_MODE, SL_PYNATIVE_MODE};
+    for (int mi = 0; mi < 2; mi++)
+        for (int threads = 1; threads <= 2; threads++) {
+            sl_model *m = lenet_model(modes[mi], threads, 0, err);
+            const sl_step *train = sl_model_train_step(m), *eval = m->eval_step;
+            ck_assert_int_eq(slot_named(train, "pool1")->argmax_unread, 0);
+            ck_assert_int_eq(slot_named(train, "pool2")->argmax_unread, 0);
+            ck_assert_int_eq(slot_named(eval, "pool1")->argmax_unread, 1);
+            ck_assert_int_eq(slot_named(eval, "pool2")->argmax_unread, 1);
+            sl_model_free(m);
+        }
+}
+END_TEST
+
 START_TEST(test_save_graphs)
 {
     sl_model_options o;
@@ -1178,6 +1198,7 @@ Suite *make_exec_suite(void)
     tcase_add_test(tc, test_updates_run_in_one_pass);
     tcase_add_test(tc, test_relu_pool_fused_in_graph);
     tcase_add_test(tc, test_conv_relu_pool_fused_in_graph);
+    tcase_add_test(tc, test_pool_argmax_only_when_read);
     tcase_add_test(tc, test_memory_figures);
     tcase_add_test(tc, test_steps_do_not_allocate);
     tcase_add_test(tc, test_wrong_input_shape);

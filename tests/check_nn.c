@@ -1092,6 +1092,14 @@ START_TEST(test_relu_pool_fused)
     in[1] = NAN;
     in[nin / 2] = NAN;
     in[nin - 1] = -NAN;
+    if (d.w >= 4 && d.h >= 2) {
+        /* a NaN in a window's second row under a positive first row: a
+         * pool that compared before ReLU would let the NaN win */
+        in[2] = 1.0f;
+        in[3] = -1.0f;
+        in[d.w + 2] = NAN;
+        in[d.w + 3] = -1.0f;
+    }
     fill_uniform(dout, nout, 50 + (uint32_t)_i, -1.0f, 1.0f);
     dout[0] = -0.0f;
 
@@ -1123,6 +1131,15 @@ START_TEST(test_relu_pool_fused)
                           sl__cpu_level_name((sl__cpu_level)level));
             ck_assert_msg(memcmp(wam, gam, nout * sizeof *gam) == 0,
                           "pool (relu %d) on %s: argmax differs from generic", relu,
+                          sl__cpu_level_name((sl__cpu_level)level));
+        }
+        /* without argmax (a forward-only step): the same values on every
+         * path, NaN, -0 and ties included */
+        for (int level = SL__CPU_GENERIC; level <= (int)sl__cpu_level_get(); level++) {
+            fill_nan(got, nout);
+            sl__max_pool2d_forward_at((sl__cpu_level)level, relu, got, NULL, in, &d, 0, d.n);
+            ck_assert_msg(memcmp(want, got, nout * sizeof *got) == 0,
+                          "pool (relu %d) on %s without argmax: values differ", relu,
                           sl__cpu_level_name((sl__cpu_level)level));
         }
         if (relu) /* the fused forward is relu's output pooled, on every path */

@@ -62,7 +62,9 @@ typedef struct sl__pool2d_dims {
 
 int sl__pool2d_dims_init(sl__pool2d_dims *d);
 /* out (N, C, OH, OW) and argmax (same shape: the index of the chosen input
- * within its (H, W) plane; the first maximum wins) for samples [n0, n1). */
+ * within its (H, W) plane; the first maximum wins) for samples [n0, n1).
+ * argmax may be NULL when nothing will read it (a forward-only step): the
+ * same values, found faster. So in the fused forward and the _at one. */
 void sl__max_pool2d_forward(float *out, int32_t *argmax, const float *in,
                             const sl__pool2d_dims *d, size_t n0, size_t n1);
 /* din (N, C, H, W) for samples [n0, n1): zero, plus each dout at its argmax. */

@@ -55,7 +55,8 @@ static inline float relu_of(float x)
  * values and argmax of max_pool2d(relu(x)), without relu(x) in memory. */
 static inline __attribute__((always_inline)) void
 pool_row_2x2(float *restrict o, int32_t *restrict am, const float *restrict r0,
-             const float *restrict r1, int32_t base, int32_t w, size_t ow, int relu)
+             const float *restrict r1, int32_t base, int32_t w, size_t ow, int relu,
+             const int with_argmax)
 {
     size_t x = 0;
     for (; x + 8 <= ow; x += 8) {
@@ -77,7 +78,8 @@ pool_row_2x2(float *restrict o, int32_t *restrict am, const float *restrict r0,
             best = a3 > v ? at + w + 1 : best;
             v = a3 > v ? a3 : v;
             o[j] = v;
-            am[j] = best;
+            if (with_argmax)
+                am[j] = best;
         }
     }
     for (; x < ow; x++) {
@@ -89,7 +91,8 @@ pool_row_2x2(float *restrict o, int32_t *restrict am, const float *restrict r0,
         take_max(relu ? relu_of(r1[2 * x + 1]) : r1[2 * x + 1], (size_t)(base + w) + 2 * x + 1,
                  &v, &best);
         o[x] = v;
-        am[x] = (int32_t)best;
+        if (with_argmax)
+            am[x] = (int32_t)best;
     }
 }
 
@@ -97,20 +100,28 @@ pool_row_2x2(float *restrict o, int32_t *restrict am, const float *restrict r0,
 /* Elements [2 * x, 2 * x + 2 * n) of row r as (even, odd) halves: r[2x],
  * r[2x + 2], ... and r[2x + 1], r[2x + 3], ...; n <= 8, and the loads stop
  * at the row's last pair (masked when n < 8). */
+/* Elements [0, 2n) of row r into *a (the first 8) and *b (the next 8);
+ * n <= 8, masked loads (zeros past 2n) when n < 8. */
+__attribute__((target("avx2"))) static inline void row16_avx2(const float *r, size_t n,
+                                                              __m256 *a, __m256 *b)
+{
+    if (n == 8) {
+        *a = _mm256_loadu_ps(r);
+        *b = _mm256_loadu_ps(r + 8);
+    } else {
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i m = _mm256_set1_epi32((int)(2 * n));
+        *a = _mm256_maskload_ps(r, _mm256_cmpgt_epi32(m, lane));
+        *b = _mm256_maskload_ps(r + 8, _mm256_cmpgt_epi32(m, _mm256_add_epi32(
+                                                            lane, _mm256_set1_epi32(8))));
+    }
+}
+
 __attribute__((target("avx2"))) static inline void pairs_avx2(const float *r, size_t n,
                                                               __m256 *even, __m256 *odd)
 {
     __m256 a, b;
-    if (n == 8) {
-        a = _mm256_loadu_ps(r);
-        b = _mm256_loadu_ps(r + 8);
-    } else {
-        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        const __m256i m = _mm256_set1_epi32((int)(2 * n));
-        a = _mm256_maskload_ps(r, _mm256_cmpgt_epi32(m, lane));
-        b = _mm256_maskload_ps(r + 8, _mm256_cmpgt_epi32(m, _mm256_add_epi32(
-                                                           lane, _mm256_set1_epi32(8))));
-    }
+    row16_avx2(r, n, &a, &b);
     /* shuffle gives (a0 a2 b0 b2 | a4 a6 b4 b6); the 64-bit permute puts
      * the quarters in order */
     *even = _mm256_castpd_ps(_mm256_permute4x64_pd(
@@ -161,6 +172,25 @@ __attribute__((target("avx2"))) static inline void take_max_avx2(__m256 x, __m25
     *v = _mm256_blendv_ps(*v, x, gt);
 }
 
+/* The maxima of n <= 8 windows of ReLU's outputs, the values alone. After
+ * ReLU no value is NaN or -0, so the order of the comparisons cannot
+ * change the result (it can with NaN or signed zeros: MAXPS returns its
+ * second operand): the two rows first, then each pair of columns, half
+ * the shuffles of taking each window's four in turn. */
+__attribute__((target("avx2"))) static inline __m256 relu_max_2x2_avx2(const float *r0,
+                                                                       const float *r1, size_t n)
+{
+    __m256 a0, b0, a1, b1, a, b;
+    row16_avx2(r0, n, &a0, &b0);
+    row16_avx2(r1, n, &a1, &b1);
+    a = _mm256_max_ps(relu_avx2(a0), relu_avx2(a1));
+    b = _mm256_max_ps(relu_avx2(b0), relu_avx2(b1));
+    /* even and odd columns, (0 2 8 10 | 4 6 12 14) and the next ones; the
+     * 64-bit permute puts the quarters in order */
+    a = _mm256_max_ps(_mm256_shuffle_ps(a, b, 0x88), _mm256_shuffle_ps(a, b, 0xDD));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(a), 0xD8));
+}
+
 /* LAST_WHOLE: a row of 8 or more windows ends with its last 8 again,
  * whole, overlapping the block before: they come out the same, so writing
  * them twice changes nothing, and plain stores replace masked ones (which
@@ -168,7 +198,7 @@ __attribute__((target("avx2"))) static inline void take_max_avx2(__m256 x, __m25
  *
  * pool_row_2x2 eight windows at a time with AVX2, a short row's windows
  * by masked loads and stores: the same comparisons in the same order, so
- * the same values and argmax bit for bit. */
+ * the same values and argmax bit for bit. am NULL: the values alone. */
 __attribute__((target("avx2"))) static void pool_row_2x2_avx2(float *o, int32_t *am,
                                                              const float *r0, const float *r1,
                                                              int32_t base, int32_t w, size_t ow,
@@ -184,6 +214,10 @@ __attribute__((target("avx2"))) static void pool_row_2x2_avx2(float *o, int32_t 
             n = 8;
         }
         __m256i at = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * (int32_t)x), lane2), best;
+        if (!am && relu) {
+            store_first_avx2(o + x, relu_max_2x2_avx2(r0 + 2 * x, r1 + 2 * x, n), n);
+            continue;
+        }
         pairs_avx2(r0 + 2 * x, n, &e0, &o0);
         pairs_avx2(r1 + 2 * x, n, &e1, &o1);
         if (relu) {
@@ -191,6 +225,15 @@ __attribute__((target("avx2"))) static void pool_row_2x2_avx2(float *o, int32_t 
             o0 = relu_avx2(o0);
             e1 = relu_avx2(e1);
             o1 = relu_avx2(o1);
+        }
+        if (!am) {
+            /* values alone: max(x, v) is x > v ? x : v, take_max's choice
+             * (MAXPS returns its second operand for NaN or equal zeros),
+             * one instruction instead of a compare and two blends */
+            v = _mm256_max_ps(e1, _mm256_max_ps(o0, e0));
+            v = _mm256_max_ps(o1, v);
+            store_first_avx2(o + x, v, n);
+            continue;
         }
         v = e0;
         best = at;
@@ -215,7 +258,8 @@ pool_forward(float *out, int32_t *argmax, const float *in, const sl__pool2d_dims
         for (size_t plane = n0 * d->c; plane < n1 * d->c; plane++) {
             const float *x = in + plane * hw;
             for (size_t y = 0; y < d->oh; y++)
-                pool_row_2x2_avx2(out + plane * ohw + y * d->ow, argmax + plane * ohw + y * d->ow,
+                pool_row_2x2_avx2(out + plane * ohw + y * d->ow,
+                                  argmax ? argmax + plane * ohw + y * d->ow : NULL,
                                   x + 2 * y * d->w, x + (2 * y + 1) * d->w,
                                   (int32_t)(2 * y * d->w), (int32_t)d->w, d->ow, relu);
         }
@@ -227,12 +271,16 @@ pool_forward(float *out, int32_t *argmax, const float *in, const sl__pool2d_dims
     for (size_t plane = n0 * d->c; plane < n1 * d->c; plane++) {
         const float *x = in + plane * hw;   /* (H, W) */
         float *o = out + plane * ohw;       /* (OH, OW) */
-        int32_t *am = argmax + plane * ohw; /* (OH, OW) */
+        int32_t *am = argmax ? argmax + plane * ohw : NULL; /* (OH, OW) */
         if (k == 2 && s == 2) {
-            for (size_t y = 0; y < d->oh; y++)
-                pool_row_2x2(o + y * d->ow, am + y * d->ow, x + 2 * y * d->w,
-                             x + (2 * y + 1) * d->w, (int32_t)(2 * y * d->w), (int32_t)d->w,
-                             d->ow, relu);
+            for (size_t y = 0; y < d->oh; y++) {
+                const float *r0 = x + 2 * y * d->w, *r1 = r0 + d->w;
+                const int32_t base = (int32_t)(2 * y * d->w), w = (int32_t)d->w;
+                if (am)
+                    pool_row_2x2(o + y * d->ow, am + y * d->ow, r0, r1, base, w, d->ow, relu, 1);
+                else
+                    pool_row_2x2(o + y * d->ow, NULL, r0, r1, base, w, d->ow, relu, 0);
+            }
             continue;
         }
         for (size_t y = 0; y < d->oh; y++) {
@@ -245,7 +293,8 @@ pool_forward(float *out, int32_t *argmax, const float *in, const sl__pool2d_dims
                         take_max(relu ? relu_of(x[row + j]) : x[row + j], row + j, &v, &best);
                 }
                 o[y * d->ow + xo] = v;
-                am[y * d->ow + xo] = (int32_t)best;
+                if (am)
+                    am[y * d->ow + xo] = (int32_t)best;
             }
         }
     }
