@@ -114,9 +114,9 @@ static size_t team_shares(const sl_step *s)
 }
 
 /* Pool p, fused with its relu, reads conv c's output: fused with c too
- * when p alone reads that output and c saves no columns (see the top). p
- * then reads c's input and weight, and needs one sample of c's output as
- * scratch per thread. */
+ * when p alone reads that output, c saves no columns and a share holds
+ * more than a chunk (see the top). p then reads c's input and weight, and
+ * needs a chunk of c's output as scratch per thread. */
 static void fuse_conv_relu_pool(sl_step *s, int p, const int *outputs, size_t noutputs)
 {
     int c = s->slots[p].in[0], rd[3], n;
@@ -140,7 +140,8 @@ static void fuse_conv_relu_pool(sl_step *s, int p, const int *outputs, size_t no
     s->slots[p].in[0] = s->slots[c].in[0];
     s->slots[p].in[1] = s->slots[c].in[1];
     /* 64-byte rounded, as the planner rounds every scratch */
-    s->slots[p].scratch = (SL__CONV_POOL_CHUNK * d->oc * d->oh * d->ow * sizeof(float) + 63) / 64 * 64;
+    s->slots[p].scratch =
+        (SL__CONV_POOL_CHUNK * d->oc * d->oh * d->ow * sizeof(float) + 63) / 64 * 64;
     fuse_away(&s->slots[c], p);
 }
 

@@ -1,9 +1,10 @@
 /* dense.c: the fully connected layer, out = in . weight^T + bias.
  *
- * Where AVX2 is there, dense_avx2.c's kernels run the three products
- * (blocks of rows share each load of the weights). Elsewhere, every BLAS call is a GEMV with a shape fixed by the layer (one row, or one
- * output feature), never a GEMM over the caller's range: OpenBLAS's sgemm
- * sums a row in an order that depends on where the row falls in its register
+ * Where the CPU has AVX2, dense_avx2.c's kernels run the three products
+ * (blocks of rows share each load of the weights). Elsewhere every BLAS
+ * call is a GEMV with a shape fixed by the layer (one row, or one output
+ * feature), never a GEMM over the caller's range: OpenBLAS's sgemm sums a
+ * row in an order that depends on where the row falls in its register
  * tiles, so splitting [n0, n1) differently would change the bits (see
  * conv2d.c). At LeNet's batch-32 shapes this costs between 1.2x and 2x
  * the time of one GEMM over the whole batch. */
