@@ -209,8 +209,8 @@ static size_t corr_slots(const corr_geom *g, size_t vl, size_t blk, size_t k, si
 {
     const size_t per_row = cur->per_row, count = g->ns * g->ho * per_row;
     const size_t in_sz = g->ci * g->hi * g->wi, out_sz = g->co * g->ho * g->wo;
-    size_t idx[8], ymin = (size_t)-1, ymax = 0, far = 0;
-    SL_ASSERT(k <= 8);
+    size_t idx[8] = {0}, ymin = (size_t)-1, ymax = 0, far = 0; /* {0}: GCC at -O1 */
+    SL_ASSERT(k >= 1 && k <= 8);
     fixed_block(count, k, blk, idx);
     if (cur->idx != idx[0])
         *cur = slot_at(g, per_row, idx[0]);
