@@ -60,7 +60,7 @@
 #include "ops/nn/conv2d_direct_impl.h"
 
 #ifdef SL_CONV2D_X86
-#include "ops/nn/hsum_avx2.h"
+#include "ops/nn/lanes_avx2.h"
 #endif
 
 /* A "valid" correlation of ns samples, one after another in in and out. */
@@ -424,7 +424,7 @@ __attribute__((target("avx2,fma"))) static void corr_avx2(float *out, const floa
                                                           const corr_geom *g)
 {
     const size_t nslots = g->ns * g->ho * slots_per_row(g->wo, X256_VL);
-    const __m256i m = mask_avx2(0, g->wo < X256_VL ? g->wo : X256_VL);
+    const __m256i m = sl__mask_avx2(0, g->wo < X256_VL ? g->wo : X256_VL);
     slot_cursor cur = slot_at(g, slots_per_row(g->wo, X256_VL), 0);
     for (size_t s = 0; s * X256_SLOTS < nslots; s++) {
         size_t in_off[X256_SLOTS], out_off[X256_SLOTS], ky0, ky1;

@@ -17,7 +17,7 @@
 #include "ops/nn/conv2d_direct_impl.h"
 
 #ifdef SL_CONV2D_X86
-#include "ops/nn/hsum_avx2.h"
+#include "ops/nn/lanes_avx2.h"
 #endif
 
 /* --- plain C ----------------------------------------------------------- */
@@ -308,7 +308,7 @@ dw_block_avx2(float *dw, const float *dout, const float *in, const sl__conv2d_di
         for (int t = 0; t < W256_TAPS; t++)
             acc[b][t] = _mm256_setzero_ps();
     if (ow >= X256_VL) {
-        const __m256i mtail = mask_avx2(X256_VL - (ow - whole), X256_VL);
+        const __m256i mtail = sl__mask_avx2(X256_VL - (ow - whole), X256_VL);
         for (size_t n = 0; n < d->n; n++) {
             const float *g = dout + (n * d->oc + oc) * oplane;
             const float *xs = in + (n * d->c + c) * plane;
@@ -321,7 +321,7 @@ dw_block_avx2(float *dw, const float *dout, const float *in, const sl__conv2d_di
             }
         }
     } else {
-        const __m256i m = mask_avx2(0, ow);
+        const __m256i m = sl__mask_avx2(0, ow);
         for (size_t n = 0; n < d->n; n++) {
             const size_t gi = (n * d->oc + oc) * oplane, xi = (n * d->c + c) * plane;
             for (size_t y = 0; y < d->oh; y++) {

@@ -55,15 +55,6 @@ load_avx512(const float *p, __mmask16 m, const int masked)
     return v;
 }
 
-/* Lanes [lo, hi) of a mask, 0 <= lo <= hi <= 8. */
-__attribute__((target("avx2,fma"), always_inline)) static inline __m256i
-mask_avx2(size_t lo, size_t hi)
-{
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), lane),
-                            _mm256_cmpgt_epi32(lane, _mm256_set1_epi32((int)lo - 1)));
-}
-
 /* As load_avx512. */
 __attribute__((target("avx2,fma"), always_inline)) static inline __m256
 load_avx2(const float *p, __m256i m, const int masked)

@@ -50,7 +50,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-#include "ops/nn/hsum_avx2.h"
+#include "ops/nn/lanes_avx2.h"
 
 enum {
     LANES = 8,       /* output channels per vector */

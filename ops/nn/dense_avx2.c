@@ -9,7 +9,7 @@
  * barely cover the FMAs' latency, and each weight load serves fewer);
  * lane j of an accumulator sums the k = j (mod 8) in order, the last
  * partial vector comes in through a masked load (zeros past the end), and
- * a fixed tree of horizontal adds (hsum_avx2.h) ends the sum.
+ * a fixed tree of horizontal adds (lanes_avx2.h) ends the sum.
  *
  * Both gradients are the same product, C[r][k] = sum over j of A(r, j) *
  * B[j][k] with B's rows contiguous: vectors run along k and each element
@@ -29,20 +29,13 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-#include "ops/nn/hsum_avx2.h"
+#include "ops/nn/lanes_avx2.h"
 
 enum {
     LANES = 8,      /* floats per vector */
     BLOCK_ROWS = 4, /* rows per block in both kernels */
     BLOCK_OUTS = 3  /* outputs per forward block */
 };
-
-/* Lanes [0, n) set, for masked loads of a row's last n < 8 floats. */
-__attribute__((target("avx2,fma"))) static __m256i first_lanes(size_t n)
-{
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane);
-}
 
 /* 8 floats from p: all of them, or (masked) those of the lanes set in m,
  * zeros in the others (no load past them). */
@@ -89,7 +82,7 @@ forward_block(float *out, size_t ld_out, const float *x, const float *w, const f
     for (size_t k = 0; k < full; k += LANES)
         forward_step(acc, x, w, in_f, k, none, 0, R, O);
     if (full < in_f)
-        forward_step(acc, x, w, in_f, full, first_lanes(in_f - full), 1, R, O);
+        forward_step(acc, x, w, in_f, full, sl__mask_avx2(0, in_f - full), 1, R, O);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
@@ -144,7 +137,7 @@ product_block(float *c, size_t ldc, const float *a, size_t a_row, size_t a_col,
               const float *b, size_t ldb, size_t inner, int R, int V, size_t tail)
 {
     __m256 acc[BLOCK_ROWS][2];
-    const __m256i m = first_lanes(tail);
+    const __m256i m = sl__mask_avx2(0, tail);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 8

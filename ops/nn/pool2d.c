@@ -97,9 +97,6 @@ pool_row_2x2(float *restrict o, int32_t *restrict am, const float *restrict r0,
 }
 
 #ifdef SL_POOL_X86
-/* Elements [2 * x, 2 * x + 2 * n) of row r as (even, odd) halves: r[2x],
- * r[2x + 2], ... and r[2x + 1], r[2x + 3], ...; n <= 8, and the loads stop
- * at the row's last pair (masked when n < 8). */
 /* Elements [0, 2n) of row r into *a (the first 8) and *b (the next 8);
  * n <= 8, masked loads (zeros past 2n) when n < 8. */
 __attribute__((target("avx2"))) static inline void row16_avx2(const float *r, size_t n,
@@ -117,6 +114,9 @@ __attribute__((target("avx2"))) static inline void row16_avx2(const float *r, si
     }
 }
 
+/* Elements [0, 2n) of row r as (even, odd) halves: r[0], r[2], ... and
+ * r[1], r[3], ...; n <= 8, and the loads stop at the row's last pair
+ * (masked when n < 8). */
 __attribute__((target("avx2"))) static inline void pairs_avx2(const float *r, size_t n,
                                                               __m256 *even, __m256 *odd)
 {
@@ -213,7 +213,7 @@ __attribute__((target("avx2"))) static void pool_row_2x2_avx2(float *o, int32_t 
             x = ow - 8;
             n = 8;
         }
-        __m256i at = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * (int32_t)x), lane2), best;
+        __m256i at, best;
         if (!am && relu) {
             store_first_avx2(o + x, relu_max_2x2_avx2(r0 + 2 * x, r1 + 2 * x, n), n);
             continue;
@@ -235,6 +235,7 @@ __attribute__((target("avx2"))) static void pool_row_2x2_avx2(float *o, int32_t 
             store_first_avx2(o + x, v, n);
             continue;
         }
+        at = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * (int32_t)x), lane2);
         v = e0;
         best = at;
         take_max_avx2(o0, _mm256_add_epi32(at, one), &v, &best);

@@ -41,18 +41,18 @@ export PYTHONPATH SLUICE_TEST_MAKE_IMAGE_FOLDER SLUICE_TEST_DUMP_PIPELINE SLUICE
 # (the option comes last: it wins). OpenBLAS's threads (torch's, in the
 # tests that compare with it) hand work over by spinning on plain memory,
 # which TSan cannot see: they are not started.
-if [ -n "${sl_python_preload:-}" ]; then
-    echo "sanitizer runtime preloaded: $sl_python_preload"
-    case $sl_python_preload in
+# The preload goes to the interpreter alone (env), not to this shell.
+preload=${sl_python_preload:-}
+if [ -n "$preload" ]; then
+    echo "sanitizer runtime preloaded: $preload"
+    case $preload in
     *tsan*) OPENBLAS_NUM_THREADS=1; export OPENBLAS_NUM_THREADS ;;
     esac
-    LD_PRELOAD="$sl_python_preload" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-        "$PYTHON" -m pytest -p no:cacheprovider -q -rs "$top_srcdir/bindings/python/tests" "$@" \
-        >"$out" 2>&1
-else
-    "$PYTHON" -m pytest -p no:cacheprovider -q -rs "$top_srcdir/bindings/python/tests" "$@" \
-        >"$out" 2>&1
 fi
+env ${preload:+"LD_PRELOAD=$preload"} \
+    ${preload:+"ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"} \
+    "$PYTHON" -m pytest -p no:cacheprovider -q -rs "$top_srcdir/bindings/python/tests" "$@" \
+    >"$out" 2>&1
 rc=$?
 cat "$out"
 # pytest's last line: "== 40 passed, 2 skipped in 3.10s ==" (or "... failed").
