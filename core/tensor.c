@@ -83,6 +83,7 @@ static void tensor_fill_header(sl_tensor *t, sl_pool *pool, sl_dtype dtype, int 
     t->pool = pool;
     t->escaped = 0;
     t->base = NULL;
+    t->lender = NULL;
 }
 
 static void *block_alloc(sl_pool *pool, size_t size)
@@ -128,6 +129,25 @@ int sl__tensor_view(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offs
     tensor_fill_header(t, pool, dtype, ndim, shape, numel, nbytes);
     t->data = (char *)base->data + offset;
     t->base = sl_tensor_retain(base);
+    *out = t;
+    return SL_OK;
+}
+
+int sl__tensor_lent(sl_tensor **out, sl_pool *pool, sl_dtype dtype, int ndim,
+                    const int64_t *shape, void *data, sl__lender *lender)
+{
+    size_t numel, nbytes;
+    int rc = sl__shape_numel(ndim, shape, dtype, &numel, &nbytes);
+    sl_tensor *t;
+    *out = NULL;
+    if (rc != SL_OK)
+        return rc;
+    t = block_alloc(pool, sizeof *t);
+    if (!t)
+        return SL_ENOMEM;
+    tensor_fill_header(t, pool, dtype, ndim, shape, numel, nbytes);
+    t->data = data;
+    t->lender = lender;
     *out = t;
     return SL_OK;
 }
@@ -183,6 +203,8 @@ void sl_tensor_release(sl_tensor *t)
     pool = t->pool;
     escaped = t->escaped;
     sl_tensor_release(t->base);
+    if (t->lender)
+        t->lender->give_back(t->lender);
     if (!pool) {
         free(t);
         return;

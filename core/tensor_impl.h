@@ -9,6 +9,13 @@
 #include "sluice/tensor.h"
 #include "core/pool.h"
 
+/* Memory lent to whoever makes tensors over it (a device queue's slot
+ * lent to the pipeline for a batch, see sl__tensor_lent): give_back is
+ * called once for each such tensor, when its last reference goes. */
+typedef struct sl__lender {
+    void (*give_back)(struct sl__lender *l);
+} sl__lender;
+
 struct sl_tensor {
     sl_dtype dtype;
     int ndim;
@@ -17,9 +24,10 @@ struct sl_tensor {
     size_t nbytes;
     void *data;           /* 64-byte aligned, contiguous */
     atomic_int refcount;
-    sl_pool *pool;        /* where the block goes back; NULL: heap */
     int escaped;          /* holds its own reference to pool (sl__tensor_escape) */
+    sl_pool *pool;        /* where the block goes back; NULL: heap */
     sl_tensor *base;      /* for a view: the tensor that owns the data */
+    sl__lender *lender;   /* for lent data: who gets it back */
 };
 
 /* Allocates an uninitialised tensor from pool (NULL pool: heap). */
@@ -28,6 +36,11 @@ int sl__tensor_alloc(sl_tensor **out, sl_pool *pool, sl_dtype dtype, int ndim,
 /* A tensor whose data is base's data at byte offset; base is retained. */
 int sl__tensor_view(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offset,
                     sl_dtype dtype, int ndim, const int64_t *shape);
+/* A tensor over data that lender lends (its header from pool): when the
+ * last reference goes, lender->give_back(lender) is called. Fails like
+ * sl__tensor_view. */
+int sl__tensor_lent(sl_tensor **out, sl_pool *pool, sl_dtype dtype, int ndim,
+                    const int64_t *shape, void *data, sl__lender *lender);
 /* Makes t, a tensor embedded in another object (a device queue's slot),
  * describe data it does not own (device memory): refcount 1, no pool, no
  * base; numel and nbytes from the shape. Never release t: its owner keeps
@@ -41,7 +54,7 @@ int sl__tensor_init_external(sl_tensor *t, sl_dtype dtype, int ndim, const int64
  * the one thread that hands the tensor out. */
 void sl__tensor_escape(sl_tensor *t);
 /* True if the caller may overwrite t's data in place: one reference and
- * owned data (not a view). */
+ * owned data (not a view; lent data is the tensor's alone while it lives). */
 int sl__tensor_writable(const sl_tensor *t);
 /* Checks dims and computes numel/nbytes with overflow checks. */
 int sl__shape_numel(int ndim, const int64_t *shape, sl_dtype dtype, size_t *numel,

@@ -2,7 +2,8 @@
  *
  * Slots hold batches in device memory and are made once; a slot is free,
  * acquired (being filled by the transfer thread), committed (waiting in the
- * ring for GetNext) or taken (the executor is running on it). The ring of
+ * ring for GetNext), taken (the executor is running on it) or lent (the
+ * pipeline stacks a batch into it; device_queue_lend.c). The ring of
  * entries keeps batches and markers in the order they were committed; a
  * marker takes an entry but no slot, so the ring has room for every slot
  * plus SL__DQ_MARKER_ROOM markers and a commit never waits.
@@ -29,7 +30,7 @@
 
 /* What the queue holds at one moment, for messages made after unlocking. */
 typedef struct dq_snapshot {
-    size_t slots, filled, acquired, taken, free, markers;
+    size_t slots, filled, acquired, taken, free, lent, markers;
     uint64_t batches_out;
     double empty_ms;
 } dq_snapshot;
@@ -112,9 +113,10 @@ int sl__dq_new(sl__device_queue **out, sl_device *d, const sl_tensor_spec *specs
                       q->name, o->capacity, SL__DQ_MAX_SLOTS);
         goto fail;
     }
-    if (o->grow_to > SL__DQ_MAX_SLOTS) {
-        rc = sl__errf(err, SL_EINVAL, "device queue '%s': grow_to %zu is more than %d",
-                      q->name, o->grow_to, SL__DQ_MAX_SLOTS);
+    if (o->grow_to > SL__DQ_MAX_SLOTS || o->lend_slots > SL__DQ_MAX_SLOTS) {
+        rc = sl__errf(err, SL_EINVAL,
+                      "device queue '%s': grow_to %zu or lend_slots %zu is more than %d",
+                      q->name, o->grow_to, o->lend_slots, SL__DQ_MAX_SLOTS);
         goto fail;
     }
     rc = sl__dq_size_columns(q, specs, ncolumns, err);
@@ -128,6 +130,16 @@ int sl__dq_new(sl__device_queue **out, sl_device *d, const sl_tensor_spec *specs
         q->max_slots = 1; /* max_bytes below one batch: one slot still has to fit */
     if (q->nslots > q->max_slots)
         q->nslots = q->max_slots;
+    /* Slots to lend come on top, within what max_bytes leaves. */
+    q->lend_slots = o->lend_slots;
+    if (o->max_bytes > 0 && q->slot_bytes > 0) {
+        size_t room = o->max_bytes / q->slot_bytes;
+        room = room > q->max_slots ? room - q->max_slots : 0;
+        if (q->lend_slots > room)
+            q->lend_slots = room;
+    }
+    q->nslots += q->lend_slots;
+    q->max_slots += q->lend_slots;
     rc = dq_init_sync(q, err);
     if (rc != SL_OK) {
         sl__err_prefix(err, "device queue '%s': ", q->name);
@@ -172,7 +184,8 @@ static void dq_snapshot_locked(const sl__device_queue *q, dq_snapshot *s)
     s->filled = q->filled;
     s->acquired = q->acquired;
     s->free = q->nfree;
-    s->taken = q->nslots - q->nfree - q->acquired - q->filled;
+    s->lent = q->nlent;
+    s->taken = sl__dq_in_use(q) - q->acquired - q->filled;
     s->markers = q->markers;
     s->batches_out = q->batches_out;
     s->empty_ms = q->count == 0 ? sl__now_ms() - q->empty_since_ms : 0;
@@ -187,6 +200,8 @@ static void dq_snapshot_str(char *buf, size_t len, const dq_snapshot *s)
                      "%llu batches delivered",
                      s->slots, s->filled, s->acquired, s->taken, s->free,
                      (unsigned long long)s->batches_out);
+    if (s->lent > 0 && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "; %zu lent to the pipeline", s->lent);
     if (s->markers > 0 && n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, "; %zu markers waiting", s->markers);
 }
@@ -246,11 +261,13 @@ static void dq_room_err(sl__device_queue *q, sl__error *err, int rc, const char 
 
 /* --- the transfer side -------------------------------------------------- */
 
-/* A free slot, and fewer than limit in use. */
-static int has_free_slot(const sl__device_queue *q)
-{
-    return q->nfree > 0 && q->nslots - q->nfree < q->limit;
-}
+size_t sl__dq_in_use(const sl__device_queue *q) { return q->nslots - q->nfree - q->nlent; }
+
+/* Fewer than limit slots in use: room for one more batch. */
+static int has_room(const sl__device_queue *q) { return sl__dq_in_use(q) < q->limit; }
+/* Room, and a free slot to fill (there is one whenever there is room,
+ * since at most lend_slots are lent). */
+static int has_free_slot(const sl__device_queue *q) { return q->nfree > 0 && has_room(q); }
 static int has_marker_room(const sl__device_queue *q) { return q->markers < SL__DQ_MARKER_ROOM; }
 
 int sl__dq_acquire(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms, sl__error *err)
@@ -293,6 +310,27 @@ static void dq_append_locked(sl__device_queue *q, int slot, int status, const ch
         pthread_cond_signal(&q->not_empty);
 }
 
+int sl__dq_take_lent(sl__device_queue *q, sl__dq_slot *slot, int64_t timeout_ms, sl__error *err)
+{
+    dq_snapshot s;
+    int rc;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_lock(&q->lock);
+    SL_ASSERT(q->state[slot->index] == SLOT_LENT);
+    rc = dq_wait_room(q, has_room, timeout_ms);
+    if (rc == SL_OK) {
+        q->state[slot->index] = SLOT_ACQUIRED;
+        q->nlent--;
+        q->acquired++;
+    } else {
+        dq_snapshot_locked(q, &s);
+    }
+    pthread_mutex_unlock(&q->lock);
+    if (rc != SL_OK)
+        dq_room_err(q, err, rc, "claiming a lent slot", timeout_ms, &s);
+    return rc;
+}
+
 void sl__dq_commit(sl__device_queue *q, sl__dq_slot *slot)
 {
     pthread_mutex_lock(&q->lock);
@@ -306,17 +344,16 @@ void sl__dq_commit(sl__device_queue *q, sl__dq_slot *slot)
     pthread_mutex_unlock(&q->lock);
 }
 
-/* Puts a slot back on the free list, the lock held; wakes the transfer side
- * once half the slots are free, or when GetNext has nothing left to take:
- * a transfer thread woken for every slot would cost two context switches a
- * step, which a full queue does not need (it still holds batches for the
- * steps while the transfer thread refills). */
-static void dq_free_slot_locked(sl__device_queue *q, int i)
+/* Wakes the transfer side once half the slots are free, or when GetNext
+ * has nothing left to take: a transfer thread woken for every slot would
+ * cost two context switches a step, which a full queue does not need (it
+ * still holds batches for the steps while the transfer thread refills). */
+void sl__dq_free_slot_locked(sl__device_queue *q, int i)
 {
     q->state[i] = SLOT_FREE;
     q->free_slots[q->nfree++] = i;
     /* Broadcast: marker pushes wait on the same condition for another reason. */
-    size_t in_use = q->nslots - q->nfree;
+    size_t in_use = sl__dq_in_use(q);
     size_t usable = in_use < q->limit ? q->limit - in_use : 0;
     if (q->room_waiters && (2 * usable >= q->limit || q->filled == 0))
         pthread_cond_broadcast(&q->room);
@@ -327,7 +364,7 @@ void sl__dq_unacquire(sl__device_queue *q, sl__dq_slot *slot)
     pthread_mutex_lock(&q->lock);
     SL_ASSERT(q->state[slot->index] == SLOT_ACQUIRED);
     q->acquired--;
-    dq_free_slot_locked(q, slot->index);
+    sl__dq_free_slot_locked(q, slot->index);
     pthread_mutex_unlock(&q->lock);
 }
 
@@ -515,7 +552,7 @@ void sl__dq_release(sl__device_queue *q, sl__dq_slot *slot)
 {
     pthread_mutex_lock(&q->lock);
     SL_ASSERT(q->state[slot->index] == SLOT_TAKEN);
-    dq_free_slot_locked(q, slot->index);
+    sl__dq_free_slot_locked(q, slot->index);
     pthread_mutex_unlock(&q->lock);
 }
 

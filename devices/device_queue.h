@@ -10,6 +10,11 @@
  *                    runs the step on the slot, sl__dq_release gives the
  *                    slot back.
  *
+ * On a device that reads host memory a queue may also lend free slots to
+ * the pipeline (lend_slots, sl__dq_lend), which stacks a batch straight
+ * into one; the transfer thread then claims the slot (sl__dq_claim)
+ * instead of copying the batch into another.
+ *
  * Every wait blocks on a condition variable (no polling) with a timeout
  * (one longer than INT_MAX ms, 24 days, counts as INT_MAX ms).
  * sl__dq_interrupt wakes GetNext with SL_ECANCELED (and makes it return
@@ -31,6 +36,9 @@
  * memory (do not release it; it belongs to the queue). */
 typedef struct sl__dq_slot {
     int index;                          /* in the queue's ring */
+    struct sl__device_queue *queue;     /* whose slot it is */
+    sl__lender lender;                  /* while lent: tensors over it give back here */
+    size_t lent_columns;                /* while lent: columns not yet given back */
     uint64_t batch;                     /* batches committed before this one */
     int64_t epoch, in_epoch;            /* the batch's place in the data (for traces):
                                          * its epoch and number within it */
@@ -59,6 +67,9 @@ typedef struct sl__dq_options {
     void *describe_arg;
     size_t grow_to;            /* slots sl__dq_grow may add up to (0: none), within
                                 * max_bytes; only they are allocated later */
+    size_t lend_slots;         /* slots made besides, to lend to the pipeline
+                                * (within max_bytes); 0: none. Only for a
+                                * device that reads host memory. */
 } sl__dq_options;
 
 typedef struct sl__dq_stats {
@@ -94,6 +105,20 @@ int sl__dq_acquire(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms,
 void sl__dq_commit(sl__device_queue *q, sl__dq_slot *slot);
 /* Gives back an acquired slot unfilled (the copy failed). */
 void sl__dq_unacquire(sl__device_queue *q, sl__dq_slot *slot);
+/* Lends a free slot to the pipeline, without waiting: NULL when none of
+ * the lend_slots is free. Its lender (slot->lender) gets each of the
+ * slot's columns back once (lent_columns counts them down); the last
+ * frees the slot, unless sl__dq_claim took it. */
+sl__dq_slot *sl__dq_lend(sl__device_queue *q);
+/* Transfer side: takes the slot that cols (a batch's tensors, in the
+ * slot's column order) were stacked into, when they are the whole of one
+ * loan of q's and nobody else holds them; waits for room like
+ * sl__dq_acquire, then releases the tensors and sets cols[i] NULL: the
+ * slot (*slot) is acquired and filled, ready for sl__dq_commit. SL_OK
+ * with *slot NULL, nothing touched, when they are not such a loan: copy
+ * the batch instead. Else sl__dq_acquire's returns. */
+int sl__dq_claim(sl__device_queue *q, sl_tensor **cols, sl__dq_slot **slot, int64_t timeout_ms,
+                 sl__error *err);
 /* Appends a marker after the batches committed so far: SL_END_OF_EPOCH,
  * SL_END_OF_DATA or an error status with its message (marker; may be NULL
  * for the first two). A marker takes no slot, but at most

@@ -12,7 +12,7 @@
 
 #define DQ_NAME_LEN 64
 
-enum { SLOT_FREE, SLOT_ACQUIRED, SLOT_COMMITTED, SLOT_TAKEN };
+enum { SLOT_FREE, SLOT_ACQUIRED, SLOT_COMMITTED, SLOT_TAKEN, SLOT_LENT };
 
 typedef struct dq_entry {
     int slot;                /* a batch: its slot; a marker: -1 */
@@ -40,7 +40,10 @@ struct sl__device_queue {
     sl__dq_slot *slots;
     unsigned char *state;     /* SLOT_*, to catch misuse */
     size_t nslots, max_slots;
-    size_t limit;             /* slots in use at most (sl__dq_set_limit): nslots unless cut */
+    size_t limit;             /* slots in the queue's use at most (sl__dq_set_limit):
+                               * nslots - lend_slots unless cut */
+    size_t lend_slots;        /* of nslots and max_slots, the ones for lending */
+    size_t nlent;             /* slots lent to the pipeline now */
     int *free_slots;          /* a stack of nfree free slot indices */
     size_t nfree;
     size_t acquired;          /* slots being filled */
@@ -58,6 +61,16 @@ struct sl__device_queue {
     sl__occupancy occupancy; /* of `filled`, for the mean */
 };
 
+/* Slots the queue uses now: acquired, filled or taken (not free, not lent). */
+size_t sl__dq_in_use(const sl__device_queue *q);
+/* Puts a slot back on the free list, the lock held (waking the transfer
+ * side when it should). */
+void sl__dq_free_slot_locked(sl__device_queue *q, int i);
+/* Turns a lent slot into an acquired one once the queue has room for it
+ * (a wait like sl__dq_acquire's, with its returns), the lock not held. */
+int sl__dq_take_lent(sl__device_queue *q, sl__dq_slot *slot, int64_t timeout_ms, sl__error *err);
+/* A lent column came back (slot->lender's give_back). */
+void sl__dq_give_back(sl__lender *l);
 /* Checks the columns and sizes a slot; fills q's specs and sizes. */
 int sl__dq_size_columns(sl__device_queue *q, const sl_tensor_spec *specs, size_t ncolumns,
                         sl__error *err);

@@ -47,6 +47,8 @@ static int alloc_device_slots(sl__device_queue *q, size_t from, size_t to, sl__e
     for (size_t i = from; i < to; i++) {
         sl__dq_slot *s = &q->slots[i];
         s->index = (int)i;
+        s->queue = q;
+        s->lender.give_back = sl__dq_give_back;
         s->ncolumns = q->ncolumns;
         for (size_t c = 0; c < q->ncolumns; c++) {
             void *mem;
@@ -92,7 +94,7 @@ int sl__dq_alloc_slots(sl__device_queue *q, sl__error *err)
     for (size_t i = 0; i < q->nslots; i++)
         q->free_slots[q->nslots - 1 - i] = (int)i;
     q->nfree = q->nslots;
-    q->limit = q->nslots;
+    q->limit = q->nslots - q->lend_slots;
     return SL_OK;
 }
 
@@ -109,21 +111,23 @@ void sl__dq_free_slots(sl__device_queue *q)
     free(q->slots);
 }
 
-size_t sl__dq_max_slots(const sl__device_queue *q) { return q->max_slots; }
+size_t sl__dq_max_slots(const sl__device_queue *q) { return q->max_slots - q->lend_slots; }
 
 int sl__dq_grow(sl__device_queue *q, size_t to, sl__error *err)
 {
     size_t from;
     int rc;
+    /* In slots, the lent ones included; `to` counts the queue's own. */
     pthread_mutex_lock(&q->lock);
     from = q->nslots;
     pthread_mutex_unlock(&q->lock);
-    if (to > q->max_slots)
-        to = q->max_slots;
-    if (to <= from) {
+    if (to > sl__dq_max_slots(q))
+        to = sl__dq_max_slots(q);
+    if (to + q->lend_slots <= from) {
         sl__dq_set_limit(q, to);
         return SL_OK;
     }
+    to += q->lend_slots;
     /* Slots past nslots are nobody's yet: filled without the lock. */
     rc = alloc_device_slots(q, from, to, err);
     if (rc != SL_OK)
@@ -134,7 +138,7 @@ int sl__dq_grow(sl__device_queue *q, size_t to, sl__error *err)
         q->free_slots[q->nfree++] = (int)i;
     }
     q->nslots = to;
-    q->limit = to;
+    q->limit = to - q->lend_slots;
     if (q->room_waiters)
         pthread_cond_broadcast(&q->room);
     pthread_mutex_unlock(&q->lock);
@@ -146,7 +150,7 @@ void sl__dq_set_limit(sl__device_queue *q, size_t limit)
     pthread_mutex_lock(&q->lock);
     if (limit < 1)
         limit = 1;
-    q->limit = limit < q->nslots ? limit : q->nslots;
+    q->limit = limit < q->nslots - q->lend_slots ? limit : q->nslots - q->lend_slots;
     if (q->room_waiters)
         pthread_cond_broadcast(&q->room);
     pthread_mutex_unlock(&q->lock);

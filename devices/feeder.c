@@ -13,8 +13,10 @@
 #include "core/trace.h"
 #include "devices/device_impl.h"
 #include "devices/dq_tune.h"
+#include "pipeline/batch_lender.h"
 #include "pipeline/iterator_report.h"
 #include "pipeline/iterator_wake.h"
+#include "sluice/budget.h"
 #include "sluice/iterator.h"
 
 /* What the transfer thread is doing, for GetNext's timeout message. */
@@ -37,6 +39,7 @@ struct sl__feeder {
     atomic_int state;
     _Atomic double since_ms;   /* when state was entered */
     atomic_ullong batches;
+    atomic_ullong claimed;     /* of batches, sent in a lent slot */
     /* written by the transfer thread, read under stats_lock */
     pthread_mutex_t stats_lock;
     double copy_ms, pipeline_wait_ms, slot_wait_ms;
@@ -47,6 +50,10 @@ struct sl__feeder {
     int tuning;                /* the transfer thread tunes each queue's depth */
     sl__dq_tune tune[SL__FEEDER_MAX_DEVICES];
     double started_ms;         /* set before the transfer thread starts */
+    /* With opts.lend (and one device that reads host memory): lends the
+     * pipeline queue 0's spare slots to stack batches into. */
+    sl__batch_lender lender;
+    int lending;
 };
 
 static void set_state(sl__feeder *f, enum transfer_state s, double now)
@@ -108,22 +115,54 @@ static int check_row(sl__feeder *f, const sl_row *row, uint64_t batch, sl__error
     return SL_OK;
 }
 
-/* Copies one batch into a free slot of q: SL_OK, or the status that ends
- * the thread (a closed or interrupted queue, a failed copy in err). */
-static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl__error *err)
+/* The pipeline's batch lender: a free slot of queue 0, its columns mapped
+ * to the row's (a column the row has not, or has twice, goes back now). */
+static sl__lender *lend_slot(sl__batch_lender *b, size_t ncols, void **data, size_t *bytes)
 {
-    sl__dq_slot *slot;
-    double t0 = sl__now_ms(), t1, t2;
+    sl__feeder *f = (sl__feeder *)((char *)b - offsetof(sl__feeder, lender));
+    sl__dq_slot *slot = sl__dq_lend(f->queues[0]);
+    size_t lent = 0;
+    if (!slot)
+        return NULL;
+    for (size_t c = 0; c < f->opts.ncolumns; c++) {
+        size_t col = (size_t)f->opts.columns[c];
+        if (col < ncols && !data[col]) {
+            data[col] = slot->columns[c].data;
+            bytes[col] = slot->columns[c].nbytes;
+            lent++;
+        } else {
+            slot->lender.give_back(&slot->lender);
+        }
+    }
+    return lent > 0 ? &slot->lender : NULL;
+}
+
+/* Takes the slot the pipeline stacked row into, if it did (the row's
+ * tensors over it are released): *slot, or NULL to copy the batch. */
+static int claim_slot(sl__feeder *f, sl__device_queue *q, sl_row *row, sl__dq_slot **slot)
+{
+    sl_tensor *cols[SL_MAX_COLUMNS];
     int rc;
-    set_state(f, WAITING_SLOT, t0);
-    rc = sl__dq_acquire(q, &slot, -1, NULL);
-    if (rc < 0)
-        return rc;
-    t1 = sl__now_ms();
-    set_state(f, COPYING, t1);
-    for (size_t c = 0; c < f->opts.ncolumns && rc == SL_OK; c++) {
+    *slot = NULL;
+    if (!f->lending)
+        return SL_OK;
+    for (size_t c = 0; c < f->opts.ncolumns; c++)
+        cols[c] = row->columns[f->opts.columns[c]];
+    rc = sl__dq_claim(q, cols, slot, -1, NULL);
+    if (rc == SL_OK && *slot)
+        for (size_t c = 0; c < f->opts.ncolumns; c++)
+            row->columns[f->opts.columns[c]] = NULL;
+    return rc;
+}
+
+/* Copies row's columns into slot, an acquired slot of q. */
+static int copy_batch(sl__feeder *f, sl__device_queue *q, sl__dq_slot *slot, const sl_row *row,
+                      sl__error *err)
+{
+    sl_device *d = sl__dq_device(q);
+    for (size_t c = 0; c < f->opts.ncolumns; c++) {
         const sl_tensor *t = row->columns[f->opts.columns[c]];
-        sl_device *d = sl__dq_device(q);
+        int rc = SL_OK;
         if (f->opts.inline_transfer && f->opts.host_copy && d->iface->reads_host) {
             f->opts.host_copy(f->opts.host_copy_arg, slot->columns[c].data, t->data, t->nbytes);
             sl__device_count_copy_in(d, t->nbytes);
@@ -131,11 +170,32 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl_
             rc = sl__device_copy_in(d, slot->columns[c].data, t->data, t->nbytes);
         }
         if (rc < 0)
-            sl__errf(err, rc, "transfer: copying column '%s' of batch %llu into queue '%s' failed",
-                     f->opts.names[c], (unsigned long long)atomic_load(&f->batches) + 1,
-                     sl__dq_name(q));
+            return sl__errf(err, rc,
+                            "transfer: copying column '%s' of batch %llu into queue '%s' failed",
+                            f->opts.names[c], (unsigned long long)atomic_load(&f->batches) + 1,
+                            sl__dq_name(q));
     }
-    if (rc < 0) {
+    return SL_OK;
+}
+
+/* Moves one batch into q: claims the slot the pipeline stacked it into,
+ * or copies it into a free one. SL_OK, or the status that ends the thread
+ * (a closed or interrupted queue, a failed copy in err). */
+static int send_batch(sl__feeder *f, sl__device_queue *q, sl_row *row, sl__error *err)
+{
+    sl__dq_slot *slot;
+    double t0 = sl__now_ms(), t1, t2;
+    int rc, claimed;
+    set_state(f, WAITING_SLOT, t0);
+    rc = claim_slot(f, q, row, &slot);
+    claimed = slot != NULL;
+    if (rc == SL_OK && !claimed)
+        rc = sl__dq_acquire(q, &slot, -1, NULL);
+    if (rc < 0)
+        return rc;
+    t1 = sl__now_ms();
+    set_state(f, COPYING, t1);
+    if (!claimed && (rc = copy_batch(f, q, slot, row, err)) < 0) {
         sl__dq_unacquire(q, slot);
         return rc;
     }
@@ -149,9 +209,12 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, const sl_row *row, sl_
     /* Counted before the commit: GetNext may take the batch at once, and a
      * reader of the stats must never see fewer batches sent than steps. */
     atomic_fetch_add(&f->batches, 1);
+    if (claimed)
+        atomic_fetch_add(&f->claimed, 1);
     sl__dq_commit(q, slot);
     if (f->track && !f->opts.inline_transfer) {
-        sl__trace_slice(f->track, "copy", t1, t2, slot->epoch, slot->in_epoch);
+        sl__trace_slice(f->track, claimed ? "claim" : "copy", t1, t2, slot->epoch,
+                        slot->in_epoch);
         size_t d = 0;
         while (d + 1 < f->ndevices && f->queues[d] != q)
             d++;
@@ -351,6 +414,12 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
     }
     /* Only a transfer thread waits for slots: it is what the tuner watches. */
     f->tuning = o->autotune && !o->inline_transfer;
+    sl_iterator_options_init(&io);
+    /* Lent slots hold the batches in the channel (queue_chunks, or two per
+     * worker) and those being stacked (one per worker), so the pipeline
+     * rarely finds none free; when it does, that batch is copied. */
+    f->lending = o->lend && ndevices == 1 && sl__device_reads_host(devices[0]);
+    f->lender.lend = lend_slot;
     for (size_t d = 0; d < ndevices; d++) {
         sl__dq_options qo;
         char name[96];
@@ -364,12 +433,13 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
         qo.describe_arg = f;
         if (f->tuning)
             qo.grow_to = SL__DQ_TUNE_MAX_SLOTS;
+        if (f->lending)
+            qo.lend_slots = io.queue_chunks + 3 * (size_t)sl_cpus_available();
         rc = sl__dq_new(&f->queues[d], devices[d], o->specs, o->ncolumns, &qo, err);
         if (rc < 0)
             goto fail;
         sl__dq_tune_init(&f->tune[d], f->queues[d], o->autotune_log, o->autotune_log_arg);
     }
-    sl_iterator_options_init(&io);
     io.num_epochs = o->num_epochs;
     io.start_epoch = o->start_epoch;
     io.start_rows = o->start_rows;
@@ -387,7 +457,7 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
     if (o->inline_transfer && o->getnext_timeout_ms >= 0)
         io.timeout_ms = o->getnext_timeout_ms > INT_MAX ? INT_MAX : (int)o->getnext_timeout_ms;
     f->started_ms = sl__now_ms();
-    rc = sl_iterator_new(&f->it, ds, &io);
+    rc = sl__iterator_new_lending(&f->it, ds, &io, f->lending ? &f->lender : NULL);
     if (rc < 0) {
         sl__errf(err, rc, "%s", sl_dataset_last_error(ds));
         goto fail;
@@ -439,6 +509,7 @@ void sl__feeder_get_stats(sl__feeder *f, sl__feeder_stats *out)
 {
     memset(out, 0, sizeof *out);
     out->batches = atomic_load(&f->batches);
+    out->claimed = atomic_load(&f->claimed);
     pthread_mutex_lock(&f->stats_lock);
     out->copy_ms = f->copy_ms;
     out->pipeline_wait_ms = f->pipeline_wait_ms;

@@ -71,11 +71,18 @@ typedef struct sl__feeder_options {
      * by a transfer thread. */
     void (*host_copy)(void *arg, void *dst, const void *src, size_t n);
     void *host_copy_arg;
+    /* 1: on one device that reads host memory, the pipeline stacks each
+     * batch straight into a slot the queue lends it (device_queue.h), so
+     * no batch is copied on its way; the queue makes slots to lend for the
+     * channel's batches on top of capacity. Otherwise ignored. */
+    int lend;
 } sl__feeder_options;
 
 typedef struct sl__feeder_stats {
-    uint64_t batches;          /* copied into device queues */
-    double copy_ms;            /* the transfer thread copying */
+    uint64_t batches;          /* sent to device queues */
+    uint64_t claimed;          /* of those, stacked by the pipeline into a lent
+                                * slot, so not copied */
+    double copy_ms;            /* the transfer thread copying (or claiming) */
     double pipeline_wait_ms;   /* the transfer thread waiting for a batch */
     double first_wait_ms;      /* of that, for the first batch (start-up) */
     double slot_wait_ms;       /* the transfer thread waiting for a free slot */

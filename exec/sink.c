@@ -191,6 +191,7 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
         fo.host_copy = host_copy_on_team;
         fo.host_copy_arg = m;
     }
+    fo.lend = 1; /* on the cpu device, batches are stacked into the queue's slots */
     fo.ncolumns = sl_step_num_inputs(step);
     rc = sl__model_map_columns(m, step, ds, what, fo.columns);
     if (rc < 0)

@@ -15,6 +15,7 @@
 #include "core/options.h"
 #include "core/tensor_impl.h"
 #include "ops/op_impl.h"
+#include "pipeline/batch_lender.h"
 #include "pipeline/iterator_impl.h"
 #include "pipeline/iterator_report.h"
 #include "pipeline/iterator_wake.h"
@@ -114,6 +115,12 @@ static int64_t count_passes(const sl_iterator *it)
 
 int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options *user)
 {
+    return sl__iterator_new_lending(out, ds, user, NULL);
+}
+
+int sl__iterator_new_lending(sl_iterator **out, sl_dataset *ds, const sl_iterator_options *user,
+                             sl__batch_lender *lender)
+{
     sl_iterator_options opts;
     const sl_iterator_options *o = &opts;
     sl_iterator *it;
@@ -148,6 +155,7 @@ int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options
     if (!it)
         return sl__errf(&ds->error, SL_ENOMEM, "iterator: out of memory");
     it->opts = opts;
+    it->lender = lender;
     it->epochs_out = opts.start_epoch;
     it->epoch_rows_out = opts.start_rows;
     atomic_init(&it->stop, 0);

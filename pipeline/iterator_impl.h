@@ -115,6 +115,7 @@ struct sl_iterator {
     int lazy_source;       /* the source thread only orders indices; the first
                             * parallel stage reads the samples */
     sl_pool *pool;
+    struct sl__batch_lender *lender; /* memory batches are stacked into, or NULL */
     /* Bounds the decoded images the map workers hold at once (see
      * sl_dataset_set_decode_budget); made only when a map decodes. */
     int has_decode_budget;

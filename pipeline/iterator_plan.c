@@ -142,7 +142,7 @@ static int add_seq_node(sl_iterator *it, sl__stage *st, const sl__node *d, const
                         int group_only)
 {
     int rc = sl__seq_node_new(&st->nodes[st->nnodes], d, it->seed, d->position, schema,
-                              group_only);
+                              group_only, it->lender);
     if (rc != SL_OK)
         return rc;
     st->nnodes++;
@@ -339,6 +339,7 @@ int sl__stages_build(sl_iterator *it)
             st->schema = schema;
             st->map.schema = &st->schema;
             st->collation.schema = &st->schema;
+            st->collation.lender = it->lender;
             if (fuse_batch) {
                 st->collate = 1;
                 st->chunk_rows = 1;
@@ -363,6 +364,7 @@ int sl__stages_build(sl_iterator *it)
                 break;
             st->schema = schema;
             st->collation.schema = &st->schema;
+            st->collation.lender = it->lender;
             seq = NULL;
         } else {
             rc = add_seq_node(it, seq, node, &schema, 0);

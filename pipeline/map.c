@@ -6,6 +6,7 @@
 
 #include "core/rng.h"
 #include "ops/op_impl.h"
+#include "pipeline/batch_lender.h"
 #include "pipeline/nodes.h"
 
 static void name_row(const sl__map_work *w, const sl__node *node, const sl__row *row, char *buf,
@@ -166,46 +167,75 @@ int sl__map_apply_row(const sl__map_work *w, sl__row *row, sl_pool *pool, sl__er
     return rc;
 }
 
+/* The tensor for a batch column of shape (n, ...): over the lent memory
+ * when there is some of its size (taken: *lent becomes NULL), else from
+ * the pool. */
+static int batch_tensor(sl_tensor **out, sl_pool *pool, const sl_tensor *first, const int64_t *shape,
+                        int64_t n, void **lent, size_t lent_bytes, sl__lender *loan)
+{
+    if (*lent && lent_bytes / (size_t)n == first->nbytes && lent_bytes % (size_t)n == 0) {
+        int rc = sl__tensor_lent(out, pool, first->dtype, first->ndim + 1, shape, *lent, loan);
+        if (rc == SL_OK)
+            *lent = NULL;
+        return rc;
+    }
+    return sl__tensor_alloc(out, pool, first->dtype, first->ndim + 1, shape);
+}
+
+/* Checks that every row's column c agrees with row 0's. */
+static int check_rows(const sl__collate_work *w, const sl__chunk *group, size_t c, sl__error *err)
+{
+    const sl_tensor *first = group->rows[0].col[c];
+    for (size_t r = 1; r < group->nrows; r++) {
+        const sl_tensor *t = group->rows[r].col[c];
+        if (t->dtype != first->dtype ||
+            !sl__shape_equal(t->ndim, t->shape, first->ndim, first->shape)) {
+            char a[96], b[96];
+            return sl__errf(err, SL_ESHAPE,
+                            "batch %lld: row %zu has column '%s' as %s %s but row 0 has %s %s; "
+                            "the rows of a batch must agree (resize them first)",
+                            (long long)group->group_index, r, w->schema->names[c],
+                            sl_dtype_name(t->dtype), sl_shape_str(a, sizeof a, t->ndim, t->shape),
+                            sl_dtype_name(first->dtype),
+                            sl_shape_str(b, sizeof b, first->ndim, first->shape));
+        }
+    }
+    return SL_OK;
+}
+
 int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out, sl_pool *pool,
                 sl__error *err)
 {
     const sl__schema *schema = w->schema;
     int64_t n = (int64_t)group->nrows;
+    void *lent[SL_MAX_COLUMNS] = {0};
+    size_t lent_bytes[SL_MAX_COLUMNS] = {0};
+    sl__lender *loan = NULL;
+    int rc = SL_OK;
     SL_ASSERT(n > 0);
     out->index = group->group_index;
     out->epoch = group->group_epoch;
-    for (size_t c = 0; c < schema->ncols; c++) {
+    if (w->lender)
+        loan = w->lender->lend(w->lender, schema->ncols, lent, lent_bytes);
+    for (size_t c = 0; c < schema->ncols && rc == SL_OK; c++) {
         const sl_tensor *first = group->rows[0].col[c];
         int64_t shape[SL_MAX_DIMS];
         sl_tensor *batch;
         char *dst;
-        int rc;
         if (first->ndim >= SL_MAX_DIMS) {
-            sl__row_clear(out);
-            return sl__errf(err, SL_ESHAPE, "batch: column '%s' already has %d dimensions",
-                            schema->names[c], first->ndim);
+            rc = sl__errf(err, SL_ESHAPE, "batch: column '%s' already has %d dimensions",
+                          schema->names[c], first->ndim);
+            break;
         }
         shape[0] = n;
         memcpy(shape + 1, first->shape, (size_t)first->ndim * sizeof *shape);
-        for (int64_t r = 1; r < n; r++) {
-            const sl_tensor *t = group->rows[r].col[c];
-            if (t->dtype != first->dtype ||
-                !sl__shape_equal(t->ndim, t->shape, first->ndim, first->shape)) {
-                char a[96], b[96];
-                sl__row_clear(out);
-                return sl__errf(err, SL_ESHAPE,
-                                "batch %lld: row %lld has column '%s' as %s %s but row 0 has %s %s; "
-                                "the rows of a batch must agree (resize them first)",
-                                (long long)group->group_index, (long long)r, schema->names[c],
-                                sl_dtype_name(t->dtype), sl_shape_str(a, sizeof a, t->ndim, t->shape),
-                                sl_dtype_name(first->dtype),
-                                sl_shape_str(b, sizeof b, first->ndim, first->shape));
-            }
-        }
-        rc = sl__tensor_alloc(&batch, pool, first->dtype, first->ndim + 1, shape);
+        rc = check_rows(w, group, c, err);
+        if (rc != SL_OK)
+            break;
+        rc = batch_tensor(&batch, pool, first, shape, n, &lent[c], lent_bytes[c], loan);
         if (rc != SL_OK) {
-            sl__row_clear(out);
-            return sl__errf(err, rc, "batch: out of memory for column '%s'", schema->names[c]);
+            sl__errf(err, rc, "batch: out of memory for column '%s'", schema->names[c]);
+            break;
         }
         dst = batch->data;
         for (int64_t r = 0; r < n; r++) {
@@ -214,5 +244,11 @@ int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out,
         }
         out->col[c] = batch;
     }
-    return SL_OK;
+    /* Lent memory not stacked into goes back now (each column once). */
+    for (size_t c = 0; c < SL_MAX_COLUMNS; c++)
+        if (lent[c])
+            loan->give_back(loan);
+    if (rc != SL_OK)
+        sl__row_clear(out);
+    return rc;
 }

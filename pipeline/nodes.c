@@ -455,7 +455,8 @@ int sl__seq_node_counts_epochs(const sl__seq_node *node)
 }
 
 int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_t position,
-                     const sl__schema *in_schema, int group_only)
+                     const sl__schema *in_schema, int group_only,
+                     struct sl__batch_lender *lender)
 {
     *out = NULL;
     switch (d->kind) {
@@ -486,6 +487,7 @@ int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_
         b->group_only = group_only;
         b->schema = *in_schema;
         b->work.schema = &b->schema;
+        b->work.lender = lender;
         *out = &b->base;
         return SL_OK;
     }

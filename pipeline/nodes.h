@@ -18,6 +18,8 @@
 #include "pipeline/dataset_impl.h"
 #include "pipeline/row.h"
 
+struct sl__batch_lender; /* pipeline/batch_lender.h */
+
 /* --- output builder ------------------------------------------------------ */
 typedef struct sl__out {
     sl_queue *queue;
@@ -79,9 +81,11 @@ int sl__chain_eoe(sl__chain *chain, size_t pos);
  * skip). seed and position fix random draws; names are the columns
  * arriving at it (for messages). When group_only is set, a batch node emits
  * each batch's rows as one chunk for parallel collation instead of
- * collating them itself (it must then be the chain's last node). */
+ * collating them itself (it must then be the chain's last node); else it
+ * stacks them into memory from lender where it lends some (may be NULL). */
 int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_t position,
-                     const sl__schema *in_schema, int group_only);
+                     const sl__schema *in_schema, int group_only,
+                     struct sl__batch_lender *lender);
 void sl__seq_node_free(sl__seq_node *node);
 /* Makes the node behave as if `epoch` epochs had gone through it (shuffle:
  * that epoch's draws; batch: its epoch number). Before any row arrives. */
@@ -141,10 +145,12 @@ int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
 int sl__map_apply_row(const sl__map_work *w, sl__row *row, sl_pool *pool, sl__error *err);
 
 typedef struct sl__collate_work {
-    const sl__schema *schema; /* columns of the rows being batched */
+    const sl__schema *schema;         /* columns of the rows being batched */
+    struct sl__batch_lender *lender;  /* memory to stack into, or NULL: the pool's */
 } sl__collate_work;
 
-/* Stacks the rows of group into one row of (n, ...) tensors. */
+/* Stacks the rows of group into one row of (n, ...) tensors, in memory
+ * the lender lends where it lends some of the right size. */
 int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out, sl_pool *pool,
                 sl__error *err);
 

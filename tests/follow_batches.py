@@ -1,17 +1,19 @@
 """follow_batches.py TRACE: checks a trace.json that `--profile DIR` wrote: it
 parses as JSON; at least 3 batches can be followed through every stage
-(the map that batched them, the transfer's copy, GetNext, the step); each
-stage's slice of a batch ends before the next stage's could (the chunk is
-pushed before the copy starts, GetNext returns once the copy is committed,
+(the map that batched them, the transfer's copy, or its claim of the slot
+the map stacked the batch into, GetNext, the step); each stage's slice of
+a batch ends before the next stage's could (the chunk is pushed before the
+transfer starts, GetNext returns once the transfer is committed,
 the step starts after GetNext returns); and steps hold per-op slices.
 Exit status 0 when all hold."""
 import json, sys
 d = json.load(open(sys.argv[1]))
 ev = d["traceEvents"]
 names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
-order = ["map", "copy", "GetNext", "step"]
 def stage(e):
-    if e["name"] in ("copy", "GetNext", "step"):
+    if e["name"] in ("copy", "claim"):
+        return "transfer"
+    if e["name"] in ("GetNext", "step"):
         return e["name"]
     if names.get(e["tid"], "").startswith("map"):
         return "map"
@@ -29,9 +31,11 @@ bad = 0
 for k in full:
     v = by[k]
     # each stage ends before the next can: the map's chunk is pushed before
-    # the copy starts, GetNext returns once the copy is committed, the step
-    # starts after GetNext returns (a GetNext may start waiting earlier)
-    for a, b, at in (("map", "copy", 0), ("copy", "GetNext", 1), ("GetNext", "step", 0)):
+    # the transfer starts, GetNext returns once the transfer is committed,
+    # the step starts after GetNext returns (a GetNext may start waiting
+    # earlier)
+    for a, b, at in (("map", "transfer", 0), ("transfer", "GetNext", 1),
+                     ("GetNext", "step", 0)):
         if v[a][1] > v[b][at] + 1e-3:
             bad += 1
             print("out of order", k, a, v[a], b, v[b])
