@@ -7,6 +7,7 @@
  * only then); the feeder's batches are the same with and without lending,
  * and only a device that reads host memory lends. */
 #include <check.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,9 +86,11 @@ static void check_batch(int64_t k, const uint8_t *image, const uint32_t *label)
 #define ARENA_BATCHES (N_TRAIN / BATCH) /* one per batch: the pipeline runs ahead */
 
 /* Lends column `column` of a row, from ARENA_BATCHES buffers of `bytes`;
- * counts what it lent and what came back. */
+ * counts what it lent and what came back. Map workers lend and give back
+ * at once: lock guards the rest. */
 typedef struct test_lender {
     sl__batch_lender base;
+    pthread_mutex_t lock;
     size_t column, bytes;
     int refuse;                       /* lend nothing */
     struct arena_loan {
@@ -102,32 +105,39 @@ typedef struct test_lender {
 static void arena_give_back(sl__lender *l)
 {
     struct arena_loan *loan = (struct arena_loan *)l;
-    ck_assert_int_eq(loan->out, 1);
+    test_lender *t = loan->owner;
+    int was_out;
+    pthread_mutex_lock(&t->lock);
+    was_out = loan->out;
     loan->out = 0;
-    __atomic_fetch_add(&loan->owner->given_back, 1, __ATOMIC_SEQ_CST);
+    t->given_back++;
+    pthread_mutex_unlock(&t->lock);
+    ck_assert_int_eq(was_out, 1);
 }
 
 static sl__lender *arena_lend(sl__batch_lender *b, size_t ncols, void **data, size_t *bytes)
 {
     test_lender *t = (test_lender *)b;
+    sl__lender *loan = NULL;
     ck_assert_uint_gt(ncols, t->column);
-    if (t->refuse)
-        return NULL;
-    for (int i = 0; i < ARENA_BATCHES; i++) {
-        if (__atomic_load_n(&t->loans[i].out, __ATOMIC_SEQ_CST))
+    pthread_mutex_lock(&t->lock);
+    for (int i = 0; i < ARENA_BATCHES && !t->refuse && !loan; i++) {
+        if (t->loans[i].out)
             continue;
         t->loans[i].out = 1;
         t->lent++;
         data[t->column] = t->loans[i].mem;
         bytes[t->column] = t->bytes;
-        return &t->loans[i].lender;
+        loan = &t->loans[i].lender;
     }
-    return NULL;
+    pthread_mutex_unlock(&t->lock);
+    return loan;
 }
 
 static void test_lender_init(test_lender *t, size_t column, size_t bytes)
 {
     memset(t, 0, sizeof *t);
+    ck_assert_int_eq(pthread_mutex_init(&t->lock, NULL), 0);
     t->base.lend = arena_lend;
     t->column = column;
     t->bytes = bytes;
@@ -135,6 +145,12 @@ static void test_lender_init(test_lender *t, size_t column, size_t bytes)
         t->loans[i].lender.give_back = arena_give_back;
         t->loans[i].owner = t;
     }
+}
+
+static void test_lender_free(test_lender *t)
+{
+    pthread_mutex_destroy(&t->lock);
+    free(t);
 }
 
 /* Reads every batch of an iterator over ds with lender l; returns how many
@@ -177,7 +193,7 @@ START_TEST(test_collate_into_lent_memory)
         ck_assert_int_eq(read_all(ds, l), N_TRAIN / BATCH);
         ck_assert_int_eq(l->lent, N_TRAIN / BATCH);
         ck_assert_int_eq(l->given_back, l->lent);
-        free(l);
+        test_lender_free(l);
         sl_dataset_free(ds);
     }
     drop_mnist(&t);
@@ -198,11 +214,12 @@ START_TEST(test_collate_falls_back_to_the_pool)
     ck_assert_int_eq(l->lent, N_TRAIN / BATCH);
     ck_assert_int_eq(l->given_back, l->lent);
 
+    pthread_mutex_destroy(&l->lock);
     test_lender_init(l, (size_t)image, IMAGE_BYTES);
     l->refuse = 1;
     ck_assert_int_eq(read_all(ds, l), 0);
     ck_assert_int_eq(l->lent, 0);
-    free(l);
+    test_lender_free(l);
     sl_dataset_free(ds);
     drop_mnist(&t);
 }
@@ -224,7 +241,7 @@ START_TEST(test_freeing_the_iterator_gives_loans_back)
     sl_iterator_free(it);
     ck_assert_int_gt(l->lent, 0);
     ck_assert_int_eq(l->given_back, l->lent);
-    free(l);
+    test_lender_free(l);
     sl_dataset_free(ds);
     drop_mnist(&t);
 }
