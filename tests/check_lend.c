@@ -134,17 +134,24 @@ static sl__lender *arena_lend(sl__batch_lender *b, size_t ncols, void **data, si
     return loan;
 }
 
-static void test_lender_init(test_lender *t, size_t column, size_t bytes)
+/* A lender of the image column of ds's rows, in buffers of `bytes`. */
+static test_lender *test_lender_new(sl_dataset *ds, size_t bytes)
 {
+    /* the buffers are 64-byte aligned, as lent memory is */
+    test_lender *t = aligned_alloc(64, (sizeof *t + 63) & ~(size_t)63);
+    int image = sl_dataset_column_index(ds, "image");
+    ck_assert_ptr_nonnull(t);
     memset(t, 0, sizeof *t);
+    ck_assert_int_ge(image, 0);
     ck_assert_int_eq(pthread_mutex_init(&t->lock, NULL), 0);
     t->base.lend = arena_lend;
-    t->column = column;
+    t->column = (size_t)image;
     t->bytes = bytes;
     for (int i = 0; i < ARENA_BATCHES; i++) {
         t->loans[i].lender.give_back = arena_give_back;
         t->loans[i].owner = t;
     }
+    return t;
 }
 
 static void test_lender_free(test_lender *t)
@@ -187,9 +194,7 @@ START_TEST(test_collate_into_lent_memory)
     tmp_mnist t = make_mnist();
     for (int workers = 0; workers <= 2; workers++) {
         sl_dataset *ds = numbered_dataset(t.dir, workers);
-        test_lender *l = malloc(sizeof *l);
-        int image = sl_dataset_column_index(ds, "image");
-        test_lender_init(l, (size_t)image, IMAGE_BYTES);
+        test_lender *l = test_lender_new(ds, IMAGE_BYTES);
         ck_assert_int_eq(read_all(ds, l), N_TRAIN / BATCH);
         ck_assert_int_eq(l->lent, N_TRAIN / BATCH);
         ck_assert_int_eq(l->given_back, l->lent);
@@ -206,16 +211,14 @@ START_TEST(test_collate_falls_back_to_the_pool)
 {
     tmp_mnist t = make_mnist();
     sl_dataset *ds = numbered_dataset(t.dir, 1);
-    test_lender *l = malloc(sizeof *l);
-    int image = sl_dataset_column_index(ds, "image");
+    test_lender *l = test_lender_new(ds, IMAGE_BYTES - 784); /* one image short */
 
-    test_lender_init(l, (size_t)image, IMAGE_BYTES - 784); /* one image short */
     ck_assert_int_eq(read_all(ds, l), 0);
     ck_assert_int_eq(l->lent, N_TRAIN / BATCH);
     ck_assert_int_eq(l->given_back, l->lent);
+    test_lender_free(l);
 
-    pthread_mutex_destroy(&l->lock);
-    test_lender_init(l, (size_t)image, IMAGE_BYTES);
+    l = test_lender_new(ds, IMAGE_BYTES);
     l->refuse = 1;
     ck_assert_int_eq(read_all(ds, l), 0);
     ck_assert_int_eq(l->lent, 0);
@@ -231,10 +234,9 @@ START_TEST(test_freeing_the_iterator_gives_loans_back)
 {
     tmp_mnist t = make_mnist();
     sl_dataset *ds = numbered_dataset(t.dir, 1);
-    test_lender *l = malloc(sizeof *l);
+    test_lender *l = test_lender_new(ds, IMAGE_BYTES);
     sl_iterator *it = NULL;
     sl_row row;
-    test_lender_init(l, (size_t)sl_dataset_column_index(ds, "image"), IMAGE_BYTES);
     ck_assert_int_eq(sl__iterator_new_lending(&it, ds, NULL, &l->base), SL_OK);
     ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
     sl_row_clear(&row);
