@@ -718,11 +718,13 @@ static size_t run_tuned(const char *name, size_t capacity, int batches, int copy
 /* A queue of 1 slot between a copy and a step of 2 ms each: GetNext waits
  * for every copy while the copy waits for the slot. The tuner deepens the
  * queue to 4 (twice, but at least the default depth), keeps it (the copies
- * now overlap the steps) and says both. */
+ * now overlap the steps) and says both. On a loaded machine (the sanitizer
+ * runs, with other suites beside) a stalled thread can make GetNext wait
+ * again later, and the tuner deepen the queue once more: 4 is a floor. */
 START_TEST(test_tuner_deepens_a_queue_that_serialises)
 {
     tuned_producer p;
-    ck_assert_uint_eq(run_tuned("cpu:0/tuned", 1, 300, 2, 2, &p), 4);
+    ck_assert_uint_ge(run_tuned("cpu:0/tuned", 1, 300, 2, 2, &p), 4);
     ck_assert_msg(strstr(p.log, "autotune: device queue 'cpu:0/tuned': 1 -> 4 slots (GetNext "
                                 "waited") != NULL,
                   "%s", p.log);
