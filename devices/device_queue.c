@@ -270,17 +270,22 @@ static int has_room(const sl__device_queue *q) { return sl__dq_in_use(q) < q->li
 static int has_free_slot(const sl__device_queue *q) { return q->nfree > 0 && has_room(q); }
 static int has_marker_room(const sl__device_queue *q) { return q->markers < SL__DQ_MARKER_ROOM; }
 
-int sl__dq_acquire(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms, sl__error *err)
+/* Acquires a slot once the queue has room for one more batch: a free one,
+ * or, when lent is set, that lent slot (device_queue_lend.c). */
+static int dq_acquire_slot(sl__device_queue *q, sl__dq_slot *lent, sl__dq_slot **slot,
+                           int64_t timeout_ms, sl__error *err)
 {
     dq_snapshot s;
     int rc;
     *slot = NULL;
     memset(&s, 0, sizeof s);
     pthread_mutex_lock(&q->lock);
-    rc = dq_wait_room(q, has_free_slot, timeout_ms);
+    rc = dq_wait_room(q, lent ? has_room : has_free_slot, timeout_ms);
     if (rc == SL_OK) {
-        int i = q->free_slots[--q->nfree];
-        SL_ASSERT(q->state[i] == SLOT_FREE);
+        int i = lent ? lent->index : q->free_slots[--q->nfree];
+        SL_ASSERT(q->state[i] == (lent ? SLOT_LENT : SLOT_FREE));
+        if (lent)
+            q->nlent--;
         q->state[i] = SLOT_ACQUIRED;
         q->acquired++;
         *slot = &q->slots[i];
@@ -289,8 +294,14 @@ int sl__dq_acquire(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms, 
     }
     pthread_mutex_unlock(&q->lock);
     if (rc != SL_OK)
-        dq_room_err(q, err, rc, "acquiring a slot", timeout_ms, &s);
+        dq_room_err(q, err, rc, lent ? "claiming a lent slot" : "acquiring a slot", timeout_ms,
+                    &s);
     return rc;
+}
+
+int sl__dq_acquire(sl__device_queue *q, sl__dq_slot **slot, int64_t timeout_ms, sl__error *err)
+{
+    return dq_acquire_slot(q, NULL, slot, timeout_ms, err);
 }
 
 /* Appends an entry, the lock held; wakes a sleeping GetNext. */
@@ -312,23 +323,8 @@ static void dq_append_locked(sl__device_queue *q, int slot, int status, const ch
 
 int sl__dq_take_lent(sl__device_queue *q, sl__dq_slot *slot, int64_t timeout_ms, sl__error *err)
 {
-    dq_snapshot s;
-    int rc;
-    memset(&s, 0, sizeof s);
-    pthread_mutex_lock(&q->lock);
-    SL_ASSERT(q->state[slot->index] == SLOT_LENT);
-    rc = dq_wait_room(q, has_room, timeout_ms);
-    if (rc == SL_OK) {
-        q->state[slot->index] = SLOT_ACQUIRED;
-        q->nlent--;
-        q->acquired++;
-    } else {
-        dq_snapshot_locked(q, &s);
-    }
-    pthread_mutex_unlock(&q->lock);
-    if (rc != SL_OK)
-        dq_room_err(q, err, rc, "claiming a lent slot", timeout_ms, &s);
-    return rc;
+    sl__dq_slot *taken;
+    return dq_acquire_slot(q, slot, &taken, timeout_ms, err);
 }
 
 void sl__dq_commit(sl__device_queue *q, sl__dq_slot *slot)
