@@ -130,8 +130,11 @@ int sl__dq_new(sl__device_queue **out, sl_device *d, const sl_tensor_spec *specs
         q->max_slots = 1; /* max_bytes below one batch: one slot still has to fit */
     if (q->nslots > q->max_slots)
         q->nslots = q->max_slots;
-    /* Slots to lend come on top, within what max_bytes leaves. */
+    /* Slots to lend come on top, within SL__DQ_LEND_BYTES and what
+     * max_bytes leaves. */
     q->lend_slots = o->lend_slots;
+    if (q->slot_bytes > 0 && q->lend_slots > SL__DQ_LEND_BYTES / q->slot_bytes)
+        q->lend_slots = SL__DQ_LEND_BYTES / q->slot_bytes;
     if (o->max_bytes > 0 && q->slot_bytes > 0) {
         size_t room = o->max_bytes / q->slot_bytes;
         room = room > q->max_slots ? room - q->max_slots : 0;

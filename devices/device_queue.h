@@ -56,6 +56,9 @@ typedef void (*sl__dq_describe_fn)(void *arg, char *buf, size_t len);
 #define SL__DQ_MARKER_ROOM 4
 /* Slots in a queue at most: more is a mistake (each holds a whole batch). */
 #define SL__DQ_MAX_SLOTS 4096
+/* Device bytes a queue makes for lending at most: big batches would hold
+ * that memory for good, where the pool gives idle memory back. */
+#define SL__DQ_LEND_BYTES ((size_t)64 << 20)
 
 typedef struct sl__dq_options {
     const char *name;          /* queue_name, for messages ("cpu:0/train") */
@@ -68,8 +71,9 @@ typedef struct sl__dq_options {
     size_t grow_to;            /* slots sl__dq_grow may add up to (0: none), within
                                 * max_bytes; only they are allocated later */
     size_t lend_slots;         /* slots made besides, to lend to the pipeline
-                                * (within max_bytes); 0: none. Only for a
-                                * device that reads host memory. */
+                                * (within max_bytes and SL__DQ_LEND_BYTES);
+                                * 0: none. Only for a device that reads host
+                                * memory. */
 } sl__dq_options;
 
 typedef struct sl__dq_stats {

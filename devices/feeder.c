@@ -137,26 +137,6 @@ static sl__lender *lend_slot(sl__batch_lender *b, size_t ncols, void **data, siz
     return lent > 0 ? &slot->lender : NULL;
 }
 
-/* Slots to lend: enough for the batches in the channel (queue_chunks, or
- * two per worker) and those being stacked (one per worker), so the
- * pipeline rarely finds none free (when it does, that batch is copied);
- * but no more than SL__FEEDER_LEND_BYTES of them, which big batches would
- * otherwise hold for good (the pool gives idle memory back). */
-static size_t lend_slots(const sl__feeder_options *o, const sl_iterator_options *io)
-{
-    size_t want = io->queue_chunks + 3 * (size_t)sl_cpus_available(), bytes = 0;
-    for (size_t c = 0; c < o->ncolumns; c++) {
-        size_t numel, n;
-        if (sl__shape_numel(o->specs[c].ndim, o->specs[c].shape, o->specs[c].dtype, &numel,
-                            &n) != SL_OK)
-            return 0; /* the queue refuses the spec, with its message */
-        bytes += n;
-    }
-    if (bytes > 0 && want > SL__FEEDER_LEND_BYTES / bytes)
-        want = SL__FEEDER_LEND_BYTES / bytes;
-    return want;
-}
-
 /* Takes the slot the pipeline stacked row into, if it did (the row's
  * tensors over it are released): *slot, or NULL to copy the batch. */
 static int claim_slot(sl__feeder *f, sl__device_queue *q, sl_row *row, sl__dq_slot **slot)
@@ -451,7 +431,10 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
         if (f->tuning)
             qo.grow_to = SL__DQ_TUNE_MAX_SLOTS;
         if (f->lending)
-            qo.lend_slots = lend_slots(o, &io);
+            /* enough for the batches in the channel (queue_chunks, or two
+             * per worker) and those being stacked (one per worker), so the
+             * pipeline rarely finds none free: then that batch is copied */
+            qo.lend_slots = io.queue_chunks + 3 * (size_t)sl_cpus_available();
         rc = sl__dq_new(&f->queues[d], devices[d], o->specs, o->ncolumns, &qo, err);
         if (rc < 0)
             goto fail;

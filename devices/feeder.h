@@ -32,8 +32,6 @@
 #include "sluice/device.h"
 
 #define SL__FEEDER_MAX_DEVICES 8
-/* The most device memory a queue makes to lend to the pipeline (opts.lend). */
-#define SL__FEEDER_LEND_BYTES ((size_t)64 << 20)
 
 typedef struct sl__feeder sl__feeder;
 
@@ -76,8 +74,8 @@ typedef struct sl__feeder_options {
     /* 1: on one device that reads host memory, the pipeline stacks each
      * batch straight into a slot the queue lends it (device_queue.h), so
      * no batch is copied on its way; the queue makes slots to lend for the
-     * channel's batches on top of capacity (SL__FEEDER_LEND_BYTES at
-     * most). Otherwise ignored. */
+     * channel's batches on top of capacity (SL__DQ_LEND_BYTES at most).
+     * Otherwise ignored. */
     int lend;
 } sl__feeder_options;
 

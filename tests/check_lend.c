@@ -3,8 +3,8 @@
  * (device_queue.h). The pipeline stacks into lent memory of the right
  * size and the pool's otherwise, and every lent column comes back exactly
  * once; a queue lends only its spare slots, takes a lent slot back when
- * its tensors go, and hands a whole loan to GetNext without a copy (and
- * only then); the feeder's batches are the same with and without lending,
+ * its tensors go, caps in bytes what it lends, and hands a whole loan to
+ * GetNext without a copy (and only then); the feeder's batches are the same with and without lending,
  * and only a device that reads host memory lends. */
 #include <check.h>
 #include <pthread.h>
@@ -326,6 +326,34 @@ START_TEST(test_queue_lends_spare_slots)
 }
 END_TEST
 
+/* Slots to lend are capped in bytes: of 16 MiB batches, SL__DQ_LEND_BYTES
+ * (64 MiB) makes 4, however many were asked for. */
+START_TEST(test_queue_caps_the_bytes_it_lends)
+{
+    const sl_tensor_spec big = {SL_UINT8, 1, {16 << 20}};
+    sl_device *d = open_device("cpu:0");
+    sl__device_queue *q = NULL;
+    sl__dq_slot *lent[4];
+    sl_device_stats st;
+    sl__dq_options o;
+    sl__error err;
+    memset(&o, 0, sizeof o);
+    o.name = "cpu:0/big";
+    o.capacity = 1;
+    o.lend_slots = 100;
+    ck_assert_msg(sl__dq_new(&q, d, &big, 1, &o, &err) == SL_OK, "%s", err.msg);
+    sl_device_get_stats(d, &st);
+    ck_assert_uint_eq(st.bytes_allocated, (uint64_t)5 << 24);
+    for (int i = 0; i < 4; i++)
+        ck_assert_ptr_nonnull(lent[i] = sl__dq_lend(q));
+    ck_assert_ptr_null(sl__dq_lend(q));
+    for (int i = 0; i < 4; i++)
+        lent[i]->lender.give_back(&lent[i]->lender);
+    sl__dq_free(q);
+    sl_device_free(d);
+}
+END_TEST
+
 /* A whole loan goes to GetNext as it is; anything else is left for a copy. */
 START_TEST(test_queue_claims_only_a_whole_loan)
 {
@@ -501,6 +529,7 @@ Suite *make_lend_suite(void)
     tc = tcase_create("queue");
     tcase_add_test(tc, test_queue_lends_spare_slots);
     tcase_add_test(tc, test_queue_claims_only_a_whole_loan);
+    tcase_add_test(tc, test_queue_caps_the_bytes_it_lends);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     tc = tcase_create("feeder");
