@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/huge_pages.h"
 #include "core/options.h"
 #include "core/tensor_impl.h"
 #include "pipeline/idx.h"
@@ -157,6 +158,9 @@ static int mnist_prepare(sl__source *src, const atomic_int *stop, sl__error *err
     if (!m->images) {
         int64_t shape[4] = {src->num_rows, m->height, m->width, 1};
         rc = sl__tensor_alloc(&m->images, NULL, SL_UINT8, 4, shape);
+        /* samples are read at random all over it (huge_pages.h) */
+        if (rc == SL_OK)
+            sl__huge_pages_advise(m->images->data, m->images->nbytes);
     }
     /* Each on its own: a retry after a failed allocation must not find one
      * without the other. */
