@@ -237,6 +237,28 @@ void sl__queue_set_limit(sl_queue *q, size_t limit)
     pthread_mutex_unlock(&q->lock);
 }
 
+uint64_t sl__queue_head(sl_queue *q)
+{
+    uint64_t head;
+    if (!q->slots)
+        return 0;
+    pthread_mutex_lock(&q->lock);
+    head = q->head;
+    pthread_mutex_unlock(&q->lock);
+    return head;
+}
+
+int sl__queue_push_would_wait(sl_queue *q, uint64_t seq)
+{
+    int wait;
+    if (!q->slots)
+        return 0;
+    pthread_mutex_lock(&q->lock);
+    wait = !q->closed && seq >= q->head + q->limit;
+    pthread_mutex_unlock(&q->lock);
+    return wait;
+}
+
 size_t sl__queue_limit(sl_queue *q)
 {
     size_t n;

@@ -85,6 +85,11 @@ void sl__queue_destroy(sl_queue *q);
 void sl__queue_set_limit(sl_queue *q, size_t limit);
 size_t sl__queue_limit(sl_queue *q);
 
+/* The sequence number of the next item to leave. */
+uint64_t sl__queue_head(sl_queue *q);
+/* 1 if a push of seq would block now (seq >= head + limit, not closed):
+ * for a producer that must not wait on a consumer it is keeping busy. */
+int sl__queue_push_would_wait(sl_queue *q, uint64_t seq);
 /* Places item with sequence number seq; blocks while seq >= head + limit.
  * Returns SL_OK or SL_ECLOSED (the item was not taken). */
 int sl__queue_push(sl_queue *q, uint64_t seq, void *item);

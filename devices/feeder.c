@@ -288,14 +288,15 @@ int sl__feeder_get_next(sl__feeder *f, size_t device, sl__dq_slot **slot, int64_
     int rc = SL_OK;
 
     if (f->opts.inline_transfer && sl__dq_pending(q) == 0) {
-        /* The copy is work, not waiting: take it out of the wait. */
-        double copy0;
+        /* The copy, and the pipeline's work on the team, are work, not
+         * waiting: take them out of the wait. */
+        double copy0, team0 = sl__iterator_team_ms(f->it);
         pthread_mutex_lock(&f->stats_lock);
         copy0 = f->copy_ms;
         pthread_mutex_unlock(&f->stats_lock);
         rc = move_one(f, q, err);
         pthread_mutex_lock(&f->stats_lock);
-        copied = f->copy_ms - copy0;
+        copied = f->copy_ms - copy0 + sl__iterator_team_ms(f->it) - team0;
         pthread_mutex_unlock(&f->stats_lock);
         set_state(f, WAITING_PIPELINE, sl__now_ms());
     }
@@ -457,7 +458,8 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
     if (o->inline_transfer && o->getnext_timeout_ms >= 0)
         io.timeout_ms = o->getnext_timeout_ms > INT_MAX ? INT_MAX : (int)o->getnext_timeout_ms;
     f->started_ms = sl__now_ms();
-    rc = sl__iterator_new_lending(&f->it, ds, &io, f->lending ? &f->lender : NULL);
+    rc = sl__iterator_new_lending(&f->it, ds, &io, f->lending ? &f->lender : NULL,
+                                  o->inline_transfer ? o->team : NULL);
     if (rc < 0) {
         sl__errf(err, rc, "%s", sl_dataset_last_error(ds));
         goto fail;

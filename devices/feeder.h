@@ -71,6 +71,10 @@ typedef struct sl__feeder_options {
      * by a transfer thread. */
     void (*host_copy)(void *arg, void *dst, const void *src, size_t n);
     void *host_copy_arg;
+    /* inline: the caller's compute team, lent to the pipeline, which then
+     * runs its map+batch on it when it can (pipeline/consumer_team.h);
+     * NULL: none. Must outlive the feeder. */
+    const struct sl__consumer_team *team;
     /* 1: on one device that reads host memory, the pipeline stacks each
      * batch straight into a slot the queue lends it (device_queue.h), so
      * no batch is copied on its way; the queue makes slots to lend for the

@@ -12,6 +12,7 @@
 #include "sluice/model.h"
 #include "core/error.h"
 #include "devices/feeder.h"
+#include "pipeline/consumer_team.h"
 
 /* Stages a sink reports: the pipeline's, transfer, executor, host. */
 #define SL__MODEL_MAX_STAGES 32
@@ -34,6 +35,8 @@ struct sl_model {
     pthread_mutex_t active_lock;
     sl_iterator *active;
     sl__feeder *active_feeder; /* sink mode: its queues are what GetNext waits on */
+    /* An inline sink lends its compute team to the pipeline (sink.c). */
+    sl__consumer_team pipeline_team;
     /* A sink-mode train with a profiler: it, and the executor's track
      * (opened by the executor's thread at the first sink). */
     sl_profiler *trace_profiler;

@@ -159,6 +159,35 @@ static void host_copy_on_team(void *arg, void *dst, const void *src, size_t n)
     sl__team_run(&m->ex->team, team_copy_share, &c);
 }
 
+/* The compute team lent to the pipeline in an inline sink (see
+ * pipeline/consumer_team.h): called on the executor's thread from GetNext,
+ * between two steps, it runs one call of fn per thread of the team. */
+typedef struct team_turns {
+    void (*fn)(void *arg, int worker);
+    void *arg;
+} team_turns;
+
+static void team_turn_share(void *arg, const sl__share *share)
+{
+    team_turns *t = arg;
+    size_t begin, end;
+    sl__share_range(share, SL__GRAIN_THREAD, (size_t)(share->count / share->per_thread), 1,
+                    &begin, &end);
+    for (size_t i = begin; i < end; i++)
+        t->fn(t->arg, share->worker);
+}
+
+static void run_on_team(void *arg, void (*fn)(void *fn_arg, int worker), void *fn_arg)
+{
+    sl_model *m = arg;
+    team_turns t = {fn, fn_arg};
+    if (m->ex->team.nthreads < 2) {
+        fn(fn_arg, 0);
+        return;
+    }
+    sl__team_run(&m->ex->team, team_turn_share, &t);
+}
+
 /* Starts a feeder for the model's training step on its device, its
  * pipeline at start (NULL: the dataset's beginning). */
 static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
@@ -190,6 +219,16 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
         /* the sink's GetNext, and so the copy, runs on the executor's thread */
         fo.host_copy = host_copy_on_team;
         fo.host_copy_arg = m;
+        /* The pipeline may run its map+batch on the team between steps
+         * (pipeline/consumer_team.h), when the team fills the CPUs: with
+         * a CPU to spare, its own threads cost the steps nothing. */
+        if (m->ex->team.nthreads >= sl__cpus_available()) {
+            m->pipeline_team.nthreads = m->ex->team.nthreads;
+            m->pipeline_team.run = run_on_team;
+            m->pipeline_team.arg = m;
+            m->pipeline_team.warmup_chunks = 0; /* the default */
+            fo.team = &m->pipeline_team;
+        }
     }
     fo.lend = 1; /* on the cpu device, batches are stacked into the queue's slots */
     fo.ncolumns = sl_step_num_inputs(step);

@@ -143,9 +143,12 @@ static window_share share_of(const sl__autotune *t, size_t s)
     return w;
 }
 
+/* A stage whose workers the tuner may add (not one run on the consumer's
+ * team: its threads are the team's). */
 static int parallel(const sl__stage *st)
 {
-    return st->kind == SL__STAGE_MAP || st->kind == SL__STAGE_COLLATE;
+    return (st->kind == SL__STAGE_MAP || st->kind == SL__STAGE_COLLATE) &&
+           !atomic_load(&st->team_run);
 }
 
 /* Undoes the change the last window made. */

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "core/tensor_impl.h"
+#include "pipeline/consumer_team.h"
 #include "sluice/iterator.h"
 
 typedef struct sl__batch_lender {
@@ -21,9 +22,10 @@ typedef struct sl__batch_lender {
 } sl__batch_lender;
 
 /* sl_iterator_new, with the batches of the pipeline's batch stages stacked
- * into memory from lender when it has some (lender may be NULL). lender
- * must outlive the iterator. */
+ * into memory from lender when it has some, and its last stage run on the
+ * consumer's team when it can be (consumer_team.h). Either may be NULL;
+ * both must outlive the iterator. */
 int sl__iterator_new_lending(sl_iterator **out, sl_dataset *ds, const sl_iterator_options *opts,
-                             sl__batch_lender *lender);
+                             sl__batch_lender *lender, const sl__consumer_team *team);
 
 #endif

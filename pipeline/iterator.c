@@ -115,11 +115,11 @@ static int64_t count_passes(const sl_iterator *it)
 
 int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options *user)
 {
-    return sl__iterator_new_lending(out, ds, user, NULL);
+    return sl__iterator_new_lending(out, ds, user, NULL, NULL);
 }
 
 int sl__iterator_new_lending(sl_iterator **out, sl_dataset *ds, const sl_iterator_options *user,
-                             sl__batch_lender *lender)
+                             sl__batch_lender *lender, const sl__consumer_team *team)
 {
     sl_iterator_options opts;
     const sl_iterator_options *o = &opts;
@@ -156,6 +156,7 @@ int sl__iterator_new_lending(sl_iterator **out, sl_dataset *ds, const sl_iterato
         return sl__errf(&ds->error, SL_ENOMEM, "iterator: out of memory");
     it->opts = opts;
     it->lender = lender;
+    it->team = team && team->nthreads >= 1 ? team : NULL;
     it->epochs_out = opts.start_epoch;
     it->epoch_rows_out = opts.start_rows;
     atomic_init(&it->stop, 0);
@@ -299,6 +300,11 @@ void sl__iterator_describe(sl_iterator *it, double stuck_ms, char *buf, size_t l
     }
 }
 
+double sl__iterator_team_ms(const sl_iterator *it)
+{
+    return it->team_ms;
+}
+
 double sl__iterator_output_blocked_ms(sl_iterator *it)
 {
     double last, waited;
@@ -374,7 +380,16 @@ int sl_iterator_next(sl_iterator *it, sl_row *row)
         }
         sl__chunk_free(it->cur);
         it->cur = NULL;
-        rc = sl__queue_pop(&last->out, (void **)&chunk, NULL, it->opts.timeout_ms);
+        rc = SL_ETIMEDOUT;
+        if (last->team_able && sl__stage_on_team(last)) {
+            /* Nothing runs ahead: with nothing ready, a round on the team
+             * makes the next batches. */
+            rc = sl__queue_pop(&last->out, (void **)&chunk, NULL, 0);
+            if (rc == SL_ETIMEDOUT)
+                sl__stage_team_round(last);
+        }
+        if (rc == SL_ETIMEDOUT)
+            rc = sl__queue_pop(&last->out, (void **)&chunk, NULL, it->opts.timeout_ms);
         if (rc == SL_ETIMEDOUT) {
             describe_stall(it, it->opts.timeout_ms);
             return rc;

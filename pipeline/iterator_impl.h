@@ -12,6 +12,7 @@
 #include "sluice/iterator.h"
 #include "core/queue.h"
 #include "core/trace.h"
+#include "pipeline/consumer_team.h"
 #include "pipeline/dataset_impl.h"
 #include "pipeline/nodes.h"
 
@@ -64,6 +65,24 @@ typedef struct sl__stage {
         sl__bad_record *pending, *pending_tail;
     } src;
     int pulls_source;      /* SL__STAGE_MAP, SL__STAGE_COLLATE: its workers run the source */
+    /* May run on the consumer's team instead of its threads (stage_team.c,
+     * consumer_team.h). team_run says which runs it now: written by the
+     * consumer under tune_lock, read by workers to park. work_ns and
+     * work_chunks time the chunks its threads work, for the consumer to
+     * judge; team_ns sums the rounds' work on each team thread;
+     * team_thread_ms integrates the team's threads over its spells
+     * (under tune_lock, with team_since_ms); team_tracks are each team
+     * thread's (by worker number) with a profiler. */
+    int team_able;
+    atomic_int team_run;
+    int team_decided;      /* the consumer has judged the threads' chunks */
+    int team_left;         /* a round ran too long: threads for good */
+    atomic_ullong work_ns;
+    atomic_ullong work_chunks;
+    atomic_ullong team_ns;
+    double team_since_ms;
+    double team_thread_ms;
+    struct sl__track **team_tracks;
     /* Bad samples (sl_error_samples_options; bad_samples.c). */
     int per_sample;        /* SL__STAGE_MAP: its maps come before any batch, so a
                             * failing row is one sample, which may be bad */
@@ -116,6 +135,7 @@ struct sl_iterator {
                             * parallel stage reads the samples */
     sl_pool *pool;
     struct sl__batch_lender *lender; /* memory batches are stacked into, or NULL */
+    const sl__consumer_team *team; /* the consumer's threads, or NULL */
     /* Bounds the decoded images the map workers hold at once (see
      * sl_dataset_set_decode_budget); made only when a map decodes. */
     int has_decode_budget;
@@ -134,6 +154,7 @@ struct sl_iterator {
     int64_t epoch_rows_out; /* rows handed out in the current epoch */
     sl__error error;
     uint64_t rows_out;
+    double team_ms;        /* spent running rounds on the consumer's team */
     /* Bad samples (bad_samples.c): what to do with them, stand-ins, and the
      * consumer's counts and cap. */
     sl_error_samples_options bad;
@@ -195,6 +216,43 @@ void sl__stage_thread_done(sl__stage *st);
 void sl__stage_set_active(sl__stage *st, int active);
 /* Wakes every sleeping worker of st for good (a worker left, or shutdown). */
 void sl__stage_wake_parked(sl__stage *st);
+/* What became of a chunk a thread put through a stage. */
+typedef enum sl__turn_end {
+    SL__TURN_GO_ON, /* pushed: take the next */
+    SL__TURN_LAST,  /* pushed an end of data or an error: nothing follows */
+    SL__TURN_LEAVE  /* nothing pushed: the pipeline is stopping (or out of memory) */
+} sl__turn_end;
+/* Works chunk (number seq) and puts it, or the error it ended in, into
+ * st's output under its number, so order is kept; adds the time the work
+ * took (not the push) to *work_ns. track and work_ns may be NULL. */
+sl__turn_end sl__stage_work_and_push(sl__stage *st, struct sl__track *track, sl__chunk *chunk,
+                                     uint64_t seq, atomic_ullong *work_ns, sl__error *err);
+/* Takes the next chunk of a stage that pulls its source, under the
+ * source's lock: pops one, or runs the source and then pops one. With
+ * bounded, only a chunk whose push into st's output cannot block
+ * (SL_ETIMEDOUT otherwise, or when none came: the pipeline is stopping). */
+int sl__stage_take_pulled(sl__stage *st, sl__chunk **chunk, uint64_t *seq, int bounded);
+/* With a profiler, a track for a thread of st: "<stage> #k". */
+struct sl__track *sl__stage_open_track(sl__stage *st);
+/* The number of st's threads working now, for its thread time: none while
+ * the consumer's team runs it. Under tune_lock. */
+size_t sl__stage_working_threads(sl__stage *st);
+
+/* --- stage_team.c ---------------------------------------------------------- */
+
+/* For the consumer of a team-able stage (team_able), before it pops: 1 if
+ * the consumer's team runs the stage now. Until it has judged, it judges
+ * the chunks the stage's threads worked, and hands the stage to the team
+ * once they proved short. */
+int sl__stage_on_team(sl__stage *st);
+/* For that consumer, which found nothing ready: a round on its team, in
+ * which each team thread works chunks while the output has room for them.
+ * A round that ran too long hands the stage back to its threads for good.
+ * The consumer then pops as usual. */
+void sl__stage_team_round(sl__stage *st);
+/* A team-able stage's time on the team: its threads x time (ms), and the
+ * rounds' work on them (ms). Any thread. */
+void sl__stage_team_time(sl__stage *st, double now, double *thread_ms, double *busy_ms);
 
 /* --- bad_samples.c --------------------------------------------------------- */
 

@@ -151,6 +151,24 @@ static int add_seq_node(sl_iterator *it, sl__stage *st, const sl__node *d, const
     return SL_OK;
 }
 
+/* With the consumer's team (consumer_team.h): when the pipeline is a
+ * source that only orders indices and one map+batch stage, that stage may
+ * run on the team (stage_team.c). Not with bad samples dealt with: a
+ * replaced sample is read and mapped again, which a round need not wait
+ * for. */
+static int plan_team(sl_iterator *it)
+{
+    sl__stage *st = &it->stages[it->nstages - 1];
+    if (!it->team || it->nstages != 2 || st->kind != SL__STAGE_MAP || !st->collate ||
+        !st->pulls_source || it->bad.mode != SL_ERROR_SAMPLES_RAISE)
+        return SL_OK;
+    st->team_tracks = calloc((size_t)it->team->nthreads, sizeof *st->team_tracks);
+    if (!st->team_tracks)
+        return SL_ENOMEM;
+    st->team_able = 1;
+    return SL_OK;
+}
+
 /* When the source thread's nodes only reorder, drop or group rows (shuffle,
  * repeat, take, skip, batch grouping) and a parallel stage comes next, the
  * source thread passes unread rows (just their indices) and that stage's
@@ -384,6 +402,8 @@ int sl__stages_build(sl_iterator *it)
     if (rc == SL_OK)
         rc = plan_lazy_source(it);
     if (rc == SL_OK)
+        rc = plan_team(it);
+    if (rc == SL_OK)
         rc = plan_start(it);
     return rc;
 }
@@ -407,6 +427,7 @@ void sl__stages_free(sl_iterator *it)
             sl__map_step_clear(&st->steps[k]);
         free(st->steps);
         free(st->threads);
+        free(st->team_tracks);
         if (st->tune_ready) {
             pthread_cond_destroy(&st->tune_cv);
             pthread_mutex_destroy(&st->tune_lock);

@@ -23,7 +23,7 @@ static double thread_ms_of(sl__stage *st, double until)
 {
     double ms;
     pthread_mutex_lock(&st->tune_lock);
-    ms = sl__occupancy_total(&st->thread_time, (size_t)atomic_load(&st->active), until);
+    ms = sl__occupancy_total(&st->thread_time, sl__stage_working_threads(st), until);
     pthread_mutex_unlock(&st->tune_lock);
     return ms;
 }
@@ -48,6 +48,17 @@ static void stage_stats(const sl_iterator *it, size_t s, double now, sl_stage_st
     out->blocked_output_ms = q.push_wait_ms;
     out->thread_ms = thread_ms_of(st, finished > 0 ? finished : now);
     out->busy_ms = busy_of(out->thread_ms, out->wait_input_ms, out->blocked_output_ms);
+    if (st->team_able) {
+        /* Its spells on the consumer's team: the team's threads' whole
+         * time, of which the rounds were this stage's work (they never
+         * wait on a queue). */
+        double team_thread_ms, team_busy_ms;
+        sl__stage_team_time(st, finished > 0 ? finished : now, &team_thread_ms, &team_busy_ms);
+        out->thread_ms += team_thread_ms;
+        out->busy_ms += team_busy_ms;
+        if (atomic_load(&st->team_run))
+            out->threads = it->team->nthreads;
+    }
     out->capacity = q.capacity;
     out->occupancy = q.occupancy;
 }

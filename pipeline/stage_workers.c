@@ -49,7 +49,7 @@ void sl__stage_set_active(sl__stage *st, int active)
     double finished = atomic_load(&st->finished_ms);
     pthread_mutex_lock(&st->tune_lock);
     /* Thread time stops where the stage ended. */
-    sl__occupancy_note(&st->thread_time, (size_t)atomic_load(&st->active),
+    sl__occupancy_note(&st->thread_time, sl__stage_working_threads(st),
                        finished > 0 ? finished : sl__now_ms());
     atomic_store(&st->active, active);
     pthread_cond_broadcast(&st->tune_cv);
@@ -66,15 +66,23 @@ void sl__stage_wake_parked(sl__stage *st)
     pthread_mutex_unlock(&st->tune_lock);
 }
 
-/* Worker k may take a chunk only while k < active (autotune); otherwise it
- * sleeps here until that changes or the stage ends. The usual case, k
- * below active, costs one relaxed load per chunk. */
+size_t sl__stage_working_threads(sl__stage *st)
+{
+    return atomic_load(&st->team_run) ? 0 : (size_t)atomic_load(&st->active);
+}
+
+/* Worker k may take a chunk only while k < active (autotune) and the
+ * consumer's team does not run the stage (stage_team.c); otherwise it
+ * sleeps here until that changes or the stage ends. The usual case costs
+ * two relaxed loads per chunk. */
 static void wait_turn(sl__stage *st, int k)
 {
-    if (k < atomic_load_explicit(&st->active, memory_order_relaxed))
+    if (k < atomic_load_explicit(&st->active, memory_order_relaxed) &&
+        !atomic_load_explicit(&st->team_run, memory_order_relaxed))
         return;
     pthread_mutex_lock(&st->tune_lock);
-    while (k >= atomic_load(&st->active) && !st->ending && !sl__stopping(st->it))
+    while ((k >= atomic_load(&st->active) || atomic_load(&st->team_run)) && !st->ending &&
+           !sl__stopping(st->it))
         pthread_cond_wait(&st->tune_cv, &st->tune_lock);
     pthread_mutex_unlock(&st->tune_lock);
 }
@@ -176,8 +184,7 @@ static void trace_queue(sl__stage *st, sl__track *track)
                           (double)sl__queue_size(&st->out));
 }
 
-/* With a profiler, a track for this thread of st: "<stage> #k". */
-static sl__track *open_track(sl__stage *st)
+sl__track *sl__stage_open_track(sl__stage *st)
 {
     char name[128];
     if (!st->it->opts.profiler)
@@ -186,27 +193,27 @@ static sl__track *open_track(sl__stage *st)
     return sl__track_open(st->it->opts.profiler, name);
 }
 
-/* A worker of a map or collate stage: takes chunks in turn, transforms
- * them, and puts each back under its sequence number, so order is kept. */
-static void *worker_main(void *arg)
+/* Takes the next chunk of st's input for a worker: when the stage pulls
+ * its source and the input is empty, runs the source first, unless another
+ * worker already does, in which case it waits for what that one sends. A
+ * stage the consumer's team may run never waits on its input (the team
+ * would not wake it): its workers take as the team's threads do. SL_OK,
+ * or the pop's failure (closed, stopping). */
+static int take_chunk(sl__stage *st, sl__chunk **chunk, uint64_t *seq)
 {
-    sl__stage *st = arg;
-    sl__track *track = open_track(st);
-    int k = atomic_fetch_add(&st->next_worker, 1);
-    sl__error err;
-    sl__err_clear(&err);
     for (;;) {
-        sl__chunk *chunk;
-        uint64_t seq;
-        int last, rc = SL_ETIMEDOUT;
-        wait_turn(st, k);
+        int rc = SL_ETIMEDOUT;
         if (sl__stopping(st->it))
-            break;
+            return SL_ECLOSED;
+        if (st->team_able) {
+            rc = sl__stage_take_pulled(st, chunk, seq, 0);
+            if (rc == SL_ETIMEDOUT)
+                continue; /* the pipeline is stopping: seen above */
+            return rc;
+        }
         if (st->pulls_source) {
-            /* Nothing to do: run the source ourselves, unless another
-             * worker already is, in which case wait for what it sends. */
             sl__stage *src = &st->it->stages[0];
-            rc = sl__queue_pop(st->in, (void **)&chunk, &seq, 0);
+            rc = sl__queue_pop(st->in, (void **)chunk, seq, 0);
             if (rc == SL_ETIMEDOUT && pthread_mutex_trylock(&src->src.lock) == 0) {
                 sl__source_run(src, 1);
                 pthread_mutex_unlock(&src->src.lock);
@@ -214,47 +221,106 @@ static void *worker_main(void *arg)
             }
         }
         if (rc == SL_ETIMEDOUT)
-            rc = sl__queue_pop(st->in, (void **)&chunk, &seq, -1);
-        if (rc != SL_OK)
-            break;
-        last = chunk->kind == SL__CHUNK_EOF || chunk->kind == SL__CHUNK_ERROR;
-        rc = chunk->kind == SL__CHUNK_ROWS ? traced_work_chunk(st, track, &chunk, &err) : SL_OK;
-        if (rc != SL_OK) {
-            if (err.status == SL_ECLOSED || sl__stopping(st->it)) {
-                sl__chunk_free(chunk);
-                break;
-            }
-            last = 1;
-            if (!st->collate && st->kind == SL__STAGE_MAP && chunk->nrows > 0) {
-                /* The rows mapped before the failing one go on first (a
-                 * batch group's rows are no use without the whole group). */
-                chunk->kind = SL__CHUNK_ERROR;
-                sl__err_copy(&chunk->error, &err);
-            } else {
-                sl__chunk_free(chunk);
-                chunk = sl__chunk_error(&err);
-                if (!chunk) {
-                    /* Not even the error fits in memory: its place in the
-                     * order stays empty, so close both sides rather than
-                     * leave the consumer waiting for it. */
-                    sl__queue_close(st->in);
-                    sl__queue_close(&st->out);
-                    break;
-                }
-            }
+            rc = sl__queue_pop(st->in, (void **)chunk, seq, -1);
+        return rc;
+    }
+}
+
+int sl__stage_take_pulled(sl__stage *st, sl__chunk **chunk, uint64_t *seq, int bounded)
+{
+    sl__stage *src = &st->it->stages[0];
+    int rc = SL_ETIMEDOUT;
+    pthread_mutex_lock(&src->src.lock);
+    /* Every take of a pulled input holds this lock, so its head is the
+     * number the next take gets. */
+    if (!bounded || !sl__queue_push_would_wait(&st->out, sl__queue_head(st->in))) {
+        rc = sl__queue_pop(st->in, (void **)chunk, seq, 0);
+        if (rc == SL_ETIMEDOUT && !sl__stopping(st->it)) {
+            sl__source_run(src, 1);
+            rc = sl__queue_pop(st->in, (void **)chunk, seq, 0);
         }
-        if (chunk->kind == SL__CHUNK_ROWS)
-            atomic_fetch_add_explicit(&st->rows_out, chunk->nrows, memory_order_relaxed);
-        if (sl__queue_push(&st->out, seq, chunk) != SL_OK) {
+    }
+    pthread_mutex_unlock(&src->src.lock);
+    return rc;
+}
+
+sl__turn_end sl__stage_work_and_push(sl__stage *st, sl__track *track, sl__chunk *chunk,
+                                     uint64_t seq, atomic_ullong *work_ns, sl__error *err)
+{
+    int last = chunk->kind == SL__CHUNK_EOF || chunk->kind == SL__CHUNK_ERROR;
+    int rc = SL_OK;
+    if (chunk->kind == SL__CHUNK_ROWS) {
+        double t0 = work_ns ? sl__now_ms() : 0;
+        rc = traced_work_chunk(st, track, &chunk, err);
+        if (work_ns)
+            atomic_fetch_add_explicit(work_ns, (unsigned long long)((sl__now_ms() - t0) * 1e6),
+                                      memory_order_relaxed);
+    }
+    if (rc != SL_OK) {
+        if (err->status == SL_ECLOSED || sl__stopping(st->it)) {
             sl__chunk_free(chunk);
-            break;
+            return SL__TURN_LEAVE;
         }
-        trace_queue(st, track);
-        if (last) {
-            /* Nothing follows an end or an error: wake the other workers. */
-            sl__queue_close(st->in);
-            break;
+        last = 1;
+        if (!st->collate && st->kind == SL__STAGE_MAP && chunk->nrows > 0) {
+            /* The rows mapped before the failing one go on first (a
+             * batch group's rows are no use without the whole group). */
+            chunk->kind = SL__CHUNK_ERROR;
+            sl__err_copy(&chunk->error, err);
+        } else {
+            sl__chunk_free(chunk);
+            chunk = sl__chunk_error(err);
+            if (!chunk) {
+                /* Not even the error fits in memory: its place in the
+                 * order stays empty, so close both sides rather than
+                 * leave the consumer waiting for it. */
+                sl__queue_close(st->in);
+                sl__queue_close(&st->out);
+                return SL__TURN_LEAVE;
+            }
         }
+    }
+    if (chunk->kind == SL__CHUNK_ROWS)
+        atomic_fetch_add_explicit(&st->rows_out, chunk->nrows, memory_order_relaxed);
+    if (sl__queue_push(&st->out, seq, chunk) != SL_OK) {
+        sl__chunk_free(chunk);
+        return SL__TURN_LEAVE;
+    }
+    trace_queue(st, track);
+    if (last) {
+        /* Nothing follows an end or an error: wake the other workers. */
+        sl__queue_close(st->in);
+        return SL__TURN_LAST;
+    }
+    return SL__TURN_GO_ON;
+}
+
+/* A worker of a map or collate stage: takes chunks in turn, transforms
+ * them, and puts each back under its sequence number, so order is kept.
+ * In a stage the team may run, it also times its chunks for the consumer
+ * (stage_team.c). */
+static void *worker_main(void *arg)
+{
+    sl__stage *st = arg;
+    sl__track *track = sl__stage_open_track(st);
+    int k = atomic_fetch_add(&st->next_worker, 1);
+    sl__error err;
+    sl__err_clear(&err);
+    for (;;) {
+        sl__chunk *chunk;
+        uint64_t seq;
+        sl__turn_end end;
+        int rows;
+        wait_turn(st, k);
+        if (take_chunk(st, &chunk, &seq) != SL_OK)
+            break;
+        rows = chunk->kind == SL__CHUNK_ROWS;
+        end = sl__stage_work_and_push(st, track, chunk, seq, st->team_able ? &st->work_ns : NULL,
+                                      &err);
+        if (st->team_able && rows)
+            atomic_fetch_add_explicit(&st->work_chunks, 1, memory_order_relaxed);
+        if (end != SL__TURN_GO_ON)
+            break;
     }
     /* The stage is ending: sleeping workers leave too, or its output
      * would never close. */
@@ -332,7 +398,7 @@ static void *seq_main(void *arg)
     sl__error err;
     sl__chain chain = {st->nodes, st->nnodes, &out, st->it->pool, &err, &st->skip_first};
     pad_list pads = {NULL, NULL};
-    sl__track *track = open_track(st);
+    sl__track *track = sl__stage_open_track(st);
     sl__err_clear(&err);
     for (;;) {
         sl__chunk *chunk;

@@ -168,7 +168,7 @@ static int read_all(sl_dataset *ds, test_lender *l)
     sl_row row;
     int64_t k = 0;
     int in_arena = 0, rc;
-    ck_assert_msg(sl__iterator_new_lending(&it, ds, NULL, &l->base) == SL_OK, "%s",
+    ck_assert_msg(sl__iterator_new_lending(&it, ds, NULL, &l->base, NULL) == SL_OK, "%s",
                   sl_dataset_last_error(ds));
     while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
         int image = sl_dataset_column_index(ds, "image");
@@ -237,7 +237,7 @@ START_TEST(test_freeing_the_iterator_gives_loans_back)
     test_lender *l = test_lender_new(ds, IMAGE_BYTES);
     sl_iterator *it = NULL;
     sl_row row;
-    ck_assert_int_eq(sl__iterator_new_lending(&it, ds, NULL, &l->base), SL_OK);
+    ck_assert_int_eq(sl__iterator_new_lending(&it, ds, NULL, &l->base, NULL), SL_OK);
     ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
     sl_row_clear(&row);
     sl_iterator_free(it);
