@@ -104,6 +104,9 @@ int sl__model_nonsink_step(sl_model *m, sl_tensor *const *feed, size_t n);
  * dataset_sink_mode set. */
 int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
                          size_t ncbs, const sl_train_options *o);
+/* 1 if the model's compute team has a thread for every CPU the process
+ * may use: then an inline sink lends it to the pipeline (exec/sink.c). */
+int sl__model_team_fills_cpus(const sl_model *m);
 /* Reads the caller's train options (NULL: defaults) into *o, checking them. */
 int sl__train_options_read(sl_model *m, sl_train_options *o, const sl_train_options *user);
 /* Copies the train options' autotune settings into an iterator's. */

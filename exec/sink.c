@@ -188,6 +188,11 @@ static void run_on_team(void *arg, void (*fn)(void *fn_arg, int worker), void *f
     sl__team_run(&m->ex->team, team_turn_share, &t);
 }
 
+int sl__model_team_fills_cpus(const sl_model *m)
+{
+    return m->ex->team.nthreads >= sl__cpus_available();
+}
+
 /* Starts a feeder for the model's training step on its device, its
  * pipeline at start (NULL: the dataset's beginning). */
 static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
@@ -222,7 +227,7 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
         /* The pipeline may run its map+batch on the team between steps
          * (pipeline/consumer_team.h), when the team fills the CPUs: with
          * a CPU to spare, its own threads cost the steps nothing. */
-        if (m->ex->team.nthreads >= sl__cpus_available()) {
+        if (sl__model_team_fills_cpus(m)) {
             m->pipeline_team.nthreads = m->ex->team.nthreads;
             m->pipeline_team.run = run_on_team;
             m->pipeline_team.arg = m;

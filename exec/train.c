@@ -102,14 +102,16 @@ sl_transfer_mode sl_model_transfer_mode(const sl_model *m, const sl_train_option
         sl_train_options_init(&d);
         o = &d;
     }
-    (void)m;
-    if (o->transfer == SL_TRANSFER_INLINE)
+    if (o->transfer == SL_TRANSFER_INLINE || o->transfer == SL_TRANSFER_THREAD)
+        return (sl_transfer_mode)o->transfer;
+    /* Auto is inline where the executor's team fills the CPUs of a device
+     * that reads host memory: there the pipeline's map+batch runs on the
+     * team between steps (exec/sink.c), instead of a thread that takes a
+     * CPU from the step mid-op. Elsewhere it is the thread: a copy to a
+     * device across a bus overlaps the steps, and with a CPU to spare the
+     * pipeline's threads cost the steps nothing. */
+    if (m && sl__device_reads_host(m->dev) && sl__model_team_fills_cpus(m))
         return SL_TRANSFER_INLINE;
-    /* Auto is the thread: medians of 9 rounds of bench sink on 2 cores
-     * (EPYC Zen 5) gave the same throughput and overlap inline (0.904,
-     * 0.915) as with the thread (0.902, 0.926), and the thread keeps
-     * GetNext's waits at 1-2 ms an epoch instead of 40-70. Auto stays a
-     * choice of its own for an autotuner to make. */
     return SL_TRANSFER_THREAD;
 }
 

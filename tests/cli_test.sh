@@ -563,9 +563,15 @@ run train --data "$MNIST" --epochs 2 --no-eval --resume "$TMP/part.ckpt" --seed 
 expect "train --resume with another seed" 1 stderr 'cannot resume: .*seed 0.*seed 9'
 run train --data "$MNIST" --resume "$TMP/part.ckpt" --load "$TMP/part.ckpt"
 expect "train --resume --load" 2 stderr 'give --resume or --load, not both'
-run train --data "$MNIST" --max-steps 2 --no-eval --stages
-expect "train --stages" 0 stdout '^stage  *threads  *rows' stdout '^transfer  *1  *[1-9]' \
+run train --data "$MNIST" --max-steps 2 --no-eval --stages --transfer thread
+expect "train --stages --transfer thread" 0 stdout '^stage  *threads  *rows' \
+    stdout '^transfer  *1  *[1-9]' \
     stdout '^executor (cpu:0)  *1  *2 ' stdout '^host (callbacks)  *1  *1 ' stdout '^verdict: '
+# auto: on cpu with a compute thread per CPU, the executor moves the batches
+run train --data "$MNIST" --max-steps 2 --no-eval --stages --threads "$(nproc)"
+expect "train --stages (auto: inline on cpu)" 0 stdout ', transfer 0; seed' \
+    stdout '^transfer: inline, the executor copies each batch' \
+    stdout '^transfer (inline, on the executor)  *-  *[1-9]' stdout '^executor (cpu:0)  *1  *2 '
 run train --data "$MNIST" --max-steps 2 --no-eval --no-sink --stages
 expect "train --no-sink --stages" 0 stdout '^stages: none to show'
 run train --data "$MNIST" --max-steps 2 --no-eval --json
@@ -683,20 +689,24 @@ expect "bench sink" 0 stdout 'sink, sink_size 1000' stdout 'overlap efficiency o
 # --profile DIR: a Chrome trace in which batches can be followed in stage order.
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-run bench sink --data "$MNIST" --steps 8 --repeats 1 --devices cpu:0 --profile "$TMP/prof/deep"
-expect "bench sink --profile" 0 stderr "^profile: $TMP/prof/deep/trace.json ([1-9][0-9]* events; 0 dropped"
-if "$PY" "$top_srcdir/tests/follow_batches.py" "$TMP/prof/deep/trace.json" >"$TMP/out" 2>"$TMP/err"; then
-    pass "the trace parses and follows batches through the stages in order"
-else
-    rc=1
-    fail "the trace parses and follows batches through the stages in order"
-fi
+for transfer in thread auto; do
+    run bench sink --data "$MNIST" --steps 8 --repeats 1 --devices cpu:0 --transfer $transfer \
+        --profile "$TMP/prof/$transfer"
+    expect "bench sink --profile --transfer $transfer" 0 \
+        stderr "^profile: $TMP/prof/$transfer/trace.json ([1-9][0-9]* events; 0 dropped"
+    if "$PY" "$top_srcdir/tests/follow_batches.py" "$TMP/prof/$transfer/trace.json" >"$TMP/out" 2>"$TMP/err"; then
+        pass "the trace ($transfer) parses and follows batches through the stages in order"
+    else
+        rc=1
+        fail "the trace ($transfer) parses and follows batches through the stages in order"
+    fi
+done
 # bench/plot.py turns the --json outputs and the trace into PNG files.
 if "$PY" -c 'import matplotlib' 2>/dev/null; then
     "$SLUICE" bench sink --data "$MNIST" --steps 4 --repeats 1 --json >"$TMP/sink.json" 2>/dev/null
     "$SLUICE" bench pipeline --data "$MNIST" --repeats 1 --workers 1 --json >"$TMP/pipe.json"
     "$PY" "$top_srcdir/bench/plot.py" --out "$TMP/png" "$TMP/sink.json" "$TMP/pipe.json" \
-        "$TMP/prof/deep/trace.json" >"$TMP/out" 2>"$TMP/err"
+        "$TMP/prof/thread/trace.json" >"$TMP/out" 2>"$TMP/err"
     rc=$?
     ok=1
     for f in sink_throughput sink_stages_cpu0 sink_stages_sim0 pipeline_throughput \

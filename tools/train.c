@@ -209,7 +209,8 @@ int cli_train_main(int argc, char **argv)
         if (a.train.dataset_sink_mode &&
             sl_model_transfer_mode(model, &a.train) == SL_TRANSFER_INLINE)
             printf("transfer: inline, the executor copies each batch into the device queue "
-                   "before its step\n");
+                   "before its step (and, when its threads fill the CPUs, runs the pipeline's "
+                   "map+batch between steps once its batches prove cheap)\n");
         if (a.errors.mode != SL_ERROR_SAMPLES_RAISE) {
             printf("bad samples: %s, ",
                    a.errors.mode == SL_ERROR_SAMPLES_SKIP ? "skip" : "replace");

@@ -63,8 +63,11 @@ void cli_train_usage(FILE *f)
           "  --queue-capacity N  batches the device queue holds (default 4)\n"
           "  --transfer MODE     who moves batches into the device queue: thread (a\n"
           "                      transfer thread, overlapping the steps), inline (the\n"
-          "                      executor's threads, before each step; cpu only) or\n"
-          "                      auto (default: the thread)\n"
+          "                      executor's threads, before each step; cpu only; when\n"
+          "                      they fill the CPUs, the pipeline's map+batch also\n"
+          "                      runs on them between steps once its batches proved\n"
+          "                      cheap) or auto (default: inline on cpu when the\n"
+          "                      compute threads fill the CPUs, else the thread)\n"
           "  --getnext-timeout S fail when GetNext waits S seconds for a batch, naming\n"
           "                      what starves the queue (default 300; 0: wait for ever)\n"
           CLI_ERROR_SAMPLES_HELP

@@ -127,8 +127,11 @@ typedef struct sl_train_options {
  * THREAD: a transfer thread, so copies overlap steps. INLINE: the
  * executor's own thread, its compute team sharing the copy, just before
  * GetNext takes the batch: no thread to wake once per batch, for a device
- * that reads host memory (cpu). AUTO picks the thread today: on 2 cores
- * both ran at the same speed (see exec/train.c). */
+ * that reads host memory (cpu). When the team has a thread for every CPU,
+ * the pipeline's map+batch also runs on it between steps once its batches
+ * proved cheap (a lazy source and one map+batch stage): no pipeline thread
+ * then takes a CPU from a step. AUTO picks INLINE on such a cpu device,
+ * the thread elsewhere (see exec/train.c). */
 typedef enum sl_transfer_mode {
     SL_TRANSFER_AUTO = 0,
     SL_TRANSFER_THREAD = 1,
@@ -277,8 +280,9 @@ SL_API void sl_model_get_sink_stats(const sl_model *m, sl_sink_stats *out);
  * are (0 before a sink-mode train). */
 SL_API size_t sl_model_get_stage_stats(const sl_model *m, sl_stage_stats *out, size_t max);
 /* The transfer a sink-mode train with options o would use on m's device:
- * SL_TRANSFER_THREAD or SL_TRANSFER_INLINE (AUTO resolved: the thread).
- * o NULL: the defaults. */
+ * SL_TRANSFER_THREAD or SL_TRANSFER_INLINE (AUTO resolved: inline on a
+ * device that reads host memory when the compute threads fill the CPUs,
+ * else the thread). o NULL: the defaults. */
 SL_API sl_transfer_mode sl_model_transfer_mode(const sl_model *m, const sl_train_options *o);
 /* "auto", "thread", "inline"; and back (SL_EINVAL for another name). */
 SL_API const char *sl_transfer_mode_name(sl_transfer_mode mode);

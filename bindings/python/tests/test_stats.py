@@ -45,11 +45,15 @@ def test_model_stages_after_a_sink_train(mnist):
     model.train(2, pipeline(mnist), dataset_sink_mode=True)
     stats = model.stage_stats()
     names = [s["name"] for s in stats["stages"]]
-    assert names[-3:] == ["transfer", "executor (cpu:0)", "host (callbacks)"], names
+    # on cpu, with compute threads for every CPU, the executor moves the
+    # batches itself (the transfer "inline"); elsewhere a transfer thread
+    transfer = names[-3]
+    assert transfer in ("transfer", "transfer (inline, on the executor)"), names
+    assert names[-2:] == ["executor (cpu:0)", "host (callbacks)"], names
     by = {s["name"]: s for s in stats["stages"]}
     assert by["executor (cpu:0)"]["rows"] == 6       # 3 batches an epoch, 2 epochs
     assert by["host (callbacks)"]["rows"] == 2       # one sink an epoch
-    assert by["transfer"]["capacity"] >= 1
+    assert by[transfer]["capacity"] >= 1
     assert isinstance(stats["verdict"], str) and stats["verdict"]
 
 

@@ -2,8 +2,9 @@
 ``mindspore.train.dataset_helper`` and ``mindspore.data_sink``.
 
 Both run a compiled training step on the device: the C library's pipeline
-and transfer thread fill the device's queue and the executor runs the
-steps, taking each batch with GetNext. The step is a
+fills the device's queue (through a transfer thread, or, on the cpu device
+with compute threads for every CPU, moved by the executor itself between
+steps) and the executor runs the steps, taking each batch with GetNext. The step is a
 :class:`sluice.nn.TrainOneStepCell` (a network, its loss and optimizer; the
 network the built-in LeNet5 or your own Cell); a training Cell of your
 own, as seed 004 writes its TrainOneStepCell (``construct(data, label)``
@@ -136,7 +137,7 @@ class DatasetHelper:
             yield (loss,)
 
     def close(self):
-        """Stops the pipeline (and the transfer thread) and joins them."""
+        """Stops the pipeline (and the transfer thread, if any) and joins them."""
         if self._c is not None:
             self._c.close()
 
@@ -163,7 +164,7 @@ class _ConnectedNetwork:
 def connect_network_with_dataset(network, dataset_helper):
     """Connects a training network to a :class:`DatasetHelper`: its C model
     is made (if it is not yet) and the helper's pipeline (and, in sink
-    mode, transfer thread) starts. Returns the network to call with each
+    mode, its transfer thread if it has one) starts. Returns the network to call with each
     item of the helper.
 
     The network is a :class:`sluice.nn.TrainOneStepCell`, or a training
@@ -195,7 +196,7 @@ class _SinkProcess:
         return self._c()
 
     def close(self):
-        """Stops the pipeline and the transfer thread and joins them."""
+        """Stops the pipeline and the transfer thread (if any) and joins them."""
         self._c.close()
 
     def __enter__(self):
@@ -232,8 +233,8 @@ def data_sink(fn, dataset, sink_size=1, jit_config=None, input_signature=None):
     last one's loss. Calls continue the traversal where the previous one
     stopped, across epochs, so two calls of 50 steps train exactly as one
     of 100. The network's parameters (and the optimizer's accumulators)
-    carry over from one data_sink or Model to the next. The pipeline and
-    the transfer thread start now and run until ``close()``. Ctrl-C during
+    carry over from one data_sink or Model to the next. The pipeline (and
+    the transfer thread, if any) start now and run until ``close()``. Ctrl-C during
     a call raises KeyboardInterrupt; the next call continues. A batch of
     another shape than the first fails the call with RuntimeError.
     """

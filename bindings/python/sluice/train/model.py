@@ -166,9 +166,11 @@ class Model:
             callbacks: a callback or a list of them (:class:`LossMonitor`,
                 :class:`TimeMonitor`, :class:`ModelCheckpoint`, your own
                 :class:`Callback`), called in this order.
-            dataset_sink_mode (bool): sink the data (a transfer thread fills
-                the device's queue; the steps of a sink run back to back) or,
-                False (the default), feed every step from the host.
+            dataset_sink_mode (bool): sink the data (batches go through the
+                device's queue, filled by a transfer thread, or on the cpu
+                device by the executor itself; the steps of a sink run back
+                to back) or, False (the default), feed every step from the
+                host.
             sink_size (int): in sink mode, -1 (the default) sinks each epoch
                 whole; N > 0 makes each epoch N steps of an endless traversal
                 that the next epoch continues. Ignored without sinking.
@@ -226,7 +228,9 @@ class Model:
     def stage_stats(self):
         """Where the last sink-mode ``train`` spent its time, per stage:
         ``{"stages": [...], "verdict": "..."}``. Each stage (the pipeline's,
-        then ``transfer``, ``executor (cpu:0)`` and ``host (callbacks)``) is a
+        then ``transfer`` (``transfer (inline, on the executor)`` where the
+        executor moves the batches itself), ``executor (cpu:0)`` and
+        ``host (callbacks)``) is a
         dict of name, threads, rows, elapsed_ms, busy_ms, wait_input_ms,
         startup_wait_ms, blocked_output_ms, capacity, occupancy and thread_ms; the
         verdict says which stage limits throughput. No stages before a
