@@ -195,10 +195,11 @@ sl__track *sl__stage_open_track(sl__stage *st)
 
 /* Takes the next chunk of st's input for a worker: when the stage pulls
  * its source and the input is empty, runs the source first, unless another
- * worker already does, in which case it waits for what that one sends. A
- * stage the consumer's team may run never waits on its input (the team
- * would not wake it): its workers take as the team's threads do. SL_OK,
- * or the pop's failure (closed, stopping). */
+ * worker already does, in which case it waits for what that one sends. In
+ * a stage the consumer's team may run, workers take as the team's threads
+ * do, under the source's lock, so that a team thread knows the number of
+ * the chunk it would take (stage_team.c). SL_OK, or the pop's failure
+ * (closed, stopping). */
 static int take_chunk(sl__stage *st, sl__chunk **chunk, uint64_t *seq)
 {
     for (;;) {
@@ -207,9 +208,12 @@ static int take_chunk(sl__stage *st, sl__chunk **chunk, uint64_t *seq)
             return SL_ECLOSED;
         if (st->team_able) {
             rc = sl__stage_take_pulled(st, chunk, seq, 0);
-            if (rc == SL_ETIMEDOUT)
-                continue; /* the pipeline is stopping: seen above */
-            return rc;
+            if (rc != SL_ETIMEDOUT)
+                return rc;
+            /* Nothing came of a turn at the source: the pipeline is
+             * stopping, and shutdown closes the input (a finished source
+             * closes it itself, and the take returned SL_ECLOSED). */
+            return sl__queue_pop(st->in, (void **)chunk, seq, -1);
         }
         if (st->pulls_source) {
             sl__stage *src = &st->it->stages[0];
