@@ -85,15 +85,17 @@ def test_iterator_autotune(tmp_path):
 
 
 def test_model_train_autotune(tmp_path):
-    """A sink-mode train whose pipeline sleeps 2 ms per row on one worker:
-    the transfer thread waits for it, so the tuner wakes a second worker,
-    and Model.autotune_log() says so; without autotune the log is empty."""
+    """A sink-mode train whose pipeline sleeps 5 ms per row on one worker
+    (160 ms a batch, longer than a step even under a sanitizer on a loaded
+    machine): what moves batches into the device queue waits for it, so
+    the tuner wakes a second worker, and Model.autotune_log() says so;
+    without autotune the log is empty."""
     import time
     from conftest import make_mnist
-    root = make_mnist(tmp_path / "mnist", 960, 8)
+    root = make_mnist(tmp_path / "mnist", 640, 8)
 
     def slow(x):
-        time.sleep(0.002)
+        time.sleep(0.005)
         return x
 
     d = ds.MnistDataset(root, usage="train", shuffle=False)
@@ -109,5 +111,5 @@ def test_model_train_autotune(tmp_path):
     model.train(1, d, dataset_sink_mode=True, autotune=True)
     log = model.autotune_log()
     assert any("-> 2 workers" in line for line in log), log
-    model.train(1, d, dataset_sink_mode=True)
+    model.train(1, d.take(2), dataset_sink_mode=True)
     assert model.autotune_log() == []
