@@ -227,14 +227,15 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, sl_row *row, sl__error
     return SL_OK;
 }
 
-/* The pipeline's next row, the wait counted in the stats. */
+/* The pipeline's next row, the wait counted in the stats (not the rounds
+ * an inline caller ran on its team meanwhile: work, not waiting). */
 static int next_row(sl__feeder *f, sl_row *row)
 {
-    double t0 = sl__now_ms(), waited;
+    double t0 = sl__now_ms(), team0 = sl__iterator_team_ms(f->it), waited;
     int rc;
     set_state(f, WAITING_PIPELINE, t0);
     rc = sl_iterator_next(f->it, row);
-    waited = sl__now_ms() - t0;
+    waited = sl__now_ms() - t0 - (sl__iterator_team_ms(f->it) - team0);
     pthread_mutex_lock(&f->stats_lock);
     if (!f->waited_once) {
         f->first_wait_ms = waited;

@@ -228,10 +228,12 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
          * (pipeline/consumer_team.h), when the team fills the CPUs: with
          * a CPU to spare, its own threads cost the steps nothing. */
         if (sl__model_team_fills_cpus(m)) {
-            m->pipeline_team.nthreads = m->ex->team.nthreads;
+            /* the threads that run at once (no more than the CPUs) */
+            m->pipeline_team.nthreads = m->ex->team.active;
             m->pipeline_team.run = run_on_team;
             m->pipeline_team.arg = m;
-            m->pipeline_team.warmup_chunks = 0; /* the default */
+            m->pipeline_team.warmup_chunks = 0; /* the defaults */
+            m->pipeline_team.max_chunk_ms = 0;
             fo.team = &m->pipeline_team;
         }
     }

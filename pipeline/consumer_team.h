@@ -33,6 +33,9 @@ typedef struct sl__consumer_team {
     /* Chunks the stage's own threads work before the consumer judges
      * whether to hand the stage to the team; 0: the default (16). */
     int warmup_chunks;
+    /* The stage goes to the team when those chunks took at most this long
+     * on average (ms); 0: the default (5). */
+    double max_chunk_ms;
 } sl__consumer_team;
 
 struct sl_iterator;

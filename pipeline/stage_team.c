@@ -48,8 +48,12 @@ static void team_turn(void *arg, int worker)
     team_round *r = arg;
     sl__stage *st = r->st;
     sl__error err;
-    if (!st->team_tracks[worker] && st->it->opts.profiler)
-        st->team_tracks[worker] = sl__stage_open_track(st);
+    sl__track *track = NULL;
+    if (worker < st->it->team->nthreads) {
+        if (!st->team_tracks[worker] && st->it->opts.profiler)
+            st->team_tracks[worker] = sl__stage_open_track(st);
+        track = st->team_tracks[worker];
+    }
     while (atomic_fetch_sub_explicit(&r->left, 1, memory_order_relaxed) > 0) {
         sl__chunk *chunk;
         uint64_t seq;
@@ -57,11 +61,15 @@ static void team_turn(void *arg, int worker)
         sl__err_clear(&err);
         if (sl__stage_take_pulled(st, &chunk, &seq, 1) != SL_OK)
             return; /* no room, the end was taken, or stopping */
-        end = sl__stage_work_and_push(st, st->team_tracks[worker], chunk, seq, &st->team_ns, &err);
+        end = sl__stage_work_and_push(st, track, chunk, seq, &st->team_ns, &err);
         if (end == SL__TURN_LEAVE)
             /* A chunk was dropped: should no stop be under way, the
              * consumer must see the output close rather than wait for it. */
             sl__queue_close(&st->out);
+        if (end == SL__TURN_LAST)
+            /* The end went out: the sleeping threads leave (the last of
+             * them, or the round, closes the output). */
+            sl__stage_wake_parked(st);
         if (end != SL__TURN_GO_ON)
             return;
     }
@@ -101,7 +109,7 @@ int sl__stage_on_team(sl__stage *st)
             return 0;
         mean = (double)atomic_load_explicit(&st->work_ns, memory_order_relaxed) / 1e6 / (double)n;
         st->team_decided = 1;
-        if (mean <= TEAM_CHUNK_MS) {
+        if (mean <= (st->it->team->max_chunk_ms > 0 ? st->it->team->max_chunk_ms : TEAM_CHUNK_MS)) {
             char line[256];
             hand_over(st, 1);
             snprintf(line, sizeof line,
@@ -119,9 +127,19 @@ void sl__stage_team_round(sl__stage *st)
     const sl__consumer_team *team = st->it->team;
     team_round r;
     double t0 = sl__now_ms(), ms;
+    int running = atomic_load(&st->running);
+    /* The round counts as one of the stage's threads, so that a worker
+     * that leaves at the end (its take found the input closed by the
+     * round) cannot close the output under a batch the round still makes.
+     * None left: the output is closed, nothing is to be made. */
+    do {
+        if (running == 0)
+            return;
+    } while (!atomic_compare_exchange_weak(&st->running, &running, running + 1));
     r.st = st;
     atomic_init(&r.left, team->nthreads * TEAM_CHUNKS_PER_THREAD);
     team->run(team->arg, team_turn, &r);
+    sl__stage_thread_done(st);
     ms = sl__now_ms() - t0;
     st->it->team_ms += ms;
     if (ms > TEAM_ROUND_MS) {

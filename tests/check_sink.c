@@ -24,6 +24,8 @@
 #include "core/error.h"
 #include "devices/device_queue.h"
 #include "devices/feeder.h"
+#include "exec/model_impl.h"
+#include "exec/team.h"
 #include "ops/op_impl.h"
 #include "sluice/sluice.h"
 #include "testutil.h"
@@ -638,13 +640,17 @@ typedef struct stopper {
     uint64_t launches;   /* stop once the device saw this many interactions */
     int delay_ms;        /* ... and this long after */
     double stop_at;      /* wall_ms() of the stop call */
+    atomic_int trained;  /* set by the test when train returned: give up */
 } stopper;
 
 static void *stopper_main(void *arg)
 {
     stopper *s = arg;
     while (interactions(s->m) < s->launches)
-        sleep_ms(1);
+        if (atomic_load(&s->trained))
+            return NULL; /* train failed before the launch: the test says so */
+        else
+            sleep_ms(1);
     sleep_ms(s->delay_ms);
     s->stop_at = wall_ms();
     sl_model_stop(s->m);
@@ -674,7 +680,7 @@ static void stop_mid_sink(const char *target, int rounds)
     int threads = thread_count();
     double worst = 0;
     for (int i = 0; i < rounds; i++) {
-        stopper s = {m, interactions(m) + 1, (i * 7) % 40, 0};
+        stopper s = {m, interactions(m) + 1, (i * 7) % 40, 0, 0};
         pthread_t th;
         int64_t before = sl_model_global_step(m);
         double ms;
@@ -682,6 +688,7 @@ static void stop_mid_sink(const char *target, int rounds)
         ck_assert_int_eq(pthread_create(&th, NULL, stopper_main, &s), 0);
         rc = sl_model_train_opts(m, 1000, ds, NULL, 0, &o);
         ms = wall_ms();
+        atomic_store(&s.trained, 1);
         pthread_join(th, NULL);
         ms -= s.stop_at;
         ck_assert_msg(rc == SL_OK, "round %d: %s", i, sl_model_last_error(m));
@@ -746,13 +753,14 @@ START_TEST(test_stop_wakes_getnext)
     ds = mlp_pipeline(t.dir, 8, &g);
     for (int i = 0; i < rounds; i++) {
         /* after the first batch (200 ms), waiting for the second */
-        stopper s = {m, interactions(m) + 1, 300 + 20 * i, 0};
+        stopper s = {m, interactions(m) + 1, 300 + 20 * i, 0, 0};
         pthread_t th;
         double ms;
         int rc;
         ck_assert_int_eq(pthread_create(&th, NULL, stopper_main, &s), 0);
         rc = sl_model_train_opts(m, 1000, ds, NULL, 0, &o);
         ms = wall_ms();
+        atomic_store(&s.trained, 1);
         pthread_join(th, NULL);
         ms -= s.stop_at;
         ck_assert_msg(rc == SL_OK, "%s", sl_model_last_error(m));
@@ -785,7 +793,7 @@ START_TEST(test_stop_during_data_sink_call)
     const char *how = use_transfer(_i);
     sl_train_options o = sink_opts(1, -1), fed = sink_opts(0, -1);
     sl_data_sink *s = NULL;
-    stopper st = {m, interactions(m) + 1, shorten ? 150 : 30, 0};
+    stopper st = {m, interactions(m) + 1, shorten ? 150 : 30, 0, 0};
     pthread_t th;
     int64_t first;
     float loss;
@@ -794,6 +802,7 @@ START_TEST(test_stop_during_data_sink_call)
     ck_assert_msg(sl_data_sink_new(&s, m, ds, size, &o) == SL_OK, "%s", sl_model_last_error(m));
     ck_assert_int_eq(pthread_create(&th, NULL, stopper_main, &st), 0);
     rc = sl_data_sink_call(s, &loss);
+    atomic_store(&st.trained, 1);
     pthread_join(th, NULL);
     ck_assert_msg(rc == SL_ECANCELED, "%d: %s", rc, sl_model_last_error(m));
     ck_assert_msg(strstr(sl_model_last_error(m), "stopped after"), "%s", sl_model_last_error(m));
@@ -1050,8 +1059,18 @@ START_TEST(test_bad_options_refused)
         ck_assert_int_eq(sl_model_transfer_mode(sim, NULL), SL_TRANSFER_THREAD);
         sl_model_free(sim);
     }
-    /* auto: the thread; what the options name otherwise */
-    ck_assert_int_eq(sl_model_transfer_mode(m, NULL), SL_TRANSFER_THREAD);
+    /* auto: inline on cpu when the compute threads fill the CPUs (this
+     * MLP has 1; LeNet the CPUs, at most 4), else the thread; what the
+     * options name otherwise */
+    ck_assert_int_eq(sl_model_transfer_mode(m, NULL),
+                     sl__model_team_fills_cpus(m) ? SL_TRANSFER_INLINE : SL_TRANSFER_THREAD);
+    ck_assert_int_eq(sl__model_team_fills_cpus(m), sl__cpus_available() <= 1);
+    {
+        sl_model *lenet = lenet_on("CPU", 1);
+        ck_assert_int_eq(sl_model_transfer_mode(lenet, NULL),
+                         sl__cpus_available() <= 4 ? SL_TRANSFER_INLINE : SL_TRANSFER_THREAD);
+        sl_model_free(lenet);
+    }
     o = sink_opts(1, -1);
     o.transfer = SL_TRANSFER_INLINE;
     ck_assert_int_eq(sl_model_transfer_mode(m, &o), SL_TRANSFER_INLINE);

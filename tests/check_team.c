@@ -98,13 +98,17 @@ static void test_team_run(void *arg, void (*fn)(void *fn_arg, int worker), void 
     pthread_mutex_unlock(&t->lock);
 }
 
-static void team_start(test_team *t, int warmup)
+/* A team that takes the stage over after `warmup` chunks of at most
+ * max_chunk_ms on average (generous where a test needs the hand-over, so
+ * that a loaded machine's slow chunk does not prevent it). */
+static void team_start(test_team *t, int warmup, double max_chunk_ms)
 {
     memset(t, 0, sizeof *t);
     t->base.nthreads = TEAM_THREADS;
     t->base.run = test_team_run;
     t->base.arg = t;
     t->base.warmup_chunks = warmup;
+    t->base.max_chunk_ms = max_chunk_ms;
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->go, NULL);
     pthread_cond_init(&t->done, NULL);
@@ -255,8 +259,8 @@ static void append(run_result *r, const void *data, size_t n)
 }
 
 /* Runs ds for `epochs` epochs (or until an error), with team's help when
- * team is not NULL. */
-static run_result run(sl_dataset *ds, test_team *team, int epochs)
+ * team is not NULL, queues of queue_chunks chunks (0: the default). */
+static run_result run_queues(sl_dataset *ds, test_team *team, int epochs, size_t queue_chunks)
 {
     run_result r;
     sl_iterator_options io;
@@ -268,6 +272,8 @@ static run_result run(sl_dataset *ds, test_team *team, int epochs)
     io.num_epochs = epochs;
     io.autotune_log = keep_log;
     io.autotune_log_arg = &r;
+    if (queue_chunks > 0)
+        io.queue_chunks = queue_chunks;
     ck_assert_msg(sl__iterator_new_lending(&it, ds, &io, NULL, team ? &team->base : NULL) == SL_OK,
                   "%s", sl_dataset_last_error(ds));
     while ((rc = sl_iterator_next(it, &row)) == SL_OK || rc == SL_END_OF_EPOCH) {
@@ -283,6 +289,11 @@ static run_result run(sl_dataset *ds, test_team *team, int epochs)
         snprintf(r.error, sizeof r.error, "%s", sl_iterator_last_error(it));
     sl_iterator_free(it);
     return r;
+}
+
+static run_result run(sl_dataset *ds, test_team *team, int epochs)
+{
+    return run_queues(ds, team, epochs, 0);
 }
 
 static void assert_same(const run_result *a, const run_result *b, const char *what)
@@ -305,22 +316,27 @@ static int logged(const run_result *r, const char *text)
 
 /* Short chunks: after 4 of them the team takes the stage over and its
  * rounds make the rest, the same bytes in the same order as the stage's
- * own threads make, with 1 worker or 2, over 3 epochs. */
+ * own threads make, with 1 worker or 2, over 3 epochs; also with queues
+ * of 1 chunk (the stage's output then holds 2 per worker, fewer than a
+ * round's 4: its threads may take only what can be pushed without
+ * waiting on the consumer, which is busy running the round). */
 START_TEST(test_short_chunks_go_to_the_team)
 {
     tmp_mnist t = make_mnist();
-    int workers = _i == 0 ? 1 : 2;
+    int workers = _i % 2 == 0 ? 1 : 2;
+    size_t queue_chunks = _i < 2 ? 0 : 1;
     sl_dataset *ds = team_pipeline(t.dir, NULL, workers);
     test_team team;
     run_result alone, helped;
     alone = run(ds, NULL, 3);
     ck_assert_int_eq(alone.end, SL_END_OF_DATA);
     ck_assert_int_eq(alone.batches, 3 * N_TRAIN / BATCH);
-    team_start(&team, 4);
-    helped = run(ds, &team, 3);
+    team_start(&team, 4, 1000.0);
+    helped = run_queues(ds, &team, 3, queue_chunks);
     ck_assert_msg(helped.end == SL_END_OF_DATA, "%s", helped.error);
     assert_same(&alone, &helped, "with the team");
-    /* the rounds made most batches: at most 2 x 2 a round */
+    /* the rounds made most batches: at most 2 x 2 a round, after the
+     * warm-up's 4 and up to 8 the threads made ahead */
     ck_assert_int_ge(team_rounds(&team), (helped.batches - 4 - 8) / 4);
     ck_assert_msg(logged(&helped, "now runs on the consumer's 2 threads"), "log: %s",
                   helped.nlog ? helped.log[0] : "(none)");
@@ -342,7 +358,7 @@ START_TEST(test_long_chunks_stay_on_threads)
     sl_dataset *ds = team_pipeline(t.dir, &p, 1);
     test_team team;
     run_result r;
-    team_start(&team, 4);
+    team_start(&team, 4, 5.0);
     r = run(ds, &team, 1);
     ck_assert_msg(r.end == SL_END_OF_DATA, "%s", r.error);
     ck_assert_int_eq(r.batches, N_TRAIN / BATCH);
@@ -368,7 +384,7 @@ START_TEST(test_a_long_round_gives_the_team_up)
     run_result alone, helped;
     int rounds;
     alone = run(ref, NULL, 1);
-    team_start(&team, 4);
+    team_start(&team, 4, 1000.0);
     helped = run(ds, &team, 1);
     ck_assert_msg(helped.end == SL_END_OF_DATA, "%s", helped.error);
     assert_same(&alone, &helped, "a stage given back to its threads");
@@ -409,7 +425,7 @@ START_TEST(test_an_error_in_a_round_reaches_the_consumer)
     alone = run(a, NULL, 1);
     ck_assert_int_eq(alone.end, SL_EINVAL);
     ck_assert_int_eq(alone.batches, 20);
-    team_start(&team, 1);
+    team_start(&team, 1, 1000.0);
     helped = run(b, &team, 1);
     ck_assert_msg(helped.end == SL_EINVAL, "%d: %s", helped.end, helped.error);
     ck_assert_msg(strstr(helped.error, "is refused") && strstr(helped.error, "train-images"),
@@ -436,7 +452,7 @@ START_TEST(test_free_while_on_the_team)
     tmp_mnist t = make_mnist();
     sl_dataset *ds = team_pipeline(t.dir, NULL, 2);
     test_team team;
-    team_start(&team, 1);
+    team_start(&team, 1, 1000.0);
     for (int i = 0; i < 20; i++) {
         sl_iterator *it = NULL;
         sl_row row;
@@ -459,7 +475,7 @@ Suite *make_team_suite(void)
 {
     Suite *s = suite_create("team");
     TCase *tc = tcase_create("team");
-    tcase_add_loop_test(tc, test_short_chunks_go_to_the_team, 0, 2);
+    tcase_add_loop_test(tc, test_short_chunks_go_to_the_team, 0, 4);
     tcase_add_test(tc, test_long_chunks_stay_on_threads);
     tcase_add_test(tc, test_a_long_round_gives_the_team_up);
     tcase_add_test(tc, test_an_error_in_a_round_reaches_the_consumer);
