@@ -28,23 +28,19 @@ Suite *make_lend_suite(void);
 #define IMAGE_BYTES (BATCH * 28 * 28)
 #define LABEL_BYTES (BATCH * 4)
 
+/* A generated MNIST folder of N_TRAIN training samples. */
 typedef struct tmp_mnist {
     char *dir;
 } tmp_mnist;
 
 static tmp_mnist make_mnist(void)
 {
-    tmp_mnist t;
-    t.dir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(t.dir);
-    ck_assert_int_eq(tu_make_mnist(t.dir, N_TRAIN, 0, 0), 0);
-    return t;
+    return (tmp_mnist){tu_mnist_dir(N_TRAIN, 0)};
 }
 
 static void drop_mnist(tmp_mnist *t)
 {
-    tu_rmtree(t->dir);
-    free(t->dir);
+    tu_mnist_dir_drop(t->dir);
 }
 
 /* MNIST train in file order, batched by BATCH: batch k holds samples

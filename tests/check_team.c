@@ -48,7 +48,7 @@ typedef struct test_team {
     void *fn_arg;
     unsigned generation;
     int pending, quit;
-    int rounds;
+    atomic_int rounds;   /* run() calls so far */
 } test_team;
 
 typedef struct helper_arg {
@@ -88,7 +88,7 @@ static void test_team_run(void *arg, void (*fn)(void *fn_arg, int worker), void 
     t->fn_arg = fn_arg;
     t->pending = TEAM_THREADS - 1;
     t->generation++;
-    t->rounds++;
+    atomic_fetch_add(&t->rounds, 1);
     pthread_cond_broadcast(&t->go);
     pthread_mutex_unlock(&t->lock);
     fn(fn_arg, 0);
@@ -120,11 +120,7 @@ static void team_start(test_team *t, int warmup, double max_chunk_ms)
 
 static int team_rounds(test_team *t)
 {
-    int n;
-    pthread_mutex_lock(&t->lock);
-    n = t->rounds;
-    pthread_mutex_unlock(&t->lock);
-    return n;
+    return atomic_load(&t->rounds);
 }
 
 static void team_stop(test_team *t)
@@ -180,25 +176,6 @@ static int probe_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx
 static const sl_op_iface probe_iface = {"Probe", tu_infer_identity, probe_run, NULL};
 
 /* --- the pipeline ------------------------------------------------------ */
-
-typedef struct tmp_mnist {
-    char *dir;
-} tmp_mnist;
-
-static tmp_mnist make_mnist(void)
-{
-    tmp_mnist t;
-    t.dir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(t.dir);
-    ck_assert_int_eq(tu_make_mnist(t.dir, N_TRAIN, 0, 0), 0);
-    return t;
-}
-
-static void drop_mnist(tmp_mnist *t)
-{
-    tu_rmtree(t->dir);
-    free(t->dir);
-}
 
 /* Shuffled MNIST train (seed 7), the probe (when p is not NULL), a
  * random horizontal flip and a rescale of the image, batches of
@@ -322,10 +299,10 @@ static int logged(const run_result *r, const char *text)
  * waiting on the consumer, which is busy running the round). */
 START_TEST(test_short_chunks_go_to_the_team)
 {
-    tmp_mnist t = make_mnist();
+    char *dir = tu_mnist_dir(N_TRAIN, 0);
     int workers = _i % 2 == 0 ? 1 : 2;
     size_t queue_chunks = _i < 2 ? 0 : 1;
-    sl_dataset *ds = team_pipeline(t.dir, NULL, workers);
+    sl_dataset *ds = team_pipeline(dir, NULL, workers);
     test_team team;
     run_result alone, helped;
     alone = run(ds, NULL, 3);
@@ -345,7 +322,7 @@ START_TEST(test_short_chunks_go_to_the_team)
     free(alone.bytes);
     free(helped.bytes);
     sl_dataset_free(ds);
-    drop_mnist(&t);
+    tu_mnist_dir_drop(dir);
 }
 END_TEST
 
@@ -353,9 +330,9 @@ END_TEST
  * stay on the stage's threads: no round runs. */
 START_TEST(test_long_chunks_stay_on_threads)
 {
-    tmp_mnist t = make_mnist();
+    char *dir = tu_mnist_dir(N_TRAIN, 0);
     probe p = {0, 0, 3, -1, {0}};
-    sl_dataset *ds = team_pipeline(t.dir, &p, 1);
+    sl_dataset *ds = team_pipeline(dir, &p, 1);
     test_team team;
     run_result r;
     team_start(&team, 4, 5.0);
@@ -367,7 +344,7 @@ START_TEST(test_long_chunks_stay_on_threads)
     team_stop(&team);
     free(r.bytes);
     sl_dataset_free(ds);
-    drop_mnist(&t);
+    tu_mnist_dir_drop(dir);
 }
 END_TEST
 
@@ -376,10 +353,10 @@ END_TEST
  * the rest; every batch comes, in order. */
 START_TEST(test_a_long_round_gives_the_team_up)
 {
-    tmp_mnist t = make_mnist();
+    char *dir = tu_mnist_dir(N_TRAIN, 0);
     probe fast = {0, 1 << 30, 0, -1, {0}}, slow = {0, 10 * BATCH, 30, -1, {0}};
-    sl_dataset *ref = team_pipeline(t.dir, &fast, 1);
-    sl_dataset *ds = team_pipeline(t.dir, &slow, 1);
+    sl_dataset *ref = team_pipeline(dir, &fast, 1);
+    sl_dataset *ds = team_pipeline(dir, &slow, 1);
     test_team team;
     run_result alone, helped;
     int rounds;
@@ -399,7 +376,7 @@ START_TEST(test_a_long_round_gives_the_team_up)
     free(helped.bytes);
     sl_dataset_free(ref);
     sl_dataset_free(ds);
-    drop_mnist(&t);
+    tu_mnist_dir_drop(dir);
 }
 END_TEST
 
@@ -409,9 +386,9 @@ END_TEST
  * run ahead by a queue's worth of batches (8) before the team takes over. */
 START_TEST(test_an_error_in_a_round_reaches_the_consumer)
 {
-    tmp_mnist t = make_mnist();
+    char *dir = tu_mnist_dir(N_TRAIN, 0);
     probe order = {0, 1 << 30, 0, -1, {0}};
-    sl_dataset *ds = team_pipeline(t.dir, &order, 1);
+    sl_dataset *ds = team_pipeline(dir, &order, 1);
     sl_dataset *a, *b;
     probe pa, pb;
     test_team team;
@@ -420,8 +397,8 @@ START_TEST(test_an_error_in_a_round_reaches_the_consumer)
     ck_assert_int_eq(first.end, SL_END_OF_DATA);
     pa = (probe){0, 1 << 30, 0, order.first_pixel[80], {0}};
     pb = pa;
-    a = team_pipeline(t.dir, &pa, 1);
-    b = team_pipeline(t.dir, &pb, 1);
+    a = team_pipeline(dir, &pa, 1);
+    b = team_pipeline(dir, &pb, 1);
     alone = run(a, NULL, 1);
     ck_assert_int_eq(alone.end, SL_EINVAL);
     ck_assert_int_eq(alone.batches, 20);
@@ -440,7 +417,7 @@ START_TEST(test_an_error_in_a_round_reaches_the_consumer)
     sl_dataset_free(ds);
     sl_dataset_free(a);
     sl_dataset_free(b);
-    drop_mnist(&t);
+    tu_mnist_dir_drop(dir);
 }
 END_TEST
 
@@ -449,8 +426,8 @@ END_TEST
  * check); 20 times. */
 START_TEST(test_free_while_on_the_team)
 {
-    tmp_mnist t = make_mnist();
-    sl_dataset *ds = team_pipeline(t.dir, NULL, 2);
+    char *dir = tu_mnist_dir(N_TRAIN, 0);
+    sl_dataset *ds = team_pipeline(dir, NULL, 2);
     test_team team;
     team_start(&team, 1, 1000.0);
     for (int i = 0; i < 20; i++) {
@@ -467,7 +444,7 @@ START_TEST(test_free_while_on_the_team)
     }
     team_stop(&team);
     sl_dataset_free(ds);
-    drop_mnist(&t);
+    tu_mnist_dir_drop(dir);
 }
 END_TEST
 

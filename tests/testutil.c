@@ -253,6 +253,20 @@ int tu_make_mnist(const char *dir, uint32_t n_train, uint32_t n_test, int gz)
     return 0;
 }
 
+char *tu_mnist_dir(uint32_t n_train, uint32_t n_test)
+{
+    char *dir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(dir);
+    ck_assert_int_eq(tu_make_mnist(dir, n_train, n_test, 0), 0);
+    return dir;
+}
+
+void tu_mnist_dir_drop(char *dir)
+{
+    tu_rmtree(dir);
+    free(dir);
+}
+
 /* --- images ---------------------------------------------------------- */
 
 void tu_fill_image(uint8_t *px, int w, int h, int c, uint32_t seed)

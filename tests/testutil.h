@@ -39,6 +39,11 @@ int tu_write_idx_labels(const char *path, uint32_t n, int gz);
  * Test sample i holds tu_pixel(n_train + i, ...) and tu_label(n_train + i),
  * so the usage "all" is one numbering. */
 int tu_make_mnist(const char *dir, uint32_t n_train, uint32_t n_test, int gz);
+/* A new temporary folder holding tu_make_mnist's files (not gzipped);
+ * fails the test when it cannot be made. Free with tu_mnist_dir_drop. */
+char *tu_mnist_dir(uint32_t n_train, uint32_t n_test);
+/* Removes such a folder and frees its path. */
+void tu_mnist_dir_drop(char *dir);
 
 /* Fills w*h*c bytes with a smooth deterministic pattern (JPEG-friendly). */
 void tu_fill_image(uint8_t *px, int w, int h, int c, uint32_t seed);
