@@ -99,8 +99,7 @@ void sl__autotune_free(sl_iterator *it)
     it->tune = NULL;
 }
 
-static void say(sl_iterator *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(sl_iterator *it, const char *fmt, ...)
+void sl__autotune_say(sl_iterator *it, const char *fmt, ...)
 {
     char line[320];
     va_list ap;
@@ -119,7 +118,7 @@ static void say_once(sl_iterator *it, const char *line)
     if (strcmp(t->said, line) == 0)
         return;
     snprintf(t->said, sizeof t->said, "%s", line);
-    say(it, "%s", line);
+    sl__autotune_say(it, "%s", line);
 }
 
 /* What stage s did in the window: the shares of its threads' time spent
@@ -171,10 +170,10 @@ static void judge(sl_iterator *it, sl__autotune *t, double rate)
     if (rate < t->rate_before * (1 - SL__TUNE_FALL)) {
         undo(it, t);
         t->settling = 1;
-        say(it, "autotune: %s: back to %zu %s: rows/s fell from %.0f to %.0f", st->name,
+        sl__autotune_say(it, "autotune: %s: back to %zu %s: rows/s fell from %.0f to %.0f", st->name,
             t->trial_from, what, t->rate_before, rate);
     } else {
-        say(it, "autotune: %s: kept %d %s (rows/s %.0f -> %.0f)", st->name,
+        sl__autotune_say(it, "autotune: %s: kept %d %s (rows/s %.0f -> %.0f)", st->name,
             t->trial == KNOB_WORKERS ? atomic_load(&st->active) : (int)sl__queue_limit(&st->out),
             what, t->rate_before, rate);
     }
@@ -201,7 +200,7 @@ static int try_pool(sl_iterator *it, sl__autotune *t, uint64_t frees, uint64_t r
         return 0;
     t->pool_changed = 1;
     sl__pool_set_idle_limit(it->pool, SL__POOL_IDLE_PEAK);
-    say(it, "autotune: pool: idle cap %.1f MiB -> its whole peak in use, now %.1f MiB (%.1f "
+    sl__autotune_say(it, "autotune: pool: idle cap %.1f MiB -> its whole peak in use, now %.1f MiB (%.1f "
             "blocks per row given back over the cap and taken anew; the consumer waited %.0f%%)",
         (double)ps.idle_cap / (1 << 20), (double)ps.peak_in_use / (1 << 20), per_row,
         100 * waited);
@@ -256,7 +255,7 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
             if (limit < 2 * (size_t)(active + 1))
                 sl__queue_set_limit(&st->out, 2 * (size_t)(active + 1));
             sl__stage_set_active(st, active + 1);
-            say(it, "autotune: %s: %d -> %d workers (busy %.0f%% per worker; the consumer "
+            sl__autotune_say(it, "autotune: %s: %d -> %d workers (busy %.0f%% per worker; the consumer "
                     "waited %.0f%%)",
                 st->name, active, active + 1, 100 * busiest_share, 100 * waited);
             return;
@@ -272,7 +271,7 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
         t->trial_from = limit;
         t->rate_before = rate;
         sl__queue_set_limit(&st->out, to);
-        say(it, "autotune: %s: queue %zu -> %zu chunks (blocked %.0f%% on a full queue; the "
+        sl__autotune_say(it, "autotune: %s: queue %zu -> %zu chunks (blocked %.0f%% on a full queue; the "
                 "consumer waited %.0f%%)",
             st->name, limit, to, 100 * blocked_share, 100 * waited);
         return;
@@ -292,7 +291,7 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
         t->trial_from = limit;
         t->rate_before = rate;
         sl__queue_set_limit(&src->out, to);
-        say(it, "autotune: %s: queue %zu -> %zu chunks (of indices; %s, which runs it, is busy "
+        sl__autotune_say(it, "autotune: %s: queue %zu -> %zu chunks (of indices; %s, which runs it, is busy "
                 "%.0f%% and can take no more workers)",
             src->name, limit, to, it->stages[busiest].name, 100 * busiest_share);
         return;

@@ -196,6 +196,7 @@ int sl__iterator_new_lending(sl_iterator **out, sl_dataset *ds, const sl_iterato
             st->trace_queue_name = sl__trace_intern(it->opts.profiler, qname);
         }
         sl__occupancy_start(&st->thread_time, it->started_ms);
+        sl__occupancy_start(&st->team_time, it->started_ms);
         atomic_store(&st->running, st->nthreads);
         for (int t = 0; t < st->nthreads; t++) {
             if (pthread_create(&st->threads[t], NULL, sl__stage_main(st->kind), st) != 0) {

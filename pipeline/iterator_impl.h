@@ -70,18 +70,16 @@ typedef struct sl__stage {
      * consumer under tune_lock, read by workers to park. work_ns and
      * work_chunks time the chunks its threads work, for the consumer to
      * judge; team_ns sums the rounds' work on each team thread;
-     * team_thread_ms integrates the team's threads over its spells
-     * (under tune_lock, with team_since_ms); team_tracks are each team
+     * team_time integrates the team's threads over its spells (under
+     * tune_lock, as thread_time the stage's own); team_tracks are each team
      * thread's (by worker number) with a profiler. */
     int team_able;
     atomic_int team_run;
-    int team_decided;      /* the consumer has judged the threads' chunks */
-    int team_left;         /* a round ran too long: threads for good */
+    int team_decided;      /* the consumer has judged the threads' chunks: once */
     atomic_ullong work_ns;
     atomic_ullong work_chunks;
     atomic_ullong team_ns;
-    double team_since_ms;
-    double team_thread_ms;
+    sl__occupancy team_time; /* the team's threads while it runs the stage */
     struct sl__track **team_tracks;
     /* Bad samples (sl_error_samples_options; bad_samples.c). */
     int per_sample;        /* SL__STAGE_MAP: its maps come before any batch, so a
@@ -193,6 +191,9 @@ void sl__autotune_free(sl_iterator *it);
  * judges the last window from the stage counters and makes at most one
  * change (see autotune.c). */
 void sl__autotune_tick(sl_iterator *it);
+/* Gives a line to the options' autotune_log, when there is one: what the
+ * tuner (or a stage handed to the consumer's team) changed and why. */
+void sl__autotune_say(sl_iterator *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* --- stage_source.c ------------------------------------------------------- */
 

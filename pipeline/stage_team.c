@@ -15,7 +15,6 @@
  * the team takes over are pushed by that worker under their own numbers;
  * the consumer pops in order whoever made them. */
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/clock.h"
@@ -75,6 +74,12 @@ static void team_turn(void *arg, int worker)
     }
 }
 
+/* The team's threads running the stage now: all of them, or none. */
+static size_t team_threads(sl__stage *st)
+{
+    return atomic_load(&st->team_run) ? (size_t)st->it->team->nthreads : 0;
+}
+
 /* Gives the stage to the team (to_team) or back to its threads: the
  * threads' time and the team's are integrated apart, for stage reports. */
 static void hand_over(sl__stage *st, int to_team)
@@ -82,25 +87,15 @@ static void hand_over(sl__stage *st, int to_team)
     double now = sl__now_ms();
     pthread_mutex_lock(&st->tune_lock);
     sl__occupancy_note(&st->thread_time, sl__stage_working_threads(st), now);
-    if (to_team)
-        st->team_since_ms = now;
-    else
-        st->team_thread_ms += st->it->team->nthreads * (now - st->team_since_ms);
+    sl__occupancy_note(&st->team_time, team_threads(st), now);
     atomic_store(&st->team_run, to_team);
     pthread_cond_broadcast(&st->tune_cv); /* threads coming back wake */
     pthread_mutex_unlock(&st->tune_lock);
 }
 
-/* Tells the autotuner's log, when there is one, what changed and why. */
-static void tell(sl__stage *st, const char *line)
-{
-    if (st->it->opts.autotune_log)
-        st->it->opts.autotune_log(st->it->opts.autotune_log_arg, line);
-}
-
 int sl__stage_on_team(sl__stage *st)
 {
-    if (!st->team_decided && !st->team_left) {
+    if (!st->team_decided) {
         uint64_t n = atomic_load_explicit(&st->work_chunks, memory_order_relaxed);
         double mean;
         int warmup = st->it->team->warmup_chunks > 0 ? st->it->team->warmup_chunks
@@ -110,13 +105,11 @@ int sl__stage_on_team(sl__stage *st)
         mean = (double)atomic_load_explicit(&st->work_ns, memory_order_relaxed) / 1e6 / (double)n;
         st->team_decided = 1;
         if (mean <= (st->it->team->max_chunk_ms > 0 ? st->it->team->max_chunk_ms : TEAM_CHUNK_MS)) {
-            char line[256];
             hand_over(st, 1);
-            snprintf(line, sizeof line,
-                     "stage '%s': now runs on the consumer's %d threads between its jobs (a "
-                     "chunk took %.3f ms on its own threads)",
-                     st->name, st->it->team->nthreads, mean);
-            tell(st, line);
+            sl__autotune_say(st->it,
+                             "stage '%s': now runs on the consumer's %d threads between its jobs "
+                             "(a chunk took %.3f ms on its own threads)",
+                             st->name, st->it->team->nthreads, mean);
         }
     }
     return atomic_load_explicit(&st->team_run, memory_order_relaxed);
@@ -143,23 +136,19 @@ void sl__stage_team_round(sl__stage *st)
     ms = sl__now_ms() - t0;
     st->it->team_ms += ms;
     if (ms > TEAM_ROUND_MS) {
-        char line[256];
-        st->team_left = 1;
+        /* for good: team_decided stays set, so it is not judged again */
         hand_over(st, 0);
-        snprintf(line, sizeof line,
-                 "stage '%s': back on its own threads for good (a round on the consumer's "
-                 "threads took %.1f ms, over %.0f)",
-                 st->name, ms, TEAM_ROUND_MS);
-        tell(st, line);
+        sl__autotune_say(st->it,
+                         "stage '%s': back on its own threads for good (a round on the "
+                         "consumer's threads took %.1f ms, over %.0f)",
+                         st->name, ms, TEAM_ROUND_MS);
     }
 }
 
 void sl__stage_team_time(sl__stage *st, double now, double *thread_ms, double *busy_ms)
 {
     pthread_mutex_lock(&st->tune_lock);
-    *thread_ms = st->team_thread_ms;
-    if (atomic_load(&st->team_run))
-        *thread_ms += st->it->team->nthreads * (now - st->team_since_ms);
+    *thread_ms = sl__occupancy_total(&st->team_time, team_threads(st), now);
     pthread_mutex_unlock(&st->tune_lock);
     *busy_ms = (double)atomic_load_explicit(&st->team_ns, memory_order_relaxed) / 1e6;
 }
