@@ -152,6 +152,29 @@ int sl__queue_try_push_next(sl_queue *q, void *item)
     return rc;
 }
 
+/* Takes the head item out of its slot; the caller holds the lock. */
+static void take_head(sl_queue *q, void **slot, void **item, uint64_t *seq)
+{
+    *item = *slot;
+    *slot = NULL;
+    if (seq)
+        *seq = q->head;
+    q->head++;
+    /* One clock read per item taken: a pop takes a chunk of rows or a
+     * batch, so this costs far less than the rows do. */
+    sl__occupancy_note(&q->occupancy, q->filled, sl__now_ms());
+    q->filled--;
+    /* The next item may be there already, with no push to come for it:
+     * pass the wake-up on to another sleeping consumer. */
+    if (q->pop_waiters && q->slots[q->head % q->capacity] != NULL)
+        pthread_cond_signal(&q->not_empty);
+    /* Waking producers only once the queue is half empty lets them push
+     * several items per wake-up instead of one (fewer context switches);
+     * a consumer broadcasts before it sleeps, which keeps this live. */
+    if (q->push_waiters && q->filled <= q->limit / 2)
+        pthread_cond_broadcast(&q->not_full);
+}
+
 int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
 {
     struct timespec deadline;
@@ -195,28 +218,10 @@ int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms)
     if (q->interrupted || q->woken) {
         rc = SL_ECANCELED;
     } else if (rc == SL_OK) {
-        if (*slot == NULL) {
+        if (*slot == NULL)
             rc = SL_ECLOSED;
-        } else {
-            *item = *slot;
-            *slot = NULL;
-            if (seq)
-                *seq = q->head;
-            q->head++;
-            /* One clock read per item taken: a pop takes a chunk of rows
-             * or a batch, so this costs far less than the rows do. */
-            sl__occupancy_note(&q->occupancy, q->filled, sl__now_ms());
-            q->filled--;
-            /* The next item may be there already, with no push to come
-             * for it: pass the wake-up on to another sleeping consumer. */
-            if (q->pop_waiters && q->slots[q->head % q->capacity] != NULL)
-                pthread_cond_signal(&q->not_empty);
-            /* Waking producers only once the queue is half empty lets them
-             * push several items per wake-up instead of one (fewer context
-             * switches); the broadcast before sleeping above keeps this live. */
-            if (q->push_waiters && q->filled <= q->limit / 2)
-                pthread_cond_broadcast(&q->not_full);
-        }
+        else
+            take_head(q, slot, item, seq);
     }
     pthread_mutex_unlock(&q->lock);
     return rc;
@@ -237,26 +242,34 @@ void sl__queue_set_limit(sl_queue *q, size_t limit)
     pthread_mutex_unlock(&q->lock);
 }
 
-uint64_t sl__queue_head(sl_queue *q)
+uint64_t sl__queue_push_bound(sl_queue *q)
 {
-    uint64_t head;
+    uint64_t bound;
     if (!q->slots)
-        return 0;
+        return UINT64_MAX; /* never initialised: a push fails, never waits */
     pthread_mutex_lock(&q->lock);
-    head = q->head;
+    bound = q->closed ? UINT64_MAX : q->head + q->limit;
     pthread_mutex_unlock(&q->lock);
-    return head;
+    return bound;
 }
 
-int sl__queue_push_would_wait(sl_queue *q, uint64_t seq)
+int sl__queue_pop_before(sl_queue *q, void **item, uint64_t *seq, uint64_t bound)
 {
-    int wait;
-    if (!q->slots)
-        return 0;
+    void **slot;
+    int rc = SL_OK;
     pthread_mutex_lock(&q->lock);
-    wait = !q->closed && seq >= q->head + q->limit;
+    slot = &q->slots[q->head % q->capacity];
+    *seq = q->head;
+    if (q->interrupted || q->woken)
+        rc = SL_ECANCELED;
+    else if (*slot == NULL)
+        rc = q->closed ? SL_ECLOSED : SL_ETIMEDOUT;
+    else if (q->head >= bound)
+        rc = SL_ETIMEDOUT;
+    else
+        take_head(q, slot, item, seq);
     pthread_mutex_unlock(&q->lock);
-    return wait;
+    return rc;
 }
 
 size_t sl__queue_limit(sl_queue *q)

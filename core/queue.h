@@ -85,11 +85,10 @@ void sl__queue_destroy(sl_queue *q);
 void sl__queue_set_limit(sl_queue *q, size_t limit);
 size_t sl__queue_limit(sl_queue *q);
 
-/* The sequence number of the next item to leave. */
-uint64_t sl__queue_head(sl_queue *q);
-/* 1 if a push of seq would block now (seq >= head + limit, not closed):
- * for a producer that must not wait on a consumer it is keeping busy. */
-int sl__queue_push_would_wait(sl_queue *q, uint64_t seq);
+/* The lowest sequence number whose push would block now (head + limit;
+ * UINT64_MAX when closed): for a producer that must not wait on a
+ * consumer it is keeping busy. It only grows while no limit is cut. */
+uint64_t sl__queue_push_bound(sl_queue *q);
 /* Places item with sequence number seq; blocks while seq >= head + limit.
  * Returns SL_OK or SL_ECLOSED (the item was not taken). */
 int sl__queue_push(sl_queue *q, uint64_t seq, void *item);
@@ -103,6 +102,11 @@ int sl__queue_try_push_next(sl_queue *q, void *item);
  * SL_ETIMEDOUT or SL_ECANCELED (interrupted: nothing taken). seq may be
  * NULL. */
 int sl__queue_pop(sl_queue *q, void **item, uint64_t *seq, int timeout_ms);
+/* Takes the next item without waiting, only if its sequence number is
+ * below bound. *seq is the head's number either way. SL_OK; SL_ETIMEDOUT
+ * when it is not there yet, or when *seq >= bound; SL_ECLOSED when it
+ * never will be; SL_ECANCELED when interrupted. */
+int sl__queue_pop_before(sl_queue *q, void **item, uint64_t *seq, uint64_t bound);
 /* Also safe on a queue whose init failed (it does nothing). */
 void sl__queue_close(sl_queue *q);
 /* Makes every pop, sleeping or to come, return SL_ECANCELED at once and

@@ -197,9 +197,12 @@ void sl__autotune_say(sl_iterator *it, const char *fmt, ...) __attribute__((form
 
 /* --- stage_source.c ------------------------------------------------------- */
 
-/* Advances the source (see stage_source.c); the caller is the source's
- * thread or holds st->src.lock. */
-void sl__source_run(sl__stage *st, int until_sent);
+/* Chunks a worker sends per turn at the source: enough that the other
+ * workers find work queued rather than a turn at the source each. */
+#define SL__PULL_CHUNKS 8
+/* Advances the source (see stage_source.c) by up to max_chunks chunks (0:
+ * to its end); the caller is the source's thread or holds st->src.lock. */
+void sl__source_run(sl__stage *st, int max_chunks);
 /* The source stage's thread. */
 void *sl__source_main(void *arg);
 
@@ -228,11 +231,12 @@ typedef enum sl__turn_end {
  * took (not the push) to *work_ns. track and work_ns may be NULL. */
 sl__turn_end sl__stage_work_and_push(sl__stage *st, struct sl__track *track, sl__chunk *chunk,
                                      uint64_t seq, atomic_ullong *work_ns, sl__error *err);
-/* Takes the next chunk of a stage that pulls its source, under the
- * source's lock: pops one, or runs the source and then pops one. With
- * bounded, only a chunk whose push into st's output cannot block
- * (SL_ETIMEDOUT otherwise, or when none came: the pipeline is stopping). */
-int sl__stage_take_pulled(sl__stage *st, sl__chunk **chunk, uint64_t *seq, int bounded);
+/* Takes the next chunk of a stage that pulls its source, for a thread of
+ * the consumer's team: only a chunk whose push into st's output cannot
+ * block. Pops one, or runs the source a chunk's worth and then pops one.
+ * SL_OK; SL_ETIMEDOUT when the output has no room (or none came: the
+ * pipeline is stopping); SL_ECLOSED at the end. */
+int sl__stage_take_bounded(sl__stage *st, sl__chunk **chunk, uint64_t *seq);
 /* With a profiler, a track for a thread of st: "<stage> #k". */
 struct sl__track *sl__stage_open_track(sl__stage *st);
 /* The number of st's threads working now, for its thread time: none while

@@ -10,14 +10,12 @@
 #include "pipeline/iterator_impl.h"
 #include "pipeline/sampler.h"
 
-#define PULL_CHUNKS 8 /* chunks a worker sends per turn at the source */
-
 /* Advances the source: reads samples (or just orders them, when the next
  * stage reads), runs them through the source's sequential nodes and sends
- * what comes out. Stops when the source is finished, or, with until_sent,
- * once PULL_CHUNKS chunks were sent or the queue is full. The caller is
+ * what comes out. Stops when the source is finished, or, with max_chunks >
+ * 0, once that many chunks were sent or the queue is full. The caller is
  * the source's thread or holds st->src.lock. */
-void sl__source_run(sl__stage *st, int until_sent)
+void sl__source_run(sl__stage *st, int max_chunks)
 {
     sl_iterator *it = st->it;
     sl__source *src = it->source;
@@ -42,7 +40,8 @@ void sl__source_run(sl__stage *st, int until_sent)
          * that the other workers find work queued rather than a turn at
          * the source each; a full queue (chunks pending) also stops it. */
         if (sl__stopping(it) ||
-            (until_sent && (st->out.next_seq - sent0 >= PULL_CHUNKS || st->src.out.pending)))
+            (max_chunks > 0 &&
+             (st->out.next_seq - sent0 >= (uint64_t)max_chunks || st->src.out.pending)))
             return;
         if (!st->src.prepared) {
             st->src.n = sl__sampler_size(&src->sampler, src->num_rows);

@@ -8,12 +8,13 @@
  * runs too long hands the stage back to its threads for good, since the
  * consumer can do nothing else meanwhile: neither stop nor time out.
  *
- * Order and safety: every take of the stage's input holds the source's
- * lock, so a team thread knows the number of the chunk it would take and
- * takes it only if its push cannot block (the consumer, which would make
- * room, is busy running the round). Chunks still in a worker's hands when
- * the team takes over are pushed by that worker under their own numbers;
- * the consumer pops in order whoever made them. */
+ * Order and safety: a team thread takes the next chunk of the input only
+ * if its number is below the output's push bound, in one step under the
+ * input's lock (sl__queue_pop_before), so its push cannot block (the
+ * consumer, which would make room, is busy running the round). Chunks
+ * still in a worker's hands when the team takes over are pushed by that
+ * worker under their own numbers; the consumer pops in order whoever made
+ * them. */
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -58,7 +59,7 @@ static void team_turn(void *arg, int worker)
         uint64_t seq;
         sl__turn_end end;
         sl__err_clear(&err);
-        if (sl__stage_take_pulled(st, &chunk, &seq, 1) != SL_OK)
+        if (sl__stage_take_bounded(st, &chunk, &seq) != SL_OK)
             return; /* no room, the end was taken, or stopping */
         end = sl__stage_work_and_push(st, track, chunk, seq, &st->team_ns, &err);
         if (end == SL__TURN_LEAVE)
@@ -118,6 +119,7 @@ int sl__stage_on_team(sl__stage *st)
 void sl__stage_team_round(sl__stage *st)
 {
     const sl__consumer_team *team = st->it->team;
+    sl__stage *src = &st->it->stages[0];
     team_round r;
     double t0 = sl__now_ms(), ms;
     int running = atomic_load(&st->running);
@@ -129,6 +131,12 @@ void sl__stage_team_round(sl__stage *st)
         if (running == 0)
             return;
     } while (!atomic_compare_exchange_weak(&st->running, &running, running + 1));
+    /* The round's batch groups are made first, here: team threads that
+     * each ran the source in turn would queue on its lock, and a thread
+     * that falls asleep on a lock wakes up late. */
+    pthread_mutex_lock(&src->src.lock);
+    sl__source_run(src, team->nthreads * TEAM_CHUNKS_PER_THREAD);
+    pthread_mutex_unlock(&src->src.lock);
     r.st = st;
     atomic_init(&r.left, team->nthreads * TEAM_CHUNKS_PER_THREAD);
     team->run(team->arg, team_turn, &r);

@@ -195,31 +195,19 @@ sl__track *sl__stage_open_track(sl__stage *st)
 
 /* Takes the next chunk of st's input for a worker: when the stage pulls
  * its source and the input is empty, runs the source first, unless another
- * worker already does, in which case it waits for what that one sends. In
- * a stage the consumer's team may run, workers take as the team's threads
- * do, under the source's lock, so that a team thread knows the number of
- * the chunk it would take (stage_team.c). SL_OK, or the pop's failure
- * (closed, stopping). */
+ * worker already does, in which case it waits for what that one sends.
+ * SL_OK, or the pop's failure (closed, stopping). */
 static int take_chunk(sl__stage *st, sl__chunk **chunk, uint64_t *seq)
 {
     for (;;) {
         int rc = SL_ETIMEDOUT;
         if (sl__stopping(st->it))
             return SL_ECLOSED;
-        if (st->team_able) {
-            rc = sl__stage_take_pulled(st, chunk, seq, 0);
-            if (rc != SL_ETIMEDOUT)
-                return rc;
-            /* Nothing came of a turn at the source: the pipeline is
-             * stopping, and shutdown closes the input (a finished source
-             * closes it itself, and the take returned SL_ECLOSED). */
-            return sl__queue_pop(st->in, (void **)chunk, seq, -1);
-        }
         if (st->pulls_source) {
             sl__stage *src = &st->it->stages[0];
             rc = sl__queue_pop(st->in, (void **)chunk, seq, 0);
             if (rc == SL_ETIMEDOUT && pthread_mutex_trylock(&src->src.lock) == 0) {
-                sl__source_run(src, 1);
+                sl__source_run(src, SL__PULL_CHUNKS);
                 pthread_mutex_unlock(&src->src.lock);
                 continue;
             }
@@ -230,19 +218,26 @@ static int take_chunk(sl__stage *st, sl__chunk **chunk, uint64_t *seq)
     }
 }
 
-int sl__stage_take_pulled(sl__stage *st, sl__chunk **chunk, uint64_t *seq, int bounded)
+/* A team thread runs the source one chunk at a time: each then pays for
+ * the chunks it works, and the other threads of the round take what is
+ * queued meanwhile instead of waiting behind a long turn at the source. */
+int sl__stage_take_bounded(sl__stage *st, sl__chunk **chunk, uint64_t *seq)
 {
     sl__stage *src = &st->it->stages[0];
-    int rc = SL_ETIMEDOUT;
+    /* The consumer, which alone moves the output's head, is running the
+     * round: the bound holds until the round ends. */
+    uint64_t bound = sl__queue_push_bound(&st->out);
+    int rc = sl__queue_pop_before(st->in, (void **)chunk, seq, bound);
+    if (rc != SL_ETIMEDOUT || *seq >= bound)
+        return rc;
     pthread_mutex_lock(&src->src.lock);
-    /* Every take of a pulled input holds this lock, so its head is the
-     * number the next take gets. */
-    if (!bounded || !sl__queue_push_would_wait(&st->out, sl__queue_head(st->in))) {
-        rc = sl__queue_pop(st->in, (void **)chunk, seq, 0);
-        if (rc == SL_ETIMEDOUT && !sl__stopping(st->it)) {
-            sl__source_run(src, 1);
-            rc = sl__queue_pop(st->in, (void **)chunk, seq, 0);
-        }
+    rc = sl__queue_pop_before(st->in, (void **)chunk, seq, bound);
+    /* Two turns at most: another thread may take the chunk a turn sent
+     * before this one does. */
+    for (int turn = 0; turn < 2 && rc == SL_ETIMEDOUT && *seq < bound && !sl__stopping(st->it);
+         turn++) {
+        sl__source_run(src, 1);
+        rc = sl__queue_pop_before(st->in, (void **)chunk, seq, bound);
     }
     pthread_mutex_unlock(&src->src.lock);
     return rc;

@@ -868,6 +868,51 @@ START_TEST(test_queue_limit)
 }
 END_TEST
 
+/* The bounded take of a team thread: the push bound follows the head and
+ * the limit, and a pop below it takes only what it may and never waits. */
+START_TEST(test_queue_pop_before)
+{
+    sl_queue q;
+    void *item = NULL;
+    uint64_t seq = 99;
+    ck_assert_int_eq(sl__queue_init(&q, 8, NULL), SL_OK);
+    sl__queue_set_limit(&q, 3);
+    ck_assert_uint_eq(sl__queue_push_bound(&q), 3);
+    /* Empty: nothing to take, and *seq says which item comes next. */
+    ck_assert_int_eq(sl__queue_pop_before(&q, &item, &seq, 10), SL_ETIMEDOUT);
+    ck_assert_uint_eq(seq, 0);
+    ck_assert_int_eq(sl__queue_push(&q, 1, seq_item(1)), SL_OK);
+    /* Item 1 is in, but item 0 leaves first and is not there yet. */
+    ck_assert_int_eq(sl__queue_pop_before(&q, &item, &seq, 10), SL_ETIMEDOUT);
+    ck_assert_uint_eq(seq, 0);
+    ck_assert_int_eq(sl__queue_push(&q, 0, seq_item(0)), SL_OK);
+    /* There, but not below the bound: left in place. */
+    ck_assert_int_eq(sl__queue_pop_before(&q, &item, &seq, 0), SL_ETIMEDOUT);
+    ck_assert_uint_eq(seq, 0);
+    ck_assert_uint_eq(sl__queue_size(&q), 2);
+    ck_assert_int_eq(sl__queue_pop_before(&q, &item, &seq, 1), SL_OK);
+    ck_assert_uint_eq(seq, 0);
+    ck_assert_ptr_eq(item, seq_item(0));
+    ck_assert_uint_eq(sl__queue_push_bound(&q), 4); /* the head moved */
+    ck_assert_int_eq(sl__queue_pop_before(&q, &item, &seq, 1), SL_ETIMEDOUT);
+    ck_assert_uint_eq(seq, 1);
+    ck_assert_int_eq(sl__queue_pop_before(&q, &item, &seq, 2), SL_OK);
+    ck_assert_ptr_eq(item, seq_item(1));
+    /* Interrupted: nothing taken; closed and drained: the end. */
+    ck_assert_int_eq(sl__queue_push(&q, 2, seq_item(2)), SL_OK);
+    sl__queue_interrupt(&q);
+    ck_assert_int_eq(sl__queue_pop_before(&q, &item, &seq, 10), SL_ECANCELED);
+    sl__queue_destroy(&q);
+    ck_assert_int_eq(sl__queue_init(&q, 4, NULL), SL_OK);
+    ck_assert_int_eq(sl__queue_push(&q, 0, seq_item(0)), SL_OK);
+    sl__queue_close(&q);
+    ck_assert_uint_eq(sl__queue_push_bound(&q), UINT64_MAX); /* a push fails, never waits */
+    ck_assert_int_eq(sl__queue_pop_before(&q, &item, &seq, 10), SL_OK);
+    ck_assert_int_eq(sl__queue_pop_before(&q, &item, &seq, 10), SL_ECLOSED);
+    sl__queue_destroy(&q);
+}
+END_TEST
+
 START_TEST(test_queue_close_wakes_pop)
 {
     sl_queue q;
@@ -1318,6 +1363,7 @@ Suite *make_core_suite(void)
     tcase_add_test(tc, test_queue_out_of_order);
     tcase_add_test(tc, test_queue_backpressure);
     tcase_add_test(tc, test_queue_limit);
+    tcase_add_test(tc, test_queue_pop_before);
     tcase_add_test(tc, test_queue_close_wakes_pop);
     tcase_add_test(tc, test_queue_interrupt_wakes_pop);
     tcase_add_test(tc, test_queue_close_wakes_push);
