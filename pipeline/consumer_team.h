@@ -21,8 +21,17 @@
 #ifndef SLUICE_PIPELINE_CONSUMER_TEAM_H
 #define SLUICE_PIPELINE_CONSUMER_TEAM_H
 
+struct sl_pool;
+
 typedef struct sl__consumer_team {
     int nthreads; /* >= 1 */
+    /* (nthreads) where each thread's tensors come from, or NULL: the
+     * dataset's pool. The threads of a round work at once, and on one
+     * pool every row's allocations and frees contend for the same locks
+     * and counters (a round's batches took a third longer so). The
+     * consumer keeps these pools alive until what the pipeline made is
+     * freed. */
+    struct sl_pool **pools;
     /* Runs fn(fn_arg, worker) once per thread of the team (nthreads calls
      * in all, worker in 0 .. nthreads - 1 being the thread that runs it;
      * one thread may run several calls, one after another), and returns

@@ -226,11 +226,13 @@ typedef enum sl__turn_end {
     SL__TURN_LAST,  /* pushed an end of data or an error: nothing follows */
     SL__TURN_LEAVE  /* nothing pushed: the pipeline is stopping (or out of memory) */
 } sl__turn_end;
-/* Works chunk (number seq) and puts it, or the error it ended in, into
- * st's output under its number, so order is kept; adds the time the work
- * took (not the push) to *work_ns. track and work_ns may be NULL. */
+/* Works chunk (number seq), its tensors from pool (NULL: the iterator's),
+ * and puts it, or the error it ended in, into st's output under its
+ * number, so order is kept; adds the time the work took (not the push) to
+ * *work_ns. track and work_ns may be NULL. */
 sl__turn_end sl__stage_work_and_push(sl__stage *st, struct sl__track *track, sl__chunk *chunk,
-                                     uint64_t seq, atomic_ullong *work_ns, sl__error *err);
+                                     uint64_t seq, sl_pool *pool, atomic_ullong *work_ns,
+                                     sl__error *err);
 /* Takes the next chunk of a stage that pulls its source, for a thread of
  * the consumer's team: only a chunk whose push into st's output cannot
  * block. Pops one, or runs the source a chunk's worth and then pops one.

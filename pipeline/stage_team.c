@@ -47,9 +47,11 @@ static void team_turn(void *arg, int worker)
 {
     team_round *r = arg;
     sl__stage *st = r->st;
+    const sl__consumer_team *team = st->it->team;
     sl__error err;
     sl__track *track = NULL;
-    if (worker < st->it->team->nthreads) {
+    sl_pool *pool = team->pools && worker < team->nthreads ? team->pools[worker] : NULL;
+    if (worker < team->nthreads) {
         if (!st->team_tracks[worker] && st->it->opts.profiler)
             st->team_tracks[worker] = sl__stage_open_track(st);
         track = st->team_tracks[worker];
@@ -61,7 +63,7 @@ static void team_turn(void *arg, int worker)
         sl__err_clear(&err);
         if (sl__stage_take_bounded(st, &chunk, &seq) != SL_OK)
             return; /* no room, the end was taken, or stopping */
-        end = sl__stage_work_and_push(st, track, chunk, seq, &st->team_ns, &err);
+        end = sl__stage_work_and_push(st, track, chunk, seq, pool, &st->team_ns, &err);
         if (end == SL__TURN_LEAVE)
             /* A chunk was dropped: should no stop be under way, the
              * consumer must see the output close rather than wait for it. */

@@ -87,16 +87,17 @@ static void wait_turn(sl__stage *st, int k)
     pthread_mutex_unlock(&st->tune_lock);
 }
 
-/* Reads the samples of a chunk of unread rows. On failure the chunk keeps
- * the rows read before the failing one, as a failing map does. */
-static int read_rows(sl__stage *st, sl__chunk *chunk, sl__error *err)
+/* Reads the samples of a chunk of unread rows, their tensors from pool. On
+ * failure the chunk keeps the rows read before the failing one, as a
+ * failing map does. */
+static int read_rows(sl__stage *st, sl__chunk *chunk, sl_pool *pool, sl__error *err)
 {
     sl__source *src = st->it->source;
     for (size_t r = 0; r < chunk->nrows; r++) {
         int rc;
         if (sl__stopping(st->it))
             return sl__errf(err, SL_ECLOSED, "source: stopped");
-        rc = src->iface->read(src, chunk->rows[r].index, &chunk->rows[r], st->it->pool, err);
+        rc = src->iface->read(src, chunk->rows[r].index, &chunk->rows[r], pool, err);
         if (rc != SL_OK) {
             sl__err_prefix(err, "%s: ", src->iface->kind);
             for (size_t q = r; q < chunk->nrows; q++)
@@ -109,7 +110,7 @@ static int read_rows(sl__stage *st, sl__chunk *chunk, sl__error *err)
 }
 
 /* Reads (when the stage reads) and maps (when it maps) the rows of in. */
-static int transform(sl__stage *st, sl__chunk *in, sl__error *err)
+static int transform(sl__stage *st, sl__chunk *in, sl_pool *pool, sl__error *err)
 {
     int rc, read_rc = SL_OK;
     if (st->it->bad.mode != SL_ERROR_SAMPLES_RAISE && (st->reads || st->per_sample))
@@ -117,14 +118,14 @@ static int transform(sl__stage *st, sl__chunk *in, sl__error *err)
     if (st->reads) {
         /* On a read error the rows read before it are still mapped, so
          * they can go on ahead of the error. */
-        read_rc = read_rows(st, in, err);
+        read_rc = read_rows(st, in, pool, err);
         if (read_rc != SL_OK && (st->kind != SL__STAGE_MAP || st->collate))
             return read_rc;
     }
     if (st->kind == SL__STAGE_MAP) {
         sl__error map_err;
         sl__err_clear(&map_err);
-        rc = sl__map_apply(&st->map, in, st->it->pool, &st->it->stop, &map_err);
+        rc = sl__map_apply(&st->map, in, pool, &st->it->stop, &map_err);
         if (rc != SL_OK) {
             sl__err_copy(err, &map_err);
             return rc;
@@ -133,18 +134,18 @@ static int transform(sl__stage *st, sl__chunk *in, sl__error *err)
     return read_rc;
 }
 
-static int work_chunk(sl__stage *st, sl__chunk **chunk, sl__error *err)
+static int work_chunk(sl__stage *st, sl__chunk **chunk, sl_pool *pool, sl__error *err)
 {
     sl__chunk *in = *chunk, *out;
     sl__row row;
     int rc;
     if (in->nrows == 0)
         return SL_OK; /* only bad-sample records, on their way to the consumer */
-    rc = transform(st, in, err);
+    rc = transform(st, in, pool, err);
     if (rc != SL_OK || (st->kind == SL__STAGE_MAP && !st->collate) || in->nrows == 0)
         return rc;
     memset(&row, 0, sizeof row);
-    rc = sl__collate(&st->collation, in, &row, st->it->pool, err);
+    rc = sl__collate(&st->collation, in, &row, pool, err);
     if (rc != SL_OK)
         return rc;
     out = sl__chunk_new(SL__CHUNK_ROWS, 1);
@@ -161,7 +162,8 @@ static int work_chunk(sl__stage *st, sl__chunk **chunk, sl__error *err)
 
 /* work_chunk, with a slice in track when there is one; a batch group's
  * slice carries the batch's place (its chunk is replaced by the batch). */
-static int traced_work_chunk(sl__stage *st, sl__track *track, sl__chunk **chunk, sl__error *err)
+static int traced_work_chunk(sl__stage *st, sl__track *track, sl__chunk **chunk, sl_pool *pool,
+                             sl__error *err)
 {
     int grouped = st->collate || st->kind == SL__STAGE_COLLATE;
     int64_t epoch = grouped ? (*chunk)->group_epoch : -1;
@@ -169,9 +171,9 @@ static int traced_work_chunk(sl__stage *st, sl__track *track, sl__chunk **chunk,
     double t0;
     int rc;
     if (!track)
-        return work_chunk(st, chunk, err);
+        return work_chunk(st, chunk, pool, err);
     t0 = sl__now_ms();
-    rc = work_chunk(st, chunk, err);
+    rc = work_chunk(st, chunk, pool, err);
     sl__trace_slice(track, st->trace_name, t0, sl__now_ms(), epoch, batch);
     return rc;
 }
@@ -244,13 +246,14 @@ int sl__stage_take_bounded(sl__stage *st, sl__chunk **chunk, uint64_t *seq)
 }
 
 sl__turn_end sl__stage_work_and_push(sl__stage *st, sl__track *track, sl__chunk *chunk,
-                                     uint64_t seq, atomic_ullong *work_ns, sl__error *err)
+                                     uint64_t seq, sl_pool *pool, atomic_ullong *work_ns,
+                                     sl__error *err)
 {
     int last = chunk->kind == SL__CHUNK_EOF || chunk->kind == SL__CHUNK_ERROR;
     int rc = SL_OK;
     if (chunk->kind == SL__CHUNK_ROWS) {
         double t0 = work_ns ? sl__now_ms() : 0;
-        rc = traced_work_chunk(st, track, &chunk, err);
+        rc = traced_work_chunk(st, track, &chunk, pool ? pool : st->it->pool, err);
         if (work_ns)
             atomic_fetch_add_explicit(work_ns, (unsigned long long)((sl__now_ms() - t0) * 1e6),
                                       memory_order_relaxed);
@@ -314,8 +317,8 @@ static void *worker_main(void *arg)
         if (take_chunk(st, &chunk, &seq) != SL_OK)
             break;
         rows = chunk->kind == SL__CHUNK_ROWS;
-        end = sl__stage_work_and_push(st, track, chunk, seq, st->team_able ? &st->work_ns : NULL,
-                                      &err);
+        end = sl__stage_work_and_push(st, track, chunk, seq, NULL,
+                                      st->team_able ? &st->work_ns : NULL, &err);
         if (st->team_able && rows)
             atomic_fetch_add_explicit(&st->work_chunks, 1, memory_order_relaxed);
         if (end != SL__TURN_GO_ON)
