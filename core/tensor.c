@@ -83,6 +83,7 @@ static void tensor_fill_header(sl_tensor *t, sl_pool *pool, sl_dtype dtype, int 
     t->pool = pool;
     t->escaped = 0;
     t->base = NULL;
+    t->base_borrowed = 0;
     t->lender = NULL;
 }
 
@@ -112,8 +113,8 @@ int sl__tensor_alloc(sl_tensor **out, sl_pool *pool, sl_dtype dtype, int ndim,
     return SL_OK;
 }
 
-int sl__tensor_view(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offset,
-                    sl_dtype dtype, int ndim, const int64_t *shape)
+static int make_view(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offset,
+                     sl_dtype dtype, int ndim, const int64_t *shape, int borrow)
 {
     size_t numel, nbytes;
     int rc = sl__shape_numel(ndim, shape, dtype, &numel, &nbytes);
@@ -128,9 +129,22 @@ int sl__tensor_view(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offs
         return SL_ENOMEM;
     tensor_fill_header(t, pool, dtype, ndim, shape, numel, nbytes);
     t->data = (char *)base->data + offset;
-    t->base = sl_tensor_retain(base);
+    t->base = borrow ? base : sl_tensor_retain(base);
+    t->base_borrowed = borrow;
     *out = t;
     return SL_OK;
+}
+
+int sl__tensor_view(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offset,
+                    sl_dtype dtype, int ndim, const int64_t *shape)
+{
+    return make_view(out, pool, base, offset, dtype, ndim, shape, 0);
+}
+
+int sl__tensor_view_borrowed(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offset,
+                             sl_dtype dtype, int ndim, const int64_t *shape)
+{
+    return make_view(out, pool, base, offset, dtype, ndim, shape, 1);
 }
 
 int sl__tensor_lent(sl_tensor **out, sl_pool *pool, sl_dtype dtype, int ndim,
@@ -187,6 +201,10 @@ sl_tensor *sl_tensor_retain(sl_tensor *t)
 void sl__tensor_escape(sl_tensor *t)
 {
     for (; t; t = t->base) {
+        if (t->base_borrowed) {
+            sl_tensor_retain(t->base);
+            t->base_borrowed = 0;
+        }
         if (t->pool && !t->escaped) {
             t->escaped = 1;
             sl__pool_retain(t->pool);
@@ -202,7 +220,8 @@ void sl_tensor_release(sl_tensor *t)
         return;
     pool = t->pool;
     escaped = t->escaped;
-    sl_tensor_release(t->base);
+    if (!t->base_borrowed)
+        sl_tensor_release(t->base);
     if (t->lender)
         t->lender->give_back(t->lender);
     if (!pool) {

@@ -201,8 +201,10 @@ static int mnist_read(sl__source *src, int64_t index, sl__row *row, sl_pool *poo
     mnist_source *m = (mnist_source *)src;
     size_t pixels = (size_t)(m->height * m->width);
     int64_t shape[3] = {m->height, m->width, 1};
-    int rc = sl__tensor_view(&row->col[0], pool, m->images, (size_t)index * pixels, SL_UINT8, 3,
-                             shape);
+    /* Borrowed: the iterator frees its rows before it releases the source,
+     * and a row handed out takes its reference then. */
+    int rc = sl__tensor_view_borrowed(&row->col[0], pool, m->images, (size_t)index * pixels,
+                                      SL_UINT8, 3, shape);
     if (rc == SL_OK)
         rc = sl__tensor_alloc(&row->col[1], pool, SL_UINT32, 0, NULL);
     if (rc != SL_OK)

@@ -337,6 +337,42 @@ START_TEST(test_tensor_views)
 }
 END_TEST
 
+/* A borrowed view takes no reference on its base until it escapes; then
+ * it keeps the base alive as an ordinary view does (ASan checks). */
+START_TEST(test_tensor_view_borrowed)
+{
+    const int64_t base_shape[2] = {4, 8};
+    const int64_t row[1] = {8};
+    sl_tensor *base = NULL, *kept = NULL, *dropped = NULL, *sub = NULL;
+    uint8_t *data;
+    ck_assert_int_eq(sl__tensor_alloc(&base, NULL, SL_UINT8, 2, base_shape), SL_OK);
+    data = sl_tensor_data(base);
+    for (int i = 0; i < 32; i++)
+        data[i] = (uint8_t)i;
+    ck_assert_int_eq(sl__tensor_view_borrowed(&dropped, NULL, base, 8, SL_UINT8, 1, row), SL_OK);
+    ck_assert_int_eq(sl__tensor_view_borrowed(&kept, NULL, base, 16, SL_UINT8, 1, row), SL_OK);
+    ck_assert_ptr_eq(sl_tensor_data(kept), data + 16);
+    ck_assert_int_eq(sl_tensor_refcount(base), 1); /* borrowed: no reference */
+    ck_assert(!sl__tensor_writable(kept));        /* still not its own data */
+    /* Released inside the pipeline: the base is not touched. */
+    sl_tensor_release(dropped);
+    ck_assert_int_eq(sl_tensor_refcount(base), 1);
+    /* A view of a borrowed view holds the view, as any view does. */
+    ck_assert_int_eq(sl__tensor_view(&sub, NULL, kept, 0, SL_UINT8, 1, row), SL_OK);
+    ck_assert_int_eq(sl_tensor_refcount(base), 1);
+    /* Handed out: the chain takes its reference on the base, once. */
+    sl__tensor_escape(sub);
+    ck_assert_int_eq(sl_tensor_refcount(base), 2);
+    sl__tensor_escape(sub);
+    ck_assert_int_eq(sl_tensor_refcount(base), 2);
+    sl_tensor_release(kept); /* sub still holds it */
+    sl_tensor_release(base); /* the owner goes: the escaped chain keeps it */
+    for (int i = 0; i < 8; i++)
+        ck_assert_uint_eq(((uint8_t *)sl_tensor_data(sub))[i], 16 + i);
+    sl_tensor_release(sub); /* frees sub, kept and base */
+}
+END_TEST
+
 START_TEST(test_tensor_pooled)
 {
     const int64_t shape[3] = {28, 28, 1};
@@ -1341,6 +1377,7 @@ Suite *make_core_suite(void)
     tcase_add_test(tc, test_tensor_overflow);
     tcase_add_test(tc, test_tensor_shape_helpers);
     tcase_add_test(tc, test_tensor_views);
+    tcase_add_test(tc, test_tensor_view_borrowed);
     tcase_add_test(tc, test_tensor_pooled);
     tcase_add_test(tc, test_tensor_refcount_threads);
     tcase_set_timeout(tc, 30);

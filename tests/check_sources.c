@@ -364,6 +364,29 @@ START_TEST(test_mnist_columns)
 }
 END_TEST
 
+/* An image row is a view into the source's array that holds it only
+ * while inside the pipeline (sl__tensor_view_borrowed): a row handed out
+ * must keep the array alive after its iterator and dataset are gone
+ * (ASan checks), and still say which sample it is. */
+START_TEST(test_mnist_rows_outlive_their_dataset)
+{
+    char *dir = make_mnist("m", N_TRAIN, N_TEST, 0);
+    sl_sampler_options s = sampler(0, 0);
+    sl_dataset *ds = mnist_ds(dir, SL_MNIST_TRAIN, &s);
+    sl_iterator *it = start(ds, 1);
+    sl_row rows[3];
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(next(it, &rows[i]), SL_OK);
+    sl_iterator_free(it);
+    sl_dataset_free(ds);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(mnist_row_id(&rows[i]), i);
+        sl_row_clear(&rows[i]);
+    }
+    free(dir);
+}
+END_TEST
+
 /* --- sampler -------------------------------------------------------------- */
 
 START_TEST(test_sampler_sequential)
@@ -1042,6 +1065,7 @@ static Suite *make_sources_suite(void)
     tcase_add_loop_test(tc, test_mnist_usage_counts_and_values, 0, 2); /* plain, gz */
     tcase_add_loop_test(tc, test_mnist_all_reads_the_splits_present, 0, 2); /* plain, gz */
     tcase_add_test(tc, test_mnist_columns);
+    tcase_add_test(tc, test_mnist_rows_outlive_their_dataset);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
