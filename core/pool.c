@@ -87,6 +87,8 @@ struct sl_pool {
     _Alignas(64) atomic_size_t held;  /* in use + idle */
     atomic_size_t peak_in_use;
     atomic_size_t limit;
+    /* Parts (pool.h), made at first use. */
+    _Atomic(sl_pool *) parts[SL__POOL_PARTS];
     /* Idle large blocks of every class, by age (and each class's list). */
     _Alignas(64) pthread_mutex_t large_lock;
     pool_block *newest, *oldest;
@@ -222,6 +224,8 @@ sl_pool *sl__pool_new(void)
     atomic_init(&pool->held, 0);
     atomic_init(&pool->peak_in_use, 0);
     atomic_init(&pool->limit, SL__POOL_IDLE_AUTO);
+    for (int k = 0; k < SL__POOL_PARTS; k++)
+        atomic_init(&pool->parts[k], NULL);
     if (pthread_mutex_init(&pool->large_lock, NULL) != 0) {
         free(pool);
         return NULL;
@@ -259,6 +263,8 @@ void sl__pool_release(sl_pool *pool)
 {
     if (!pool || atomic_fetch_sub_explicit(&pool->refs, 1, memory_order_acq_rel) != 1)
         return;
+    for (int k = 0; k < SL__POOL_PARTS; k++)
+        sl__pool_release(atomic_load_explicit(&pool->parts[k], memory_order_acquire));
     for (int i = 0; i < POOL_CLASSES; i++) {
         pool_block *b = pool->cls[i].free;
         while (b) {
@@ -468,6 +474,11 @@ void sl__pool_set_idle_limit(sl_pool *pool, size_t bytes)
     size_t cap;
     pool_block *gone;
     atomic_store_explicit(&pool->limit, bytes, memory_order_relaxed);
+    for (int k = 0; k < SL__POOL_PARTS; k++) {
+        sl_pool *part = sl__pool_find_part(pool, k);
+        if (part)
+            sl__pool_set_idle_limit(part, bytes);
+    }
     cap = idle_cap(pool);
     pthread_mutex_lock(&pool->large_lock);
     gone = evict_large(pool, 0, cap);
@@ -499,9 +510,45 @@ size_t sl__pool_idle_limit(const sl_pool *pool)
     return atomic_load_explicit(&pool->limit, memory_order_relaxed);
 }
 
+sl_pool *sl__pool_find_part(const sl_pool *pool, int k)
+{
+    if (k < 0 || k >= SL__POOL_PARTS)
+        return NULL;
+    return atomic_load_explicit(&((sl_pool *)pool)->parts[k], memory_order_acquire);
+}
+
+sl_pool *sl__pool_part(sl_pool *pool, int k)
+{
+    sl_pool *part, *there = NULL;
+    size_t limit;
+    if (k < 0 || k >= SL__POOL_PARTS)
+        return NULL;
+    if ((part = sl__pool_find_part(pool, k)) != NULL)
+        return part;
+    if (!(part = sl__pool_new()))
+        return NULL;
+    if (!atomic_compare_exchange_strong_explicit(&pool->parts[k], &there, part,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+        sl__pool_release(part); /* another thread made it first */
+        return there;
+    }
+    /* After it is in place, so that a limit set meanwhile reaches it
+     * either way. */
+    limit = sl__pool_idle_limit(pool);
+    if (limit != SL__POOL_IDLE_AUTO)
+        sl__pool_set_idle_limit(part, limit);
+    return part;
+}
+
 size_t sl__pool_bytes(const sl_pool *pool)
 {
-    return atomic_load_explicit(&pool->held, memory_order_relaxed);
+    size_t bytes = atomic_load_explicit(&pool->held, memory_order_relaxed);
+    for (int k = 0; k < SL__POOL_PARTS; k++) {
+        sl_pool *part = sl__pool_find_part(pool, k);
+        if (part)
+            bytes += sl__pool_bytes(part);
+    }
+    return bytes;
 }
 
 void sl__pool_get_stats(const sl_pool *pool, sl__pool_stats *out)
@@ -516,4 +563,18 @@ void sl__pool_get_stats(const sl_pool *pool, sl__pool_stats *out)
     out->system_allocs = atomic_load_explicit(&pool->system_allocs, memory_order_relaxed);
     out->system_frees = atomic_load_explicit(&pool->system_frees, memory_order_relaxed);
     out->cap_frees = atomic_load_explicit(&pool->cap_frees, memory_order_relaxed);
+    for (int k = 0; k < SL__POOL_PARTS; k++) {
+        sl_pool *part = sl__pool_find_part(pool, k);
+        sl__pool_stats p;
+        if (!part)
+            continue;
+        sl__pool_get_stats(part, &p);
+        out->idle += p.idle;
+        out->in_use += p.in_use;
+        out->peak_in_use += p.peak_in_use;
+        out->idle_cap += p.idle_cap;
+        out->system_allocs += p.system_allocs;
+        out->system_frees += p.system_frees;
+        out->cap_frees += p.cap_frees;
+    }
 }

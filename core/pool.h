@@ -70,10 +70,26 @@ void sl__pool_set_idle_limit(sl_pool *pool, size_t bytes);
 /* The limit set (SL__POOL_IDLE_AUTO unless one was). */
 size_t sl__pool_idle_limit(const sl_pool *pool);
 
+/* Parts: a pool may have up to SL__POOL_PARTS parts, pools of their own
+ * made at first use, for threads that would otherwise allocate and free
+ * at once on the same locks and counters (the threads of a consumer's
+ * team, each with its part). A part keeps the pool's idle limit (set on
+ * the pool, it is set on its parts too); the pool's bytes and stats
+ * include its parts' (the peak is the sum of the peaks: at most that much
+ * was in use at once); the pool's end drops its reference to each part,
+ * which a tensor that escaped keeps alive as it keeps any pool. */
+#define SL__POOL_PARTS 8
+/* Part k of pool, made now if it was not (thread-safe); NULL when k is out
+ * of range or memory ran out: the caller then uses the pool itself. */
+sl_pool *sl__pool_part(sl_pool *pool, int k);
+/* Part k if it was made, else NULL. */
+sl_pool *sl__pool_find_part(const sl_pool *pool, int k);
+
 /* Bytes currently held by the pool: in use plus cached on free lists. */
 size_t sl__pool_bytes(const sl_pool *pool);
-/* A snapshot of the counters (each read atomically; while other threads
- * allocate they may be from slightly different moments). */
+/* A snapshot of the counters, its parts' added (each read atomically;
+ * while other threads allocate they may be from slightly different
+ * moments). */
 void sl__pool_get_stats(const sl_pool *pool, sl__pool_stats *out);
 
 #endif

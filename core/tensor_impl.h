@@ -40,7 +40,9 @@ int sl__tensor_view(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offs
 /* The same, but base is only borrowed: for a source whose data outlives
  * every row inside the pipeline. The view takes its reference to base
  * when it escapes (sl__tensor_escape), so that a row handed out keeps
- * base alive. Why: every worker would otherwise retain and release the
+ * base alive. base must be an owning tensor without a pool (it is shared
+ * by rows that escape on several threads at once, and escape changes
+ * nothing in such a tensor). Why: every worker would otherwise retain and release the
  * one base per row, and that counter's cache line would bounce between
  * their CPUs (MNIST rounds on a 2-thread team took 13% longer so). */
 int sl__tensor_view_borrowed(sl_tensor **out, sl_pool *pool, sl_tensor *base, size_t offset,

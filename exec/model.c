@@ -178,9 +178,6 @@ void sl_model_free(sl_model *m)
     sl_device_free(m->dev);
     if (m->active_lock_made)
         pthread_mutex_destroy(&m->active_lock);
-    for (int i = 0; i < m->npipeline_pools; i++)
-        sl__pool_release(m->pipeline_pools[i]);
-    free(m->pipeline_pools);
     free(m);
 }
 

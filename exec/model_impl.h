@@ -35,13 +35,8 @@ struct sl_model {
     pthread_mutex_t active_lock;
     sl_iterator *active;
     sl__feeder *active_feeder; /* sink mode: its queues are what GetNext waits on */
-    /* An inline sink lends its compute team to the pipeline (sink.c), and
-     * a pool per thread of it: made at the first such sink, kept until the
-     * model is freed (after every feeder, whose queues may hold batches
-     * from them). */
+    /* An inline sink lends its compute team to the pipeline (sink.c). */
     sl__consumer_team pipeline_team;
-    struct sl_pool **pipeline_pools;
-    int npipeline_pools;
     /* A sink-mode train with a profiler: it, and the executor's track
      * (opened by the executor's thread at the first sink). */
     sl_profiler *trace_profiler;

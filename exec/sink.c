@@ -188,23 +188,6 @@ static void run_on_team(void *arg, void (*fn)(void *fn_arg, int worker), void *f
     sl__team_run(&m->ex->team, team_turn_share, &t);
 }
 
-/* The pools of the n threads lent to the pipeline (model_impl.h), made
- * once. A pool that could not be made leaves the rest NULL: sl_model_free
- * releases what there is. */
-static int make_team_pools(sl_model *m, int n)
-{
-    if (m->pipeline_pools)
-        return SL_OK;
-    m->pipeline_pools = calloc((size_t)n, sizeof *m->pipeline_pools);
-    if (!m->pipeline_pools)
-        return sl__errf(&m->err, SL_ENOMEM, "out of memory for the pipeline's pools");
-    m->npipeline_pools = n;
-    for (int i = 0; i < n; i++)
-        if (!(m->pipeline_pools[i] = sl__pool_new()))
-            return sl__errf(&m->err, SL_ENOMEM, "out of memory for the pipeline's pools");
-    return SL_OK;
-}
-
 int sl__model_team_fills_cpus(const sl_model *m)
 {
     return m->ex->team.nthreads >= sl__cpus_available();
@@ -247,10 +230,6 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
         if (sl__model_team_fills_cpus(m)) {
             /* the threads that run at once (no more than the CPUs) */
             m->pipeline_team.nthreads = m->ex->team.active;
-            rc = make_team_pools(m, m->pipeline_team.nthreads);
-            if (rc != SL_OK)
-                return rc;
-            m->pipeline_team.pools = m->pipeline_pools;
             m->pipeline_team.run = run_on_team;
             m->pipeline_team.arg = m;
             m->pipeline_team.warmup_chunks = 0; /* the defaults */

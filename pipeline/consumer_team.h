@@ -21,22 +21,15 @@
 #ifndef SLUICE_PIPELINE_CONSUMER_TEAM_H
 #define SLUICE_PIPELINE_CONSUMER_TEAM_H
 
-struct sl_pool;
-
 typedef struct sl__consumer_team {
     int nthreads; /* >= 1 */
-    /* (nthreads) where each thread's tensors come from, or NULL: the
-     * dataset's pool. The threads of a round work at once, and on one
-     * pool every row's allocations and frees contend for the same locks
-     * and counters (a round's batches took a third longer so). The
-     * consumer keeps these pools alive until what the pipeline made is
-     * freed. */
-    struct sl_pool **pools;
-    /* Runs fn(fn_arg, worker) once per thread of the team (nthreads calls
-     * in all, worker in 0 .. nthreads - 1 being the thread that runs it;
-     * one thread may run several calls, one after another), and returns
-     * when all are done. Called on the consumer's thread, from
-     * sl_iterator_next. */
+    /* Runs fn(fn_arg, worker) at least once per thread of the team (worker
+     * in 0 .. nthreads - 1 being the thread that runs it; one thread may
+     * run several calls, one after another), and returns when all are
+     * done. Called on the consumer's thread, from sl_iterator_next. Each
+     * thread's tensors come from its part of the dataset's pool
+     * (core/pool.h), so that the threads of a round do not contend for
+     * one pool's locks and counters. */
     void (*run)(void *arg, void (*fn)(void *fn_arg, int worker), void *fn_arg);
     void *arg;
     /* Chunks the stage's own threads work before the consumer judges

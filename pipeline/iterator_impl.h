@@ -51,8 +51,10 @@ typedef struct sl__stage {
     sl__seq_node **nodes;
     size_t nnodes;
     /* SL__STAGE_SOURCE: where reading has got to. Run by the stage's thread,
-     * or, when the stage has none (pulled), by whichever worker of the
-     * next stage finds its input empty and takes `lock`. */
+     * or, when the stage has none (pulled), by whoever takes `lock`: a
+     * worker of the next stage that finds its input empty, or, when the
+     * consumer's team runs that stage, the consumer before a round and a
+     * team thread that finds the input empty (stage_team.c). */
     struct {
         pthread_mutex_t lock;
         sl__out out;
@@ -235,9 +237,10 @@ sl__turn_end sl__stage_work_and_push(sl__stage *st, struct sl__track *track, sl_
                                      sl__error *err);
 /* Takes the next chunk of a stage that pulls its source, for a thread of
  * the consumer's team: only a chunk whose push into st's output cannot
- * block. Pops one, or runs the source a chunk's worth and then pops one.
- * SL_OK; SL_ETIMEDOUT when the output has no room (or none came: the
- * pipeline is stopping); SL_ECLOSED at the end. */
+ * block. Pops one, or runs the source a chunk's worth (twice at most, as
+ * another thread may take what a turn sent) and then pops one. SL_OK;
+ * SL_ETIMEDOUT when the output has no room, or nothing came (the other
+ * threads took it, or the pipeline is stopping); SL_ECLOSED at the end. */
 int sl__stage_take_bounded(sl__stage *st, sl__chunk **chunk, uint64_t *seq);
 /* With a profiler, a track for a thread of st: "<stage> #k". */
 struct sl__track *sl__stage_open_track(sl__stage *st);

@@ -3,7 +3,8 @@
  * next stage's workers read), runs them through the source's sequential
  * nodes (shuffle, batch grouping, repeat, take, skip) and sends what comes
  * out. The source stage's own thread runs it to the end; when the stage has
- * no thread, the next stage's workers take turns at it. */
+ * no thread, whoever holds its lock does: the next stage's workers in
+ * turn, or the consumer and its team's threads (stage_team.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,9 +37,10 @@ void sl__source_run(sl__stage *st, int max_chunks)
         return;
     }
     while (!st->src.finished) {
-        /* A worker running the source sends a few chunks at a time, so
-         * that the other workers find work queued rather than a turn at
-         * the source each; a full queue (chunks pending) also stops it. */
+        /* A worker running the source sends a few chunks at a time
+         * (max_chunks), so that the other workers find work queued rather
+         * than a turn at the source each; a full queue (chunks pending)
+         * also stops it. */
         if (sl__stopping(it) ||
             (max_chunks > 0 &&
              (st->out.next_seq - sent0 >= (uint64_t)max_chunks || st->src.out.pending)))

@@ -141,6 +141,60 @@ START_TEST(test_pool_outlives_release)
 }
 END_TEST
 
+/* A pool's parts: made once at first use, each a pool of its own whose
+ * figures the pool's include, whose idle limit follows the pool's, and
+ * which an escaped tensor keeps alive after the pool has gone (ASan and
+ * LSan check the ends). */
+START_TEST(test_pool_parts)
+{
+    sl_pool *pool = sl__pool_new(), *part, *again;
+    sl__pool_stats ps, parts;
+    sl_tensor *kept;
+    int64_t shape[1] = {4096};
+    void *a, *b;
+    ck_assert_ptr_nonnull(pool);
+    ck_assert_ptr_null(sl__pool_find_part(pool, 1));
+    ck_assert_ptr_null(sl__pool_part(pool, SL__POOL_PARTS)); /* out of range: none */
+    ck_assert_ptr_null(sl__pool_part(pool, -1));
+    sl__pool_set_idle_limit(pool, 1 << 20); /* before the part: it starts with it */
+    part = sl__pool_part(pool, 1);
+    ck_assert_ptr_nonnull(part);
+    ck_assert_ptr_ne(part, pool);
+    again = sl__pool_part(pool, 1);
+    ck_assert_ptr_eq(again, part);
+    ck_assert_ptr_eq(sl__pool_find_part(pool, 1), part);
+    ck_assert_uint_eq(sl__pool_idle_limit(part), 1 << 20);
+    sl__pool_set_idle_limit(pool, 0); /* after: it follows */
+    ck_assert_uint_eq(sl__pool_idle_limit(part), 0);
+    sl__pool_set_idle_limit(pool, SL__POOL_IDLE_AUTO);
+    ck_assert_uint_eq(sl__pool_idle_limit(part), SL__POOL_IDLE_AUTO);
+
+    a = sl__pool_alloc(pool, 1000);
+    b = sl__pool_alloc(part, 3000);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    sl__pool_get_stats(part, &parts);
+    sl__pool_get_stats(pool, &ps);
+    ck_assert_uint_ge(parts.in_use, 3000);
+    ck_assert_uint_eq(ps.in_use, parts.in_use + sl__pool_block_size(a));
+    ck_assert_uint_eq(ps.peak_in_use, parts.peak_in_use + sl__pool_block_size(a));
+    ck_assert_uint_eq(sl__pool_bytes(pool), ps.in_use);
+    sl__pool_free(part, b);
+    sl__pool_free(pool, a);
+    sl__pool_get_stats(pool, &ps);
+    ck_assert_uint_eq(ps.in_use, 0);
+    ck_assert_uint_gt(ps.idle, 0);
+
+    /* A tensor from the part that escapes outlives the pool. */
+    ck_assert_int_eq(sl__tensor_alloc(&kept, part, SL_UINT8, 1, shape), SL_OK);
+    sl__tensor_escape(kept);
+    sl__pool_release(pool); /* and with it its reference to the part */
+    memset(sl_tensor_data(kept), 7, 4096);
+    ck_assert_uint_eq(((unsigned char *)sl_tensor_data(kept))[4095], 7);
+    sl_tensor_release(kept); /* the part's last reference */
+}
+END_TEST
+
 START_TEST(test_pool_reuse_many)
 {
     const size_t n = 5000;
@@ -529,6 +583,7 @@ static Suite *make_pool_suite(void)
     tcase_add_test(tc, test_pool_alignment);
     tcase_add_test(tc, test_pool_reuse_and_bytes);
     tcase_add_test(tc, test_pool_outlives_release);
+    tcase_add_test(tc, test_pool_parts);
     tcase_add_test(tc, test_pool_reuse_many);
     tcase_add_test(tc, test_pool_cap_holds);
     tcase_add_test(tc, test_pool_cap_follows_peak);

@@ -22,6 +22,7 @@
 #include <jpeglib.h>
 
 #include "sluice/sluice.h"
+#include "core/tensor_impl.h"
 #include "tests/testutil.h"
 
 #define IT_TIMEOUT_MS 60000 /* a hang becomes SL_ETIMEDOUT, not a stuck test */
@@ -375,8 +376,15 @@ START_TEST(test_mnist_rows_outlive_their_dataset)
     sl_dataset *ds = mnist_ds(dir, SL_MNIST_TRAIN, &s);
     sl_iterator *it = start(ds, 1);
     sl_row rows[3];
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
+        const sl_tensor *img;
         ck_assert_int_eq(next(it, &rows[i]), SL_OK);
+        /* handed out: the view now holds the array */
+        img = rows[i].columns[0];
+        ck_assert_ptr_nonnull(img->base);
+        ck_assert(!img->base_borrowed);
+        ck_assert_int_ge(sl_tensor_refcount(img->base), 2 + i);
+    }
     sl_iterator_free(it);
     sl_dataset_free(ds);
     for (int i = 0; i < 3; i++) {

@@ -20,6 +20,7 @@
 #include "ops/op_impl.h"
 #include "pipeline/batch_lender.h"
 #include "pipeline/consumer_team.h"
+#include "pipeline/dataset_impl.h"
 #include "sluice/sluice.h"
 #include "testutil.h"
 
@@ -49,7 +50,6 @@ typedef struct test_team {
     unsigned generation;
     int pending, quit;
     atomic_int rounds;   /* run() calls so far */
-    sl_pool *pools[TEAM_THREADS]; /* a pool per thread, as a model lends */
 } test_team;
 
 typedef struct helper_arg {
@@ -110,9 +110,6 @@ static void team_start(test_team *t, int warmup, double max_chunk_ms)
     t->base.arg = t;
     t->base.warmup_chunks = warmup;
     t->base.max_chunk_ms = max_chunk_ms;
-    for (int i = 0; i < TEAM_THREADS; i++)
-        ck_assert_ptr_nonnull(t->pools[i] = sl__pool_new());
-    t->base.pools = t->pools;
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->go, NULL);
     pthread_cond_init(&t->done, NULL);
@@ -135,8 +132,6 @@ static void team_stop(test_team *t)
     pthread_mutex_unlock(&t->lock);
     for (int i = 0; i < TEAM_THREADS - 1; i++)
         pthread_join(t->helpers[i], NULL);
-    for (int i = 0; i < TEAM_THREADS; i++)
-        sl__pool_release(t->pools[i]);
     pthread_cond_destroy(&t->done);
     pthread_cond_destroy(&t->go);
     pthread_mutex_destroy(&t->lock);
@@ -325,16 +320,19 @@ START_TEST(test_short_chunks_go_to_the_team)
                   helped.nlog ? helped.log[0] : "(none)");
     ck_assert(!logged(&helped, "back on its own threads"));
     {
-        /* The rounds' tensors came from the team's pools (the thread that
-         * runs the rounds takes a turn in each), and all went back. */
-        sl__pool_stats ps;
-        uint64_t peak = 0;
+        /* A team thread's tensors come from its part of the dataset's
+         * pool, and all went back. (One thread of a round may find every
+         * chunk with room taken by the other.) */
+        sl__pool_stats part_stats;
+        uint64_t parts_peak = 0;
         for (int i = 0; i < TEAM_THREADS; i++) {
-            sl__pool_get_stats(team.pools[i], &ps);
-            ck_assert_uint_eq(ps.in_use, 0);
-            peak += ps.peak_in_use;
+            sl_pool *part = sl__pool_find_part(ds->pool, i);
+            ck_assert_ptr_nonnull(part); /* each ran a turn */
+            sl__pool_get_stats(part, &part_stats);
+            ck_assert_uint_eq(part_stats.in_use, 0);
+            parts_peak += part_stats.peak_in_use;
         }
-        ck_assert_uint_gt(peak, 0);
+        ck_assert_uint_gt(parts_peak, 0);
     }
     team_stop(&team);
     free(alone.bytes);

@@ -255,7 +255,10 @@ SL_API int sl_dataset_set_error_samples(sl_dataset *ds, const sl_error_samples_o
  * does not call malloc per sample. It keeps at most its idle limit cached,
  * by default min(64 MiB, max(half the most bytes it ever had in use at
  * once, 8 MiB)); blocks freed beyond that go back to the system (the
- * oldest large ones, 256 KiB and up, first). */
+ * oldest large ones, 256 KiB and up, first). Where a training executor's
+ * threads make the batches between steps (an inline sink on cpu), each of
+ * them takes blocks from a part of the pool of its own, with the same
+ * limit each; the pool's figures include its parts. */
 #define SL_POOL_IDLE_LIMIT_DEFAULT ((size_t)-1)
 
 /* Bytes are what the blocks can hold (their size class, at most 1/32 above
