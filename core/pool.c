@@ -473,9 +473,11 @@ void sl__pool_set_idle_limit(sl_pool *pool, size_t bytes)
 {
     size_t cap;
     pool_block *gone;
-    atomic_store_explicit(&pool->limit, bytes, memory_order_relaxed);
+    /* Sequentially consistent, as is the part's making (sl__pool_part):
+     * either this sees the new part, or its maker sees this limit. */
+    atomic_store(&pool->limit, bytes);
     for (int k = 0; k < SL__POOL_PARTS; k++) {
-        sl_pool *part = sl__pool_find_part(pool, k);
+        sl_pool *part = atomic_load(&pool->parts[k]);
         if (part)
             sl__pool_set_idle_limit(part, bytes);
     }
@@ -527,16 +529,17 @@ sl_pool *sl__pool_part(sl_pool *pool, int k)
         return part;
     if (!(part = sl__pool_new()))
         return NULL;
-    if (!atomic_compare_exchange_strong_explicit(&pool->parts[k], &there, part,
-                                                 memory_order_acq_rel, memory_order_acquire)) {
+    if (!atomic_compare_exchange_strong(&pool->parts[k], &there, part)) {
         sl__pool_release(part); /* another thread made it first */
         return there;
     }
-    /* After it is in place, so that a limit set meanwhile reaches it
-     * either way. */
-    limit = sl__pool_idle_limit(pool);
-    if (limit != SL__POOL_IDLE_AUTO)
+    /* The pool's limit, read after the part is in place (a limit set
+     * meanwhile either sees the part or is seen here), and again until it
+     * holds still, so that a slower read cannot undo a newer limit. */
+    do {
+        limit = atomic_load(&pool->limit);
         sl__pool_set_idle_limit(part, limit);
+    } while (atomic_load(&pool->limit) != limit);
     return part;
 }
 

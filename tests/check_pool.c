@@ -195,6 +195,43 @@ START_TEST(test_pool_parts)
 }
 END_TEST
 
+/* Threads that ask for the same part at once get the one part, and a
+ * limit set on the pool meanwhile ends up on the part too. */
+typedef struct part_race {
+    sl_pool *pool;
+    sl_pool *got;
+} part_race;
+
+static void *take_part(void *arg)
+{
+    part_race *r = arg;
+    r->got = sl__pool_part(r->pool, 2);
+    return NULL;
+}
+
+START_TEST(test_pool_parts_made_at_once)
+{
+    for (int round = 0; round < 50; round++) {
+        sl_pool *pool = sl__pool_new();
+        part_race r[4];
+        pthread_t th[4];
+        ck_assert_ptr_nonnull(pool);
+        for (int i = 0; i < 4; i++) {
+            r[i].pool = pool;
+            ck_assert_int_eq(pthread_create(&th[i], NULL, take_part, &r[i]), 0);
+        }
+        sl__pool_set_idle_limit(pool, (size_t)(round + 1) << 20);
+        for (int i = 0; i < 4; i++)
+            pthread_join(th[i], NULL);
+        for (int i = 1; i < 4; i++)
+            ck_assert_ptr_eq(r[i].got, r[0].got);
+        ck_assert_ptr_nonnull(r[0].got);
+        ck_assert_uint_eq(sl__pool_idle_limit(r[0].got), (size_t)(round + 1) << 20);
+        sl__pool_release(pool);
+    }
+}
+END_TEST
+
 START_TEST(test_pool_reuse_many)
 {
     const size_t n = 5000;
@@ -584,6 +621,7 @@ static Suite *make_pool_suite(void)
     tcase_add_test(tc, test_pool_reuse_and_bytes);
     tcase_add_test(tc, test_pool_outlives_release);
     tcase_add_test(tc, test_pool_parts);
+    tcase_add_test(tc, test_pool_parts_made_at_once);
     tcase_add_test(tc, test_pool_reuse_many);
     tcase_add_test(tc, test_pool_cap_holds);
     tcase_add_test(tc, test_pool_cap_follows_peak);

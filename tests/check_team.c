@@ -327,7 +327,7 @@ START_TEST(test_short_chunks_go_to_the_team)
         uint64_t parts_peak = 0;
         for (int i = 0; i < TEAM_THREADS; i++) {
             sl_pool *part = sl__pool_find_part(ds->pool, i);
-            ck_assert_ptr_nonnull(part); /* each ran a turn */
+            ck_assert_ptr_nonnull(part); /* each ran a turn, which makes it */
             sl__pool_get_stats(part, &part_stats);
             ck_assert_uint_eq(part_stats.in_use, 0);
             parts_peak += part_stats.peak_in_use;

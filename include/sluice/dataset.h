@@ -266,7 +266,8 @@ SL_API int sl_dataset_set_error_samples(sl_dataset *ds, const sl_error_samples_o
 typedef struct sl_pool_stats {
     uint64_t in_use_bytes;      /* handed out and not yet given back */
     uint64_t idle_bytes;        /* cached for reuse; in use + idle is all the pool holds */
-    uint64_t peak_in_use_bytes; /* the most in use at once since the pool was made */
+    uint64_t peak_in_use_bytes; /* the most in use at once since the pool was made
+                                 * (with parts: the sum of each one's, a bound) */
     uint64_t idle_cap_bytes;    /* the most it may keep idle now (the default
                                  * limit follows the peak) */
     uint64_t system_allocs;     /* blocks taken from the system (malloc or mmap) */
