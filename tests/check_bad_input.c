@@ -17,6 +17,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "tests/testutil.h"
 
@@ -1145,7 +1146,7 @@ static Suite *make_bad_input_suite(void)
     Suite *s = suite_create("bad_input");
     TCase *tc;
 
-    tc = tcase_create("mnist");
+    tc = tu_tcase("mnist", 120);
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
     tcase_add_test(tc, test_mnist_missing_files);
     tcase_add_test(tc, test_mnist_missing_dir);
@@ -1161,10 +1162,9 @@ static Suite *make_bad_input_suite(void)
     tcase_add_test(tc, test_mnist_huge_dims_gz);
     tcase_add_test(tc, test_mnist_zero_samples);
     tcase_add_test(tc, test_mnist_zero_side);
-    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("image_folder");
+    tc = tu_tcase("image_folder", 120);
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
     tcase_add_test(tc, test_if_empty_class_folder);
     tcase_add_test(tc, test_if_no_class_folders);
@@ -1172,23 +1172,20 @@ static Suite *make_bad_input_suite(void)
     tcase_add_test(tc, test_if_jpeg_cut_mid_scan);
     tcase_add_test(tc, test_if_error_after_good_rows);
     tcase_add_test(tc, test_if_batch_shape_mismatch);
-    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("arguments");
+    tc = tu_tcase("arguments", 60);
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
     tcase_add_test(tc, test_bad_shards);
     tcase_add_test(tc, test_bad_node_args);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("ops");
+    tc = tu_tcase("ops", 60);
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
     tcase_add_test(tc, test_map_wrong_shape_at_description);
     tcase_add_test(tc, test_map_missing_column);
     tcase_add_test(tc, test_map_wrong_value_at_run_time);
     tcase_add_test(tc, test_error_is_sticky);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
     return s;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "pipeline/sampler.h"
 #include "testutil.h"
@@ -564,7 +565,7 @@ END_TEST
 Suite *make_bad_samples_suite(void)
 {
     Suite *s = suite_create("bad_samples");
-    TCase *tc = tcase_create("core");
+    TCase *tc = tu_tcase("core", 120);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_loop_test(tc, test_shards_keep_their_length, 0, 2);
     tcase_add_test(tc, test_stand_in_places);
@@ -573,7 +574,6 @@ Suite *make_bad_samples_suite(void)
     tcase_add_test(tc, test_cap);
     tcase_add_test(tc, test_other_errors_raise);
     tcase_add_test(tc, test_options);
-    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
 }

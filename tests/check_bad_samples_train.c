@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "pipeline/sampler.h"
 #include "testutil.h"
@@ -346,12 +347,11 @@ END_TEST
 Suite *make_bad_samples_train_suite(void)
 {
     Suite *s = suite_create("bad_samples_train");
-    TCase *tc = tcase_create("core");
+    TCase *tc = tu_tcase("core", 300);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_loop_test(tc, test_trains_to_the_end, 0, 2);
     tcase_add_test(tc, test_source_reads);
     tcase_add_test(tc, test_all_bad_is_an_error);
-    tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/time_limit.h"
 #include "core/atomic_file.h"
 #include "exec/checkpoint_folder.h"
 #include "sluice/sluice.h"
@@ -305,13 +306,12 @@ END_TEST
 Suite *make_checkpoint_folder_suite(void)
 {
     Suite *s = suite_create("checkpoint_folder");
-    TCase *tc = tcase_create("core");
+    TCase *tc = tu_tcase("core", 60);
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
     tcase_add_test(tc, test_ckpt_names);
     tcase_add_test(tc, test_ckpt_prunes_an_earlier_run);
     tcase_add_test(tc, test_ckpt_new_run_behind_an_old_one);
     tcase_add_test(tc, test_ckpt_killed_writer_orphan);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/time_limit.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/pool.h"
@@ -1368,7 +1369,7 @@ Suite *make_core_suite(void)
     Suite *s = suite_create("core");
     TCase *tc;
 
-    tc = tcase_create("tensor");
+    tc = tu_tcase("tensor", 30);
     tcase_add_test(tc, test_tensor_new_and_refcount);
     tcase_add_test(tc, test_tensor_shapes);
     tcase_add_test(tc, test_tensor_dtypes);
@@ -1380,17 +1381,16 @@ Suite *make_core_suite(void)
     tcase_add_test(tc, test_tensor_view_borrowed);
     tcase_add_test(tc, test_tensor_pooled);
     tcase_add_test(tc, test_tensor_refcount_threads);
-    tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("rng");
+    tc = tu_tcase("rng", 60);
     tcase_add_test(tc, test_rng_same_seed);
     tcase_add_test(tc, test_rng_tuples_differ);
     tcase_add_test(tc, test_rng_below);
     tcase_add_test(tc, test_rng_uniform);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("queue");
+    tc = tu_tcase("queue", 60);
     tcase_add_test(tc, test_clock_deadline);
     tcase_add_test(tc, test_queue_init);
     tcase_add_test(tc, test_queue_init_failures);
@@ -1409,10 +1409,9 @@ Suite *make_core_suite(void)
     tcase_add_test(tc, test_queue_timed_pop);
     tcase_add_test(tc, test_queue_concurrent_producers);
     tcase_add_test(tc, test_queue_concurrent_consumers);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("status");
+    tc = tu_tcase("status", 60);
     tcase_add_test(tc, test_status_names);
     tcase_add_test(tc, test_error_messages);
     suite_add_tcase(s, tc);

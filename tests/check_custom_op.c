@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "tests/testutil.h"
 
@@ -447,9 +448,8 @@ END_TEST
 Suite *make_custom_op_suite(void)
 {
     Suite *s = suite_create("custom_op");
-    TCase *core = tcase_create("core");
+    TCase *core = tu_tcase("core", 60);
     tcase_add_checked_fixture(core, setup_tmp, teardown_tmp);
-    tcase_set_timeout(core, 60);
     tcase_add_test(core, test_options_refused);
     tcase_add_test(core, test_apply);
     tcase_add_test(core, test_in_pipeline);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/time_limit.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/tensor_impl.h"
@@ -1009,7 +1010,7 @@ END_TEST
 Suite *make_devices_suite(void)
 {
     Suite *s = suite_create("devices");
-    TCase *tc = tcase_create("device");
+    TCase *tc = tu_tcase("device", 30);
     tcase_add_test(tc, test_device_names);
     tcase_add_test(tc, test_device_options);
     tcase_add_test(tc, test_cpu_copy_round_trip);
@@ -1017,9 +1018,8 @@ Suite *make_devices_suite(void)
     tcase_add_test(tc, test_sim_copy_takes_modeled_time);
     tcase_add_test(tc, test_run_counts_two_interactions);
     tcase_add_test(tc, test_external_tensor);
-    tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
-    tc = tcase_create("queue");
+    tc = tu_tcase("queue", 60);
     tcase_add_test(tc, test_queue_slots_are_device_tensors);
     tcase_add_test(tc, test_queue_order_of_batches_and_markers);
     tcase_add_test(tc, test_queue_capacity_bounds_the_producer);
@@ -1031,13 +1031,11 @@ Suite *make_devices_suite(void)
     tcase_add_test(tc, test_queue_error_marker_is_sticky);
     tcase_add_test(tc, test_queue_allocates_nothing_per_batch);
     tcase_add_test(tc, test_queue_init_failures);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
-    tc = tcase_create("concurrency");
+    tc = tu_tcase("concurrency", 60);
     tcase_add_test(tc, test_queue_interrupt_wakes_getnext);
     tcase_add_test(tc, test_queue_close_wakes_acquire_and_drains);
     tcase_add_test(tc, test_queue_close_wakes_getnext);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/time_limit.h"
 #include "core/rng.h"
 #include "exec/model_impl.h"
 #include "exec/step_impl.h"
@@ -1182,7 +1183,7 @@ END_TEST
 Suite *make_exec_suite(void)
 {
     Suite *s = suite_create("exec");
-    TCase *tc = tcase_create("graph");
+    TCase *tc = tu_tcase("graph", 120);
     tcase_add_test(tc, test_build_shapes);
     tcase_add_test(tc, test_build_errors);
     tcase_add_test(tc, test_autodiff_finite_differences);
@@ -1190,10 +1191,9 @@ Suite *make_exec_suite(void)
     tcase_add_test(tc, test_softmax_xent_dense);
     tcase_add_test(tc, test_plan_no_overlap);
     tcase_add_test(tc, test_format_float32);
-    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("run");
+    tc = tu_tcase("run", 300);
     tcase_add_test(tc, test_graph_equals_pynative);
     tcase_add_test(tc, test_updates_run_in_one_pass);
     tcase_add_test(tc, test_relu_pool_fused_in_graph);
@@ -1206,13 +1206,11 @@ Suite *make_exec_suite(void)
     tcase_add_test(tc, test_context_errors);
     tcase_add_test(tc, test_checkpoint_roundtrip_and_damage);
     tcase_add_test(tc, test_save_graphs);
-    tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("threads");
+    tc = tu_tcase("threads", 300);
     tcase_add_test(tc, test_executors_start_and_stop);
     tcase_add_test(tc, test_many_small_steps);
-    tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -20,6 +20,7 @@
 
 #include <jpeglib.h>
 
+#include "tests/time_limit.h"
 #include "core/byte_budget.h"
 #include "ops/op_impl.h"
 #include "pipeline/iterator_impl.h"
@@ -683,21 +684,19 @@ END_TEST
 Suite *make_hostile_suite(void)
 {
     Suite *s = suite_create("hostile");
-    TCase *tc = tcase_create("bombs");
+    TCase *tc = tu_tcase("bombs", 60);
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
     tcase_add_test(tc, test_bomb_refused);
     tcase_add_test(tc, test_raised_limit_lets_large_image_through);
     tcase_add_test(tc, test_image_folder_decode_max_pixels);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("decode_budget");
+    tc = tu_tcase("decode_budget", 60);
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
     tcase_add_test(tc, test_byte_budget_unit);
     tcase_add_test(tc, test_decode_budget_bounds_workers);
     tcase_add_test(tc, test_decode_budget_stop_wakes_waiter);
     tcase_add_test(tc, test_decode_budget_too_small);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
 }

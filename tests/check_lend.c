@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/time_limit.h"
 #include "core/error.h"
 #include "core/tensor_impl.h"
 #include "devices/device_impl.h"
@@ -516,22 +517,19 @@ END_TEST
 Suite *make_lend_suite(void)
 {
     Suite *s = suite_create("lend");
-    TCase *tc = tcase_create("pipeline");
+    TCase *tc = tu_tcase("pipeline", 60);
     tcase_add_test(tc, test_collate_into_lent_memory);
     tcase_add_test(tc, test_collate_falls_back_to_the_pool);
     tcase_add_test(tc, test_freeing_the_iterator_gives_loans_back);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
-    tc = tcase_create("queue");
+    tc = tu_tcase("queue", 30);
     tcase_add_test(tc, test_queue_lends_spare_slots);
     tcase_add_test(tc, test_queue_claims_only_a_whole_loan);
     tcase_add_test(tc, test_queue_caps_the_bytes_it_lends);
-    tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
-    tc = tcase_create("feeder");
+    tc = tu_tcase("feeder", 60);
     tcase_add_test(tc, test_feeder_sends_lent_slots_on_cpu_only);
     tcase_add_test(tc, test_feeder_freed_with_batches_on_loan);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/time_limit.h"
 #include "core/rng.h"
 #include "ops/nn/conv2d_impl.h"
 #include "ops/nn/nn.h"
@@ -1941,47 +1942,43 @@ Suite *make_nn_suite(void)
     Suite *s = suite_create("nn");
     TCase *tc;
 
-    tc = tcase_create("conv2d");
+    tc = tu_tcase("conv2d", 120);
     tcase_add_test(tc, test_conv_dims);
     tcase_add_loop_test(tc, test_conv_forward, 0, CONV_CASES);
     tcase_add_loop_test(tc, test_conv_backward_input, 0, CONV_CASES);
     tcase_add_loop_test(tc, test_conv_backward_weight, 0, CONV_CASES);
     tcase_add_loop_test(tc, test_conv_split, 0, CONV_CASES);
-    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("conv2d_direct");
+    tc = tu_tcase("conv2d_direct", 300);
     tcase_add_test(tc, test_conv_path_choice);
     tcase_add_loop_test(tc, test_conv_direct_vs_reference, 0, DIRECT_CASES * PATHS);
     tcase_add_loop_test(tc, test_conv_direct_finite_diff, 0, DIRECT_CASES * PATHS);
     tcase_add_loop_test(tc, test_conv_direct_split, 0, DIRECT_CASES * PATHS);
     tcase_add_loop_test(tc, test_conv_dispatch, 0, DIRECT_CASES);
-    tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("max_pool2d");
+    tc = tu_tcase("max_pool2d", 60);
     tcase_add_loop_test(tc, test_pool_forward, 0, POOL_CASES);
     tcase_add_loop_test(tc, test_pool_backward, 0, POOL_CASES);
     tcase_add_loop_test(tc, test_pool_split, 0, POOL_CASES);
     tcase_add_loop_test(tc, test_relu_pool_fused, 0, POOL_CASES);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("elementwise");
+    tc = tu_tcase("elementwise", 60);
     tcase_add_test(tc, test_relu_forward);
     tcase_add_test(tc, test_relu_backward);
     tcase_add_test(tc, test_add_forward);
     tcase_add_test(tc, test_elementwise_split);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("dense");
+    tc = tu_tcase("dense", 60);
     tcase_add_loop_test(tc, test_dense_forward, 0, DENSE_CASES);
     tcase_add_loop_test(tc, test_dense_backward, 0, 5);
     tcase_add_loop_test(tc, test_dense_split, 0, DENSE_CASES);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("loss");
+    tc = tu_tcase("loss", 60);
     tcase_add_test(tc, test_xent_forward);
     tcase_add_test(tc, test_xent_backward);
     tcase_add_test(tc, test_xent_bad_label);
@@ -1989,18 +1986,18 @@ Suite *make_nn_suite(void)
     tcase_add_test(tc, test_argmax);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("optimizer");
+    tc = tu_tcase("optimizer", 60);
     tcase_add_test(tc, test_momentum_exact);
     tcase_add_test(tc, test_sgd_exact);
     tcase_add_test(tc, test_optimizer_split);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("init");
+    tc = tu_tcase("init", 60);
     tcase_add_test(tc, test_truncated_normal);
     tcase_add_test(tc, test_fill);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("limits");
+    tc = tu_tcase("limits", 60);
     tcase_add_test(tc, test_conv_dims_refused);
     tcase_add_test(tc, test_pool_dims_refused);
     suite_add_tcase(s, tc);

@@ -15,6 +15,7 @@
 
 #include <jpeglib.h>
 
+#include "tests/time_limit.h"
 #include "sluice/op.h"
 #include "sluice/status.h"
 #include "sluice/tensor.h"
@@ -1887,10 +1888,9 @@ END_TEST
 Suite *make_ops_suite(void)
 {
     Suite *s = suite_create("ops");
-    TCase *core = tcase_create("core");
-    TCase *limits = tcase_create("limits");
+    TCase *core = tu_tcase("core", 60);
+    TCase *limits = tu_tcase("limits", 120);
 
-    tcase_set_timeout(core, 60);
     tcase_add_test(core, test_resize_linear_28_to_32);
     tcase_add_test(core, test_resize_linear_opencv_values);
     tcase_add_test(core, test_resize_linear_u8_shapes);
@@ -1917,7 +1917,6 @@ Suite *make_ops_suite(void)
     tcase_add_test(core, test_decode_matches_libjpeg);
     suite_add_tcase(s, core);
 
-    tcase_set_timeout(limits, 120);
     tcase_add_test(limits, test_resize_refusals);
     tcase_add_test(limits, test_rescale_refusals);
     tcase_add_test(limits, test_normalize_refusals);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/time_limit.h"
 #include "core/error.h"
 #include "core/options.h"
 #include "exec/model_impl.h"
@@ -633,7 +634,7 @@ Suite *make_options_suite(void)
     Suite *s = suite_create("options");
     TCase *tc;
 
-    tc = tcase_create("helper");
+    tc = tu_tcase("helper", 60);
     tcase_add_test(tc, test_read_older_gets_defaults);
     tcase_add_test(tc, test_read_same_version);
     tcase_add_test(tc, test_read_uninitialised_refused);
@@ -645,12 +646,12 @@ Suite *make_options_suite(void)
     tcase_add_test(tc, test_embedded_exact_size);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("init");
+    tc = tu_tcase("init", 60);
     tcase_add_loop_test(tc, test_public_init_sized, 0,
                         (int)(sizeof publics / sizeof publics[0]));
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("readers");
+    tc = tu_tcase("readers", 60);
     tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
     tcase_add_test(tc, test_dataset_refuses_bad_options);
     tcase_add_test(tc, test_dataset_newer_options);
@@ -660,7 +661,6 @@ Suite *make_options_suite(void)
     tcase_add_test(tc, test_executor_options);
     tcase_add_test(tc, test_model_refuses_bad_options);
     tcase_add_test(tc, test_first_version_callers_get_appended_defaults);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "core/clock.h"
 #include "core/queue.h"
@@ -1342,12 +1343,10 @@ END_TEST
 static Suite *make_pipeline_suite(void)
 {
     Suite *s = suite_create("pipeline");
-    TCase *core = tcase_create("core");
-    TCase *conc = tcase_create("concurrency");
+    TCase *core = tu_tcase("core", 60);
+    TCase *conc = tu_tcase("concurrency", 240);
     tcase_add_checked_fixture(core, setup, teardown);
     tcase_add_checked_fixture(conc, setup, teardown);
-    tcase_set_timeout(core, 60);
-    tcase_set_timeout(conc, 240);
     tcase_add_test(core, test_map_keeps_order);
     tcase_add_test(core, test_lenet_batches);
     tcase_add_test(core, test_shuffle_node);

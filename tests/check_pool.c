@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/time_limit.h"
 #include "core/pool.h"
 #include "core/tensor_impl.h"
 #include "sluice/sluice.h"
@@ -615,8 +616,8 @@ END_TEST
 static Suite *make_pool_suite(void)
 {
     Suite *s = suite_create("pool");
-    TCase *tc = tcase_create("core");
-    TCase *conc = tcase_create("concurrency");
+    TCase *tc = tu_tcase("core", 30);
+    TCase *conc = tu_tcase("concurrency", 60);
     tcase_add_test(tc, test_pool_alignment);
     tcase_add_test(tc, test_pool_reuse_and_bytes);
     tcase_add_test(tc, test_pool_outlives_release);
@@ -628,10 +629,8 @@ static Suite *make_pool_suite(void)
     tcase_add_test(tc, test_pool_steady_state_reuses);
     tcase_add_test(tc, test_pool_large_oldest_go_first);
     tcase_add_test(tc, test_pool_stats_add_up);
-    tcase_set_timeout(tc, 30);
     tcase_add_test(conc, test_pool_threads);
     tcase_add_test(conc, test_pool_threads_cap);
-    tcase_set_timeout(conc, 60);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, conc);
     return s;

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "tests/time_limit.h"
 #include "core/pool.h"
 #include "sluice/sluice.h"
 #include "testutil.h"
@@ -159,11 +160,10 @@ END_TEST
 static Suite *make_pool_pipeline_suite(void)
 {
     Suite *s = suite_create("pool_pipeline");
-    TCase *tc = tcase_create("core");
+    TCase *tc = tu_tcase("core", 60);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_pipeline_steady_state_no_system_allocs);
     tcase_add_test(tc, test_iterator_pool_stats);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "tests/testutil.h"
 
@@ -552,18 +553,16 @@ END_TEST
 Suite *make_resume_suite(void)
 {
     Suite *s = suite_create("resume");
-    TCase *tc = tcase_create("iterator start");
+    TCase *tc = tu_tcase("iterator start", 120);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_start_matches_straight_run);
     tcase_add_test(tc, test_position_reported);
     tcase_add_test(tc, test_skipped_rows_never_mapped);
     tcase_add_test(tc, test_start_past_epoch_end);
     tcase_add_test(tc, test_bad_starts_refused);
     suite_add_tcase(s, tc);
-    tc = tcase_create("training");
+    tc = tu_tcase("training", 600);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_resume_after_kill_equals_straight_run);
     tcase_add_test(tc, test_resume_in_process_and_limits);
     tcase_add_test(tc, test_old_checkpoints_load);

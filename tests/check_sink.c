@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/time_limit.h"
 #include "core/error.h"
 #include "devices/device_queue.h"
 #include "devices/feeder.h"
@@ -1332,37 +1333,33 @@ END_TEST
 Suite *make_sink_suite(void)
 {
     Suite *s = suite_create("sink");
-    TCase *tc = tcase_create("numbers");
+    TCase *tc = tu_tcase("numbers", 600);
     tcase_add_test(tc, test_sink_equals_nonsink_bit_for_bit);
     tcase_add_test(tc, test_sink_size_spans_epochs);
     tcase_add_test(tc, test_sink_size_1000_fashion);
     tcase_add_loop_test(tc, test_data_sink_calls_continue, 0, 2);
     tcase_add_test(tc, test_data_sink_refuses_bad_sizes);
     tcase_add_loop_test(tc, test_dataset_helper_loops, 0, 2);
-    tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("stop");
+    tc = tu_tcase("stop", 300);
     tcase_add_loop_test(tc, test_stop_mid_sink_cpu, 0, 2);
     tcase_add_test(tc, test_stop_mid_sink_sim);
     tcase_add_loop_test(tc, test_stop_wakes_getnext, 0, 2);
     tcase_add_loop_test(tc, test_stop_during_data_sink_call, 0, 2);
-    tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("errors");
+    tc = tu_tcase("errors", 120);
     tcase_add_loop_test(tc, test_getnext_timeout_names_the_stage, 0, 2);
     tcase_add_loop_test(tc, test_pipeline_error_mid_epoch_sink, 0, 2);
     tcase_add_loop_test(tc, test_wrong_shape_in_sink_mode, 0, 2);
     tcase_add_test(tc, test_bad_options_refused);
-    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("feeder");
+    tc = tu_tcase("feeder", 120);
     tcase_add_test(tc, test_feeder_deals_round_robin);
     tcase_add_test(tc, test_feeder_free_mid_stream);
     tcase_add_test(tc, test_sink_stats);
-    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
 }

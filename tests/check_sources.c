@@ -21,6 +21,7 @@
 
 #include <jpeglib.h>
 
+#include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "core/tensor_impl.h"
 #include "tests/testutil.h"
@@ -1067,38 +1068,34 @@ static Suite *make_sources_suite(void)
     Suite *s = suite_create("sources");
     TCase *tc;
 
-    tc = tcase_create("mnist");
+    tc = tu_tcase("mnist", 60);
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
     tcase_add_test(tc, test_mnist_plain_and_gz_identical);
     tcase_add_loop_test(tc, test_mnist_usage_counts_and_values, 0, 2); /* plain, gz */
     tcase_add_loop_test(tc, test_mnist_all_reads_the_splits_present, 0, 2); /* plain, gz */
     tcase_add_test(tc, test_mnist_columns);
     tcase_add_test(tc, test_mnist_rows_outlive_their_dataset);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("sampler");
+    tc = tu_tcase("sampler", 60);
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
     tcase_add_test(tc, test_sampler_sequential);
     tcase_add_test(tc, test_sampler_shuffle);
     tcase_add_test(tc, test_sampler_num_samples);
     tcase_add_test(tc, test_sampler_sharding);
     tcase_add_test(tc, test_dataset_sizes);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("image_folder");
+    tc = tu_tcase("image_folder", 60);
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
     tcase_add_test(tc, test_folder_classes_and_bytes);
     tcase_add_loop_test(tc, test_folder_decode_matches_libjpeg, 0, 3); /* 1..3 workers */
     tcase_add_test(tc, test_folder_extensions);
     tcase_add_test(tc, test_folder_class_indexing);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("fashion_mnist");
+    tc = tu_tcase("fashion_mnist", 600);
     tcase_add_test(tc, test_fashion_mnist);
-    tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);
 
     return s;

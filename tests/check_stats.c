@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "core/trace.h"
 #include "tests/testutil.h"
@@ -574,18 +575,16 @@ END_TEST
 Suite *make_stats_suite(void)
 {
     Suite *s = suite_create("stats");
-    TCase *tc = tcase_create("stages");
+    TCase *tc = tu_tcase("stages", 120);
     tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
-    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_slow_map_is_busy_consumer_waits);
     tcase_add_test(tc, test_slow_consumer_blocks_pipeline);
     tcase_add_test(tc, test_sink_train_reports_every_stage);
     tcase_add_test(tc, test_verdicts);
     tcase_add_test(tc, test_profiler_keeps_the_newest);
     suite_add_tcase(s, tc);
-    tc = tcase_create("autotune");
+    tc = tu_tcase("autotune", 120);
     tcase_add_checked_fixture(tc, setup_tune, teardown_tmp);
-    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_autotune_adds_workers_to_a_slow_map);
     tcase_add_test(tc, test_autotune_leaves_a_pipeline_that_keeps_up);
     tcase_add_test(tc, test_autotune_stop_and_options);

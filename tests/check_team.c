@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/time_limit.h"
 #include "core/error.h"
 #include "ops/op_impl.h"
 #include "pipeline/batch_lender.h"
@@ -467,13 +468,12 @@ END_TEST
 Suite *make_team_suite(void)
 {
     Suite *s = suite_create("team");
-    TCase *tc = tcase_create("team");
+    TCase *tc = tu_tcase("team", 120);
     tcase_add_loop_test(tc, test_short_chunks_go_to_the_team, 0, 4);
     tcase_add_test(tc, test_long_chunks_stay_on_threads);
     tcase_add_test(tc, test_a_long_round_gives_the_team_up);
     tcase_add_test(tc, test_an_error_in_a_round_reaches_the_consumer);
     tcase_add_test(tc, test_free_while_on_the_team);
-    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "exec/blas.h"
 #include "ops/op_impl.h"
@@ -682,26 +683,23 @@ END_TEST
 static Suite *make_threads_suite(void)
 {
     Suite *s = suite_create("threads");
-    TCase *tc = tcase_create("team");
+    TCase *tc = tu_tcase("team", 60);
     tcase_add_test(tc, test_team_caller_sleeps);
     tcase_add_test(tc, test_team_helpers_sleep_when_idle);
     tcase_add_test(tc, test_team_every_share_once);
     tcase_add_test(tc, test_team_one_cpu);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
-    tc = tcase_create("executor");
+    tc = tu_tcase("executor", 60);
     tcase_add_test(tc, test_executor_two_callers);
     tcase_add_test(tc, test_step_from_executor_thread);
     tcase_add_test(tc, test_run_here_and_run_share_the_team);
     tcase_add_test(tc, test_post_and_wait_with_timeout);
     tcase_add_test(tc, test_blas_threads_have_one_owner);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
-    tc = tcase_create("model");
+    tc = tu_tcase("model", 60);
     tcase_add_test(tc, test_train_data_timeout_names_the_stage);
     tcase_add_test(tc, test_stop_wakes_a_wait_for_data);
     tcase_add_test(tc, test_eval_pad_failure);
-    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "testutil.h"
 
@@ -555,13 +556,12 @@ END_TEST
 Suite *make_train_suite(void)
 {
     Suite *s = suite_create("train");
-    TCase *tc = tcase_create("fashion_mnist");
+    TCase *tc = tu_tcase("fashion_mnist", 1200);
     tcase_add_test(tc, test_lenet_learns_fashion_mnist);
     tcase_add_test(tc, test_deterministic_whatever_the_workers);
-    tcase_set_timeout(tc, 1200);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("failures");
+    tc = tu_tcase("failures", 300);
     tcase_add_test(tc, test_stop_mid_epoch);
     tcase_add_test(tc, test_pipeline_error_mid_epoch);
     tcase_add_test(tc, test_labels_outside_the_classes);
@@ -570,7 +570,6 @@ Suite *make_train_suite(void)
     tcase_add_test(tc, test_checkpoint_callback);
     tcase_add_test(tc, test_model_from_graph);
     tcase_add_test(tc, test_node_flops);
-    tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -147,6 +147,9 @@ int slpy_model_run(slpy_model *self, slpy_call *call)
     ts = PyEval_SaveThread();
     err = pthread_create(&thread, NULL, job_main, &j);
     if (err == 0) {
+        /* Every thread sluice starts has a name beginning "sl-" (the
+         * tests count them so, apart from the interpreter's). */
+        pthread_setname_np(thread, "sl-call");
         ts = wait_job(&j, ts);
         pthread_join(thread, NULL);
     }

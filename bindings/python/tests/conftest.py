@@ -1,9 +1,10 @@
 """Shared ground of the Python bindings' tests: small MNIST and ImageFolder
 trees written per test (the same pixels as the C tests' tests/testutil.c),
-and a count of this process's threads.
+and a count of sluice's threads in this process.
 
 run_pytest.sh (make check) puts the staged package on PYTHONPATH and names
 the helper programs in the environment."""
+import gc
 import gzip
 import os
 import struct
@@ -132,26 +133,34 @@ def python_env(**extra):
 
 
 def nthreads():
-    """This process's threads, as the kernel lists them."""
-    return len(os.listdir("/proc/self/task"))
-
-
-
-def baseline():
-    """The thread count once threads that just ended (a Python thread's
-    join returns a moment before the kernel lets it go) have left."""
-    n = nthreads()
-    for _ in range(100):
-        time.sleep(0.01)
-        m = nthreads()
-        if m == n:
-            return n
-        n = m
+    """sluice's threads in this process: those the kernel lists under a name
+    starting with "sl-" (every thread the library starts names itself so).
+    Other threads (the interpreter's, TSan's, OpenBLAS's, a test's timer)
+    come and go on their own schedule and are not counted."""
+    n = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().startswith("sl-"):
+                    n += 1
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # ended between the listing and the read
     return n
 
 
+def baseline():
+    """sluice's thread count before a test starts anything. Garbage an
+    earlier test left (an iterator or Model in a reference cycle, whose
+    threads a later gc.collect() would join) is collected first, so the
+    count cannot fall under the test's feet; threads just joined get up to
+    1 s to leave the kernel's list. 0 unless something still holds an
+    earlier test's pipeline or Model."""
+    gc.collect()
+    return settled(0)
+
+
 def settled(base):
-    """The thread count, given up to 1 s to come down to base: a joined
+    """sluice's thread count, given up to 1 s to come down to base: a joined
     thread may still be listed for a moment after pthread_join returns. The
     pipelines the tests stop never end on their own, so only a join brings
     the count down."""

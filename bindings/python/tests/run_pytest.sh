@@ -14,9 +14,10 @@ if [ "${sl_python:-no}" != yes ]; then
     echo "SKIP: Python bindings not built: ${sl_python_why:-unknown reason}"
     exit 77
 fi
-for module in pytest numpy; do
+for module in pytest pytest_timeout numpy; do
     if ! "$PYTHON" -c "import $module" 2>/dev/null; then
-        echo "SKIP: $PYTHON cannot import $module (apt-get install -y python3-pytest python3-numpy)"
+        echo "SKIP: $PYTHON cannot import $module" \
+            "(apt-get install -y python3-pytest python3-pytest-timeout python3-numpy)"
         exit 77
     fi
 done
@@ -24,6 +25,11 @@ done
 out=$(mktemp "${TMPDIR:-/tmp}/sluice-pytest.XXXXXX") || exit 99
 trap 'rm -f "$out"' 0
 trap 'exit 1' INT TERM HUP
+
+# Every test has a time limit (pytest-timeout, SL_PYTEST_TIMEOUT seconds,
+# 300 by default): a test still running then fails the run with the stack
+# of each thread, where a hang would wait for CI's own limit. The thread
+# method works even while the main thread waits in C.
 
 # The package staged by make; the helper programs the tests run; no
 # bytecode or cache written into the (maybe read-only) source tree.
@@ -51,7 +57,9 @@ if [ -n "$preload" ]; then
 fi
 env ${preload:+"LD_PRELOAD=$preload"} \
     ${preload:+"ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"} \
-    "$PYTHON" -m pytest -p no:cacheprovider -q -rs "$top_srcdir/bindings/python/tests" "$@" \
+    "$PYTHON" -m pytest -p no:cacheprovider -q -rs --durations=8 \
+    --timeout="${SL_PYTEST_TIMEOUT:-300}" --timeout-method=thread \
+    "$top_srcdir/bindings/python/tests" "$@" \
     >"$out" 2>&1
 rc=$?
 cat "$out"

@@ -85,31 +85,42 @@ def test_iterator_autotune(tmp_path):
 
 
 def test_model_train_autotune(tmp_path):
-    """A sink-mode train whose pipeline sleeps 5 ms per row on one worker
-    (160 ms a batch, longer than a step even under a sanitizer on a loaded
-    machine): what moves batches into the device queue waits for it, so
-    the tuner wakes a second worker, and Model.autotune_log() says so;
-    without autotune the log is empty."""
+    """A sink-mode train whose pipeline is slower than the step by design,
+    whatever the machine: its one map worker sleeps per row so that a
+    batch takes three times the step, as measured on this model and data
+    beforehand (5 ms a row at least). What moves batches into the device
+    queue waits for it, so the tuner wakes a second worker, and
+    Model.autotune_log() says so; without autotune the log is empty."""
     import time
     from conftest import make_mnist
-    root = make_mnist(tmp_path / "mnist", 640, 8)
+    root = make_mnist(tmp_path / "mnist", 384, 8)
+    row_sleep = [0.0]
 
     def slow(x):
-        time.sleep(0.005)
+        time.sleep(row_sleep[0])
         return x
 
-    d = ds.MnistDataset(root, usage="train", shuffle=False)
-    d = d.map(operations=transforms.TypeCast(sluice.int32), input_columns="label",
-              num_parallel_workers=1)
-    d = d.map(operations=[slow, vision.Resize((32, 32)), vision.Rescale(1.0 / 255.0, 0.0),
-                          vision.HWC2CHW()], input_columns="image", num_parallel_workers=1)
-    d = d.batch(32, drop_remainder=True, num_parallel_workers=1)
+    def data(*ops):
+        d = ds.MnistDataset(root, usage="train", shuffle=False)
+        d = d.map(operations=transforms.TypeCast(sluice.int32), input_columns="label",
+                  num_parallel_workers=1)
+        d = d.map(operations=[*ops, vision.Resize((32, 32)), vision.Rescale(1.0 / 255.0, 0.0),
+                              vision.HWC2CHW()], input_columns="image", num_parallel_workers=1)
+        return d.batch(32, drop_remainder=True, num_parallel_workers=1)
+
     network = nn.LeNet5(10)
     model = train.Model(network, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
                         nn.Momentum(network.trainable_params(), 0.01, 0.9))
     assert model.autotune_log() == []
-    model.train(1, d, dataset_sink_mode=True, autotune=True)
+    # The step's time here and now, start-up included (which only makes the
+    # rows slower): 4 steps on the same pipeline without the sleep.
+    t0 = time.monotonic()
+    model.train(1, data().take(4), dataset_sink_mode=True)
+    step = (time.monotonic() - t0) / 4
+    row_sleep[0] = max(0.005, 3 * step / 32)
+    model.train(1, data(slow), dataset_sink_mode=True, autotune=True)
     log = model.autotune_log()
-    assert any("-> 2 workers" in line for line in log), log
-    model.train(1, d.take(2), dataset_sink_mode=True)
+    assert any("-> 2 workers" in line for line in log), (f"step {step * 1e3:.1f} ms, "
+                                                          f"row {row_sleep[0] * 1e3:.1f} ms", log)
+    model.train(1, data(slow).take(2), dataset_sink_mode=True)
     assert model.autotune_log() == []

@@ -129,11 +129,24 @@ def test_ctrl_c_while_waiting(mnist):
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                     reason="signals reach the main thread only")
 def test_ctrl_c_in_the_loop_body(mnist):
+    """SIGINT raised in the loop's body ends the loop with KeyboardInterrupt
+    and joins the pipeline's threads. The test installs Python's own
+    handler: an interpreter started with SIGINT ignored (a background job
+    of a non-interactive shell, as in CI) would otherwise never see it.
+    The loop is bounded, so a lost signal fails the test."""
     base = baseline()
-    with pytest.raises(KeyboardInterrupt):
-        for _ in pipeline(mnist).create_tuple_iterator():
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.01)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    rows = 0
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for _ in pipeline(mnist).create_tuple_iterator():
+                rows += 1
+                assert rows < 100, "SIGINT sent 99 times, no KeyboardInterrupt"
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.01)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert rows == 1  # the first signal ends the loop
     assert settled(base) == base
 
 
