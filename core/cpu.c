@@ -1,10 +1,13 @@
-/* cpu.c: the vector level found once per process (cpu.h). */
+/* cpu.c: the CPUs this process may use and the vector level found once
+ * per process (cpu.h). */
 #include "core/cpu.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sluice/thread_budget.h" /* sl_cpus_available */
 #include "sluice/version.h"
 
 static pthread_once_t level_once = PTHREAD_ONCE_INIT;
@@ -60,4 +63,19 @@ const char *sl_cpu_path(void)
 int sl_cpu_path_valid(const char *name)
 {
     return sl__cpu_level_parse(name) >= 0;
+}
+
+int sl__cpus_available(void)
+{
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+#endif
+    return 1;
+}
+
+int sl_cpus_available(void)
+{
+    return sl__cpus_available();
 }

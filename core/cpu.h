@@ -1,4 +1,5 @@
-/* cpu.h: how far sluice's kernels may use this CPU's vector units. Found
+/* cpu.h: the CPUs this process may run on, and how far sluice's kernels
+ * may use their vector units. The level is found
  * once per process: what the CPU (and the OS, which must save the wider
  * registers) supports, capped by the environment variable SLUICE_CPU
  * ("avx512", "avx2" or "generic") so that a machine can run, test and
@@ -20,5 +21,10 @@ sl__cpu_level sl__cpu_level_get(void);
 const char *sl__cpu_level_name(sl__cpu_level level);
 /* Parses a SLUICE_CPU value; -1 when it names no level. */
 int sl__cpu_level_parse(const char *s);
+
+/* The CPUs this process may run on (its affinity mask), at least 1; asked
+ * anew at each call, since the mask can change (taskset). The public
+ * sl_cpus_available (sluice/thread_budget.h) is this. */
+int sl__cpus_available(void);
 
 #endif

@@ -10,13 +10,13 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/cpu.h"
 #include "core/trace.h"
 #include "devices/device_impl.h"
 #include "devices/dq_tune.h"
 #include "pipeline/batch_lender.h"
 #include "pipeline/iterator_report.h"
 #include "pipeline/iterator_wake.h"
-#include "sluice/budget.h"
 #include "sluice/iterator.h"
 
 /* What the transfer thread is doing, for GetNext's timeout message. */
@@ -436,7 +436,7 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
             /* enough for the batches in the channel (queue_chunks, or two
              * per worker) and those being stacked (one per worker), so the
              * pipeline rarely finds none free: then that batch is copied */
-            qo.lend_slots = io.queue_chunks + 3 * (size_t)sl_cpus_available();
+            qo.lend_slots = io.queue_chunks + 3 * (size_t)sl__cpus_available();
         rc = sl__dq_new(&f->queues[d], devices[d], o->specs, o->ncolumns, &qo, err);
         if (rc < 0)
             goto fail;

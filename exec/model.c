@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sluice/budget.h"
+#include "sluice/thread_budget.h"
 #include "sluice/checkpoint.h"
 #include "sluice/iterator.h"
 #include "core/clock.h"

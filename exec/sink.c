@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/cpu.h"
 #include "devices/device_impl.h"
 #include "exec/step_impl.h"
 #include "sluice/sink.h"

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/cpu.h"
 #include "core/error.h"
 
 typedef struct helper_arg {
@@ -143,16 +144,6 @@ static void *helper_main(void *p)
         seen = gen;
         claim_shares(t, gen, ith);
     }
-}
-
-int sl__cpus_available(void)
-{
-#ifdef CPU_COUNT
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-#endif
-    return 1;
 }
 
 int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns)

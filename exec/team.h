@@ -99,9 +99,6 @@ void sl__team_run(sl__team *t, sl__team_fn fn, void *arg);
 /* Wakes and joins the helpers. */
 void sl__team_destroy(sl__team *t);
 
-/* The CPUs this process may run on (its affinity mask), at least 1. */
-int sl__cpus_available(void);
-
 /* The share [*begin, *end) of n units that thread ith of nth takes, in
  * blocks of `align` units (the last share takes the rest). */
 void sl__team_split(size_t n, size_t align, int ith, int nth, size_t *begin, size_t *end);

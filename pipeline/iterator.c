@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/cpu.h"
 #include "core/options.h"
 #include "core/tensor_impl.h"
 #include "ops/op_impl.h"
@@ -19,7 +20,6 @@
 #include "pipeline/iterator_impl.h"
 #include "pipeline/iterator_report.h"
 #include "pipeline/iterator_wake.h"
-#include "sluice/budget.h"
 
 /* The end of the first version's fields: fixed forever (core/options.h). */
 static const size_t iterator_options_v1_size =
@@ -39,7 +39,7 @@ void sl_iterator_options_init_sized(sl_iterator_options *o, size_t size)
     d.queue_chunks = 8;
     d.chunk_rows = 64;
     d.timeout_ms = -1;
-    d.autotune_max_workers = sl_cpus_available() < 256 ? sl_cpus_available() : 256;
+    d.autotune_max_workers = sl__cpus_available() < 256 ? sl__cpus_available() : 256;
     sl__options_init(o, size, &d, sizeof d);
 }
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "tests/time_limit.h"
+#include "core/cpu.h"
 #include "core/error.h"
 #include "devices/device_queue.h"
 #include "devices/feeder.h"

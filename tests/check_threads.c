@@ -14,6 +14,7 @@
 
 #include "tests/time_limit.h"
 #include "sluice/sluice.h"
+#include "core/cpu.h"
 #include "exec/blas.h"
 #include "ops/op_impl.h"
 #include "fault_alloc.h"

@@ -23,7 +23,7 @@
 #include "sluice/network.h"
 #include "sluice/step.h"
 #include "sluice/checkpoint.h"
-#include "sluice/budget.h"
+#include "sluice/thread_budget.h"
 #include "sluice/device.h"
 #include "sluice/model.h"
 #include "sluice/profiler.h"

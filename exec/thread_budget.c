@@ -1,14 +1,10 @@
-/* budget.c: the default thread budget and its report line (budget.h). */
-#include "sluice/budget.h"
+/* thread_budget.c: the default thread budget and its report line
+ * (sluice/thread_budget.h). */
+#include "sluice/thread_budget.h"
 
 #include <stdio.h>
 
-#include "exec/team.h"
-
-int sl_cpus_available(void)
-{
-    return sl__cpus_available();
-}
+#include "core/cpu.h"
 
 void sl_thread_budget_default(sl_thread_budget *b)
 {
