@@ -1,5 +1,5 @@
 /* dq_tune.h: tunes a device queue's depth while batches flow, on the
- * transfer thread (devices/feeder.c calls sl__dq_tune_tick after each
+ * transfer thread (devices/channel.c calls sl__dq_tune_tick after each
  * batch it commits), by the rules of core/tune.h.
  *
  * A queue too shallow shows in one window as both: GetNext waited (more

@@ -119,17 +119,17 @@ void sl_model_stop(sl_model *m)
     pthread_mutex_lock(&m->active_lock);
     if (m->active)
         sl_iterator_interrupt(m->active);
-    if (m->active_feeder)
-        sl__feeder_interrupt(m->active_feeder);
+    if (m->active_channel)
+        sl__channel_interrupt(m->active_channel);
     pthread_mutex_unlock(&m->active_lock);
 }
 
-void sl__model_set_active_feeder(sl_model *m, sl__feeder *f)
+void sl__model_set_active_channel(sl_model *m, sl__channel *f)
 {
     pthread_mutex_lock(&m->active_lock);
-    m->active_feeder = f;
+    m->active_channel = f;
     if (f && atomic_load(&m->stop))
-        sl__feeder_interrupt(f);
+        sl__channel_interrupt(f);
     pthread_mutex_unlock(&m->active_lock);
 }
 

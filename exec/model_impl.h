@@ -11,7 +11,7 @@
 #include "sluice/iterator.h"
 #include "sluice/model.h"
 #include "core/error.h"
-#include "devices/feeder.h"
+#include "devices/channel.h"
 #include "pipeline/consumer_team.h"
 
 /* Stages a sink reports: the pipeline's, transfer, executor, host. */
@@ -34,7 +34,7 @@ struct sl_model {
      * any thread, can wake a wait for data; guarded by active_lock. */
     pthread_mutex_t active_lock;
     sl_iterator *active;
-    sl__feeder *active_feeder; /* sink mode: its queues are what GetNext waits on */
+    sl__channel *active_channel; /* sink mode: its queues are what GetNext waits on */
     /* An inline sink lends its compute team to the pipeline (sink.c). */
     sl__consumer_team pipeline_team;
     /* A sink-mode train with a profiler: it, and the executor's track
@@ -93,8 +93,8 @@ int sl__model_is_short_batch(const sl_model *m, const sl_tensor *image, const sl
 int sl__model_data_timeout(const sl_model *m);
 /* Makes it (or NULL) the iterator that sl_model_stop interrupts. */
 void sl__model_set_active(sl_model *m, sl_iterator *it);
-/* The same for a sink's feeder, whose queues sl_model_stop interrupts. */
-void sl__model_set_active_feeder(sl_model *m, sl__feeder *f);
+/* The same for a sink's channel, whose queues sl_model_stop interrupts. */
+void sl__model_set_active_channel(sl_model *m, sl__channel *f);
 
 /* One non-sink training step on the model's device: feed copied into the
  * device's staging blocks where it cannot read host memory, then run as

@@ -1,4 +1,4 @@
-/* sink.c: data sinking and loop sinking. A feeder (devices/feeder.h) runs
+/* sink.c: data sinking and loop sinking. A channel (devices/channel.h) runs
  * the pipeline and a transfer thread that fills the device's queue; the
  * host posts one sink at a time to the executor's thread, which runs the
  * steps back to back, taking each batch from the queue with GetNext, and
@@ -20,7 +20,7 @@
 /* One sink: what the executor's thread runs, and what it found. */
 typedef struct sink_run {
     sl_model *m;
-    sl__feeder *f;             /* device 0's queue is the one GetNext reads */
+    sl__channel *f;             /* device 0's queue is the one GetNext reads */
     int64_t steps_wanted;      /* at most this many steps (-1: no limit) */
     int to_epoch_end;          /* an end of epoch ends the sink (sink_size -1) */
     int64_t timeout_ms;        /* GetNext's */
@@ -52,7 +52,7 @@ static int sink_loop(void *arg)
         int rc;
         if (atomic_load(&r->m->stop))
             return SL_OK; /* asked between steps */
-        rc = sl__feeder_get_next(r->f, 0, &slot, r->timeout_ms, &waited, &r->err);
+        rc = sl__channel_get_next(r->f, 0, &slot, r->timeout_ms, &waited, &r->err);
         r->getnext_wait_ms += waited;
         if (!r->called) {
             r->first_wait_ms = waited;
@@ -87,7 +87,7 @@ static int sink_loop(void *arg)
             /* Runs of the step elsewhere (a callback's) are not this batch's. */
             sl__step_trace(step, r->m->trace_profiler, NULL, 0, 0);
         }
-        sl__dq_release(sl__feeder_queue(r->f, 0), slot);
+        sl__dq_release(sl__channel_queue(r->f, 0), slot);
         if (rc < 0)
             return sl__errf(&r->err, rc, "step %lld of the sink: %s", (long long)r->steps + 1,
                             sl_step_last_error(step));
@@ -112,7 +112,7 @@ static void sink_job(void *arg)
 /* Runs one sink of at most steps_wanted steps (-1: no limit), ending at
  * the end of the epoch when to_epoch_end, on the executor's thread while
  * the host waits. */
-static void run_sink(sl_model *m, sl__feeder *f, int64_t steps_wanted, int to_epoch_end,
+static void run_sink(sl_model *m, sl__channel *f, int64_t steps_wanted, int to_epoch_end,
                      int64_t timeout_ms, sink_run *r)
 {
     memset(r, 0, sizeof *r);
@@ -194,13 +194,13 @@ int sl__model_team_fills_cpus(const sl_model *m)
     return m->ex->team.nthreads >= sl__cpus_available();
 }
 
-/* Starts a feeder for the model's training step on its device, its
+/* Starts a channel for the model's training step on its device, its
  * pipeline at start (NULL: the dataset's beginning). */
-static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
+static int start_channel(sl_model *m, sl_dataset *ds, const sl_train_options *o,
                         int64_t num_epochs, const sl__train_start *start, const char *what,
-                        sl__feeder **out)
+                        sl__channel **out)
 {
-    sl__feeder_options fo;
+    sl__channel_options fo;
     sl_step *step = m->train_step;
     int rc;
 
@@ -248,17 +248,17 @@ static int start_feeder(sl_model *m, sl_dataset *ds, const sl_train_options *o,
         sl_graph_node_spec(m->g, node, &fo.specs[i]);
         fo.names[i] = sl_graph_node_name(m->g, node);
     }
-    rc = sl__feeder_new(out, ds, &m->dev, 1, &fo, &m->err);
+    rc = sl__channel_new(out, ds, &m->dev, 1, &fo, &m->err);
     if (rc < 0)
         sl__err_prefix(&m->err, "%s: ", what);
     return rc;
 }
 
-/* Adds the feeder's figures to the model's sink stats. */
-static void collect_stats(sl_model *m, sl__feeder *f)
+/* Adds the channel's figures to the model's sink stats. */
+static void collect_stats(sl_model *m, sl__channel *f)
 {
-    sl__feeder_stats fs;
-    sl__feeder_get_stats(f, &fs);
+    sl__channel_stats fs;
+    sl__channel_get_stats(f, &fs);
     m->sink_stats.batches_sent += (int64_t)fs.batches;
     m->sink_stats.channel_full_ms += fs.channel_full_ms;
     m->sink_stats.transfer_copy_ms += fs.copy_ms;
@@ -266,14 +266,14 @@ static void collect_stats(sl_model *m, sl__feeder *f)
 }
 
 /* Where a train's time went, per stage (sl_model_get_stage_stats): the
- * feeder's stages, then the executor and the host, over the elapsed_ms
- * since the feeder started, of which sink_ms ran sinks (the rest is the
+ * channel's stages, then the executor and the host, over the elapsed_ms
+ * since the channel started, of which sink_ms ran sinks (the rest is the
  * host's: callbacks and its loop); startup_wait_ms: the first GetNext's. */
-static void collect_stages(sl_model *m, sl__feeder *f, double elapsed_ms, double sink_ms,
+static void collect_stages(sl_model *m, sl__channel *f, double elapsed_ms, double sink_ms,
                            double startup_wait_ms)
 {
     const size_t max = SL__MODEL_MAX_STAGES;
-    size_t n = sl__feeder_get_stage_stats(f, m->stages, max - 2);
+    size_t n = sl__channel_get_stage_stats(f, m->stages, max - 2);
     sl_stage_stats *ex, *host;
     if (n > max - 2)
         n = max - 2;
@@ -304,7 +304,7 @@ static void collect_stages(sl_model *m, sl__feeder *f, double elapsed_ms, double
 int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
                          size_t ncbs, const sl_train_options *o)
 {
-    sl__feeder *f = NULL;
+    sl__channel *f = NULL;
     sl__train_start start;
     sl_train_info info;
     int64_t size, first_epoch, done_in_epoch;
@@ -345,12 +345,12 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     started = sl__now_ms();
     m->trace_profiler = o->profiler;
     m->exec_track = NULL;
-    rc = start_feeder(m, ds, o, o->sink_size > 0 ? -1 : epochs, &start, "train", &f);
+    rc = start_channel(m, ds, o, o->sink_size > 0 ? -1 : epochs, &start, "train", &f);
     if (rc < 0) {
         m->trace_profiler = NULL;
         return rc;
     }
-    sl__model_set_active_feeder(m, f);
+    sl__model_set_active_channel(m, f);
 
     memset(&info, 0, sizeof info);
     info.epoch_num = epochs;
@@ -410,8 +410,8 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     m->trace_profiler = NULL;
     m->exec_track = NULL;
     /* Joins the transfer thread and every pipeline thread. */
-    sl__model_set_active_feeder(m, NULL);
-    sl__feeder_free(f);
+    sl__model_set_active_channel(m, NULL);
+    sl__channel_free(f);
     if (rc == SL_OK)
         rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_END, &info);
     return rc;
@@ -421,7 +421,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
 
 struct sl_data_sink {
     sl_model *m;
-    sl__feeder *f;
+    sl__channel *f;
     int64_t sink_size;
     int64_t timeout_ms;
 };
@@ -454,7 +454,7 @@ int sl_data_sink_new(sl_data_sink **out, sl_model *m, sl_dataset *ds, int64_t si
     memset(&m->sink_stats, 0, sizeof m->sink_stats);
     s->timeout_ms = o.getnext_timeout_ms;
     /* Calls continue the traversal, across epochs, for as long as they come. */
-    rc = start_feeder(m, ds, &o, -1, NULL, "data_sink", &s->f);
+    rc = start_channel(m, ds, &o, -1, NULL, "data_sink", &s->f);
     if (rc < 0) {
         free(s);
         return rc;
@@ -469,10 +469,10 @@ int sl_data_sink_call(sl_data_sink *s, float *loss)
     sink_run r;
     sl__err_clear(&m->err);
     atomic_store(&m->stop, 0);
-    sl__feeder_resume(s->f); /* a stop ends one call, not the sink */
-    sl__model_set_active_feeder(m, s->f);
+    sl__channel_resume(s->f); /* a stop ends one call, not the sink */
+    sl__model_set_active_channel(m, s->f);
     run_sink(m, s->f, s->sink_size, 0, s->timeout_ms, &r);
-    sl__model_set_active_feeder(m, NULL);
+    sl__model_set_active_channel(m, NULL);
     if (r.rc < 0)
         return sl__errf(&m->err, r.rc, "data_sink: global step %lld: %s",
                         (long long)m->global_step + 1, r.err.msg);
@@ -489,7 +489,7 @@ void sl_data_sink_free(sl_data_sink *s)
     if (!s)
         return;
     collect_stats(s->m, s->f);
-    sl__feeder_free(s->f);
+    sl__channel_free(s->f);
     free(s);
 }
 
@@ -499,7 +499,7 @@ struct sl_dataset_helper {
     sl_model *m;
     int sink_mode;
     int64_t sink_size, epoch_num, timeout_ms;
-    sl__feeder *f;             /* sink mode */
+    sl__channel *f;             /* sink mode */
     sl_iterator *it;           /* non-sink */
     int cols[SL_MAX_COLUMNS];
     int64_t epochs_done;
@@ -546,7 +546,7 @@ int sl_dataset_helper_new(sl_dataset_helper **out, sl_model *m, sl_dataset *ds,
     h->epoch_num = epoch_num;
     h->timeout_ms = o.getnext_timeout_ms;
     if (h->sink_mode) {
-        rc = start_feeder(m, ds, &o, sink_size > 0 ? -1 : epoch_num, NULL, "dataset helper",
+        rc = start_channel(m, ds, &o, sink_size > 0 ? -1 : epoch_num, NULL, "dataset helper",
                           &h->f);
     } else {
         sl_iterator_options io;
@@ -614,11 +614,11 @@ int sl_dataset_helper_next(sl_dataset_helper *h, float *loss)
         return SL_END_OF_EPOCH;
     }
     atomic_store(&m->stop, 0);
-    sl__feeder_resume(h->f); /* a stop ends one sink, not the helper */
-    sl__model_set_active_feeder(m, h->f);
+    sl__channel_resume(h->f); /* a stop ends one sink, not the helper */
+    sl__model_set_active_channel(m, h->f);
     run_sink(m, h->f, h->sink_size > 0 ? h->sink_size : -1,
              h->sink_size < 0, h->timeout_ms, &r);
-    sl__model_set_active_feeder(m, NULL);
+    sl__model_set_active_channel(m, NULL);
     if (r.rc < 0)
         return sl__errf(&m->err, r.rc, "dataset helper: global step %lld: %s",
                         (long long)m->global_step + 1, r.err.msg);
@@ -635,7 +635,7 @@ void sl_dataset_helper_free(sl_dataset_helper *h)
 {
     if (!h)
         return;
-    sl__feeder_free(h->f);
+    sl__channel_free(h->f);
     sl_iterator_free(h->it);
     free(h);
 }

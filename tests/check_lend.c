@@ -4,7 +4,7 @@
  * size and the pool's otherwise, and every lent column comes back exactly
  * once; a queue lends only its spare slots, takes a lent slot back when
  * its tensors go, caps in bytes what it lends, and hands a whole loan to
- * GetNext without a copy (and only then); the feeder's batches are the same with and without lending,
+ * GetNext without a copy (and only then); the channel's batches are the same with and without lending,
  * and only a device that reads host memory lends. */
 #include <check.h>
 #include <pthread.h>
@@ -17,7 +17,7 @@
 #include "core/tensor_impl.h"
 #include "devices/device_impl.h"
 #include "devices/device_queue.h"
-#include "devices/feeder.h"
+#include "devices/channel.h"
 #include "pipeline/batch_lender.h"
 #include "sluice/sluice.h"
 #include "testutil.h"
@@ -412,12 +412,12 @@ START_TEST(test_queue_claims_only_a_whole_loan)
 }
 END_TEST
 
-/* --- the feeder ------------------------------------------------------------- */
+/* --- the channel ------------------------------------------------------------- */
 
-static sl__feeder *open_feeder(sl_dataset *ds, sl_device *d, int lend)
+static sl__channel *open_channel(sl_dataset *ds, sl_device *d, int lend)
 {
-    sl__feeder_options fo;
-    sl__feeder *f = NULL;
+    sl__channel_options fo;
+    sl__channel *f = NULL;
     sl__error err;
     memset(&fo, 0, sizeof fo);
     fo.queue_name = "train";
@@ -433,21 +433,21 @@ static sl__feeder *open_feeder(sl_dataset *ds, sl_device *d, int lend)
     fo.names[0] = "image";
     fo.names[1] = "label";
     sl__err_clear(&err);
-    ck_assert_msg(sl__feeder_new(&f, ds, &d, 1, &fo, &err) == SL_OK, "%s", err.msg);
+    ck_assert_msg(sl__channel_new(&f, ds, &d, 1, &fo, &err) == SL_OK, "%s", err.msg);
     return f;
 }
 
-/* Drains the feeder's epoch, checking every batch; returns the batches
+/* Drains the channel's epoch, checking every batch; returns the batches
  * that were not copied. */
-static uint64_t drain(sl__feeder *f)
+static uint64_t drain(sl__channel *f)
 {
-    sl__feeder_stats st;
+    sl__channel_stats st;
     sl__dq_slot *slot;
     sl__error err;
     int64_t k = 0;
     int rc;
-    while ((rc = sl__feeder_get_next(f, 0, &slot, 20000, NULL, &err)) == SL_OK) {
-        sl_device *d = sl__dq_device(sl__feeder_queue(f, 0));
+    while ((rc = sl__channel_get_next(f, 0, &slot, 20000, NULL, &err)) == SL_OK) {
+        sl_device *d = sl__dq_device(sl__channel_queue(f, 0));
         uint8_t image[IMAGE_BYTES];
         uint32_t label[BATCH];
         ck_assert_int_eq(sl__device_copy_out(d, image, slot->columns[0].data, sizeof image),
@@ -455,12 +455,12 @@ static uint64_t drain(sl__feeder *f)
         ck_assert_int_eq(sl__device_copy_out(d, label, slot->columns[1].data, sizeof label),
                          SL_OK);
         check_batch(k++, image, label);
-        sl__dq_release(sl__feeder_queue(f, 0), slot);
+        sl__dq_release(sl__channel_queue(f, 0), slot);
     }
     ck_assert_msg(rc == SL_END_OF_EPOCH, "%s", err.msg);
-    ck_assert_int_eq(sl__feeder_get_next(f, 0, &slot, 20000, NULL, &err), SL_END_OF_DATA);
+    ck_assert_int_eq(sl__channel_get_next(f, 0, &slot, 20000, NULL, &err), SL_END_OF_DATA);
     ck_assert_int_eq(k, N_TRAIN / BATCH);
-    sl__feeder_get_stats(f, &st);
+    sl__channel_get_stats(f, &st);
     ck_assert_uint_eq(st.batches, N_TRAIN / BATCH);
     return st.claimed;
 }
@@ -468,7 +468,7 @@ static uint64_t drain(sl__feeder *f)
 /* On cpu every batch arrives in a lent slot (there are enough for the
  * channel); without lending, or on sim (whose memory the host does not
  * reach), every batch is copied; the batches are the same each way. */
-START_TEST(test_feeder_sends_lent_slots_on_cpu_only)
+START_TEST(test_channel_sends_lent_slots_on_cpu_only)
 {
     tmp_mnist t = make_mnist();
     const struct {
@@ -482,9 +482,9 @@ START_TEST(test_feeder_sends_lent_slots_on_cpu_only)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sl_dataset *ds = numbered_dataset(t.dir, cases[i].map_workers);
         sl_device *d = open_device(cases[i].device);
-        sl__feeder *f = open_feeder(ds, d, cases[i].lend);
+        sl__channel *f = open_channel(ds, d, cases[i].lend);
         ck_assert_uint_eq(drain(f), cases[i].claimed);
-        sl__feeder_free(f);
+        sl__channel_free(f);
         sl_device_free(d);
         sl_dataset_free(ds);
     }
@@ -494,18 +494,18 @@ END_TEST
 
 /* Freed with lent batches in the channel and the queue: every slot comes
  * back before the queue goes (ASan and the device's byte count see it). */
-START_TEST(test_feeder_freed_with_batches_on_loan)
+START_TEST(test_channel_freed_with_batches_on_loan)
 {
     tmp_mnist t = make_mnist();
     sl_dataset *ds = numbered_dataset(t.dir, 1);
     sl_device *d = open_device("cpu:0");
-    sl__feeder *f = open_feeder(ds, d, 1);
+    sl__channel *f = open_channel(ds, d, 1);
     sl_device_stats st;
     sl__dq_slot *slot;
     sl__error err;
-    ck_assert_int_eq(sl__feeder_get_next(f, 0, &slot, 20000, NULL, &err), SL_OK);
-    sl__dq_release(sl__feeder_queue(f, 0), slot);
-    sl__feeder_free(f);
+    ck_assert_int_eq(sl__channel_get_next(f, 0, &slot, 20000, NULL, &err), SL_OK);
+    sl__dq_release(sl__channel_queue(f, 0), slot);
+    sl__channel_free(f);
     sl_device_get_stats(d, &st);
     ck_assert_uint_eq(st.bytes_allocated, 0);
     sl_device_free(d);
@@ -527,9 +527,9 @@ Suite *make_lend_suite(void)
     tcase_add_test(tc, test_queue_claims_only_a_whole_loan);
     tcase_add_test(tc, test_queue_caps_the_bytes_it_lends);
     suite_add_tcase(s, tc);
-    tc = tu_tcase("feeder", 60);
-    tcase_add_test(tc, test_feeder_sends_lent_slots_on_cpu_only);
-    tcase_add_test(tc, test_feeder_freed_with_batches_on_loan);
+    tc = tu_tcase("channel", 60);
+    tcase_add_test(tc, test_channel_sends_lent_slots_on_cpu_only);
+    tcase_add_test(tc, test_channel_freed_with_batches_on_loan);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -4,7 +4,7 @@
  * data_sink calls continue each other; sl_model_stop ends a sink within
  * 100 ms and joins every thread; a starved GetNext, a pipeline error and a
  * batch of the wrong shape reach the caller with messages that say where;
- * bad options are refused; one feeder deals batches round-robin to several
+ * bad options are refused; one channel deals batches round-robin to several
  * device queues; the sink stats count what happened.
  *
  * Built with a sanitizer, the long tests run shortened (tu_shorten says
@@ -25,7 +25,7 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "devices/device_queue.h"
-#include "devices/feeder.h"
+#include "devices/channel.h"
 #include "exec/model_impl.h"
 #include "exec/team.h"
 #include "ops/op_impl.h"
@@ -1086,7 +1086,7 @@ START_TEST(test_bad_options_refused)
 }
 END_TEST
 
-/* --- 9. one feeder, several device queues ------------------------------ */
+/* --- 9. one channel, several device queues ------------------------------ */
 
 /* What one queue's GetNext yielded: for a batch its first sample's number
  * (its label: 10 samples with labels 0..9), -1 an end of epoch, -2 the end
@@ -1133,11 +1133,11 @@ static void *drain_main(void *arg)
     return NULL;
 }
 
-static sl__feeder *two_queue_feeder(sl_dataset *ds, sl_device *const *devs, int64_t epochs,
+static sl__channel *two_queue_channel(sl_dataset *ds, sl_device *const *devs, int64_t epochs,
                                     size_t capacity)
 {
-    sl__feeder_options fo;
-    sl__feeder *f = NULL;
+    sl__channel_options fo;
+    sl__channel *f = NULL;
     sl__error err;
     memset(&fo, 0, sizeof fo);
     fo.queue_name = "train";
@@ -1154,7 +1154,7 @@ static sl__feeder *two_queue_feeder(sl_dataset *ds, sl_device *const *devs, int6
     fo.names[0] = "image";
     fo.names[1] = "label";
     sl__err_clear(&err);
-    ck_assert_msg(sl__feeder_new(&f, ds, devs, 2, &fo, &err) == SL_OK, "%s", err.msg);
+    ck_assert_msg(sl__channel_new(&f, ds, devs, 2, &fo, &err) == SL_OK, "%s", err.msg);
     return f;
 }
 
@@ -1175,27 +1175,27 @@ static sl_dataset *numbered_dataset(const char *dir)
  * epoch and of data reach both queues, in order after their batches.
  * Each queue is drained by its own thread, with one slot a queue, so the
  * transfer thread waits on each in turn. */
-START_TEST(test_feeder_deals_round_robin)
+START_TEST(test_channel_deals_round_robin)
 {
     tmp_mnist t = make_mnist(FEED_N, 2);
     sl_dataset *ds = numbered_dataset(t.dir);
     sl_device *devs[2];
     char err[256];
-    sl__feeder *f;
-    sl__feeder_stats fs;
+    sl__channel *f;
+    sl__channel_stats fs;
     drain d[2];
     pthread_t th[2];
     int want[2][32], nwant[2] = {0, 0}, batch = 0, threads = thread_count();
     ck_assert_int_eq(sl_device_new(&devs[0], "cpu:0", NULL, err, sizeof err), SL_OK);
     ck_assert_int_eq(sl_device_new(&devs[1], "cpu:1", NULL, err, sizeof err), SL_OK);
-    f = two_queue_feeder(ds, devs, 2, 1);
-    ck_assert_str_eq(sl__dq_name(sl__feeder_queue(f, 0)), "cpu:0/train");
-    ck_assert_str_eq(sl__dq_name(sl__feeder_queue(f, 1)), "cpu:1/train");
-    ck_assert_ptr_eq(sl__dq_device(sl__feeder_queue(f, 1)), devs[1]);
-    ck_assert_ptr_null(sl__feeder_queue(f, 2));
+    f = two_queue_channel(ds, devs, 2, 1);
+    ck_assert_str_eq(sl__dq_name(sl__channel_queue(f, 0)), "cpu:0/train");
+    ck_assert_str_eq(sl__dq_name(sl__channel_queue(f, 1)), "cpu:1/train");
+    ck_assert_ptr_eq(sl__dq_device(sl__channel_queue(f, 1)), devs[1]);
+    ck_assert_ptr_null(sl__channel_queue(f, 2));
     for (int q = 0; q < 2; q++) {
         memset(&d[q], 0, sizeof d[q]);
-        d[q].q = sl__feeder_queue(f, (size_t)q);
+        d[q].q = sl__channel_queue(f, (size_t)q);
         ck_assert_int_eq(pthread_create(&th[q], NULL, drain_main, &d[q]), 0);
     }
     for (int e = 0; e < 2; e++) {
@@ -1215,9 +1215,9 @@ START_TEST(test_feeder_deals_round_robin)
                           d[q].got[i], want[q][i]);
         ck_assert_int_eq(d[q].bad_content, 0);
     }
-    sl__feeder_get_stats(f, &fs);
+    sl__channel_get_stats(f, &fs);
     ck_assert_uint_eq(fs.batches, 2 * FEED_N / FEED_BATCH);
-    sl__feeder_free(f);
+    sl__channel_free(f);
     ck_assert_int_eq(thread_count_settled(threads), threads);
     {
         sl_device_stats st;
@@ -1232,10 +1232,10 @@ START_TEST(test_feeder_deals_round_robin)
 }
 END_TEST
 
-/* Freeing the feeder mid-stream, with the transfer thread blocked on a
+/* Freeing the channel mid-stream, with the transfer thread blocked on a
  * full queue and the pipeline on a full channel, joins every thread at
  * once and frees everything (ASan's leak check runs at exit). */
-START_TEST(test_feeder_free_mid_stream)
+START_TEST(test_channel_free_mid_stream)
 {
     tmp_mnist t = make_mnist(FEED_N, 2);
     sl_dataset *ds = numbered_dataset(t.dir);
@@ -1245,14 +1245,14 @@ START_TEST(test_feeder_free_mid_stream)
     ck_assert_int_eq(sl_device_new(&devs[0], "cpu:0", NULL, err, sizeof err), SL_OK);
     ck_assert_int_eq(sl_device_new(&devs[1], "sim:0", NULL, err, sizeof err), SL_OK);
     for (int round = 0; round < 3; round++) {
-        sl__feeder *f = two_queue_feeder(ds, devs, -1, 1);
+        sl__channel *f = two_queue_channel(ds, devs, -1, 1);
         sl__error e;
         double t0;
         sl__err_clear(&e);
         /* take a few batches, alternating as they were dealt, keep one */
         for (int k = 0; k < 2 * round + 1; k++) {
             sl__dq_slot *slot;
-            sl__device_queue *q = sl__feeder_queue(f, (size_t)(k % 2));
+            sl__device_queue *q = sl__channel_queue(f, (size_t)(k % 2));
             ck_assert_msg(sl__dq_get_next(q, &slot, 20000, &e) == SL_OK, "%s", e.msg);
             ck_assert_uint_eq(((const uint32_t *)slot->columns[1].data)[0],
                               (uint32_t)((k * FEED_BATCH) % FEED_N));
@@ -1260,7 +1260,7 @@ START_TEST(test_feeder_free_mid_stream)
         }
         sleep_ms(30); /* let everything fill up and block */
         t0 = wall_ms();
-        sl__feeder_free(f);
+        sl__channel_free(f);
         ck_assert_msg(wall_ms() - t0 < (TU_SANITIZED ? 2000.0 : 200.0),
                       "freeing took %.0f ms", wall_ms() - t0);
         ck_assert_int_eq(thread_count_settled(threads), threads);
@@ -1357,9 +1357,9 @@ Suite *make_sink_suite(void)
     tcase_add_test(tc, test_bad_options_refused);
     suite_add_tcase(s, tc);
 
-    tc = tu_tcase("feeder", 120);
-    tcase_add_test(tc, test_feeder_deals_round_robin);
-    tcase_add_test(tc, test_feeder_free_mid_stream);
+    tc = tu_tcase("channel", 120);
+    tcase_add_test(tc, test_channel_deals_round_robin);
+    tcase_add_test(tc, test_channel_free_mid_stream);
     tcase_add_test(tc, test_sink_stats);
     suite_add_tcase(s, tc);
     return s;

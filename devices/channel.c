@@ -1,6 +1,6 @@
-/* feeder.c: the transfer thread between the pipeline's channel and the
- * device queues (see feeder.h). */
-#include "devices/feeder.h"
+/* channel.c: the channel's transfer thread, between the pipeline's last
+ * queue and the device queues (see channel.h). */
+#include "devices/channel.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -29,11 +29,11 @@ static const char *const state_names[] = {
     [FINISHED] = "finished",
 };
 
-struct sl__feeder {
+struct sl__channel {
     sl_iterator *it;
-    sl__feeder_options opts;
+    sl__channel_options opts;
     size_t ndevices;
-    sl__device_queue *queues[SL__FEEDER_MAX_DEVICES];
+    sl__device_queue *queues[SL__CHANNEL_MAX_DEVICES];
     pthread_t thread;
     int started;
     atomic_int state;
@@ -46,9 +46,9 @@ struct sl__feeder {
     double first_wait_ms;      /* of pipeline_wait_ms, for the first row */
     int waited_once;           /* first_wait_ms is set */
     sl__track *track;          /* the transfer thread's, with a profiler */
-    const char *queue_counter[SL__FEEDER_MAX_DEVICES]; /* "<queue> filled" */
+    const char *queue_counter[SL__CHANNEL_MAX_DEVICES]; /* "<queue> filled" */
     int tuning;                /* the transfer thread tunes each queue's depth */
-    sl__dq_tune tune[SL__FEEDER_MAX_DEVICES];
+    sl__dq_tune tune[SL__CHANNEL_MAX_DEVICES];
     double started_ms;         /* set before the transfer thread starts */
     /* With opts.lend (and one device that reads host memory): lends the
      * pipeline queue 0's spare slots to stack batches into. */
@@ -56,7 +56,7 @@ struct sl__feeder {
     int lending;
 };
 
-static void set_state(sl__feeder *f, enum transfer_state s, double now)
+static void set_state(sl__channel *f, enum transfer_state s, double now)
 {
     atomic_store(&f->since_ms, now);
     atomic_store(&f->state, s);
@@ -65,7 +65,7 @@ static void set_state(sl__feeder *f, enum transfer_state s, double now)
 /* For GetNext's timeout: what the transfer thread and the pipeline do. */
 static void describe(void *arg, char *buf, size_t len)
 {
-    sl__feeder *f = arg;
+    sl__channel *f = arg;
     int s = atomic_load(&f->state);
     double since = atomic_load(&f->since_ms);
     size_t used = (size_t)snprintf(buf, len,
@@ -82,8 +82,8 @@ static void describe(void *arg, char *buf, size_t len)
 
 /* Sends a marker (an end or an error) to every queue, in order after the
  * batches already sent. Returns SL_OK or the first failure (a closed queue:
- * the feeder is being freed). */
-static int broadcast(sl__feeder *f, int status, const sl__error *err)
+ * the channel is being freed). */
+static int broadcast(sl__channel *f, int status, const sl__error *err)
 {
     int rc = SL_OK;
     for (size_t d = 0; d < f->ndevices; d++) {
@@ -95,7 +95,7 @@ static int broadcast(sl__feeder *f, int status, const sl__error *err)
 }
 
 /* Checks the row's columns against the slot's specs: same dtype and shape. */
-static int check_row(sl__feeder *f, const sl_row *row, uint64_t batch, sl__error *err)
+static int check_row(sl__channel *f, const sl_row *row, uint64_t batch, sl__error *err)
 {
     for (size_t c = 0; c < f->opts.ncolumns; c++) {
         const sl_tensor *t = row->columns[f->opts.columns[c]];
@@ -119,7 +119,7 @@ static int check_row(sl__feeder *f, const sl_row *row, uint64_t batch, sl__error
  * to the row's (a column the row has not, or has twice, goes back now). */
 static sl__lender *lend_slot(sl__batch_lender *b, size_t ncols, void **data, size_t *bytes)
 {
-    sl__feeder *f = (sl__feeder *)((char *)b - offsetof(sl__feeder, lender));
+    sl__channel *f = (sl__channel *)((char *)b - offsetof(sl__channel, lender));
     sl__dq_slot *slot = sl__dq_lend(f->queues[0]);
     size_t lent = 0;
     if (!slot)
@@ -139,7 +139,7 @@ static sl__lender *lend_slot(sl__batch_lender *b, size_t ncols, void **data, siz
 
 /* Takes the slot the pipeline stacked row into, if it did (the row's
  * tensors over it are released): *slot, or NULL to copy the batch. */
-static int claim_slot(sl__feeder *f, sl__device_queue *q, sl_row *row, sl__dq_slot **slot)
+static int claim_slot(sl__channel *f, sl__device_queue *q, sl_row *row, sl__dq_slot **slot)
 {
     sl_tensor *cols[SL_MAX_COLUMNS];
     int rc;
@@ -156,7 +156,7 @@ static int claim_slot(sl__feeder *f, sl__device_queue *q, sl_row *row, sl__dq_sl
 }
 
 /* Copies row's columns into slot, an acquired slot of q. */
-static int copy_batch(sl__feeder *f, sl__device_queue *q, sl__dq_slot *slot, const sl_row *row,
+static int copy_batch(sl__channel *f, sl__device_queue *q, sl__dq_slot *slot, const sl_row *row,
                       sl__error *err)
 {
     sl_device *d = sl__dq_device(q);
@@ -181,7 +181,7 @@ static int copy_batch(sl__feeder *f, sl__device_queue *q, sl__dq_slot *slot, con
 /* Moves one batch into q: claims the slot the pipeline stacked it into,
  * or copies it into a free one. SL_OK, or the status that ends the thread
  * (a closed or interrupted queue, a failed copy in err). */
-static int send_batch(sl__feeder *f, sl__device_queue *q, sl_row *row, sl__error *err)
+static int send_batch(sl__channel *f, sl__device_queue *q, sl_row *row, sl__error *err)
 {
     sl__dq_slot *slot;
     double t0 = sl__now_ms(), t1, t2;
@@ -229,7 +229,7 @@ static int send_batch(sl__feeder *f, sl__device_queue *q, sl_row *row, sl__error
 
 /* The pipeline's next row, the wait counted in the stats (not the rounds
  * an inline caller ran on its team meanwhile: work, not waiting). */
-static int next_row(sl__feeder *f, sl_row *row)
+static int next_row(sl__channel *f, sl_row *row)
 {
     double t0 = sl__now_ms(), team0 = sl__iterator_team_ms(f->it), waited;
     int rc;
@@ -250,7 +250,7 @@ static int next_row(sl__feeder *f, sl_row *row)
  * thread. SL_OK when q has an entry for GetNext (a batch, an end or the
  * pipeline's error as a marker); SL_ECANCELED when a stop woke the wait;
  * SL_ETIMEDOUT with GetNext's message in err. */
-static int move_one(sl__feeder *f, sl__device_queue *q, sl__error *err)
+static int move_one(sl__channel *f, sl__device_queue *q, sl__error *err)
 {
     sl__error e;
     sl_row row;
@@ -268,7 +268,7 @@ static int move_one(sl__feeder *f, sl__device_queue *q, sl__error *err)
     } else if (rc == SL_END_OF_EPOCH || rc == SL_END_OF_DATA) {
         sl__dq_push_marker(q, rc, NULL, -1, NULL);
         return SL_OK;
-    } else if (rc == SL_ECANCELED) { /* a stop woke the wait (or the feeder is being freed) */
+    } else if (rc == SL_ECANCELED) { /* a stop woke the wait (or the channel is being freed) */
         return sl__errf(err, rc, "GetNext: queue '%s' is interrupted (until it is resumed)",
                         sl__dq_name(q));
     } else if (rc == SL_ETIMEDOUT) {
@@ -281,7 +281,7 @@ static int move_one(sl__feeder *f, sl__device_queue *q, sl__error *err)
     return SL_OK;
 }
 
-int sl__feeder_get_next(sl__feeder *f, size_t device, sl__dq_slot **slot, int64_t timeout_ms,
+int sl__channel_get_next(sl__channel *f, size_t device, sl__dq_slot **slot, int64_t timeout_ms,
                         double *waited_ms, sl__error *err)
 {
     sl__device_queue *q = f->queues[device];
@@ -310,7 +310,7 @@ int sl__feeder_get_next(sl__feeder *f, size_t device, sl__dq_slot **slot, int64_
     return rc;
 }
 
-void sl__feeder_interrupt(sl__feeder *f)
+void sl__channel_interrupt(sl__channel *f)
 {
     for (size_t d = 0; d < f->ndevices; d++)
         sl__dq_interrupt(f->queues[d]);
@@ -318,7 +318,7 @@ void sl__feeder_interrupt(sl__feeder *f)
         sl__iterator_wake(f->it);
 }
 
-void sl__feeder_resume(sl__feeder *f)
+void sl__channel_resume(sl__channel *f)
 {
     if (f->opts.inline_transfer)
         sl__iterator_unwake(f->it);
@@ -328,7 +328,7 @@ void sl__feeder_resume(sl__feeder *f)
 
 static void *transfer_main(void *arg)
 {
-    sl__feeder *f = arg;
+    sl__channel *f = arg;
     size_t next_queue = 0;
     sl__error err;
     int rc;
@@ -348,7 +348,7 @@ static void *transfer_main(void *arg)
             }
             sl_row_clear(&row);
             if (rc == SL_ECLOSED || rc == SL_ECANCELED)
-                break; /* the feeder is being freed */
+                break; /* the channel is being freed */
             if (rc < 0) {
                 broadcast(f, rc, &err);
                 break;
@@ -365,7 +365,7 @@ static void *transfer_main(void *arg)
             break;
         }
         if (rc == SL_ECANCELED)
-            break; /* interrupted: the feeder is being freed */
+            break; /* interrupted: the channel is being freed */
         /* A pipeline error: it travels to GetNext with its message. */
         sl__errf(&err, rc, "pipeline: %s", sl_iterator_last_error(f->it));
         broadcast(f, rc, &err);
@@ -375,30 +375,30 @@ static void *transfer_main(void *arg)
     return NULL;
 }
 
-static int check_options(const sl__feeder_options *o, size_t ndevices, sl__error *err)
+static int check_options(const sl__channel_options *o, size_t ndevices, sl__error *err)
 {
-    if (ndevices < 1 || ndevices > SL__FEEDER_MAX_DEVICES)
-        return sl__errf(err, SL_EINVAL, "feeder: %zu devices; 1 to %d may be fed", ndevices,
-                        SL__FEEDER_MAX_DEVICES);
+    if (ndevices < 1 || ndevices > SL__CHANNEL_MAX_DEVICES)
+        return sl__errf(err, SL_EINVAL, "channel: %zu devices; 1 to %d may be fed", ndevices,
+                        SL__CHANNEL_MAX_DEVICES);
     if (o->capacity < 1)
-        return sl__errf(err, SL_EINVAL, "feeder: the queue capacity must be >= 1, not %zu",
+        return sl__errf(err, SL_EINVAL, "channel: the queue capacity must be >= 1, not %zu",
                         o->capacity);
     if (o->inline_transfer && ndevices != 1)
         return sl__errf(err, SL_EINVAL,
-                        "feeder: an inline transfer feeds one device, not %zu (it runs on "
+                        "channel: an inline transfer feeds one device, not %zu (it runs on "
                         "that device's executor)",
                         ndevices);
     if (o->ncolumns < 1 || o->ncolumns > SL_MAX_COLUMNS)
-        return sl__errf(err, SL_EINVAL, "feeder: %zu columns to send; 1 to %d may be",
+        return sl__errf(err, SL_EINVAL, "channel: %zu columns to send; 1 to %d may be",
                         o->ncolumns, SL_MAX_COLUMNS);
     return SL_OK;
 }
 
-int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
-                   size_t ndevices, const sl__feeder_options *o, sl__error *err)
+int sl__channel_new(sl__channel **out, sl_dataset *ds, sl_device *const *devices,
+                   size_t ndevices, const sl__channel_options *o, sl__error *err)
 {
     sl_iterator_options io;
-    sl__feeder *f;
+    sl__channel *f;
     int rc, e;
 
     *out = NULL;
@@ -407,12 +407,12 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
         return rc;
     f = calloc(1, sizeof *f);
     if (!f)
-        return sl__errf(err, SL_ENOMEM, "feeder: out of memory");
+        return sl__errf(err, SL_ENOMEM, "channel: out of memory");
     f->opts = *o;
     f->ndevices = ndevices;
     if ((e = pthread_mutex_init(&f->stats_lock, NULL)) != 0) {
         free(f);
-        return sl__pthread_errf(err, e, "feeder: pthread_mutex_init");
+        return sl__pthread_errf(err, e, "channel: pthread_mutex_init");
     }
     /* Only a transfer thread waits for slots: it is what the tuner watches. */
     f->tuning = o->autotune && !o->inline_transfer;
@@ -471,7 +471,7 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
         return SL_OK;
     }
     if ((e = pthread_create(&f->thread, NULL, transfer_main, f)) != 0) {
-        rc = sl__pthread_errf(err, e, "feeder: starting the transfer thread");
+        rc = sl__pthread_errf(err, e, "channel: starting the transfer thread");
         goto fail;
     }
     f->started = 1;
@@ -479,11 +479,11 @@ int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
     *out = f;
     return SL_OK;
 fail:
-    sl__feeder_free(f);
+    sl__channel_free(f);
     return rc;
 }
 
-void sl__feeder_free(sl__feeder *f)
+void sl__channel_free(sl__channel *f)
 {
     if (!f)
         return;
@@ -503,12 +503,12 @@ void sl__feeder_free(sl__feeder *f)
     free(f);
 }
 
-sl__device_queue *sl__feeder_queue(sl__feeder *f, size_t device)
+sl__device_queue *sl__channel_queue(sl__channel *f, size_t device)
 {
     return device < f->ndevices ? f->queues[device] : NULL;
 }
 
-void sl__feeder_get_stats(sl__feeder *f, sl__feeder_stats *out)
+void sl__channel_get_stats(sl__channel *f, sl__channel_stats *out)
 {
     memset(out, 0, sizeof *out);
     out->batches = atomic_load(&f->batches);
@@ -522,20 +522,20 @@ void sl__feeder_get_stats(sl__feeder *f, sl__feeder_stats *out)
     out->channel_full_ms = f->it ? sl__iterator_output_blocked_ms(f->it) : 0;
 }
 
-size_t sl__feeder_get_stage_stats(sl__feeder *f, sl_stage_stats *out, size_t max)
+size_t sl__channel_get_stage_stats(sl__channel *f, sl_stage_stats *out, size_t max)
 {
     /* The iterator's last entry is its consumer, which is the transfer
-     * thread (or the executor): it is replaced by the feeder's own
+     * thread (or the executor): it is replaced by the channel's own
      * figures, read without touching the consumer's unlocked counters. */
     size_t n = sl_iterator_get_stage_stats(f->it, out, 0), pipeline = n - 1;
-    sl__feeder_stats fs;
+    sl__channel_stats fs;
     sl__dq_stats q;
     sl_stage_stats *t;
     double end;
     sl_iterator_get_stage_stats(f->it, out, pipeline < max ? pipeline : max);
     if (pipeline >= max)
         return n;
-    sl__feeder_get_stats(f, &fs);
+    sl__channel_get_stats(f, &fs);
     sl__dq_get_stats(f->queues[0], &q);
     end = atomic_load(&f->state) == FINISHED ? atomic_load(&f->since_ms) : sl__now_ms();
     t = &out[pipeline];

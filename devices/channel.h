@@ -1,25 +1,25 @@
-/* feeder.h: the channel and the transfer thread, what sinking adds
- * between the pipeline and the devices. The channel is the pipeline's last
- * bounded queue of ready host batches (sl_iterator); the transfer thread
+/* channel.h: the channel, what sinking adds between the pipeline and the
+ * devices: the pipeline's last bounded queue of ready host batches
+ * (sl_iterator) and the transfer thread that empties it. The thread
  * takes each batch from it, copies the columns a step reads into a free
  * slot of a device queue (dealing batches round-robin when it feeds several
  * devices) and commits it, so copying overlaps computing. Ends of epoch,
  * the end of data and pipeline errors follow the batches into every
  * queue, in order.
  *
- * Threads: one transfer thread, plus the pipeline's. Freeing the feeder
+ * Threads: one transfer thread, plus the pipeline's. Freeing the channel
  * interrupts the pipeline and the queues, joins the transfer thread and
  * frees the iterator (joining the pipeline), at any point.
  *
  * Inline transfer: when the device reads host memory and the compute
  * threads fill every CPU, a transfer thread has no CPU of its own: each
  * time it woke it would take one from the step, once per batch. The
- * executor then moves batches itself: sl__feeder_get_next finds the queue
+ * executor then moves batches itself: sl__channel_get_next finds the queue
  * empty, takes the pipeline's next batch and copies it into a slot (a
  * memcpy on cpu) before it takes it as GetNext. The order, the markers,
  * the errors and the timeout's message are the same. */
-#ifndef SLUICE_DEVICES_FEEDER_H
-#define SLUICE_DEVICES_FEEDER_H
+#ifndef SLUICE_DEVICES_CHANNEL_H
+#define SLUICE_DEVICES_CHANNEL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -31,11 +31,11 @@
 #include "sluice/profiler.h"
 #include "sluice/device.h"
 
-#define SL__FEEDER_MAX_DEVICES 8
+#define SL__CHANNEL_MAX_DEVICES 8
 
-typedef struct sl__feeder sl__feeder;
+typedef struct sl__channel sl__channel;
 
-typedef struct sl__feeder_options {
+typedef struct sl__channel_options {
     sl_profiler *profiler;     /* NULL, or where the transfer and pipeline record */
     /* The pipeline's autotune settings (sl_iterator_options): autotune,
      * autotune_max_workers (0: the iterator's default), autotune_log and
@@ -60,20 +60,20 @@ typedef struct sl__feeder_options {
     int columns[SL_MAX_COLUMNS];      /* dataset column indices */
     sl_tensor_spec specs[SL_MAX_COLUMNS];
     const char *names[SL_MAX_COLUMNS]; /* for messages */
-    /* 1: no transfer thread; sl__feeder_get_next moves each batch on the
+    /* 1: no transfer thread; sl__channel_get_next moves each batch on the
      * caller's thread (one device only). */
     int inline_transfer;
     /* inline: the longest wait for the pipeline's next batch (-1: none) */
     int64_t getnext_timeout_ms;
     /* inline, on a device that reads host memory: copies n bytes on the
-     * caller's thread (sl__feeder_get_next's), which may share the copy
+     * caller's thread (sl__channel_get_next's), which may share the copy
      * with its compute team (NULL: the device's own copy). Never called
      * by a transfer thread. */
     void (*host_copy)(void *arg, void *dst, const void *src, size_t n);
     void *host_copy_arg;
     /* inline: the caller's compute team, lent to the pipeline, which then
      * runs its map+batch on it when it can (pipeline/consumer_team.h);
-     * NULL: none. Must outlive the feeder. */
+     * NULL: none. Must outlive the channel. */
     const struct sl__consumer_team *team;
     /* 1: on one device that reads host memory, the pipeline stacks each
      * batch straight into a slot the queue lends it (device_queue.h), so
@@ -81,9 +81,9 @@ typedef struct sl__feeder_options {
      * channel's batches on top of capacity (SL__DQ_LEND_BYTES at most).
      * Otherwise ignored. */
     int lend;
-} sl__feeder_options;
+} sl__channel_options;
 
-typedef struct sl__feeder_stats {
+typedef struct sl__channel_stats {
     uint64_t batches;          /* sent to device queues */
     uint64_t claimed;          /* of those, stacked by the pipeline into a lent
                                 * slot, so not copied */
@@ -92,30 +92,30 @@ typedef struct sl__feeder_stats {
     double first_wait_ms;      /* of that, for the first batch (start-up) */
     double slot_wait_ms;       /* the transfer thread waiting for a free slot */
     double channel_full_ms;    /* the pipeline blocked on a full channel */
-} sl__feeder_stats;
+} sl__channel_stats;
 
 /* Starts ds's pipeline, makes one queue per device and starts the transfer
  * thread. On failure the message is in err and nothing is left running. */
-int sl__feeder_new(sl__feeder **out, sl_dataset *ds, sl_device *const *devices,
-                   size_t ndevices, const sl__feeder_options *o, sl__error *err);
+int sl__channel_new(sl__channel **out, sl_dataset *ds, sl_device *const *devices,
+                   size_t ndevices, const sl__channel_options *o, sl__error *err);
 /* Stops and joins every thread, frees the queues. NULL is ignored. */
-void sl__feeder_free(sl__feeder *f);
-sl__device_queue *sl__feeder_queue(sl__feeder *f, size_t device);
-void sl__feeder_get_stats(sl__feeder *f, sl__feeder_stats *out);
+void sl__channel_free(sl__channel *f);
+sl__device_queue *sl__channel_queue(sl__channel *f, size_t device);
+void sl__channel_get_stats(sl__channel *f, sl__channel_stats *out);
 /* The pipeline's stages, then "transfer": the transfer thread (threads 0
  * when the executor moves batches itself), its output the first device's
  * queue. Fills at most max entries; returns how many there are. */
-size_t sl__feeder_get_stage_stats(sl__feeder *f, sl_stage_stats *out, size_t max);
+size_t sl__channel_get_stage_stats(sl__channel *f, sl_stage_stats *out, size_t max);
 
 /* GetNext on device's queue, as sl__dq_get_next (same returns, messages
  * and timeout). Inline, an empty queue is first given the pipeline's next
  * batch or marker on this thread. *waited_ms (may be NULL) gets the time
  * spent waiting for a batch, copying excluded. */
-int sl__feeder_get_next(sl__feeder *f, size_t device, sl__dq_slot **slot, int64_t timeout_ms,
+int sl__channel_get_next(sl__channel *f, size_t device, sl__dq_slot **slot, int64_t timeout_ms,
                         double *waited_ms, sl__error *err);
 /* A stop: GetNext returns SL_ECANCELED, wherever it waits, until
- * sl__feeder_resume; the data keeps its place. Thread-safe. */
-void sl__feeder_interrupt(sl__feeder *f);
-void sl__feeder_resume(sl__feeder *f);
+ * sl__channel_resume; the data keeps its place. Thread-safe. */
+void sl__channel_interrupt(sl__channel *f);
+void sl__channel_resume(sl__channel *f);
 
 #endif
