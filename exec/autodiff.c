@@ -9,10 +9,10 @@
 
 /* Appends a gradient op reading in[0..nin) whose value has the shape of
  * value `like` and is named "grad.<like>". */
-static int grad_node(sl_graph *g, sl__op op, int like, const int *in, int nin)
+static int grad_node(sl_graph *g, sl__graph_op op, int like, const int *in, int nin)
 {
     char name[SL_NODE_NAME_LEN];
-    sl__node *n;
+    sl__graph_node *n;
     int id;
     sl__make_name(name, "grad.", g->nodes[like].name, "");
     id = sl__graph_add_node(g, op, NULL, in, nin);
@@ -54,7 +54,7 @@ static int accumulate(sl_graph *g, int *grads, int v, int c)
  * itself when it reads what that node saved), so liveness is plain. */
 static int backward_rule(sl_graph *g, const char *needs, int *grads, int i)
 {
-    sl__node n = g->nodes[i]; /* a copy: adding nodes may move the array */
+    sl__graph_node n = g->nodes[i]; /* a copy: adding nodes may move the array */
     int dy = grads[i], c, rc = SL_OK;
 
     switch (n.op) {
@@ -128,7 +128,7 @@ static int backward_rule(sl_graph *g, const char *needs, int *grads, int i)
         break;
     case SL__OP_RESHAPE:
         if (needs[n.in[0]]) {
-            const sl__node *x = &g->nodes[n.in[0]];
+            const sl__graph_node *x = &g->nodes[n.in[0]];
             char name[SL_NODE_NAME_LEN];
             int64_t shape[SL_MAX_DIMS];
             for (int k = 0; k < x->ndim; k++)
@@ -174,7 +174,7 @@ int sl_graph_backward(sl_graph *g, int loss)
     if (g->nodes[loss].op != SL__OP_SOFTMAX_XENT && g->nodes[loss].op != SL__OP_SOFTMAX_XENT_DENSE)
         return sl__errf(&g->err, SL_EINVAL,
                         "backward: loss '%s' is %s; it must be a softmax_cross_entropy node",
-                        g->nodes[loss].name, sl__op_name(g->nodes[loss].op));
+                        g->nodes[loss].name, sl__graph_op_name(g->nodes[loss].op));
     needs = calloc(nfwd, 1);
     grads = malloc(nfwd * sizeof *grads);
     if (!needs || !grads) {
@@ -184,7 +184,7 @@ int sl_graph_backward(sl_graph *g, int loss)
     }
     /* A value needs a gradient when a trainable parameter flows into it. */
     for (size_t i = 0; i < nfwd; i++) {
-        const sl__node *n = &g->nodes[i];
+        const sl__graph_node *n = &g->nodes[i];
         grads[i] = -1;
         needs[i] = n->op == SL__OP_PARAM && n->trainable;
         if (n->op == SL__OP_ARGMAX)

@@ -99,7 +99,7 @@ int sl_checkpoint_save_at(sl_graph *g, const char *path, int64_t global_step,
     put_u64(head + 16, (uint64_t)global_step);
     failed = write_crc(af.f, head, sizeof head, &crc) < 0;
     for (size_t i = 0; i < g->nnodes && !failed; i++) {
-        const sl__node *n = &g->nodes[i];
+        const sl__graph_node *n = &g->nodes[i];
         size_t len = strlen(n->name), k = 0;
         if (n->op != SL__OP_PARAM)
             continue;
@@ -201,7 +201,7 @@ static int parse(sl_graph *g, const char *path, const unsigned char *p, size_t b
         int64_t shape[SL_MAX_DIMS];
         size_t len, numel = 1;
         int ndim, id;
-        const sl__node *n;
+        const sl__graph_node *n;
         if (body - at < 2)
             goto truncated;
         len = (size_t)p[at] | (size_t)p[at + 1] << 8;
@@ -252,7 +252,7 @@ static int parse(sl_graph *g, const char *path, const unsigned char *p, size_t b
             return sl__errf(&g->err, SL_EFORMAT,
                             "checkpoint %s: '%s' is %s in the file but %s in the network", path,
                             name, sl_shape_str(got, sizeof got, ndim, shape),
-                            sl__node_shape_str(n, want, sizeof want));
+                            sl__graph_node_shape_str(n, want, sizeof want));
         seen[id] = 1;
         entries[e].node = id;
     }
@@ -374,7 +374,7 @@ int sl_checkpoint_load_at(sl_graph *g, const char *path, int64_t *global_step,
         }
     /* Everything checked: now copy. */
     for (uint32_t e = 0; e < count; e++) {
-        sl__node *n;
+        sl__graph_node *n;
         if (entries[e].node < 0)
             continue;
         n = &g->nodes[entries[e].node];

@@ -18,7 +18,7 @@ static void *aux(const sl_step *s, int j)
     return (unsigned char *)s->ptr[j] + s->slots[j].value_bytes;
 }
 
-static const sl__node *gnode(const sl_step *s, int j)
+static const sl__graph_node *gnode(const sl_step *s, int j)
 {
     return &s->g->nodes[s->slots[j].node];
 }
@@ -62,7 +62,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
     sl_step *s = arg;
     int j = s->current;
     const sl__slot *sl = &s->slots[j];
-    const sl__node *nd = gnode(s, j);
+    const sl__graph_node *nd = gnode(s, j);
     const int *in = sl->in;
     size_t b, e;
 
@@ -142,7 +142,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
             sl__add_forward(f32(s, j), f32(s, in[0]), f32(s, in[1]), b, e);
         break;
     case SL__OP_DENSE: {
-        const sl__node *w = gnode(s, in[1]);
+        const sl__graph_node *w = gnode(s, in[1]);
         size_t n = (size_t)nd->shape[0], out = (size_t)w->shape[0], inf = (size_t)w->shape[1];
         sl__share_range(sh, big_enough(n * out * inf, MIN_SPLIT_MACS, SL__GRAIN_THREAD), n, 1, &b,
                         &e);
@@ -152,7 +152,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
         break;
     }
     case SL__OP_DENSE_DX: {
-        const sl__node *w = gnode(s, in[1]);
+        const sl__graph_node *w = gnode(s, in[1]);
         size_t n = (size_t)nd->shape[0], out = (size_t)w->shape[0], inf = (size_t)w->shape[1];
         sl__share_range(sh, big_enough(n * out * inf, MIN_SPLIT_MACS, SL__GRAIN_THREAD), n, 1, &b,
                         &e);
@@ -161,7 +161,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
         break;
     }
     case SL__OP_DENSE_DW: {
-        const sl__node *x = gnode(s, in[1]);
+        const sl__graph_node *x = gnode(s, in[1]);
         size_t n = (size_t)x->shape[0], out = (size_t)nd->shape[0], inf = (size_t)nd->shape[1];
         sl__share_range(sh, big_enough(n * out * inf, MIN_SPLIT_MACS, SL__GRAIN_THREAD), out, 1,
                         &b, &e);
@@ -171,7 +171,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
         break;
     }
     case SL__OP_DENSE_DB: {
-        const sl__node *dy = gnode(s, in[0]);
+        const sl__graph_node *dy = gnode(s, in[0]);
         size_t n = (size_t)dy->shape[0], out = (size_t)nd->shape[0];
         if (sh->index == 0)
             sl__dense_backward_bias(f32(s, j), f32(s, in[0]), n, out, 0, out);
@@ -179,7 +179,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
     }
     case SL__OP_SOFTMAX_XENT:
         if (sh->index == 0) {
-            const sl__node *logits = gnode(s, in[0]);
+            const sl__graph_node *logits = gnode(s, in[0]);
             long rc = sl__softmax_xent_forward(f32(s, j), aux(s, j), f32(s, in[0]),
                                                (const int32_t *)s->ptr[in[1]],
                                                (size_t)logits->shape[0],
@@ -195,7 +195,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
         break;
     case SL__OP_SOFTMAX_XENT_DENSE:
         if (sh->index == 0) {
-            const sl__node *logits = gnode(s, in[0]);
+            const sl__graph_node *logits = gnode(s, in[0]);
             sl__softmax_xent_dense_forward(f32(s, j), aux(s, j), f32(s, in[0]), f32(s, in[1]),
                                            (size_t)logits->shape[0], (size_t)logits->shape[1],
                                            nd->attr.xent.mean);
@@ -209,7 +209,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
         break;
     case SL__OP_ARGMAX:
         if (sh->index == 0) {
-            const sl__node *x = gnode(s, in[0]);
+            const sl__graph_node *x = gnode(s, in[0]);
             sl__argmax_forward(s->ptr[j], f32(s, in[0]), (size_t)x->shape[0],
                                (size_t)x->shape[1], 0, (size_t)x->shape[0]);
         }
@@ -261,7 +261,7 @@ size_t sl__update_numel(const sl_step *s, int j)
 /* The update of elements [b, e) of member j's parameter. */
 static void update_range(const sl_step *s, int j, size_t b, size_t e)
 {
-    const sl__node *nd = gnode(s, j);
+    const sl__graph_node *nd = gnode(s, j);
     const int *in = s->slots[j].in;
     if (nd->op == SL__OP_MOMENTUM)
         sl__momentum_update(f32(s, in[0]), f32(s, in[2]), f32(s, in[1]), nd->attr.opt.lr,

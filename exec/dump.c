@@ -33,14 +33,14 @@ static void write_ir(FILE *f, const sl_step *s, const char *name)
         fprintf(f, "# values are allocated as each node runs and freed after its last reader\n");
     for (int j = 0; j < s->nslots; j++) {
         const sl__slot *sl = &s->slots[j];
-        const sl__node *n = &s->g->nodes[sl->node];
+        const sl__graph_node *n = &s->g->nodes[sl->node];
         if (sl->fused == SL__FUSED_AWAY) {
-            fprintf(f, "# %%%d = %s \"%s\": runs in %%%d\n", j, sl__op_name(n->op), n->name,
+            fprintf(f, "# %%%d = %s \"%s\": runs in %%%d\n", j, sl__graph_op_name(n->op), n->name,
                     sl->fused_with);
             continue;
         }
         fprintf(f, "%%%d = %s \"%s\"(", j,
-                sl->fused != SL__FUSED_NONE ? sl__slot_op_name(s, j) : sl__op_name(n->op), n->name);
+                sl->fused != SL__FUSED_NONE ? sl__slot_op_name(s, j) : sl__graph_op_name(n->op), n->name);
         for (int k = 0; k < sl__slot_num_inputs(s, j); k++)
             fprintf(f, "%s%%%d", k ? ", " : "", sl->in[k]);
         fprintf(f, ")");
@@ -48,7 +48,7 @@ static void write_ir(FILE *f, const sl_step *s, const char *name)
             fprintf(f, " {stride=%zu, pad=%zu}", n->attr.conv.stride, n->attr.conv.pad);
         if (n->op == SL__OP_MAX_POOL2D || n->op == SL__OP_MAX_POOL2D_DX)
             fprintf(f, " {kernel=%zu, stride=%zu}", n->attr.pool.k, n->attr.pool.stride);
-        if (sl__op_is_update(n->op)) {
+        if (sl__graph_op_is_update(n->op)) {
             fprintf(f, " {lr=%g, momentum=%g}", (double)n->attr.opt.lr,
                     (double)n->attr.opt.momentum);
             if (sl->group_first >= 0)
@@ -56,7 +56,7 @@ static void write_ir(FILE *f, const sl_step *s, const char *name)
             fprintf(f, "\n");
             continue;
         }
-        fprintf(f, " : %s %s", sl_dtype_name(n->dtype), sl__node_shape_str(n, shape, sizeof shape));
+        fprintf(f, " : %s %s", sl_dtype_name(n->dtype), sl__graph_node_shape_str(n, shape, sizeof shape));
         fprintf(f, "  # %s", storage_name(sl->storage));
         if (sl->storage == SL__STORE_TEMP && s->mode == SL_GRAPH_MODE)
             fprintf(f, " [%zu, %zu)", sl->offset, sl->offset + sl->bytes);
@@ -77,13 +77,13 @@ static void write_dot(FILE *f, const sl_step *s, const char *name)
             name);
     for (int j = 0; j < s->nslots; j++) {
         const sl__slot *sl = &s->slots[j];
-        const sl__node *n = &s->g->nodes[sl->node];
+        const sl__graph_node *n = &s->g->nodes[sl->node];
         const char *style = sl->storage == SL__STORE_PARAM   ? "shape=box, style=filled, fillcolor=lightyellow"
                             : sl->storage == SL__STORE_INPUT ? "shape=ellipse, style=filled, fillcolor=lightblue"
                             : sl->storage == SL__STORE_NONE  ? "shape=box, style=dashed"
                                                              : "shape=box, style=rounded";
-        fprintf(f, "  n%d [%s, label=\"%s\\n%s\\n%s\"];\n", j, style, n->name, sl__op_name(n->op),
-                sl__op_is_update(n->op) ? "" : sl__node_shape_str(n, shape, sizeof shape));
+        fprintf(f, "  n%d [%s, label=\"%s\\n%s\\n%s\"];\n", j, style, n->name, sl__graph_op_name(n->op),
+                sl__graph_op_is_update(n->op) ? "" : sl__graph_node_shape_str(n, shape, sizeof shape));
         for (int k = 0; k < n->nin; k++)
             fprintf(f, "  n%d -> n%d;\n", sl->in[k], j);
     }

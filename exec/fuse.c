@@ -165,7 +165,7 @@ int sl__slot_num_inputs(const sl_step *s, int j)
 const char *sl__slot_op_name(const sl_step *s, int j)
 {
     const sl__slot *sl = &s->slots[j];
-    sl__op op = s->g->nodes[sl->node].op;
+    sl__graph_op op = s->g->nodes[sl->node].op;
     switch (sl->fused) {
     case SL__FUSED_RELU_POOL: return "relu+max_pool2d";
     case SL__FUSED_RELU_POOL_DX: return "relu+max_pool2d_grad";
@@ -182,14 +182,14 @@ const char *sl__slot_op_name(const sl_step *s, int j)
     }
     if (sl->group_first >= 0)
         return op == SL__OP_MOMENTUM ? "momentum, one pass" : "sgd, one pass";
-    return sl__op_name(op);
+    return sl__graph_op_name(op);
 }
 
 /* Parameters (the optimizer's accumulators among them) have no work to
  * run, so they do not break a run of updates. */
 static int is_update(const sl_step *s, int j)
 {
-    return sl__op_is_update((sl__op)op_of(s, j));
+    return sl__graph_op_is_update((sl__graph_op)op_of(s, j));
 }
 
 void sl__plan_group_updates(sl_step *s)

@@ -37,17 +37,17 @@ static const char *const op_names[SL__OP_COUNT] = {
     [SL__OP_SGD] = "sgd",
 };
 
-const char *sl__op_name(sl__op op)
+const char *sl__graph_op_name(sl__graph_op op)
 {
     return (op >= 0 && op < SL__OP_COUNT) ? op_names[op] : "?";
 }
 
-int sl__op_is_update(sl__op op)
+int sl__graph_op_is_update(sl__graph_op op)
 {
     return op == SL__OP_MOMENTUM || op == SL__OP_SGD;
 }
 
-const char *sl__node_shape_str(const sl__node *n, char *buf, size_t len)
+const char *sl__graph_node_shape_str(const sl__graph_node *n, char *buf, size_t len)
 {
     return sl_shape_str(buf, len, n->ndim, n->shape);
 }
@@ -92,16 +92,16 @@ static int valid_id(const sl_graph *g, int id)
     return id >= 0 && (size_t)id < g->nnodes;
 }
 
-int sl__graph_add_node(sl_graph *g, sl__op op, const char *name, const int *in, int nin)
+int sl__graph_add_node(sl_graph *g, sl__graph_op op, const char *name, const int *in, int nin)
 {
-    sl__node *n;
+    sl__graph_node *n;
     SL_ASSERT(nin >= 0 && nin <= SL__MAX_INPUTS);
     if (g->nnodes == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 64;
-        sl__node *nodes = realloc(g->nodes, cap * sizeof *nodes);
+        sl__graph_node *nodes = realloc(g->nodes, cap * sizeof *nodes);
         if (!nodes)
             return sl__errf(&g->err, SL_ENOMEM, "%s: out of memory adding a node",
-                            sl__op_name(op));
+                            sl__graph_op_name(op));
         g->nodes = nodes;
         g->cap = cap;
     }
@@ -116,14 +116,14 @@ int sl__graph_add_node(sl_graph *g, sl__op op, const char *name, const int *in, 
     if (name && *name)
         snprintf(n->name, sizeof n->name, "%s", name);
     else
-        snprintf(n->name, sizeof n->name, "%s_%zu", sl__op_name(op), g->nnodes);
+        snprintf(n->name, sizeof n->name, "%s_%zu", sl__graph_op_name(op), g->nnodes);
     return (int)g->nnodes++;
 }
 
 /* Sets a node's shape and element count; refuses absurd sizes. */
 static int set_shape(sl_graph *g, int id, sl_dtype dtype, int ndim, const int64_t *shape)
 {
-    sl__node *n = &g->nodes[id];
+    sl__graph_node *n = &g->nodes[id];
     size_t nbytes;
     n->dtype = dtype;
     n->ndim = ndim;
@@ -133,7 +133,7 @@ static int set_shape(sl_graph *g, int id, sl_dtype dtype, int ndim, const int64_
         char s[96];
         g->nnodes--;
         return sl__errf(&g->err, SL_ESHAPE, "%s '%s': shape %s is invalid or too large",
-                        sl__op_name(n->op), n->name, sl_shape_str(s, sizeof s, ndim, shape));
+                        sl__graph_op_name(n->op), n->name, sl_shape_str(s, sizeof s, ndim, shape));
     }
     return id;
 }
@@ -149,7 +149,7 @@ static int check_inputs(sl_graph *g, const char *op, const char *name, const int
             return sl__errf(&g->err, SL_EINVAL, "%s%s%s: input %d is not a node (id %d)", op,
                             name ? " " : "", name ? name : "", i, in[i]);
         }
-        if (sl__op_is_update(g->nodes[in[i]].op))
+        if (sl__graph_op_is_update(g->nodes[in[i]].op))
             return sl__errf(&g->err, SL_EINVAL, "%s: input %d ('%s') is an update, not a value",
                             op, i, g->nodes[in[i]].name);
     }
@@ -169,18 +169,18 @@ static int check_name_free(sl_graph *g, const char *op, const char *name)
 }
 
 /* Starts a builder: checks inputs and name, then adds the node. */
-static int begin_node(sl_graph *g, sl__op op, const char *name, const int *in, int nin)
+static int begin_node(sl_graph *g, sl__graph_op op, const char *name, const int *in, int nin)
 {
-    int rc = check_inputs(g, sl__op_name(op), name, in, nin);
+    int rc = check_inputs(g, sl__graph_op_name(op), name, in, nin);
     if (rc < 0)
         return rc;
-    rc = check_name_free(g, sl__op_name(op), name);
+    rc = check_name_free(g, sl__graph_op_name(op), name);
     if (rc < 0)
         return rc;
     return sl__graph_add_node(g, op, name, in, nin);
 }
 
-static const sl__node *node(const sl_graph *g, int id)
+static const sl__graph_node *node(const sl_graph *g, int id)
 {
     return &g->nodes[id];
 }
@@ -192,12 +192,12 @@ static int fail_last(sl_graph *g, int status, const char *fmt, ...)
 static int fail_last(sl_graph *g, int status, const char *fmt, ...)
 {
     char msg[SL_ERRMSG_LEN];
-    const sl__node *n = &g->nodes[g->nnodes - 1];
+    const sl__graph_node *n = &g->nodes[g->nnodes - 1];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    sl__errf(&g->err, status, "%s '%s': %s", sl__op_name(n->op), n->name, msg);
+    sl__errf(&g->err, status, "%s '%s': %s", sl__graph_op_name(n->op), n->name, msg);
     g->nnodes--;
     return status;
 }
@@ -230,7 +230,7 @@ int sl_graph_param(sl_graph *g, const char *name, int ndim, const int64_t *shape
                    sl_init init)
 {
     char s[96];
-    sl__node *n;
+    sl__graph_node *n;
     sl_rng rng;
     int id;
     if (!name || !*name)
@@ -277,10 +277,10 @@ int sl_graph_param(sl_graph *g, const char *name, int ndim, const int64_t *shape
 static int need_float(sl_graph *g, int id, const char *what)
 {
     char s[96];
-    const sl__node *x = node(g, id);
+    const sl__graph_node *x = node(g, id);
     if (x->dtype != SL_FLOAT32)
         return fail_last(g, SL_ESHAPE, "%s '%s' is %s %s, expected float32", what, x->name,
-                         sl_dtype_name(x->dtype), sl__node_shape_str(x, s, sizeof s));
+                         sl_dtype_name(x->dtype), sl__graph_node_shape_str(x, s, sizeof s));
     return SL_OK;
 }
 
@@ -288,7 +288,7 @@ int sl_graph_conv2d(sl_graph *g, const char *name, int x, int weight, int stride
 {
     int in[2] = {x, weight};
     char sx[96], sw[96];
-    const sl__node *nx, *nw;
+    const sl__graph_node *nx, *nw;
     sl__conv2d_dims d;
     int64_t shape[4];
     int id = begin_node(g, SL__OP_CONV2D, name, in, 2);
@@ -296,8 +296,8 @@ int sl_graph_conv2d(sl_graph *g, const char *name, int x, int weight, int stride
         return id;
     nx = node(g, x);
     nw = node(g, weight);
-    sl__node_shape_str(nx, sx, sizeof sx);
-    sl__node_shape_str(nw, sw, sizeof sw);
+    sl__graph_node_shape_str(nx, sx, sizeof sx);
+    sl__graph_node_shape_str(nw, sw, sizeof sw);
     if (need_float(g, x, "input") < 0 || need_float(g, weight, "weight") < 0)
         return g->err.status;
     if (nx->ndim != 4)
@@ -339,14 +339,14 @@ int sl_graph_conv2d(sl_graph *g, const char *name, int x, int weight, int stride
 int sl_graph_max_pool2d(sl_graph *g, const char *name, int x, int kernel, int stride)
 {
     char sx[96];
-    const sl__node *nx;
+    const sl__graph_node *nx;
     sl__pool2d_dims d;
     int64_t shape[4];
     int id = begin_node(g, SL__OP_MAX_POOL2D, name, &x, 1);
     if (id < 0)
         return id;
     nx = node(g, x);
-    sl__node_shape_str(nx, sx, sizeof sx);
+    sl__graph_node_shape_str(nx, sx, sizeof sx);
     if (need_float(g, x, "input") < 0)
         return g->err.status;
     if (nx->ndim != 4)
@@ -388,7 +388,7 @@ int sl_graph_reduce_mean(sl_graph *g, const char *name, int x, int axis, int kee
 {
     char sx[96];
     int64_t shape[SL_MAX_DIMS];
-    const sl__node *nx;
+    const sl__graph_node *nx;
     int ndim = 0;
     int id = begin_node(g, SL__OP_REDUCE_MEAN, name, &x, 1);
     if (id < 0)
@@ -396,7 +396,7 @@ int sl_graph_reduce_mean(sl_graph *g, const char *name, int x, int axis, int kee
     if (need_float(g, x, "input") < 0)
         return g->err.status;
     nx = node(g, x);
-    sl__node_shape_str(nx, sx, sizeof sx);
+    sl__graph_node_shape_str(nx, sx, sizeof sx);
     if (axis < 0 || axis >= nx->ndim)
         return fail_last(g, SL_EINVAL,
                          "axis %d of input '%s' %s: the mean is over the axes from one in "
@@ -414,15 +414,15 @@ int sl_graph_dense(sl_graph *g, const char *name, int x, int weight, int bias)
 {
     int in[3] = {x, weight, bias};
     char sx[96], sw[96], sb[96];
-    const sl__node *nx, *nw, *nb;
+    const sl__graph_node *nx, *nw, *nb;
     int64_t shape[2];
     int id = begin_node(g, SL__OP_DENSE, name, in, bias == -1 ? 2 : 3);
     if (id < 0)
         return id;
     nx = node(g, x);
     nw = node(g, weight);
-    sl__node_shape_str(nx, sx, sizeof sx);
-    sl__node_shape_str(nw, sw, sizeof sw);
+    sl__graph_node_shape_str(nx, sx, sizeof sx);
+    sl__graph_node_shape_str(nw, sw, sizeof sw);
     if (need_float(g, x, "input") < 0 || need_float(g, weight, "weight") < 0)
         return g->err.status;
     if (nx->ndim != 2)
@@ -433,7 +433,7 @@ int sl_graph_dense(sl_graph *g, const char *name, int x, int weight, int bias)
                          nx->name, sx, nw->name, sw);
     if (bias != -1) {
         nb = node(g, bias);
-        sl__node_shape_str(nb, sb, sizeof sb);
+        sl__graph_node_shape_str(nb, sb, sizeof sb);
         if (need_float(g, bias, "bias") < 0)
             return g->err.status;
         if (nb->ndim != 1 || nb->shape[0] != nw->shape[0])
@@ -448,7 +448,7 @@ int sl_graph_dense(sl_graph *g, const char *name, int x, int weight, int bias)
 int sl_graph_flatten(sl_graph *g, const char *name, int x)
 {
     int64_t shape[2];
-    const sl__node *nx;
+    const sl__graph_node *nx;
     if (check_inputs(g, "flatten", name, &x, 1) < 0)
         return g->err.status < 0 ? g->err.status : SL_EINVAL;
     nx = node(g, x);
@@ -465,12 +465,12 @@ int sl_graph_reshape(sl_graph *g, const char *name, int x, int ndim, const int64
     int64_t out[SL_MAX_DIMS];
     size_t known = 1;
     int unknown = -1;
-    const sl__node *nx;
+    const sl__graph_node *nx;
     int id = begin_node(g, SL__OP_RESHAPE, name, &x, 1);
     if (id < 0)
         return id;
     nx = node(g, x);
-    sl__node_shape_str(nx, sx, sizeof sx);
+    sl__graph_node_shape_str(nx, sx, sizeof sx);
     if (ndim < 0 || ndim > SL_MAX_DIMS || (ndim > 0 && !shape))
         return fail_last(g, SL_EINVAL, "rank %d: must be 0..%d", ndim, SL_MAX_DIMS);
     sl_shape_str(ss, sizeof ss, ndim, shape);
@@ -499,7 +499,7 @@ int sl_graph_add(sl_graph *g, const char *name, int a, int b)
 {
     int in[2] = {a, b};
     char sa[96], sb[96];
-    const sl__node *na, *nb;
+    const sl__graph_node *na, *nb;
     int id = begin_node(g, SL__OP_ADD, name, in, 2);
     if (id < 0)
         return id;
@@ -509,8 +509,8 @@ int sl_graph_add(sl_graph *g, const char *name, int a, int b)
         return g->err.status;
     if (!sl__shape_equal(na->ndim, na->shape, nb->ndim, nb->shape))
         return fail_last(g, SL_ESHAPE, "'%s' %s and '%s' %s differ in shape", na->name,
-                         sl__node_shape_str(na, sa, sizeof sa), nb->name,
-                         sl__node_shape_str(nb, sb, sizeof sb));
+                         sl__graph_node_shape_str(na, sa, sizeof sa), nb->name,
+                         sl__graph_node_shape_str(nb, sb, sizeof sb));
     return set_shape(g, id, SL_FLOAT32, na->ndim, na->shape);
 }
 
@@ -518,14 +518,14 @@ int sl_graph_softmax_cross_entropy(sl_graph *g, const char *name, int logits, in
 {
     int in[2] = {logits, labels};
     char sl[96], sy[96];
-    const sl__node *nl, *ny;
+    const sl__graph_node *nl, *ny;
     int id = begin_node(g, SL__OP_SOFTMAX_XENT, name, in, 2);
     if (id < 0)
         return id;
     nl = node(g, logits);
     ny = node(g, labels);
-    sl__node_shape_str(nl, sl, sizeof sl);
-    sl__node_shape_str(ny, sy, sizeof sy);
+    sl__graph_node_shape_str(nl, sl, sizeof sl);
+    sl__graph_node_shape_str(ny, sy, sizeof sy);
     if (need_float(g, logits, "logits") < 0)
         return g->err.status;
     if (nl->ndim != 2)
@@ -548,15 +548,15 @@ int sl_graph_softmax_cross_entropy_dense(sl_graph *g, const char *name, int logi
 {
     int in[2] = {logits, labels};
     char sl[96], sy[96];
-    const sl__node *nl, *ny;
+    const sl__graph_node *nl, *ny;
     int64_t n;
     int id = begin_node(g, SL__OP_SOFTMAX_XENT_DENSE, name, in, 2);
     if (id < 0)
         return id;
     nl = node(g, logits);
     ny = node(g, labels);
-    sl__node_shape_str(nl, sl, sizeof sl);
-    sl__node_shape_str(ny, sy, sizeof sy);
+    sl__graph_node_shape_str(nl, sl, sizeof sl);
+    sl__graph_node_shape_str(ny, sy, sizeof sy);
     if (need_float(g, logits, "logits") < 0 || need_float(g, labels, "labels") < 0)
         return g->err.status;
     if (nl->ndim != 2)
@@ -576,7 +576,7 @@ int sl_graph_softmax_cross_entropy_dense(sl_graph *g, const char *name, int logi
 int sl_graph_argmax(sl_graph *g, const char *name, int x)
 {
     char sx[96];
-    const sl__node *nx;
+    const sl__graph_node *nx;
     int id = begin_node(g, SL__OP_ARGMAX, name, &x, 1);
     if (id < 0)
         return id;
@@ -585,7 +585,7 @@ int sl_graph_argmax(sl_graph *g, const char *name, int x)
         return g->err.status;
     if (nx->ndim != 2)
         return fail_last(g, SL_ESHAPE, "input '%s' %s must be (N, C)", nx->name,
-                         sl__node_shape_str(nx, sx, sizeof sx));
+                         sl__graph_node_shape_str(nx, sx, sizeof sx));
     return set_shape(g, id, SL_INT32, 1, nx->shape);
 }
 
@@ -598,7 +598,7 @@ size_t sl_graph_num_nodes(const sl_graph *g)
 
 const char *sl_graph_node_op(const sl_graph *g, int id)
 {
-    return valid_id(g, id) ? sl__op_name(g->nodes[id].op) : NULL;
+    return valid_id(g, id) ? sl__graph_op_name(g->nodes[id].op) : NULL;
 }
 
 const char *sl_graph_node_name(const sl_graph *g, int id)

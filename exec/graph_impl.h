@@ -10,7 +10,7 @@
 
 #define SL__MAX_INPUTS 4
 
-typedef enum sl__op {
+typedef enum sl__graph_op {
     SL__OP_INPUT = 0,
     SL__OP_PARAM,
     /* forward operators */
@@ -39,10 +39,10 @@ typedef enum sl__op {
     SL__OP_MOMENTUM,    /* param, grad, accumulator */
     SL__OP_SGD,         /* param, grad */
     SL__OP_COUNT
-} sl__op;
+} sl__graph_op;
 
-typedef struct sl__node {
-    sl__op op;
+typedef struct sl__graph_node {
+    sl__graph_op op;
     char name[SL_NODE_NAME_LEN];
     int in[SL__MAX_INPUTS]; /* input node ids */
     int nin;
@@ -64,10 +64,10 @@ typedef struct sl__node {
     sl_init init;
     float *data;        /* persistent values, 64-byte aligned */
     int grad;           /* the node holding the gradient, or -1 */
-} sl__node;
+} sl__graph_node;
 
 struct sl_graph {
-    sl__node *nodes;    /* (nnodes) */
+    sl__graph_node *nodes;    /* (nnodes) */
     size_t nnodes, cap;
     uint64_t seed;
     int backward_done;
@@ -76,16 +76,16 @@ struct sl_graph {
 };
 
 /* The name of an op ("conv2d"). */
-const char *sl__op_name(sl__op op);
+const char *sl__graph_op_name(sl__graph_op op);
 /* Adds a node with op, inputs and a name (made up from the op when NULL);
  * returns its id or a negative status. The caller fills the rest. */
-int sl__graph_add_node(sl_graph *g, sl__op op, const char *name, const int *in, int nin);
+int sl__graph_add_node(sl_graph *g, sl__graph_op op, const char *name, const int *in, int nin);
 /* The node's shape as "(32, 6, 28, 28)" in buf. */
-const char *sl__node_shape_str(const sl__node *n, char *buf, size_t len);
+const char *sl__graph_node_shape_str(const sl__graph_node *n, char *buf, size_t len);
 /* Writes prefix + name + suffix into out (SL_NODE_NAME_LEN bytes), cut to
  * fit: derived names ("grad.conv1.weight") are for people to read. */
 void sl__make_name(char *out, const char *prefix, const char *name, const char *suffix);
 /* 1 for ops that write parameters instead of producing a value. */
-int sl__op_is_update(sl__op op);
+int sl__graph_op_is_update(sl__graph_op op);
 
 #endif

@@ -16,7 +16,7 @@ static int append_updates(sl_graph *g, float lr, float momentum)
                         "%s: learning rate %g must be > 0 and momentum %g in [0, 1)", what,
                         (double)lr, (double)momentum);
     for (size_t i = 0; i < nfwd; i++)
-        if (sl__op_is_update(g->nodes[i].op))
+        if (sl__graph_op_is_update(g->nodes[i].op))
             return sl__errf(&g->err, SL_ESTATE, "%s: the graph already has an optimizer",
                             what);
     for (size_t i = 0; i < nfwd; i++) {
@@ -70,7 +70,7 @@ int sl_graph_set_learning_rate(sl_graph *g, float lr)
     if (!(lr > 0.0f))
         return sl__errf(&g->err, SL_EINVAL, "learning rate %g must be > 0", (double)lr);
     for (size_t i = 0; i < g->nnodes; i++)
-        if (sl__op_is_update(g->nodes[i].op))
+        if (sl__graph_op_is_update(g->nodes[i].op))
             g->nodes[i].attr.opt.lr = lr;
     return SL_OK;
 }

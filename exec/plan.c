@@ -24,7 +24,7 @@ static void mark_argmax_unread(sl_step *s)
         p->argmax_unread = 1;
         for (int k = j + 1; k < s->nslots; k++) {
             const sl__slot *r = &s->slots[k];
-            const sl__op op = s->g->nodes[r->node].op;
+            const sl__graph_op op = s->g->nodes[r->node].op;
             if (r->fused == SL__FUSED_AWAY)
                 continue;
             if ((op == SL__OP_MAX_POOL2D_DX || r->fused == SL__FUSED_RELU_POOL_DX) &&
@@ -52,7 +52,7 @@ int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train)
             return sl__errf(&g->err, SL_EINVAL, "compile: output %zu (%d) is not a node", k,
                             outputs[k]);
         }
-        if (sl__op_is_update(g->nodes[outputs[k]].op)) {
+        if (sl__graph_op_is_update(g->nodes[outputs[k]].op)) {
             free(needed);
             return sl__errf(&g->err, SL_EINVAL, "compile: output '%s' is an update, not a value",
                             g->nodes[outputs[k]].name);
@@ -62,7 +62,7 @@ int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train)
     if (train) {
         int any = 0;
         for (size_t i = 0; i < n; i++)
-            if (sl__op_is_update(g->nodes[i].op))
+            if (sl__graph_op_is_update(g->nodes[i].op))
                 needed[i] = any = 1;
         if (!any) {
             free(needed);
@@ -96,7 +96,7 @@ int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train)
 
     s->ninputs = 0;
     for (size_t i = 0, j = 0; i < n; i++) {
-        const sl__node *nd = &g->nodes[i];
+        const sl__graph_node *nd = &g->nodes[i];
         sl__slot *sl;
         if (!needed[i])
             continue;

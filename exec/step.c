@@ -138,7 +138,7 @@ int sl_step_input_node(const sl_step *s, size_t i)
 }
 
 /* The first node of the step that reads slot j, for messages. */
-static const sl__node *first_reader(const sl_step *s, int j)
+static const sl__graph_node *first_reader(const sl_step *s, int j)
 {
     for (int k = j + 1; k < s->nslots; k++)
         for (int i = 0; i < s->g->nodes[s->slots[k].node].nin; i++)
@@ -154,19 +154,19 @@ static int bind_inputs(sl_step *s, sl_tensor *const *inputs, size_t ninputs)
                         ninputs, s->ninputs);
     for (size_t i = 0; i < ninputs; i++) {
         int j = s->inputs[i];
-        const sl__node *nd = &s->g->nodes[s->slots[j].node];
+        const sl__graph_node *nd = &s->g->nodes[s->slots[j].node];
         const sl_tensor *t = inputs[i];
         char want[96], got[96];
         if (!t)
             return sl__errf(&s->err, SL_EINVAL, "run: input '%s' is NULL", nd->name);
         if (t->dtype != nd->dtype ||
             !sl__shape_equal(t->ndim, t->shape, nd->ndim, nd->shape)) {
-            const sl__node *r = first_reader(s, j);
+            const sl__graph_node *r = first_reader(s, j);
             sl_shape_str(got, sizeof got, t->ndim, t->shape);
-            sl__node_shape_str(nd, want, sizeof want);
+            sl__graph_node_shape_str(nd, want, sizeof want);
             return sl__errf(&s->err, SL_ESHAPE,
                             "%s%s%s%s: input '%s' is %s %s, expected %s %s",
-                            r ? sl__op_name(r->op) : "run", r ? " '" : "", r ? r->name : "",
+                            r ? sl__graph_op_name(r->op) : "run", r ? " '" : "", r ? r->name : "",
                             r ? "'" : "", nd->name, sl_dtype_name(t->dtype), got,
                             sl_dtype_name(nd->dtype), want);
         }
@@ -216,7 +216,7 @@ static void run_job(void *arg)
     s->bad_label = -1;
     for (int j = 0; j < s->nslots; j++) {
         sl__slot *sl = &s->slots[j];
-        const sl__node *nd = &s->g->nodes[sl->node];
+        const sl__graph_node *nd = &s->g->nodes[sl->node];
         double t0;
         if (sl->storage == SL__STORE_ALIAS) {
             s->ptr[j] = s->ptr[sl->root];
@@ -230,7 +230,7 @@ static void run_job(void *arg)
                 sl__pool_free(s->pool, s->ptr[j]);
             if (!(s->ptr[j] = sl__pool_alloc(s->pool, sl->bytes))) {
                 s->run_status = sl__errf(&s->err, SL_ENOMEM, "%s '%s': out of memory (%zu bytes)",
-                                         sl__op_name(nd->op), nd->name, sl->bytes);
+                                         sl__graph_op_name(nd->op), nd->name, sl->bytes);
                 return;
             }
             held += sl->bytes;
@@ -254,10 +254,10 @@ static void run_job(void *arg)
         }
         if (nd->op == SL__OP_SOFTMAX_XENT && s->bad_label >= 0) {
             const int32_t *labels = s->ptr[sl->in[1]];
-            const sl__node *logits = &s->g->nodes[s->slots[sl->in[0]].node];
+            const sl__graph_node *logits = &s->g->nodes[s->slots[sl->in[0]].node];
             s->run_status = sl__errf(&s->err, SL_EINVAL,
                                      "%s '%s': label %d of sample %ld is outside [0, %lld)",
-                                     sl__op_name(nd->op), nd->name,
+                                     sl__graph_op_name(nd->op), nd->name,
                                      (int)labels[s->bad_label], s->bad_label,
                                      (long long)logits->shape[1]);
             return;
@@ -324,7 +324,7 @@ int sl_step_wait(sl_step *s, int timeout_ms)
 
 const void *sl_step_output(const sl_step *s, size_t k, sl_tensor_spec *spec)
 {
-    const sl__node *nd;
+    const sl__graph_node *nd;
     if (k >= s->noutputs)
         return NULL;
     nd = &s->g->nodes[s->slots[s->outputs[k]].node];
@@ -350,7 +350,7 @@ size_t sl_step_num_nodes(const sl_step *s)
 int sl_step_node_time(const sl_step *s, size_t i, const char **name, const char **op,
                       double *ms)
 {
-    const sl__node *nd;
+    const sl__graph_node *nd;
     if (i >= (size_t)s->nslots)
         return SL_EINVAL;
     nd = &s->g->nodes[s->slots[i].node];
@@ -364,9 +364,9 @@ int sl_step_node_time(const sl_step *s, size_t i, const char **name, const char 
 }
 
 /* Floating-point operations of one run of node nd (0: not counted). */
-static double node_flops(const sl_step *s, const sl__node *nd)
+static double node_flops(const sl_step *s, const sl__graph_node *nd)
 {
-    const sl__node *in0 = nd->nin > 0 ? &s->g->nodes[nd->in[0]] : NULL;
+    const sl__graph_node *in0 = nd->nin > 0 ? &s->g->nodes[nd->in[0]] : NULL;
     const sl__conv2d_dims *c = &nd->attr.conv;
     switch (nd->op) {
     case SL__OP_CONV2D:

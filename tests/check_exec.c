@@ -871,7 +871,7 @@ START_TEST(test_updates_run_in_one_pass)
 
     for (int j = 0; j < s->nslots; j++) {
         const sl__slot *sl = &s->slots[j];
-        if (!sl__op_is_update(s->g->nodes[sl->node].op)) {
+        if (!sl__graph_op_is_update(s->g->nodes[sl->node].op)) {
             ck_assert_int_eq(sl->group_first, -1);
             continue;
         }
