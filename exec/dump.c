@@ -40,7 +40,8 @@ static void write_ir(FILE *f, const sl_step *s, const char *name)
             continue;
         }
         fprintf(f, "%%%d = %s \"%s\"(", j,
-                sl->fused != SL__FUSED_NONE ? sl__slot_op_name(s, j) : sl__graph_op_name(n->op), n->name);
+                sl->fused != SL__FUSED_NONE ? sl__slot_op_name(s, j) : sl__graph_op_name(n->op),
+                n->name);
         for (int k = 0; k < sl__slot_num_inputs(s, j); k++)
             fprintf(f, "%s%%%d", k ? ", " : "", sl->in[k]);
         fprintf(f, ")");
@@ -56,7 +57,8 @@ static void write_ir(FILE *f, const sl_step *s, const char *name)
             fprintf(f, "\n");
             continue;
         }
-        fprintf(f, " : %s %s", sl_dtype_name(n->dtype), sl__graph_node_shape_str(n, shape, sizeof shape));
+        fprintf(f, " : %s %s", sl_dtype_name(n->dtype),
+                sl__graph_node_shape_str(n, shape, sizeof shape));
         fprintf(f, "  # %s", storage_name(sl->storage));
         if (sl->storage == SL__STORE_TEMP && s->mode == SL_GRAPH_MODE)
             fprintf(f, " [%zu, %zu)", sl->offset, sl->offset + sl->bytes);
@@ -82,7 +84,8 @@ static void write_dot(FILE *f, const sl_step *s, const char *name)
                             : sl->storage == SL__STORE_INPUT ? "shape=ellipse, style=filled, fillcolor=lightblue"
                             : sl->storage == SL__STORE_NONE  ? "shape=box, style=dashed"
                                                              : "shape=box, style=rounded";
-        fprintf(f, "  n%d [%s, label=\"%s\\n%s\\n%s\"];\n", j, style, n->name, sl__graph_op_name(n->op),
+        fprintf(f, "  n%d [%s, label=\"%s\\n%s\\n%s\"];\n", j, style, n->name,
+                sl__graph_op_name(n->op),
                 sl__graph_op_is_update(n->op) ? "" : sl__graph_node_shape_str(n, shape, sizeof shape));
         for (int k = 0; k < n->nin; k++)
             fprintf(f, "  n%d -> n%d;\n", sl->in[k], j);
