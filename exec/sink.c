@@ -1,10 +1,12 @@
-/* sink.c: data sinking and loop sinking. A channel (devices/channel.h) runs
- * the pipeline and a transfer thread that fills the device's queue; the
- * host posts one sink at a time to the executor's thread, which runs the
- * steps back to back, taking each batch from the queue with GetNext, and
- * returns to the host once per sink with the last loss. Callbacks see one
- * step_end per sink, as the seeds' LossMonitor does in sink mode. */
-#include "exec/model_impl.h"
+/* sink.c: data sinking and loop sinking, and train in sink mode. A channel
+ * (devices/channel.h) runs the pipeline and a transfer thread that fills
+ * the device's queue; the host posts one sink at a time to the executor's
+ * thread, which runs the steps back to back, taking each batch from the
+ * queue with GetNext, and returns to the host once per sink with the last
+ * loss. Callbacks see one step_end per sink, as the seeds' LossMonitor
+ * does in sink mode. data_sink.c and dataset_helper.c sink through the
+ * same functions (sink_impl.h). */
+#include "exec/sink_impl.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,28 +19,10 @@
 #include "exec/step_impl.h"
 #include "sluice/sink.h"
 
-/* One sink: what the executor's thread runs, and what it found. */
-typedef struct sink_run {
-    sl_model *m;
-    sl__channel *f;             /* device 0's queue is the one GetNext reads */
-    int64_t steps_wanted;      /* at most this many steps (-1: no limit) */
-    int to_epoch_end;          /* an end of epoch ends the sink (sink_size -1) */
-    int64_t timeout_ms;        /* GetNext's */
-    /* results */
-    int64_t steps;
-    float loss;
-    int rc;
-    int end_of_epoch, end_of_data;
-    double getnext_wait_ms;
-    double first_wait_ms;      /* the first GetNext's */
-    int called;                /* GetNext was called */
-    sl__error err;
-} sink_run;
-
 /* The loop that sinking moves to the device: GetNext, step, again. */
 static int sink_loop(void *arg)
 {
-    sink_run *r = arg;
+    sl__sink_run *r = arg;
     sl_step *step = r->m->train_step;
     size_t n = sl_step_num_inputs(step);
 
@@ -105,15 +89,15 @@ static int sink_loop(void *arg)
 /* Runs on the executor's thread: one host<->device interaction. */
 static void sink_job(void *arg)
 {
-    sink_run *r = arg;
+    sl__sink_run *r = arg;
     r->rc = sl__device_run(r->m->dev, sink_loop, r);
 }
 
 /* Runs one sink of at most steps_wanted steps (-1: no limit), ending at
  * the end of the epoch when to_epoch_end, on the executor's thread while
  * the host waits. */
-static void run_sink(sl_model *m, sl__channel *f, int64_t steps_wanted, int to_epoch_end,
-                     int64_t timeout_ms, sink_run *r)
+void sl__sink_run_once(sl_model *m, sl__channel *f, int64_t steps_wanted, int to_epoch_end,
+                       int64_t timeout_ms, sl__sink_run *r)
 {
     memset(r, 0, sizeof *r);
     r->m = m;
@@ -196,9 +180,9 @@ int sl__model_team_fills_cpus(const sl_model *m)
 
 /* Starts a channel for the model's training step on its device, its
  * pipeline at start (NULL: the dataset's beginning). */
-static int start_channel(sl_model *m, sl_dataset *ds, const sl_train_options *o,
-                        int64_t num_epochs, const sl__train_start *start, const char *what,
-                        sl__channel **out)
+int sl__sink_start_channel(sl_model *m, sl_dataset *ds, const sl_train_options *o,
+                           int64_t num_epochs, const sl__train_start *start, const char *what,
+                           sl__channel **out)
 {
     sl__channel_options fo;
     sl_step *step = m->train_step;
@@ -255,7 +239,7 @@ static int start_channel(sl_model *m, sl_dataset *ds, const sl_train_options *o,
 }
 
 /* Adds the channel's figures to the model's sink stats. */
-static void collect_stats(sl_model *m, sl__channel *f)
+void sl__sink_collect_stats(sl_model *m, sl__channel *f)
 {
     sl__channel_stats fs;
     sl__channel_get_stats(f, &fs);
@@ -345,7 +329,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     started = sl__now_ms();
     m->trace_profiler = o->profiler;
     m->exec_track = NULL;
-    rc = start_channel(m, ds, o, o->sink_size > 0 ? -1 : epochs, &start, "train", &f);
+    rc = sl__sink_start_channel(m, ds, o, o->sink_size > 0 ? -1 : epochs, &start, "train", &f);
     if (rc < 0) {
         m->trace_profiler = NULL;
         return rc;
@@ -360,7 +344,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     info.model = m;
     rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info);
     for (int64_t e = first_epoch + 1; e <= epochs && rc == SL_OK && !atomic_load(&m->stop); e++) {
-        sink_run r;
+        sl__sink_run r;
         int64_t want = o->sink_size > 0 ? o->sink_size - done_in_epoch : -1;
         double t0;
         if (o->max_steps > 0) {
@@ -376,7 +360,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         if (rc < 0 || atomic_load(&m->stop))
             break;
         t0 = sl__now_ms();
-        run_sink(m, f, want, o->sink_size < 0, o->getnext_timeout_ms, &r);
+        sl__sink_run_once(m, f, want, o->sink_size < 0, o->getnext_timeout_ms, &r);
         info.epoch_ms = sl__now_ms() - t0;
         if (e == first_epoch + 1)
             startup_wait_ms = r.first_wait_ms; /* the pipeline starting */
@@ -403,7 +387,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         if (r.end_of_data)
             break;
     }
-    collect_stats(m, f);
+    sl__sink_collect_stats(m, f);
     collect_stages(m, f, sl__now_ms() - started, sink_ms, startup_wait_ms);
     /* The profiler is the caller's: nothing records into it after train. */
     sl__step_trace(m->train_step, NULL, NULL, 0, 0);
@@ -415,227 +399,4 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     if (rc == SL_OK)
         rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_END, &info);
     return rc;
-}
-
-/* --- data_sink ---------------------------------------------------------- */
-
-struct sl_data_sink {
-    sl_model *m;
-    sl__channel *f;
-    int64_t sink_size;
-    int64_t timeout_ms;
-};
-
-int sl_data_sink_new(sl_data_sink **out, sl_model *m, sl_dataset *ds, int64_t sink_size,
-                     const sl_train_options *user)
-{
-    sl_train_options o;
-    sl_data_sink *s;
-    int64_t size;
-    int rc;
-
-    *out = NULL;
-    sl__err_clear(&m->err);
-    rc = sl__train_options_read(m, &o, user);
-    if (rc < 0)
-        return rc;
-    if (sink_size < 1)
-        return sl__errf(&m->err, SL_EINVAL,
-                        "data_sink: sink_size %lld: give the number of steps each call runs "
-                        "(>= 1)",
-                        (long long)sink_size);
-    if (sl_dataset_get_dataset_size(ds, &size) == SL_OK && size == 0)
-        return sl__errf(&m->err, SL_EINVAL, "data_sink: an epoch of the dataset holds no batch");
-    s = calloc(1, sizeof *s);
-    if (!s)
-        return sl__errf(&m->err, SL_ENOMEM, "data_sink: out of memory");
-    s->m = m;
-    s->sink_size = sink_size;
-    memset(&m->sink_stats, 0, sizeof m->sink_stats);
-    s->timeout_ms = o.getnext_timeout_ms;
-    /* Calls continue the traversal, across epochs, for as long as they come. */
-    rc = start_channel(m, ds, &o, -1, NULL, "data_sink", &s->f);
-    if (rc < 0) {
-        free(s);
-        return rc;
-    }
-    *out = s;
-    return SL_OK;
-}
-
-int sl_data_sink_call(sl_data_sink *s, float *loss)
-{
-    sl_model *m = s->m;
-    sink_run r;
-    sl__err_clear(&m->err);
-    atomic_store(&m->stop, 0);
-    sl__channel_resume(s->f); /* a stop ends one call, not the sink */
-    sl__model_set_active_channel(m, s->f);
-    run_sink(m, s->f, s->sink_size, 0, s->timeout_ms, &r);
-    sl__model_set_active_channel(m, NULL);
-    if (r.rc < 0)
-        return sl__errf(&m->err, r.rc, "data_sink: global step %lld: %s",
-                        (long long)m->global_step + 1, r.err.msg);
-    if (r.steps < s->sink_size && atomic_load(&m->stop))
-        return sl__errf(&m->err, SL_ECANCELED, "data_sink: stopped after %lld of %lld steps",
-                        (long long)r.steps, (long long)s->sink_size);
-    if (loss)
-        *loss = r.loss;
-    return SL_OK;
-}
-
-void sl_data_sink_free(sl_data_sink *s)
-{
-    if (!s)
-        return;
-    collect_stats(s->m, s->f);
-    sl__channel_free(s->f);
-    free(s);
-}
-
-/* --- the dataset helper of custom loops ------------------------------- */
-
-struct sl_dataset_helper {
-    sl_model *m;
-    int sink_mode;
-    int64_t sink_size, epoch_num, timeout_ms;
-    sl__channel *f;             /* sink mode */
-    sl_iterator *it;           /* non-sink */
-    int cols[SL_MAX_COLUMNS];
-    int64_t epochs_done;
-    int sunk;                  /* sink mode: this epoch's sink has run */
-};
-
-int sl_dataset_helper_new(sl_dataset_helper **out, sl_model *m, sl_dataset *ds,
-                          int dataset_sink_mode, int64_t sink_size, int64_t epoch_num,
-                          const sl_train_options *user)
-{
-    sl_train_options o;
-    sl_dataset_helper *h;
-    int64_t size;
-    int rc, size_rc;
-
-    *out = NULL;
-    sl__err_clear(&m->err);
-    rc = sl__train_options_read(m, &o, user);
-    if (rc < 0)
-        return rc;
-    if (sink_size == 0 || sink_size < -1)
-        return sl__errf(&m->err, SL_EINVAL,
-                        "dataset helper: sink_size %lld: give -1 (each epoch sinks the whole "
-                        "dataset) or a number of steps > 0",
-                        (long long)sink_size);
-    if (epoch_num < 1)
-        return sl__errf(&m->err, SL_EINVAL, "dataset helper: epoch_num %lld must be >= 1",
-                        (long long)epoch_num);
-    size_rc = sl_dataset_get_dataset_size(ds, &size);
-    if (size_rc == SL_OK && size == 0)
-        return sl__errf(&m->err, SL_EINVAL,
-                        "dataset helper: an epoch of the dataset holds no batch");
-    if (dataset_sink_mode && sink_size < 0 && size_rc == SL_OK &&
-        size == SL_DATASET_SIZE_ENDLESS)
-        return sl__errf(&m->err, SL_EINVAL,
-                        "dataset helper: sink_size -1 sinks one epoch at a time, but this "
-                        "dataset has no end: give sink_size > 0");
-    h = calloc(1, sizeof *h);
-    if (!h)
-        return sl__errf(&m->err, SL_ENOMEM, "dataset helper: out of memory");
-    h->m = m;
-    h->sink_mode = dataset_sink_mode != 0;
-    h->sink_size = sink_size;
-    h->epoch_num = epoch_num;
-    h->timeout_ms = o.getnext_timeout_ms;
-    if (h->sink_mode) {
-        rc = start_channel(m, ds, &o, sink_size > 0 ? -1 : epoch_num, NULL, "dataset helper",
-                          &h->f);
-    } else {
-        sl_iterator_options io;
-        rc = sl__model_map_columns(m, m->train_step, ds, "dataset helper", h->cols);
-        if (rc == SL_OK) {
-            sl_iterator_options_init(&io);
-            io.num_epochs = epoch_num;
-            io.timeout_ms = sl__model_data_timeout(m);
-            rc = sl_iterator_new(&h->it, ds, &io);
-            if (rc < 0)
-                sl__errf(&m->err, rc, "dataset helper: %s", sl_dataset_last_error(ds));
-        }
-    }
-    if (rc < 0) {
-        free(h);
-        return rc;
-    }
-    *out = h;
-    return SL_OK;
-}
-
-/* Non-sink: one batch, one step. */
-static int helper_step(sl_dataset_helper *h, float *loss)
-{
-    sl_model *m = h->m;
-    sl_tensor *feed[SL_MAX_COLUMNS];
-    size_t n = sl_step_num_inputs(m->train_step);
-    sl_row row;
-    int rc = sl_iterator_next(h->it, &row);
-    if (rc == SL_END_OF_EPOCH) {
-        h->epochs_done++;
-        return SL_END_OF_EPOCH;
-    }
-    if (rc == SL_END_OF_DATA)
-        return SL_END_OF_DATA;
-    if (rc < 0)
-        return sl__errf(&m->err, rc, "dataset helper: %s", sl_iterator_last_error(h->it));
-    for (size_t i = 0; i < n; i++)
-        feed[i] = row.columns[h->cols[i]];
-    rc = sl__model_nonsink_step(m, feed, n);
-    sl_row_clear(&row);
-    if (rc < 0)
-        return m->err.msg[0] ? rc
-                             : sl__errf(&m->err, rc, "dataset helper: step %lld: %s",
-                                        (long long)m->global_step + 1,
-                                        sl_step_last_error(m->train_step));
-    m->global_step++;
-    if (loss)
-        *loss = *(const float *)sl_step_output(m->train_step, 0, NULL);
-    return SL_OK;
-}
-
-int sl_dataset_helper_next(sl_dataset_helper *h, float *loss)
-{
-    sl_model *m = h->m;
-    sink_run r;
-    sl__err_clear(&m->err);
-    if (h->epochs_done >= h->epoch_num)
-        return SL_END_OF_DATA;
-    if (!h->sink_mode)
-        return helper_step(h, loss);
-    if (h->sunk) {
-        h->sunk = 0;
-        h->epochs_done++;
-        return SL_END_OF_EPOCH;
-    }
-    atomic_store(&m->stop, 0);
-    sl__channel_resume(h->f); /* a stop ends one sink, not the helper */
-    sl__model_set_active_channel(m, h->f);
-    run_sink(m, h->f, h->sink_size > 0 ? h->sink_size : -1,
-             h->sink_size < 0, h->timeout_ms, &r);
-    sl__model_set_active_channel(m, NULL);
-    if (r.rc < 0)
-        return sl__errf(&m->err, r.rc, "dataset helper: global step %lld: %s",
-                        (long long)m->global_step + 1, r.err.msg);
-    if (r.steps == 0)
-        return r.end_of_data ? SL_END_OF_DATA
-                             : sl__errf(&m->err, SL_ECANCELED, "dataset helper: stopped");
-    h->sunk = 1;
-    if (loss)
-        *loss = r.loss;
-    return SL_OK;
-}
-
-void sl_dataset_helper_free(sl_dataset_helper *h)
-{
-    if (!h)
-        return;
-    sl__channel_free(h->f);
-    sl_iterator_free(h->it);
-    free(h);
 }
