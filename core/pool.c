@@ -2,46 +2,14 @@
  * the idle bytes. Each block starts with a 64-byte header (its class and the
  * free-list links) so the caller's memory stays 64-byte aligned.
  *
- * A limit set with sl__pool_set_idle_limit is the cap (SL__POOL_IDLE_PEAK:
- * the whole peak in use, for the autotuner). The default cap is
- * min(64 MiB, max(peak bytes in use / 2, 8 MiB)). 64 MiB: the LeNet/MNIST
- * pipeline's whole working set is a few MiB and an ImageNet-style batch
- * (32 x 3 x 224 x 224 float32) is 19 MiB, so the steady state of common
- * pipelines stays cached, while images of every size cannot pile up (a
- * review saw 320 MB cached for 21 MB in use). The peak bounds it too, so
- * that what a pool holds stays in proportion to what its users hold: past
- * the floor, at
- * most 1.5 times the peak in use, which leaves room within twice the bytes
- * in flight for the rest of the process (libraries, decoder buffers,
- * glibc's free lists). With the whole peak as the cap, a pipeline of mixed
- * 256^2..2048^2 JPEGs peaked at 1.74-1.99 times its pool's peak in use;
- * with half of it, 1.7 times, for 45% more system calls (those images'
- * sizes seldom repeat, so most of their blocks miss anyway). What half the
- * peak gives up is the end of an epoch, when the queues drain and half of
- * what they held goes back, to be taken again at the next epoch's start.
- * The 8 MiB floor is for small pipelines: with a cap in proportion to the
- * peak, the mix of classes in use shifts with the threads' timing, and a
- * one-worker MNIST pipeline with 270 KB in flight gave a batch block back
- * and took a new one every batch; 8 MiB is nothing beside a process's own
- * footprint.
- *
- * Large blocks (SL__POOL_LARGE, 256 KiB, and up) are handled apart. Below
- * are the per-sample blocks of small-image pipelines (MNIST's rows and
- * tensor headers, its 128 KiB batch), reused class by class millions of
- * times a second: they keep their per-class lists and mutexes. Large blocks
- * are decoded images, whose sizes vary from file to file, float images and
- * batches; filling one takes tens of microseconds at least, so one shared
- * mutex for them costs nothing that shows. They come from mmap, prefaulted
- * in one call (map_large), so a large block given back leaves the process:
- * glibc's malloc keeps freed chunks in its heaps once its adaptive mmap
- * threshold rises (up to 32 MiB), and its own mappings fault page by page.
- * On 300 mixed 256^2..2048^2 JPEGs a 1 MiB threshold left 1.6-1.9 times
- * the peak in use resident, 256 KiB 1.5-1.6 times. Idle large blocks wait
- * on their class's list and on one list by age: when the cap is reached
- * the oldest go back first, so a class reused every batch keeps its block
- * while one-off sizes leave. A small block that does not fit under the cap
- * also makes large idle blocks go back first, and goes back itself only if
- * that is not enough. */
+ * The cap is a limit set with sl__pool_set_idle_limit (SL__POOL_IDLE_PEAK:
+ * the whole peak in use, for the autotuner), or by default
+ * min(64 MiB, max(peak bytes in use / 2, 8 MiB)): the steady state of
+ * common pipelines stays cached while images of every size cannot pile up.
+ * Large blocks (SL__POOL_LARGE, 256 KiB, and up) come from mmap, share one
+ * mutex and wait on a list by age, so that one given back leaves the
+ * process and the oldest go first. docs/pool-internals.md gives the
+ * measurements behind each number. */
 #include "core/pool.h"
 
 #include <pthread.h>
