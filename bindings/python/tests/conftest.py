@@ -152,11 +152,18 @@ def baseline():
     """sluice's thread count before a test starts anything. Garbage an
     earlier test left (an iterator or Model in a reference cycle, whose
     threads a later gc.collect() would join) is collected first, so the
-    count cannot fall under the test's feet; threads just joined get up to
-    1 s to leave the kernel's list. 0 unless something still holds an
-    earlier test's pipeline or Model."""
+    count cannot fall under the test's feet; then the count is read until
+    it holds still for 10 ms (a thread just joined leaves the kernel's list
+    a moment after pthread_join returns)."""
     gc.collect()
-    return settled(0)
+    n = nthreads()
+    for _ in range(100):
+        time.sleep(0.01)
+        m = nthreads()
+        if m == n:
+            return n
+        n = m
+    return n
 
 
 def settled(base):
