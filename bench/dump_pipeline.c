@@ -164,7 +164,7 @@ int main(int argc, char **argv)
     if (nargs != 3)
         return usage();
 
-    if ((ds = sl_dataset_new()) == NULL) {
+    if (sl_dataset_new(&ds) != SL_OK) {
         fprintf(stderr, "%s: out of memory\n", prog);
         return 1;
     }

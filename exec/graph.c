@@ -61,10 +61,10 @@ void sl__make_name(char *out, const char *prefix, const char *name, const char *
     out[SL_NODE_NAME_LEN - 1] = '\0';
 }
 
-sl_graph *sl_graph_new(void)
+int sl_graph_new(sl_graph **out)
 {
-    sl_graph *g = calloc(1, sizeof *g);
-    return g;
+    *out = calloc(1, sizeof **out);
+    return *out ? SL_OK : SL_ENOMEM;
 }
 
 void sl_graph_free(sl_graph *g)

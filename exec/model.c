@@ -225,8 +225,7 @@ static int build(sl_model *m)
     int rc = SL_OK;
 
     if (!m->g) {
-        m->g = sl_graph_new();
-        if (!m->g)
+        if (sl_graph_new(&m->g) != SL_OK)
             return sl__errf(&m->err, SL_ENOMEM, "model: out of memory");
         sl_graph_set_seed(m->g, o->seed);
         rc = sl_network_build(m->g, &o->network, &m->net);

@@ -22,16 +22,19 @@ void sl__source_release(sl__source *src)
     free(src);
 }
 
-sl_dataset *sl_dataset_new(void)
+int sl_dataset_new(sl_dataset **out)
 {
     sl_dataset *ds = calloc(1, sizeof *ds);
-    if (ds && !(ds->pool = sl__pool_new())) {
+    *out = NULL;
+    if (!ds)
+        return SL_ENOMEM;
+    if (!(ds->pool = sl__pool_new())) {
         free(ds);
-        return NULL;
+        return SL_ENOMEM;
     }
-    if (ds)
-        sl_error_samples_options_init(&ds->error_samples);
-    return ds;
+    sl_error_samples_options_init(&ds->error_samples);
+    *out = ds;
+    return SL_OK;
 }
 
 _Static_assert(SL_POOL_IDLE_LIMIT_DEFAULT == SL__POOL_IDLE_AUTO,
@@ -62,9 +65,9 @@ void sl_dataset_get_pool_stats(const sl_dataset *ds, sl_pool_stats *out)
 
 int sl_dataset_copy(sl_dataset **out, const sl_dataset *src)
 {
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     *out = NULL;
-    if (!ds)
+    if (sl_dataset_new(&ds) != SL_OK)
         return SL_ENOMEM;
     if (src->nnodes > 0 && sl__nodes_copy(&ds->nodes, src->nodes, src->nnodes) != SL_OK) {
         sl_dataset_free(ds);

@@ -118,9 +118,9 @@ static void assert_contains(const char *msg, const char *needle)
  * status in *rc (the dataset is returned even on failure, for its message). */
 static sl_dataset *mnist_train(const char *dir, int shuffle, int *rc)
 {
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_mnist_options o;
-    ck_assert_ptr_nonnull(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&o);
     o.dataset_dir = dir;
     o.usage = SL_MNIST_TRAIN;
@@ -131,9 +131,9 @@ static sl_dataset *mnist_train(const char *dir, int shuffle, int *rc)
 
 static sl_dataset *image_folder(const char *dir, int decode, int workers, int *rc)
 {
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_image_folder_options o;
-    ck_assert_ptr_nonnull(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_image_folder_options_init(&o);
     o.dataset_dir = dir;
     o.decode = decode;
@@ -729,7 +729,7 @@ START_TEST(test_if_empty_class_folder)
         sl_image_folder_options o;
         static const char *const exts[] = {".png", NULL};
         rmdir(empty);
-        ds = sl_dataset_new();
+        ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
         sl_image_folder_options_init(&o);
         o.dataset_dir = root;
         o.extensions = exts;
@@ -931,10 +931,11 @@ START_TEST(test_bad_shards)
     static const int64_t shards[][2] = {{0, 0}, {-1, 0}, {3, 3}, {3, 7}, {3, -1}, {20, 0}};
     char *dir = valid_mnist("m", 10, 0);
     for (size_t k = 0; k < sizeof shards / sizeof shards[0]; k++) {
-        sl_dataset *ds = sl_dataset_new();
+        sl_dataset *ds;
         sl_mnist_options o;
         int64_t size;
         int rc;
+        ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
         sl_mnist_options_init(&o);
         o.dataset_dir = dir;
         o.usage = SL_MNIST_TRAIN;
@@ -952,8 +953,9 @@ START_TEST(test_bad_shards)
     /* The same checks for ImageFolder. */
     {
         char *root = tu_path(tmp, "if");
-        sl_dataset *ds = sl_dataset_new();
+        sl_dataset *ds;
         sl_image_folder_options o;
+        ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
         ck_assert_int_eq(tu_make_image_folder(root, 2, 2, 8, 8), 0);
         sl_image_folder_options_init(&o);
         o.dataset_dir = root;

@@ -98,8 +98,8 @@ static sl_sampler_options sampler(int shuffle, int64_t shards, int64_t shard)
 static sl_dataset *mnist_with(const sl_sampler_options *s, sl_op *op, int workers)
 {
     sl_mnist_options o;
-    sl_dataset *ds = sl_dataset_new();
-    ck_assert_ptr_nonnull(ds);
+    sl_dataset *ds;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&o);
     o.dataset_dir = tmpdir;
     o.usage = SL_MNIST_TRAIN;
@@ -362,7 +362,7 @@ START_TEST(test_skip_chain_shapes)
     sl_dataset_free(ds);
 
     /* repeat(2) before the map: one epoch of two passes, its length kept */
-    ds = sl_dataset_new();
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&o);
     o.dataset_dir = tmpdir;
     o.usage = SL_MNIST_TRAIN;
@@ -380,7 +380,7 @@ START_TEST(test_skip_chain_shapes)
     sl_dataset_free(ds);
 
     /* an endless repeat before the map, a take after it */
-    ds = sl_dataset_new();
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     ck_assert_int_eq(sl_dataset_mnist(ds, &o), SL_OK);
     ck_assert_int_eq(sl_dataset_repeat(ds, -1), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "image", NULL, 2), SL_OK);

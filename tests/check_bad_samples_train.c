@@ -116,8 +116,8 @@ static sl_dataset *folder(int64_t shards, int64_t shard, int workers, sl_error_s
     sl_op_custom_options co;
     sl_op *ops[5];
     char err[128];
-    sl_dataset *ds = sl_dataset_new();
-    ck_assert_ptr_nonnull(ds);
+    sl_dataset *ds;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_image_folder_options_init(&o);
     o.dataset_dir = root;
     o.sampler.seed = 3;
@@ -275,8 +275,8 @@ START_TEST(test_source_reads)
         sl_row row;
         int64_t rows = 0;
         int rc;
-        sl_dataset *ds = sl_dataset_new();
-        ck_assert_ptr_nonnull(ds);
+        sl_dataset *ds;
+        ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
         write_jpeg(5, 24);
         write_jpeg(26, 24);
         sl_image_folder_options_init(&o);

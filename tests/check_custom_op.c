@@ -134,10 +134,10 @@ static sl_op *make_op(const char *name, sl_op_custom_fn fn, sl_op_custom_infer_f
 /* MNIST train in file order (or shuffled), with op mapped on `image`. */
 static sl_dataset *mapped(sl_op *op, int workers, int shuffle)
 {
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_mnist_options o;
     int rc;
-    ck_assert_ptr_nonnull(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&o);
     o.dataset_dir = tmp;
     o.usage = SL_MNIST_TRAIN;

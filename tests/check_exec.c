@@ -104,12 +104,13 @@ typedef struct small_net {
 
 static sl_graph *small_graph(small_net *n, uint64_t seed)
 {
-    sl_graph *g = sl_graph_new();
+    sl_graph *g;
     sl_init tn = {SL_INIT_TRUNCATED_NORMAL, 0.3f};
     int64_t is[4] = {3, 2, 9, 9}, ls[1] = {3};
     int64_t w1s[4] = {4, 2, 3, 3}, w2s[4] = {3, 4, 2, 2}, d1s[2] = {5, 12}, b1s[1] = {5},
             d2s[2] = {4, 5};
     int x, w1, w2, d1, b1, d2, r;
+    ck_assert_int_eq(sl_graph_new(&g), SL_OK);
     sl_graph_set_seed(g, seed);
     n->image = sl_graph_input(g, "image", SL_FLOAT32, 4, is);
     n->label = sl_graph_input(g, "label", SL_INT32, 1, ls);
@@ -207,17 +208,33 @@ START_TEST(test_build_shapes)
 }
 END_TEST
 
+/* sl_graph_new(&g): SL_OK and an empty graph in *out. (Its calloc cannot be
+ * made to fail here; SL_ENOMEM leaves *out NULL, as sl_dataset_new's test in
+ * check_threads shows for the dataset.) */
+START_TEST(test_graph_new_sets_out)
+{
+    sl_graph *g = (sl_graph *)&g; /* not NULL, not a graph */
+    ck_assert_int_eq(sl_graph_new(&g), SL_OK);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_ptr_ne(g, (sl_graph *)&g);
+    ck_assert_uint_eq(sl_graph_num_nodes(g), 0);
+    ck_assert_str_eq(sl_graph_last_error(g), "");
+    sl_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_build_errors)
 {
-    sl_graph *g = sl_graph_new();
+    sl_graph *g;
     sl_init z = {SL_INIT_ZEROS, 0};
     int64_t is[4] = {32, 3, 32, 32}, ws[4] = {6, 1, 5, 5}, big[4] = {6, 3, 40, 40};
     int64_t ls[1] = {32}, fl[2] = {32, 3072}, dw[2] = {10, 100};
-    int x = sl_graph_input(g, "image", SL_FLOAT32, 4, is);
-    int w = sl_graph_param(g, "conv1.weight", 4, ws, z);
-    int c, k;
+    int x, w, c, k;
     const char *msg;
 
+    ck_assert_int_eq(sl_graph_new(&g), SL_OK);
+    x = sl_graph_input(g, "image", SL_FLOAT32, 4, is);
+    w = sl_graph_param(g, "conv1.weight", 4, ws, z);
     /* conv channel mismatch: names the op, the nodes and both shapes */
     c = sl_graph_conv2d(g, "conv1", x, w, 1, 0);
     ck_assert_int_eq(c, SL_ESHAPE);
@@ -336,7 +353,7 @@ END_TEST
  * and the axis it refuses. */
 START_TEST(test_reduce_mean)
 {
-    sl_graph *g = sl_graph_new();
+    sl_graph *g;
     sl_init tn = {SL_INIT_TRUNCATED_NORMAL, 0.3f};
     int64_t is[4] = {3, 2, 5, 5}, ws[4] = {4, 2, 3, 3}, ds[2] = {4, 4}, bs[1] = {4};
     sl_tensor *image = tensor_f32(4, is, 5, 1.0f), *label = labels_i32(3, 4);
@@ -346,6 +363,7 @@ START_TEST(test_reduce_mean)
     int x, c, r, m, k, w, d, b, loss, label_in;
     const float *mean, *relu;
 
+    ck_assert_int_eq(sl_graph_new(&g), SL_OK);
     sl_graph_set_seed(g, 3);
     x = sl_graph_input(g, "image", SL_FLOAT32, 4, is);
     label_in = sl_graph_input(g, "label", SL_INT32, 1, is);
@@ -388,7 +406,7 @@ START_TEST(test_reduce_mean)
     sl_graph_free(g);
 
     /* the gradients through it, on a graph with the loss's label input */
-    g = sl_graph_new();
+    ck_assert_int_eq(sl_graph_new(&g), SL_OK);
     sl_graph_set_seed(g, 3);
     x = sl_graph_input(g, "image", SL_FLOAT32, 4, is);
     label_in = sl_graph_input(g, "label", SL_INT32, 1, is);
@@ -411,10 +429,11 @@ END_TEST
  * 2 dense per sample (labels float32 (4, 4)). */
 static sl_graph *gap_graph(int loss_kind, int *loss)
 {
-    sl_graph *g = sl_graph_new();
+    sl_graph *g;
     sl_init tn = {SL_INIT_TRUNCATED_NORMAL, 0.3f};
     int64_t is[4] = {4, 2, 5, 5}, ws[4] = {4, 2, 3, 3}, ds[2] = {4, 4}, bs[1] = {4};
     int x, y, w, d, b, logits;
+    ck_assert_int_eq(sl_graph_new(&g), SL_OK);
     sl_graph_set_seed(g, 11);
     x = sl_graph_input(g, "image", SL_FLOAT32, 4, is);
     y = loss_kind == 0 ? sl_graph_input(g, "label", SL_INT32, 1, is)
@@ -518,7 +537,7 @@ START_TEST(test_softmax_xent_dense)
     check_finite_differences(g, loss, image, spread, 3);
     sl_graph_free(g);
 
-    g = sl_graph_new();
+    ck_assert_int_eq(sl_graph_new(&g), SL_OK);
     {
         int64_t bad[2] = {4, 3};
         int x = sl_graph_input(g, "x", SL_FLOAT32, 2, ls);
@@ -1185,6 +1204,7 @@ Suite *make_exec_suite(void)
     Suite *s = suite_create("exec");
     TCase *tc = tu_tcase("graph", 120);
     tcase_add_test(tc, test_build_shapes);
+    tcase_add_test(tc, test_graph_new_sets_out);
     tcase_add_test(tc, test_build_errors);
     tcase_add_test(tc, test_autodiff_finite_differences);
     tcase_add_test(tc, test_reduce_mean);

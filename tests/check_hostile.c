@@ -63,9 +63,9 @@ static void sleep_ms(int ms)
 /* An ImageFolder dataset over dir, decoding with `workers`, in file order. */
 static sl_dataset *image_folder(const char *dir, int workers)
 {
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_image_folder_options o;
-    ck_assert_ptr_nonnull(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_image_folder_options_init(&o);
     o.dataset_dir = dir;
     o.decode = 1;
@@ -415,8 +415,7 @@ START_TEST(test_image_folder_decode_max_pixels)
     sl_row row;
     ck_assert_int_eq(tu_make_image_folder(dir, 1, 1, 16, 16), 0);
     for (int pass = 0; pass < 2; pass++) {
-        ds = sl_dataset_new();
-        ck_assert_ptr_nonnull(ds);
+        ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
         sl_image_folder_options_init(&o);
         ck_assert_uint_eq(o.decode_max_pixels, SL_DECODE_MAX_PIXELS_DEFAULT);
         o.dataset_dir = dir;
@@ -436,8 +435,7 @@ START_TEST(test_image_folder_decode_max_pixels)
         sl_iterator_free(it);
         sl_dataset_free(ds);
     }
-    ds = sl_dataset_new();
-    ck_assert_ptr_nonnull(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_image_folder_options_init(&o);
     o.dataset_dir = dir;
     o.decode = 1;

@@ -51,7 +51,8 @@ static void drop_mnist(tmp_mnist *t)
 static sl_dataset *numbered_dataset(const char *dir, int map_workers)
 {
     sl_mnist_options mo;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&mo);
     mo.dataset_dir = dir;
     mo.usage = SL_MNIST_TRAIN;

@@ -337,11 +337,11 @@ static void tmp_teardown(void)
 
 START_TEST(test_dataset_refuses_bad_options)
 {
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_mnist_options mo;
     sl_image_folder_options fo;
     int64_t size;
-    ck_assert_ptr_nonnull(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
 
     /* Never initialised. */
     memset(&mo, 0, sizeof mo);
@@ -386,9 +386,9 @@ START_TEST(test_dataset_newer_options)
 {
     buffer buf;
     sl_mnist_options *mo = (sl_mnist_options *)buf.b;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     int64_t size;
-    ck_assert_ptr_nonnull(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
 
     /* A caller built against a sluice with one more field, left alone. */
     memset(buf.b, CANARY, sizeof buf.b);
@@ -430,9 +430,9 @@ START_TEST(test_iterator_options)
     buffer buf;
     sl_iterator_options *io = (sl_iterator_options *)buf.b;
     sl_mnist_options mo;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_iterator *it = NULL;
-    ck_assert_ptr_nonnull(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&mo);
     mo.dataset_dir = tmp_dir;
     mo.usage = SL_MNIST_TRAIN;
@@ -475,8 +475,8 @@ START_TEST(test_error_samples_options)
 {
     buffer buf;
     sl_error_samples_options *eo = (sl_error_samples_options *)buf.b;
-    sl_dataset *ds = sl_dataset_new();
-    ck_assert_ptr_nonnull(ds);
+    sl_dataset *ds;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     memset(buf.b, 0, sizeof buf.b);
     eo->mode = SL_ERROR_SAMPLES_SKIP;
     ck_assert_int_eq(sl_dataset_set_error_samples(ds, eo), SL_EINVAL);
@@ -519,10 +519,10 @@ END_TEST
 
 START_TEST(test_network_build_options)
 {
-    sl_graph *g = sl_graph_new();
+    sl_graph *g;
     sl_network_options no;
     sl_network net;
-    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(sl_graph_new(&g), SL_OK);
     memset(&no, 0, sizeof no);
     no.batch = 4;
     ck_assert_int_eq(sl_network_build(g, &no, &net), SL_EINVAL);

@@ -45,8 +45,8 @@ static void teardown(void)
 static sl_dataset *mnist(int shuffle)
 {
     sl_mnist_options o;
-    sl_dataset *ds = sl_dataset_new();
-    ck_assert_ptr_nonnull(ds);
+    sl_dataset *ds;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&o);
     o.dataset_dir = tmpdir;
     o.usage = SL_MNIST_TRAIN;
@@ -541,11 +541,12 @@ START_TEST(test_read_error_in_workers)
     char *dir = tu_path(tmpdir, "folder");
     char *gone;
     sl_image_folder_options o;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_op *rescale;
     sl_iterator *it;
     sl_row row;
     int rc, rows = 0;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     ck_assert_int_eq(tu_make_image_folder(dir, 2, 5, 8, 8), 0);
     sl_image_folder_options_init(&o);
     o.dataset_dir = dir;
@@ -721,8 +722,8 @@ START_TEST(test_mnist_lock_failures)
     static const fault_fn fns[] = {FAULT_MUTEX_INIT, FAULT_COND_INIT};
     for (size_t i = 0; i < 2; i++) {
         sl_mnist_options o;
-        sl_dataset *ds = sl_dataset_new();
-        ck_assert_ptr_nonnull(ds);
+        sl_dataset *ds;
+        ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
         sl_mnist_options_init(&o);
         o.dataset_dir = tmpdir;
         fault_arm(fns[i], 0, EAGAIN);
@@ -793,11 +794,26 @@ START_TEST(test_describe_and_sizes)
     ck_assert_int_eq(tu_dataset_size(ds), 5);
     sl_dataset_free(ds);
     /* no source yet */
-    ds = sl_dataset_new();
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     ck_assert_int_eq(sl_dataset_get_dataset_size(ds, &size), SL_ESTATE);
     ck_assert_int_eq(size, 0);
     ck_assert_int_eq(sl_dataset_batch(ds, 2, 0, 1), SL_ESTATE);
     ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "no source"));
+    sl_dataset_free(ds);
+}
+END_TEST
+
+/* sl_dataset_new(&ds): SL_OK and an empty dataset in *out, whatever *out
+ * held before (its SL_ENOMEM path is in check_threads, which can fail an
+ * allocation). */
+START_TEST(test_dataset_new_sets_out)
+{
+    sl_dataset *ds = (sl_dataset *)&ds; /* not NULL, not a dataset */
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
+    ck_assert_ptr_nonnull(ds);
+    ck_assert_ptr_ne(ds, (sl_dataset *)&ds);
+    ck_assert_uint_eq(sl_dataset_num_columns(ds), 0);
+    ck_assert_str_eq(sl_dataset_last_error(ds), "");
     sl_dataset_free(ds);
 }
 END_TEST
@@ -1189,9 +1205,9 @@ static void gate_destroy(gate *g)
 static sl_dataset *gated_mnist(gate *g, int64_t rows)
 {
     sl_mnist_options o;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_op *op;
-    ck_assert_ptr_nonnull(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&o);
     o.dataset_dir = tmpdir;
     o.usage = SL_MNIST_TRAIN;
@@ -1359,6 +1375,7 @@ static Suite *make_pipeline_suite(void)
     tcase_add_test(core, test_rows_outlive_iterator);
     tcase_add_test(core, test_timeout_names_stage);
     tcase_add_test(core, test_describe_and_sizes);
+    tcase_add_test(core, test_dataset_new_sets_out);
     tcase_add_test(core, test_describe_truncates);
     tcase_add_test(core, test_mnist_lock_failures);
     tcase_add_test(core, test_iterator_lock_failures);

@@ -33,8 +33,8 @@ static sl_dataset *lenet_mnist(int workers)
 {
     sl_mnist_options o;
     sl_op *cast, *resize, *rescale, *hwc2chw;
-    sl_dataset *ds = sl_dataset_new();
-    ck_assert_ptr_nonnull(ds);
+    sl_dataset *ds;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&o);
     o.dataset_dir = tmpdir;
     o.usage = SL_MNIST_TRAIN;

@@ -73,8 +73,8 @@ static sl_dataset *pipeline(int workers, atomic_int *calls)
     sl_op_custom_options co;
     sl_op *ops[3];
     char err[256];
-    sl_dataset *ds = sl_dataset_new();
-    ck_assert_ptr_nonnull(ds);
+    sl_dataset *ds;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&o);
     o.dataset_dir = tmpdir;
     o.usage = SL_MNIST_TRAIN;
@@ -270,8 +270,8 @@ static sl_dataset *train_pipeline(int workers)
 {
     sl_mnist_options o;
     sl_op *cast, *img[5];
-    sl_dataset *ds = sl_dataset_new();
-    ck_assert_ptr_nonnull(ds);
+    sl_dataset *ds;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&o);
     o.dataset_dir = tmpdir;
     o.usage = SL_MNIST_TRAIN;

@@ -311,8 +311,9 @@ static sl_model *mlp_model(int64_t batch, const char *target)
 static sl_dataset *mlp_pipeline(const char *dir, int64_t batch, gate *g)
 {
     sl_mnist_options mo;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_op *cast, *rescale, *chw, *gop;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&mo);
     mo.dataset_dir = dir;
     mo.usage = SL_MNIST_TRAIN;
@@ -901,7 +902,7 @@ START_TEST(test_pipeline_error_mid_epoch_sink)
     sl_image_folder_options io;
     sl_model_options o;
     sl_model *m = NULL;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_op *rs, *r, *chw;
     sl_train_options to;
     recorder rec;
@@ -909,6 +910,7 @@ START_TEST(test_pipeline_error_mid_epoch_sink)
     sl_callback *cbs[1] = {&cb};
     char err[512];
     int rc;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     ck_assert_int_eq(tu_make_image_folder(dir, 2, 40, 40, 40), 0);
     bad = tu_path(dir, "class_1/img_20.jpg");
     ck_assert_int_eq(tu_write_bytes(bad, not_jpeg, sizeof not_jpeg - 1, 0), 0);
@@ -1161,7 +1163,8 @@ static sl__channel *two_queue_channel(sl_dataset *ds, sl_device *const *devs, in
 static sl_dataset *numbered_dataset(const char *dir)
 {
     sl_mnist_options mo;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&mo);
     mo.dataset_dir = dir;
     mo.usage = SL_MNIST_TRAIN;

@@ -62,10 +62,10 @@ static char *make_mnist(const char *name, uint32_t n_train, uint32_t n_test, int
 
 static sl_dataset *mnist_ds(const char *dir, sl_mnist_usage usage, const sl_sampler_options *s)
 {
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_mnist_options o;
     int rc;
-    ck_assert_ptr_nonnull(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&o);
     o.dataset_dir = dir;
     o.usage = usage;
@@ -318,8 +318,7 @@ START_TEST(test_mnist_all_reads_the_splits_present)
 
     sl_mnist_options_init(&o);
     o.usage = SL_MNIST_ALL;
-    ds = sl_dataset_new();
-    ck_assert_ptr_nonnull(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     o.dataset_dir = empty;
     ck_assert_int_eq(sl_dataset_mnist(ds, &o), SL_EIO);
     ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "train-images-idx3-ubyte"));
@@ -567,8 +566,9 @@ START_TEST(test_dataset_sizes)
     char *dir = make_mnist("m", N_TRAIN, N_TEST, 0);
     sl_sampler_options s = sampler(1, 0);
     sl_dataset *ds = mnist_ds(dir, SL_MNIST_ALL, &s);
-    sl_dataset *empty = sl_dataset_new();
+    sl_dataset *empty;
     int64_t size;
+    ck_assert_int_eq(sl_dataset_new(&empty), SL_OK);
     ck_assert_int_eq(tu_dataset_size(ds), 42);
     ck_assert_int_eq(sl_dataset_batch(ds, 5, 0, 1), SL_OK);
     ck_assert_int_eq(tu_dataset_size(ds), 9);
@@ -697,9 +697,9 @@ static char *make_tree(char *paths[TREE_FILES])
 
 static sl_dataset *folder_ds(const sl_image_folder_options *o)
 {
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     int rc;
-    ck_assert_ptr_nonnull(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     rc = sl_dataset_image_folder(ds, o);
     ck_assert_msg(rc == SL_OK, "sl_dataset_image_folder: %s (%s)", sl_status_name(rc),
                   sl_dataset_last_error(ds));

@@ -67,9 +67,10 @@ static sl_dataset *mnist_through(const char *name, sl_op_custom_fn fn, void *use
 {
     sl_mnist_options mo;
     sl_op_custom_options co;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_op *op;
     char err[256];
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&mo);
     mo.dataset_dir = tmp;
     mo.usage = SL_MNIST_TRAIN;

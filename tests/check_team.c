@@ -185,8 +185,9 @@ static const sl_op_iface probe_iface = {"Probe", tu_infer_identity, probe_run, N
 static sl_dataset *team_pipeline(const char *dir, probe *p, int workers)
 {
     sl_mnist_options mo;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_op *ops[2], *pop;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&mo);
     mo.dataset_dir = dir;
     mo.usage = SL_MNIST_TRAIN;

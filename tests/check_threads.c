@@ -3,7 +3,8 @@
  * executor's job slot serves several callers, each getting its own job's
  * completion; a step runs from the executor's own thread, in place on the
  * caller's thread, or posted and waited for with a timeout; OpenBLAS's
- * process-wide thread count has one owner. */
+ * process-wide thread count has one owner. Being the suite linked with
+ * tests/fault_alloc.c, it also fails the allocations of sl_dataset_new. */
 #include <check.h>
 #include <pthread.h>
 #include <sched.h>
@@ -68,8 +69,7 @@ static void tiny_make(tiny *t, sl_executor *ex, uint64_t seed)
     int64_t xs[2] = {8, 16}, ys[1] = {8}, ws[2] = {10, 16}, bs[1] = {10};
     sl_init tn = {SL_INIT_TRUNCATED_NORMAL, 0.3f};
     int x, y, w, b, logits, loss;
-    t->g = sl_graph_new();
-    ck_assert_ptr_nonnull(t->g);
+    ck_assert_int_eq(sl_graph_new(&t->g), SL_OK);
     sl_graph_set_seed(t->g, seed);
     x = sl_graph_input(t->g, "x", SL_FLOAT32, 2, xs);
     y = sl_graph_input(t->g, "y", SL_INT32, 1, ys);
@@ -518,7 +518,7 @@ static void mlp_make(gated_run *r, int data_timeout_ms, sl_mnist_usage usage, in
     r->dir = tu_mkdtemp();
     ck_assert_ptr_nonnull(r->dir);
     ck_assert_int_eq(tu_make_mnist(r->dir, 64, 3, 0), 0);
-    r->ds = sl_dataset_new();
+    ck_assert_int_eq(sl_dataset_new(&r->ds), SL_OK);
     sl_mnist_options_init(&mo);
     mo.dataset_dir = r->dir;
     mo.usage = usage;
@@ -653,6 +653,24 @@ START_TEST(test_eval_pad_failure)
 }
 END_TEST
 
+/* A dataset whose buffer pool cannot be allocated (the dataset's first
+ * aligned_alloc): sl_dataset_new returns SL_ENOMEM and sets *out to NULL,
+ * and the next call works. */
+START_TEST(test_dataset_new_out_of_memory)
+{
+    sl_dataset *ds = (sl_dataset *)&ds; /* not NULL: the call must clear it */
+    int rc;
+    fault_alloc_arm(0, (size_t)-1);
+    rc = sl_dataset_new(&ds);
+    ck_assert_int_eq(fault_alloc_disarm(), 1);
+    ck_assert_int_eq(rc, SL_ENOMEM);
+    ck_assert_ptr_null(ds);
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
+    ck_assert_ptr_nonnull(ds);
+    sl_dataset_free(ds);
+}
+END_TEST
+
 /* --- OpenBLAS's thread count -------------------------------------------- */
 
 START_TEST(test_blas_threads_have_one_owner)
@@ -701,6 +719,7 @@ static Suite *make_threads_suite(void)
     tcase_add_test(tc, test_train_data_timeout_names_the_stage);
     tcase_add_test(tc, test_stop_wakes_a_wait_for_data);
     tcase_add_test(tc, test_eval_pad_failure);
+    tcase_add_test(tc, test_dataset_new_out_of_memory);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -324,12 +324,13 @@ START_TEST(test_pipeline_error_mid_epoch)
     sl_image_folder_options io;
     sl_model_options o;
     sl_model *m;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_op *rs, *r, *chw;
     counter c = {0, 0, 0, 0, 0, 0};
     sl_callback cb = counting(&c);
     sl_callback *cbs[1] = {&cb};
     int rc;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     ck_assert_int_eq(tu_make_image_folder(dir, 2, 40, 40, 40), 0);
     bad = tu_path(dir, "class_1/img_20.jpg");
     static const char not_jpeg[] = "\xff\xd8\xff\xe0 not really a jpeg";
@@ -511,8 +512,9 @@ START_TEST(test_model_from_graph)
     sl_model *built, *given = NULL;
     sl_dataset *ds;
     sl_metrics metrics;
-    sl_graph *g = sl_graph_new();
+    sl_graph *g;
     char err[512];
+    ck_assert_int_eq(sl_graph_new(&g), SL_OK);
     sl_model_options_init(&o);
     built = model_with(&o);
     sl_network_options_init(&no);
@@ -541,7 +543,7 @@ START_TEST(test_model_from_graph)
                   sl_model_last_error(given));
     sl_model_free(given);
     /* the logits are no loss */
-    g = sl_graph_new();
+    ck_assert_int_eq(sl_graph_new(&g), SL_OK);
     ck_assert_int_eq(sl_network_build(g, &no, &net), SL_OK);
     net.loss = net.logits;
     ck_assert_int_eq(sl_model_new_from_graph(&given, g, &net, &o, err, sizeof err), SL_EINVAL);

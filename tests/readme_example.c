@@ -48,10 +48,14 @@ static int check(int rc, sl_dataset *ds)
 static sl_dataset *create_dataset(const char *dir, sl_mnist_usage usage)
 {
     sl_mnist_options opts;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_op *type_cast, *resize, *rescale, *rescale_nml, *hwc2chw;
     int bad = 0;
 
+    if (sl_dataset_new(&ds) != SL_OK) {
+        fprintf(stderr, "error: out of memory\n");
+        return NULL;
+    }
     sl_mnist_options_init(&opts); /* shuffled each epoch, like MindSpore */
     opts.dataset_dir = dir;
     opts.usage = usage;

@@ -422,8 +422,9 @@ sl_dataset *tu_lenet_pipeline(const char *dir, sl_mnist_usage usage, int workers
                               int resize, int drop_remainder, int64_t num_samples)
 {
     sl_mnist_options mo;
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     sl_op *cast, *rs, *r1, *r2, *chw;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
     sl_mnist_options_init(&mo);
     mo.dataset_dir = dir;
     mo.usage = usage;

@@ -294,13 +294,14 @@ static int map_label_int32(const char *cmd, int workers, sl_dataset *ds)
 
 int cli_pipeline_source(const char *cmd, const cli_pipeline *p, int workers, sl_dataset **out)
 {
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     int rc;
 
     *out = NULL;
-    if (ds == NULL) {
-        cli_error(cmd, "out of memory");
-        return SL_ENOMEM;
+    rc = sl_dataset_new(&ds);
+    if (rc != SL_OK) {
+        cli_error(cmd, "%s", sl_strerror(rc));
+        return rc;
     }
     rc = set_source(p, workers, ds);
     if (rc != SL_OK) {

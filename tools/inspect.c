@@ -99,10 +99,10 @@ static int parse_args(int argc, char **argv, inspect_args *a)
  * On failure prints the library's message and returns NULL. */
 static sl_dataset *open_source(const char *dir, cli_kind kind, sl_mnist_usage usage)
 {
-    sl_dataset *ds = sl_dataset_new();
+    sl_dataset *ds;
     int rc;
 
-    if (ds == NULL) {
+    if (sl_dataset_new(&ds) != SL_OK) {
         cli_error(CMD, "out of memory");
         return NULL;
     }

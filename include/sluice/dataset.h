@@ -95,8 +95,9 @@ static inline void sl_image_folder_options_init(sl_image_folder_options *o)
     sl_image_folder_options_init_sized(o, sizeof *o);
 }
 
-/* An empty dataset (NULL when out of memory); free with sl_dataset_free. */
-SL_API sl_dataset *sl_dataset_new(void);
+/* An empty dataset in *out; free with sl_dataset_free. SL_ENOMEM (and *out
+ * NULL) when out of memory. */
+SL_API int sl_dataset_new(sl_dataset **out);
 /* A new dataset with src's source, nodes, seed and pool idle limit; nodes appended to one
  * later do not change the other. The two share the source and what it has
  * loaded (MNIST's pixels are read once for both). *out is NULL on failure

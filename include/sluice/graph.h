@@ -38,9 +38,10 @@ typedef struct sl_init {
     float sigma; /* TruncatedNormal only */
 } sl_init;
 
-/* An empty graph (NULL when out of memory). Parameters are initialised from
- * the graph's seed (default 0) and their position: set the seed first. */
-SL_API sl_graph *sl_graph_new(void);
+/* An empty graph in *out; SL_ENOMEM (and *out NULL) when out of memory.
+ * Parameters are initialised from the graph's seed (default 0) and their
+ * position: set the seed first. Free with sl_graph_free. */
+SL_API int sl_graph_new(sl_graph **out);
 SL_API void sl_graph_free(sl_graph *g);
 SL_API void sl_graph_set_seed(sl_graph *g, uint64_t seed);
 SL_API const char *sl_graph_last_error(const sl_graph *g);

@@ -122,12 +122,12 @@ void fz_write(const char *path, const void *data, size_t n, int gz)
 
 sl_graph *fz_checkpoint_graph(int with_optimizer)
 {
-    sl_graph *g = sl_graph_new();
+    sl_graph *g;
     sl_network_options o;
     sl_network net;
     int rc;
 
-    if (g == NULL)
+    if (sl_graph_new(&g) != SL_OK)
         return NULL;
     sl_network_options_init(&o);
     o.kind = SL_NETWORK_MLP;

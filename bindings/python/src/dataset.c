@@ -65,8 +65,7 @@ static PyObject *dataset_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
             PyErr_SetString(PyExc_TypeError, "Dataset() takes no arguments");
         return NULL;
     }
-    ds = sl_dataset_new();
-    if (!ds)
+    if (sl_dataset_new(&ds) != SL_OK)
         return PyErr_NoMemory();
     return dataset_alloc(type, ds);
 }

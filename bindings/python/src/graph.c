@@ -23,8 +23,7 @@ static PyObject *graph_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self = (slpy_graph *)type->tp_alloc(type, 0);
     if (!self)
         return NULL;
-    self->g = sl_graph_new();
-    if (!self->g) {
+    if (sl_graph_new(&self->g) != SL_OK) {
         Py_DECREF(self);
         return PyErr_NoMemory();
     }

@@ -561,8 +561,7 @@ static PyObject *network_params(PyObject *unused, PyObject *args)
         return PyErr_Format(PyExc_ValueError, "unknown network '%s'", network);
     no.num_classes = classes;
     no.channels = channels;
-    g = sl_graph_new();
-    if (!g)
+    if (sl_graph_new(&g) != SL_OK)
         return PyErr_NoMemory();
     sl_graph_set_seed(g, seed);
     rc = sl_network_build(g, &no, &net);
