@@ -42,6 +42,17 @@ void sl__err_prefix(sl__error *err, const char *fmt, ...)
     err->msg[plen + mlen] = '\0';
 }
 
+int sl__err_out(char *err, size_t err_len, int status, const char *fmt, ...)
+{
+    if (err && err_len > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
 void sl__err_clear(sl__error *err)
 {
     if (err) {

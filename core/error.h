@@ -23,6 +23,11 @@ int sl__errf(sl__error *err, int status, const char *fmt, ...)
 void sl__err_prefix(sl__error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void sl__err_clear(sl__error *err);
+/* Writes a printf-style message into a caller's buffer err of err_len bytes
+ * (nothing when err is NULL or err_len 0) and returns status: the
+ * `char *err, size_t err_len` of the public calls (status.h). */
+int sl__err_out(char *err, size_t err_len, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void sl__err_copy(sl__error *dst, const sl__error *src);
 
 /* Assertions are for bugs only; bad input returns a status instead. */

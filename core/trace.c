@@ -198,13 +198,13 @@ static void write_event(FILE *f, const sl_profiler *p, const sl__track *t, const
     fputc('}', f);
 }
 
-int sl_profiler_write_trace(sl_profiler *p, const char *path, char *errbuf, size_t errlen)
+int sl_profiler_write_trace(sl_profiler *p, const char *path, char *err, size_t err_len)
 {
     FILE *f = fopen(path, "w");
     int failed;
     if (!f) {
-        if (errbuf && errlen)
-            snprintf(errbuf, errlen, "profiler: cannot write %s: %s", path, strerror(errno));
+        if (err && err_len)
+            snprintf(err, err_len, "profiler: cannot write %s: %s", path, strerror(errno));
         return SL_EIO;
     }
     pthread_mutex_lock(&p->lock);
@@ -227,8 +227,8 @@ int sl_profiler_write_trace(sl_profiler *p, const char *path, char *errbuf, size
     fputs("\n]}\n", f);
     failed = ferror(f);
     if (fclose(f) != 0 || failed) {
-        if (errbuf && errlen)
-            snprintf(errbuf, errlen, "profiler: writing %s failed", path);
+        if (err && err_len)
+            snprintf(err, err_len, "profiler: writing %s failed", path);
         return SL_EIO;
     }
     return SL_OK;

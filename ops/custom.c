@@ -136,36 +136,33 @@ const char *sl__op_custom_name(const sl_op *op)
     return op->iface == &custom_iface ? ((const custom_op *)op)->name : NULL;
 }
 
-int sl_op_custom_new(sl_op **out, const sl_op_custom_options *user, char *errbuf, size_t errlen)
+int sl_op_custom_new(sl_op **out, const sl_op_custom_options *user, char *err, size_t err_len)
 {
     sl_op_custom_options o;
-    sl__error err;
+    sl__error e;
     sl_op *op = NULL;
     custom_op *c;
     int rc;
     *out = NULL;
-    sl__err_clear(&err);
+    sl__err_clear(&e);
     sl_op_custom_options_init(&o);
     rc = sl__options_read(&o, sizeof o, custom_options_v1_size, user, "sl_op_custom_options",
-                          &err);
+                          &e);
     if (rc == SL_OK && !user)
-        rc = sl__errf(&err, SL_EINVAL, "custom op: no options given");
+        rc = sl__errf(&e, SL_EINVAL, "custom op: no options given");
     if (rc == SL_OK && !o.fn)
-        rc = sl__errf(&err, SL_EINVAL, "custom op: fn is not set");
+        rc = sl__errf(&e, SL_EINVAL, "custom op: fn is not set");
     if (rc == SL_OK && (!o.name || !o.name[0] || strlen(o.name) >= CUSTOM_NAME_LEN))
-        rc = sl__errf(&err, SL_EINVAL, "custom op: name must have 1 to %d characters",
+        rc = sl__errf(&e, SL_EINVAL, "custom op: name must have 1 to %d characters",
                       CUSTOM_NAME_LEN - 1);
     if (rc == SL_OK && o.reserved0 != 0)
-        rc = sl__errf(&err, SL_EINVAL, "custom op: reserved0 must be 0");
+        rc = sl__errf(&e, SL_EINVAL, "custom op: reserved0 must be 0");
     if (rc == SL_OK && o.random != 0 && o.random != 1)
-        rc = sl__errf(&err, SL_EINVAL, "custom op: random must be 0 or 1, got %d", o.random);
+        rc = sl__errf(&e, SL_EINVAL, "custom op: random must be 0 or 1, got %d", o.random);
     if (rc == SL_OK && (rc = sl__op_alloc(&op, sizeof *c, &custom_iface, o.random)) != SL_OK)
-        sl__errf(&err, rc, "custom op: out of memory");
-    if (rc != SL_OK) {
-        if (errbuf && errlen > 0)
-            snprintf(errbuf, errlen, "%s", err.msg);
-        return rc;
-    }
+        sl__errf(&e, rc, "custom op: out of memory");
+    if (rc != SL_OK)
+        return sl__err_out(err, err_len, rc, "%s", e.msg);
     c = (custom_op *)op;
     c->o = o;
     snprintf(c->name, sizeof c->name, "%s", o.name);

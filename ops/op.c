@@ -57,21 +57,15 @@ int sl__op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
     return op->iface->infer(op, in, out, err);
 }
 
-static void copy_message(char *errbuf, size_t errlen, const sl__error *err)
-{
-    if (errbuf && errlen > 0)
-        snprintf(errbuf, errlen, "%s", err->msg);
-}
-
 int sl_op_apply(const sl_op *op, const sl_tensor *in, sl_tensor **out, uint64_t seed,
-                char *errbuf, size_t errlen)
+                char *err, size_t err_len)
 {
-    sl__error err;
+    sl__error e;
     sl__op_ctx ctx;
     int rc;
-    sl__err_clear(&err);
+    sl__err_clear(&e);
     ctx.pool = NULL;
-    ctx.err = &err;
+    ctx.err = &e;
     ctx.budget = NULL; /* one call, one image: nothing to share */
     ctx.budget_held = 0;
     sl__rng_seed(&ctx.rng, seed, 0, 0, 0);
@@ -79,25 +73,25 @@ int sl_op_apply(const sl_op *op, const sl_tensor *in, sl_tensor **out, uint64_t 
      * write in place into tensors nobody else holds. */
     rc = sl__op_run(op, sl_tensor_retain((sl_tensor *)in), out, &ctx);
     if (rc != SL_OK)
-        copy_message(errbuf, errlen, &err);
+        sl__err_out(err, err_len, rc, "%s", e.msg);
     return rc;
 }
 
 int sl_op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
-                char *errbuf, size_t errlen)
+                char *err, size_t err_len)
 {
-    sl__error err;
+    sl__error e;
     int rc;
-    sl__err_clear(&err);
+    sl__err_clear(&e);
     /* The ops trust a spec's rank and dtype (they index shape[] by it):
      * one filled in by the caller is checked here. */
     if (in->ndim < 0 || in->ndim > SL_MAX_DIMS || sl_dtype_size(in->dtype) == 0)
-        rc = sl__errf(&err, SL_ESHAPE, "%s: invalid spec (dtype %d, %d dimensions)",
+        rc = sl__errf(&e, SL_ESHAPE, "%s: invalid spec (dtype %d, %d dimensions)",
                       sl_op_name(op), (int)in->dtype, in->ndim);
     else
-        rc = sl__op_infer(op, in, out, &err);
+        rc = sl__op_infer(op, in, out, &e);
     if (rc != SL_OK)
-        copy_message(errbuf, errlen, &err);
+        sl__err_out(err, err_len, rc, "%s", e.msg);
     return rc;
 }
 

@@ -73,16 +73,16 @@ SL_API int sl_op_one_hot_new(sl_op **out, int64_t num_classes);
  * sl_tensor_retain, then sl_tensor_release whenever it likes; the tensor
  * stays valid after the pipeline is gone), and returns a new one in
  * *out (from sl_tensor_new, or sl_tensor_retain(in) to pass it through); on
- * failure it returns a negative status and may write a message to errbuf.
+ * failure it returns a negative status and may write a message to err.
  * Map workers call it from several threads at once: it must be
  * thread-safe. seed is the sample's own seed (from the dataset's seed, the
  * epoch and the sample) when the op is random, 0 otherwise. */
 typedef int (*sl_op_custom_fn)(void *user, const sl_tensor *in, sl_tensor **out, uint64_t seed,
-                               char *errbuf, size_t errlen);
+                               char *err, size_t err_len);
 /* The output's spec for an input spec; returns SL_ESHAPE (message in
- * errbuf) for an input the op cannot take. Sizes may be -1 (unknown). */
+ * err) for an input the op cannot take. Sizes may be -1 (unknown). */
 typedef int (*sl_op_custom_infer_fn)(void *user, const sl_tensor_spec *in, sl_tensor_spec *out,
-                                     char *errbuf, size_t errlen);
+                                     char *err, size_t err_len);
 
 /* Versioned (see sluice.h): call sl_op_custom_options_init first. */
 typedef struct sl_op_custom_options {
@@ -104,11 +104,11 @@ static inline void sl_op_custom_options_init(sl_op_custom_options *o)
 {
     sl_op_custom_options_init_sized(o, sizeof *o);
 }
-/* Makes the op (one reference). SL_EINVAL with a message in errbuf for
+/* Makes the op (one reference). SL_EINVAL with a message in err for
  * options not made by the _init, or without fn; SL_ENOMEM. On failure
  * destroy is not called: user stays the caller's. */
-SL_API int sl_op_custom_new(sl_op **out, const sl_op_custom_options *o, char *errbuf,
-                            size_t errlen);
+SL_API int sl_op_custom_new(sl_op **out, const sl_op_custom_options *o, char *err,
+                            size_t err_len);
 
 SL_API sl_op *sl_op_retain(sl_op *op);
 SL_API void sl_op_release(sl_op *op);
@@ -117,13 +117,13 @@ SL_API const char *sl_op_name(const sl_op *op);
 
 /* Applies op to in (left untouched) and returns a new tensor in *out.
  * Random ops draw from a generator seeded by seed. On failure the message
- * goes to errbuf (may be NULL). */
+ * goes to err (may be NULL). */
 SL_API int sl_op_apply(const sl_op *op, const sl_tensor *in, sl_tensor **out,
-                       uint64_t seed, char *errbuf, size_t errlen);
+                       uint64_t seed, char *err, size_t err_len);
 /* The spec of the result for an input of spec in, without data; fails with
- * SL_ESHAPE (message in errbuf) when the op cannot take such input. */
+ * SL_ESHAPE (message in err) when the op cannot take such input. */
 SL_API int sl_op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
-                       char *errbuf, size_t errlen);
+                       char *err, size_t err_len);
 
 #ifdef __cplusplus
 }

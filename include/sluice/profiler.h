@@ -34,8 +34,8 @@ SL_API int sl_profiler_new(sl_profiler **out, size_t events_per_thread);
 SL_API void sl_profiler_free(sl_profiler *p);
 /* Writes every thread's events to path as one JSON object
  * {"displayTimeUnit": "ms", "traceEvents": [...]}. Not while a run
- * records. SL_OK, or SL_EIO with the file named in errbuf. */
-SL_API int sl_profiler_write_trace(sl_profiler *p, const char *path, char *errbuf, size_t errlen);
+ * records. SL_OK, or SL_EIO with the file named in err. */
+SL_API int sl_profiler_write_trace(sl_profiler *p, const char *path, char *err, size_t err_len);
 /* Events recorded, and of them those dropped (overwritten in a full
  * ring); after the run, as for sl_profiler_write_trace. */
 SL_API void sl_profiler_counts(sl_profiler *p, uint64_t *recorded, uint64_t *dropped);

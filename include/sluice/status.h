@@ -1,7 +1,11 @@
 /* status.h: the status codes every fallible sluice call returns.
- * 0 is success, negative values are errors; sl_strerror() names them. The
- * detail (file, sample index, stage) lives in the object that failed and is
- * read with its *_last_error() function. */
+ *
+ * The rule: every fallible call returns a status, SL_OK (0) or a negative
+ * code that sl_strerror() names. The message (file, sample, stage) goes into
+ * the object the call was made on, read with sl_<object>_last_error(). A
+ * call that has no object yet (a constructor that can fail on its
+ * arguments), or whose object is shared read-only between threads (an op),
+ * takes a caller buffer named `char *err, size_t err_len` (may be NULL, 0). */
 #ifndef SLUICE_STATUS_H
 #define SLUICE_STATUS_H
 
