@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/testutil.h"
 #include "tests/time_limit.h"
 #include "core/rng.h"
 #include "ops/nn/conv2d_impl.h"
@@ -2009,6 +2010,11 @@ int main(void)
 {
     SRunner *sr;
     int failed;
+    if (TU_THREAD_SANITIZED) {
+        puts("SKIP: the kernels run on the calling thread only: nothing for ThreadSanitizer "
+             "(the plain and ASan builds run this suite)");
+        return 77;
+    }
     /* as the executor does: OpenBLAS itself single-threaded */
     openblas_set_num_threads(1);
     sr = srunner_create(make_nn_suite());

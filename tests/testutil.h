@@ -77,6 +77,19 @@ int64_t tu_dataset_size(const sl_dataset *ds);
 #ifndef TU_SANITIZED
 #define TU_SANITIZED 0
 #endif
+/* TU_THREAD_SANITIZED: 1 under ThreadSanitizer alone. A suite whose code
+ * runs on the calling thread only gives ThreadSanitizer nothing to check,
+ * and skips itself there (the plain and ASan builds run it). */
+#if defined(__SANITIZE_THREAD__)
+#define TU_THREAD_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TU_THREAD_SANITIZED 1
+#endif
+#endif
+#ifndef TU_THREAD_SANITIZED
+#define TU_THREAD_SANITIZED 0
+#endif
 
 /* 1 when test should run its shortened form: a sanitizer build (TU_SANITIZED
  * as the caller was compiled) unless SLUICE_TESTS_FULL=1 is in the
