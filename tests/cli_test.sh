@@ -38,10 +38,19 @@ fail() {
     sed -n '1,20s/^/    stderr: /p' "$TMP/err"
 }
 
+# Each command gets LIMIT seconds (SL_CLI_TIMEOUT, 300 by default): one still
+# running then is ended (SIGTERM, then SIGKILL 10 s later) and fails its
+# test with exit status 124 and a line saying so, instead of hanging make
+# check. The commands that take longest train a few hundred steps.
+LIMIT=${SL_CLI_TIMEOUT:-300}
+
 # run ARGS...: runs sluice, keeping stdout, stderr and the exit status.
 run() {
-    "$SLUICE" "$@" >"$TMP/out" 2>"$TMP/err"
+    timeout -k 10 "$LIMIT" "$SLUICE" "$@" >"$TMP/out" 2>"$TMP/err"
     rc=$?
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        echo "cli_test.sh: time limit: 'sluice $*' still running after $LIMIT s" >>"$TMP/err"
+    fi
 }
 
 # expect NAME STATUS [stdout PATTERN | stderr PATTERN]...: checks the last run.
@@ -313,7 +322,7 @@ else
     fail "inspect --json non-UTF-8 class name is valid JSON"
 fi
 if [ -w /dev/full ]; then
-    "$SLUICE" inspect "$IMAGES" >/dev/full 2>"$TMP/err"
+    timeout -k 10 "$LIMIT" "$SLUICE" inspect "$IMAGES" >/dev/full 2>"$TMP/err"
     rc=$?
     expect "inspect to a full disk" 1 stderr '^sluice: cannot write the output: '
 fi
@@ -703,8 +712,10 @@ for transfer in thread auto; do
 done
 # bench/plot.py turns the --json outputs and the trace into PNG files.
 if "$PY" -c 'import matplotlib' 2>/dev/null; then
-    "$SLUICE" bench sink --data "$MNIST" --steps 4 --repeats 1 --json >"$TMP/sink.json" 2>/dev/null
-    "$SLUICE" bench pipeline --data "$MNIST" --repeats 1 --workers 1 --json >"$TMP/pipe.json"
+    timeout -k 10 "$LIMIT" "$SLUICE" bench sink --data "$MNIST" --steps 4 --repeats 1 --json \
+        >"$TMP/sink.json" 2>/dev/null
+    timeout -k 10 "$LIMIT" "$SLUICE" bench pipeline --data "$MNIST" --repeats 1 --workers 1 \
+        --json >"$TMP/pipe.json"
     "$PY" "$top_srcdir/bench/plot.py" --out "$TMP/png" "$TMP/sink.json" "$TMP/pipe.json" \
         "$TMP/prof/thread/trace.json" >"$TMP/out" 2>"$TMP/err"
     rc=$?
