@@ -1,0 +1,570 @@
+#!/usr/bin/python3
+"""tables.py: writes the benchmark tables of docs/*.md from docs/figures/*.json.
+
+usage: /usr/bin/python3 bench/tables.py [--check] [--docs DIR] [--figures DIR]
+
+A doc asks for a table with a pair of marker comments:
+
+    <!-- table:sink begin -->
+    <!-- table:sink end -->
+
+and this script replaces what lies between them with the table rendered
+from the JSON file that table reads (TABLES below), preceded by a line
+naming the machine, the date and the exact command that produced it.
+bench/figures.sh BUILDDIR runs the benches and writes those files: each
+is {"name", "command", "date", "machine": {...}, "sluice": {...},
+"result": <the bench's own --json>}. Nothing here is typed by hand, so
+a table can only show what a run printed: a field a table needs that the
+file lacks (or holds as null) is an error naming the file and the field,
+and no file is changed. The PyTorch comparisons are optional (figures.sh
+--with-torch); their tables say how to make them until their file exists.
+
+--check writes nothing and exits 1 when a doc is not what the figures give
+(for a test or CI). Exit status: 0 done, 1 a missing field or file, a bad
+marker or (--check) a stale doc, 2 usage errors. Standard library only.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MARKER = re.compile(r"^<!-- table:([a-z0-9-]+) (begin|end) -->$")
+
+
+class TableError(Exception):
+    """A table cannot be made; the message says why, naming file and field."""
+
+
+class Figures:
+    """One docs/figures/*.json file, read through need() / opt()."""
+
+    def __init__(self, path, table):
+        self.path = path
+        self.rel = os.path.relpath(path, ROOT)
+        self.table = table
+        try:
+            with open(path) as f:
+                self.data = json.load(f)
+        except ValueError as e:
+            raise TableError(f"{self.rel}: not JSON ({e})")
+        if not isinstance(self.data, dict):
+            raise TableError(f"{self.rel}: not a JSON object")
+
+    def _walk(self, keys):
+        cur, trail = self.data, []
+        for k in keys:
+            trail.append(k)
+            if isinstance(k, int):
+                ok = isinstance(cur, list) and -len(cur) <= k < len(cur)
+            else:
+                ok = isinstance(cur, dict) and k in cur
+            if not ok:
+                return None, trail, False
+            cur = cur[k]
+        return cur, trail, True
+
+    def _where(self, trail):
+        return "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else k)
+                       for i, k in enumerate(trail))
+
+    def need(self, *keys, kind=None):
+        """The value at keys; a TableError when it is absent, null or not of kind
+        ("number": a finite int or float; "str", "list", "dict", "bool")."""
+        val, trail, ok = self._walk(keys)
+        where = self._where(trail)
+        if not ok:
+            raise TableError(f"{self.rel}: no field {where} (table '{self.table}' needs it); "
+                             f"rerun bench/figures.sh, or fix the table")
+        if val is None:
+            raise TableError(f"{self.rel}: field {where} is null (table '{self.table}' needs "
+                             f"a value)")
+        types = {"number": (int, float), "str": str, "list": list, "dict": dict, "bool": bool}
+        if kind is not None:
+            good = isinstance(val, types[kind])
+            if kind == "number":
+                good = good and not isinstance(val, bool) and math.isfinite(val)
+            if not good:
+                raise TableError(f"{self.rel}: field {where} is {val!r}, not a {kind} "
+                                 f"(table '{self.table}')")
+        return val
+
+    def opt(self, *keys):
+        """The value at keys, or None when it is absent: only for what a table
+        shows as "-" (a figure the bench leaves out by design)."""
+        val, _, ok = self._walk(keys)
+        return val if ok else None
+
+
+# --- formatting -------------------------------------------------------------
+
+def num(v, digits=0):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return f"{v:,.{digits}f}"
+
+
+def mib(v):
+    return "-" if v is None else f"{v / 1048576:.1f} MiB"
+
+
+def table(header, rows, align=None):
+    align = align or ["---"] + ["--:"] * (len(header) - 1)
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def provenance(fig):
+    """The line above every table: machine, date, command."""
+    m = fig.need("machine", kind="dict")
+    name = fig.need("machine", "model_name", kind="str")
+    fam = fig.need("machine", "cpu_family")
+    model = fig.need("machine", "model")
+    cpus = fig.need("machine", "nproc", kind="number")
+    avx2 = fig.need("machine", "avx2", kind="bool")
+    avx512 = fig.need("machine", "avx512f", kind="bool")
+    date = fig.need("date", kind="str")
+    cmd = fig.need("command", kind="str")
+    bits = [f"{name} (cpu family {fam}, model {model}; {cpus} CPUs; "
+            f"AVX2 {'yes' if avx2 else 'no'}, AVX-512F {'yes' if avx512 else 'no'})"]
+    s = fig.opt("sluice")
+    if isinstance(s, dict) and s.get("version"):
+        extra = [f"cpu path {s['cpu_path']}"] if s.get("cpu_path") else []
+        if s.get("commit"):
+            extra.append(f"commit {s['commit']}")
+        bits.append(s["version"] + (f" ({', '.join(extra)})" if extra else ""))
+    torch = fig.opt("result", "torch")
+    if isinstance(torch, str):
+        bits.append(f"torch {torch}")
+    if m.get("loadavg"):
+        bits.append(f"load average {m['loadavg']} at the start")
+    return [f"Machine: {'; '.join(bits)}. Date: {date}. Command: `{cmd}` "
+            f"(`{fig.rel}`).", ""]
+
+
+# --- sluice bench sink --------------------------------------------------------
+
+SINK_RUNS = [("nonsink", "non-sink"), ("sink_full", "sink, −1"), ("sink_1000", "sink, 1000"),
+             ("compute_only", "compute only"), ("data_only", "data only")]
+
+
+def sink_devices(fig):
+    runs = fig.need("result", "runs", kind="list")
+    devs, by = [], {}
+    for i, _ in enumerate(runs):
+        d = fig.need("result", "runs", i, "device", kind="str")
+        n = fig.need("result", "runs", i, "name", kind="str")
+        if d not in by:
+            devs.append(d)
+            by[d] = {}
+        by[d][n] = i
+    for d in devs:
+        for n, _ in SINK_RUNS:
+            if n not in by[d]:
+                raise TableError(f"{fig.rel}: no run named {n!r} on {d} in result.runs "
+                                 f"(table '{fig.table}' needs it)")
+    return devs, by
+
+
+def render_sink(fig):
+    devs, by = sink_devices(fig)
+    steps = fig.need("result", "steps", kind="number")
+    reps = fig.need("result", "repeats", kind="number")
+    rows = []
+    for d in devs:
+        sps = {n: fig.need("result", "runs", by[d][n], "samples_per_s", kind="number")
+               for n, _ in SINK_RUNS}
+        eff = fig.need("result", "overlap_by_device", d, kind="number")
+        rows.append([d] + [num(sps[n]) for n, _ in SINK_RUNS] +
+                    [f"{eff:.3f}", f"{sps['sink_full'] / sps['nonsink']:.3f}x"])
+    out = provenance(fig)
+    out.append(f"LeNet5, batch 32, {steps} steps per run; samples/s, medians of {reps} "
+               f"rounds. Overlap: max(data only, compute only) / sink, in time.")
+    out.append("")
+    out += table(["device"] + [t for _, t in SINK_RUNS] + ["overlap", "sink −1 / non-sink"], rows)
+    return out
+
+
+def render_sink_runs(fig):
+    devs, by = sink_devices(fig)
+    rows = []
+    for d in devs:
+        for n, title in SINK_RUNS:
+            i = by[d][n]
+            rows.append([d, title,
+                         num(fig.need("result", "runs", i, "samples_per_s", kind="number")),
+                         num(fig.need("result", "runs", i, "ms_per_step", kind="number"), 4),
+                         num(fig.need("result", "runs", i, "interactions", kind="number")),
+                         num(fig.need("result", "runs", i, "getnext_wait_ms", kind="number"), 1),
+                         num(fig.need("result", "runs", i, "channel_full_ms", kind="number"), 1)])
+    out = provenance(fig)
+    out.append(f"Thread budget: {fig.need('result', 'thread_budget', kind='str')}. "
+               f"Transfer: {fig.need('result', 'transfer', kind='str')}.")
+    out.append("")
+    out += table(["device", "run", "samples/s", "ms/step", "interactions", "GetNext wait ms",
+                  "channel full ms"], rows, ["---", "---"] + ["--:"] * 5)
+    return out
+
+
+def stage_rows(fig, *base):
+    stages = fig.need(*base, kind="list")
+    rows = []
+    for i, _ in enumerate(stages):
+        def f(k, kind="number"):
+            return fig.need(*base, i, k, kind=kind)
+        name, threads, rows_n, elapsed = f("name", "str"), f("threads"), f("rows"), f("elapsed_ms")
+        rate = rows_n / (elapsed / 1e3) if elapsed > 0 else 0.0
+        cap = f("capacity")
+        queue = f"{f('occupancy'):.1f}/{cap}" if cap > 0 else "-"
+        if threads == 0:
+            rows.append([name, "-", num(rows_n), num(rate), "(in the next stage's time)", "", "",
+                         queue])
+            continue
+        whole = f("thread_ms") if f("thread_ms") > 0 else threads * elapsed
+        pct = (lambda v: f"{100.0 * v / whole:.1f}") if whole > 0 else (lambda v: "0.0")
+        rows.append([name, threads, num(rows_n), num(rate), pct(f("busy_ms")),
+                     pct(f("wait_input_ms")), pct(f("blocked_output_ms")), queue])
+    return table(["stage", "threads", "rows", "rows/s", "busy %", "waiting %", "blocked %",
+                  "queue"], rows, ["---"] + ["--:"] * 7)
+
+
+def render_sink_stages(fig):
+    out = provenance(fig)
+    devs = fig.need("result", "stages_by_device", kind="dict")
+    for d in devs:
+        out.append(f"Stages of the last \"sink, sink_size -1\" run on {d}:")
+        out.append("")
+        out += stage_rows(fig, "result", "stages_by_device", d)
+        out.append("")
+        out.append(f"Verdict: {fig.need('result', 'verdict_by_device', d, kind='str')}")
+        out.append("")
+    return out[:-1]
+
+
+# --- sluice bench pipeline ----------------------------------------------------
+
+def render_pipeline(fig):
+    runs = fig.need("result", "runs", kind="list")
+    epochs = fig.need("result", "epochs", kind="number")
+    rows = []
+    for i, _ in enumerate(runs):
+        def f(*k, kind="number"):
+            return fig.need("result", "runs", i, *k, kind=kind)
+        every = f("images_per_s_all", kind="list")
+        rows.append([f("workers"), f("threads"), num(f("images_per_s")),
+                     " / ".join(num(fig.need("result", "runs", i, "images_per_s_all", j,
+                                             kind="number")) for j in range(len(every))),
+                     num(f("first_batch_ms"), 1), num(f("consumer_wakeups_per_epoch"), 1),
+                     mib(f("pool", "peak_in_use_bytes")), num(f("pool", "system_allocs"))])
+    out = provenance(fig)
+    out.append(f"Pipeline: {fig.need('result', 'pipeline', kind='str')} "
+               f"({fig.need('result', 'kind', kind='str')}, {epochs} epoch(s) per run); "
+               f"images/s, the median of the runs listed.")
+    out.append("")
+    out += table(["workers", "threads", "images/s", "runs", "first batch ms",
+                  "consumer wake-ups / epoch", "pool peak in use", "pool blocks from system"],
+                 rows)
+    out.append("")
+    line = (f"One-time load (not timed): {num(fig.need('result', 'load_ms', kind='number'), 1)} "
+            f"ms. Peak RSS of the process: "
+            f"{fig.need('result', 'peak_rss_bytes', kind='number') / 1e6:.1f} MB.")
+    if fig.opt("result", "machine_scaling") is not None:
+        t = fig.need("result", "machine_scaling", "threads", kind="number")
+        r = fig.need("result", "machine_scaling", "ratio", kind="number")
+        line += (f" On this machine {t} threads of independent work (a compute loop) ran "
+                 f"{r:.2f}x as fast as one: the most {t} workers can gain.")
+    out.append(line)
+    return out
+
+
+def render_pipeline_stages(fig):
+    out = provenance(fig)
+    runs = fig.need("result", "runs", kind="list")
+    for i, _ in enumerate(runs):
+        w = fig.need("result", "runs", i, "workers", kind="number")
+        out.append(f"Stages of the last run with {w} worker(s):")
+        out.append("")
+        out += stage_rows(fig, "result", "runs", i, "stages")
+        out.append("")
+        out.append(f"Verdict: {fig.need('result', 'runs', i, 'verdict', kind='str')}")
+        out.append("")
+    return out[:-1]
+
+
+# --- sluice bench train -------------------------------------------------------
+
+def render_train(fig):
+    def runs(key):
+        vals = fig.need("result", key, kind="list")
+        return " / ".join(num(fig.need("result", key, j, kind="number")) for j in range(len(vals)))
+    rows = [["compute, GRAPH (one batch reused)",
+             num(fig.need("result", "compute_graph_samples_per_s", kind="number")),
+             runs("compute_graph_runs")],
+            ["compute, PYNATIVE (one batch reused)",
+             num(fig.need("result", "compute_pynative_samples_per_s", kind="number")),
+             runs("compute_pynative_runs")]]
+    if fig.opt("result", "end_to_end_samples_per_s") is not None:
+        rows.append([f"end to end, non-sink ({fig.need('result', 'workers', kind='number')} "
+                     f"pipeline worker(s))",
+                     num(fig.need("result", "end_to_end_samples_per_s", kind="number")),
+                     runs("end_to_end_runs")])
+    out = provenance(fig)
+    out.append(f"{fig.need('result', 'model', kind='str')}, batch "
+               f"{fig.need('result', 'batch', kind='number')}, "
+               f"{fig.need('result', 'threads', kind='number')} compute thread(s), "
+               f"{fig.need('result', 'blas_threads', kind='number')} OpenBLAS; "
+               f"{fig.need('result', 'steps', kind='number')} steps per compute run; "
+               f"samples/s, medians of {fig.need('result', 'repeats', kind='number')} runs. "
+               f"Thread budget: {fig.need('result', 'thread_budget', kind='str')}.")
+    out.append("")
+    out += table(["run", "samples/s", "runs"], rows)
+    out.append("")
+    out.append(f"Memory: GRAPH arena "
+               f"{mib(fig.need('result', 'graph_arena_bytes', kind='number'))}, PYNATIVE peak "
+               f"{mib(fig.need('result', 'pynative_peak_bytes', kind='number'))}.")
+    return out
+
+
+def render_train_ops(fig):
+    ops = fig.need("result", "per_op_ms_per_step", kind="dict")
+    gflops = fig.need("result", "per_op_gflops", kind="dict")
+    sgemm = fig.need("result", "sgemm_1024_gflops_per_thread", kind="number")
+    threads = fig.need("result", "threads", kind="number")
+    total = sum(fig.need("result", "per_op_ms_per_step", k, kind="number") for k in ops)
+    rows = []
+    for k in ops:
+        ms = fig.need("result", "per_op_ms_per_step", k, kind="number")
+        gf = fig.need("result", "per_op_gflops", k, kind="number") if k in gflops else None
+        of_sgemm = (f"{100.0 * gf / threads / sgemm:.0f}%"
+                    if gf is not None and sgemm > 0 else "-")
+        rows.append([k, f"{ms:.4f}", f"{100.0 * ms / total:.1f}%" if total > 0 else "-",
+                     num(gf, 1), of_sgemm])
+    rows.append(["total", f"{total:.4f}", "", "", ""])
+    out = provenance(fig)
+    out.append("Where a GRAPH step's time goes: ms per step over all runs; GFLOPS of the ops "
+               "that multiply matrices, and per compute thread against a 1024^3 sgemm on one "
+               "OpenBLAS thread (" + (f"{sgemm:.1f} GFLOPS, measured in the same rounds)."
+                                      if sgemm > 0 else "not measured with more than one "
+                                      "OpenBLAS thread)."))
+    out.append("")
+    out += table(["op", "ms / step", "share", "GFLOPS", "of sgemm per thread"], rows)
+    return out
+
+
+# --- the PyTorch comparisons (figures.sh --with-torch) -------------------------
+
+def render_torch_train(fig):
+    cfgs = fig.need("result", "configs", kind="list")
+    rows = []
+    for i, _ in enumerate(cfgs):
+        def f(k, kind="number"):
+            return fig.need("result", "configs", i, k, kind=kind)
+        blas = fig.opt("result", "configs", i, "openblas_threads")
+        rows.append([f"torch, compute only: {f('config', 'str')}", num(blas) if blas is not None
+                     else "?", num(f("samples_per_s"))])
+    if fig.opt("result", "e2e") is not None:
+        rows.append([f"torch, end to end: {fig.need('result', 'e2e', 'config', kind='str')}", "",
+                     num(fig.need("result", "e2e", "samples_per_s", kind="number"))])
+    for key, title in (("compute_graph_samples_per_s", "sluice, compute GRAPH"),
+                       ("compute_pynative_samples_per_s", "sluice, compute PYNATIVE"),
+                       ("end_to_end_samples_per_s", "sluice, end to end")):
+        if key == "end_to_end_samples_per_s" and fig.opt("result", "e2e") is None:
+            continue
+        rows.append([title, "", num(fig.need("result", "sluice", key, kind="number"))])
+    out = provenance(fig)
+    out.append(f"LeNet5 training, batch {fig.need('result', 'batch', kind='number')}; samples/s, "
+               f"medians of {fig.need('result', 'repeats', kind='number')} interleaved rounds.")
+    out.append("")
+    out += table(["configuration", "OpenBLAS threads", "samples/s"], rows)
+    ratios = fig.need("result", "ratios", kind="dict")
+    if ratios:
+        out.append("")
+        out.append("Ratios: " + "; ".join(
+            f"{k} {fig.need('result', 'ratios', k, kind='number'):.2f}x" for k in ratios) + ".")
+    return out
+
+
+def render_torch_sink(fig):
+    cfgs = fig.need("result", "configs", kind="list")
+    rows = []
+    for i, _ in enumerate(cfgs):
+        def f(k, kind="number"):
+            return fig.need("result", "configs", i, k, kind=kind)
+        best = " (best)" if fig.opt("result", "configs", i, "best") is True else ""
+        rows.append([f"torch: {f('config', 'str')}{best}", num(f("samples_per_s")),
+                     num(f("ms_per_step"), 4)])
+    for key, title in (("sink_full", "sluice, sink −1"), ("sink_1000", "sluice, sink 1000"),
+                       ("nonsink", "sluice, non-sink")):
+        rows.append([title, num(fig.need("result", "sluice", key, kind="number")), ""])
+    out = provenance(fig)
+    out.append(f"LeNet5 end to end, batch {fig.need('result', 'batch', kind='number')}, "
+               f"{fig.need('result', 'steps', kind='number')} steps per run; samples/s, medians "
+               f"of {fig.need('result', 'repeats', kind='number')} interleaved rounds "
+               f"(sluice: `bench sink --devices cpu:0`, in the same rounds).")
+    out.append("")
+    out += table(["configuration", "samples/s", "ms/step"], rows)
+    ratios = fig.need("result", "ratios", kind="dict")
+    out.append("")
+    out.append("Against the best PyTorch configuration: " + "; ".join(
+        f"{k.replace('_over_best_torch', '')} {fig.need('result', 'ratios', k, kind='number'):.2f}x"
+        for k in ratios) + ".")
+    return out
+
+
+def render_python_dataset(fig):
+    med = fig.need("result", "medians", kind="dict")
+    rows = []
+    for c in med:
+        def f(k, kind="number"):
+            return fig.need("result", "medians", c, k, kind=kind)
+        rss = f"{f('peak_rss_bytes') / 1e6:.0f} MB"
+        worker = fig.opt("result", "medians", c, "worker_peak_rss_bytes")
+        if worker and c.startswith("dataloader") and c != "dataloader-0":
+            rss += f" (+ workers of {worker / 1e6:.0f} MB)"
+        rows.append([c, num(f("images_per_s")), num(f("first_batch_ms"), 1), rss])
+    out = provenance(fig)
+    out.append(f"One epoch of the seeds' MNIST pipeline (60000 images); sluice with "
+               f"{fig.need('result', 'workers', kind='number')} workers per map; images/s, "
+               f"medians of {fig.need('result', 'rounds', kind='number')} rounds, each "
+               f"configuration in a fresh process.")
+    out.append("")
+    out += table(["configuration", "images/s", "first batch ms", "peak RSS"], rows)
+    ratios = fig.need("result", "ratios", kind="dict")
+    if ratios:
+        out.append("")
+        out.append("Ratios: " + "; ".join(
+            f"{k} {fig.need('result', 'ratios', k, kind='number'):.2f}x" for k in ratios) + ".")
+    return out
+
+
+def render_torch_pipeline(fig):
+    res = fig.need("result", "results", kind="list")
+    rows = []
+    for i, _ in enumerate(res):
+        rows.append([f"torch: {fig.need('result', 'results', i, 'config', kind='str')}",
+                     num(fig.need("result", "results", i, "images_per_s", kind="number")),
+                     num(fig.opt("result", "results", i, "first_batch_ms"), 1)])
+    med = fig.need("result", "sluice", "medians", kind="dict")
+    for w in med:
+        rows.append([f"sluice, {w} worker(s)",
+                     num(fig.need("result", "sluice", "medians", w, "images_per_s",
+                                  kind="number")),
+                     num(fig.opt("result", "sluice", "medians", w, "first_batch_ms"), 1)])
+    out = provenance(fig)
+    out.append(f"One epoch of the seeds' MNIST pipeline, batch "
+               f"{fig.need('result', 'batch', kind='number')}; images/s, medians of "
+               f"{fig.need('result', 'repeats', kind='number')} runs, worker start-up included.")
+    out.append("")
+    out += table(["configuration", "images/s", "first batch ms"], rows)
+    ratios = fig.need("result", "ratios", kind="dict")
+    if ratios:
+        out.append("")
+        out.append("Ratios: " + "; ".join(
+            f"{k} {fig.need('result', 'ratios', k, kind='number'):.2f}x" for k in ratios) + ".")
+    return out
+
+
+# name -> (figures file, renderer, made by figures.sh without options)
+TABLES = {
+    "sink": ("sink.json", render_sink, True),
+    "sink-runs": ("sink.json", render_sink_runs, True),
+    "sink-stages": ("sink.json", render_sink_stages, True),
+    "pipeline": ("pipeline.json", render_pipeline, True),
+    "pipeline-stages": ("pipeline.json", render_pipeline_stages, True),
+    "train": ("train.json", render_train, True),
+    "train-ops": ("train.json", render_train_ops, True),
+    "torch-train": ("torch_train.json", render_torch_train, False),
+    "torch-sink": ("torch_sink.json", render_torch_sink, False),
+    "python-dataset": ("python_dataset.json", render_python_dataset, False),
+    "torch-pipeline": ("torch_pipeline.json", render_torch_pipeline, False),
+}
+
+
+def render(name, figdir):
+    fname, fn, default = TABLES[name]
+    path = os.path.join(figdir, fname)
+    rel = os.path.relpath(path, ROOT)
+    head = [f"<!-- generated by bench/tables.py from {rel}; edit that script, not this -->", ""]
+    if not os.path.exists(path):
+        if default:
+            raise TableError(f"{rel}: no such file (table '{name}' reads it); "
+                             f"bench/figures.sh BUILDDIR writes it")
+        return head + [f"Not generated here yet: `bench/figures.sh BUILDDIR --with-torch` "
+                       f"writes `{rel}`, then this table.", ""]
+    return head + fn(Figures(path, name)) + [""]
+
+
+def rewrite(text, doc, figdir):
+    lines = text.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        m = MARKER.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        name, what = m.groups()
+        where = f"{os.path.relpath(doc, ROOT)}:{i + 1}"
+        if what == "end":
+            raise TableError(f"{where}: 'table:{name} end' without its begin")
+        if name not in TABLES:
+            raise TableError(f"{where}: no table named '{name}' (known: "
+                             f"{', '.join(sorted(TABLES))})")
+        end = f"<!-- table:{name} end -->"
+        j = i + 1
+        while j < len(lines) and lines[j] != end:
+            if MARKER.match(lines[j]):
+                raise TableError(f"{os.path.relpath(doc, ROOT)}:{j + 1}: marker inside "
+                                 f"table:{name}")
+            j += 1
+        if j == len(lines):
+            raise TableError(f"{where}: 'table:{name} begin' without its end")
+        out += [lines[i]] + render(name, figdir) + [end]
+        i = j + 1
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Write the benchmark tables of docs/*.md from "
+                                 "docs/figures/*.json.")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 if a doc differs from what the figures give")
+    ap.add_argument("--docs", default=os.path.join(ROOT, "docs"), help="folder of the .md files")
+    ap.add_argument("--figures", default=None, help="folder of the JSON files "
+                    "(default: DOCS/figures)")
+    a = ap.parse_args()
+    figdir = a.figures or os.path.join(a.docs, "figures")
+    new = {}
+    try:
+        for doc in sorted(glob.glob(os.path.join(a.docs, "*.md"))):
+            with open(doc) as f:
+                text = f.read()
+            result = rewrite(text, doc, figdir)
+            if result != text:
+                new[doc] = result
+    except TableError as e:
+        print(f"tables.py: {e}", file=sys.stderr)
+        print("tables.py: no file changed", file=sys.stderr)
+        return 1
+    if a.check:
+        for doc in new:
+            print(f"tables.py: {os.path.relpath(doc, ROOT)} is not what the figures give "
+                  f"(run bench/tables.py)", file=sys.stderr)
+        return 1 if new else 0
+    for doc, text in new.items():
+        tmp = doc + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, doc)
+        print(f"tables.py: wrote {os.path.relpath(doc, ROOT)}")
+    if not new:
+        print("tables.py: every table is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
