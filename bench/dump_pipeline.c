@@ -86,6 +86,7 @@ static int build(sl_dataset *ds, const char *dir, sl_mnist_usage u, long long li
 {
     sl_mnist_options opts;
     sl_op *ops[5] = {NULL, NULL, NULL, NULL, NULL}; /* 4 image ops, then the cast */
+    char err[256];
     int rc;
 
     sl_mnist_options_init(&opts);
@@ -95,12 +96,12 @@ static int build(sl_dataset *ds, const char *dir, sl_mnist_usage u, long long li
     opts.sampler.num_samples = limit;
     if ((rc = sl_dataset_mnist(ds, &opts)) < 0)
         goto fail;
-    if ((rc = sl_op_resize_new(&ops[0], 32, 32, SL_INTER_LINEAR)) < 0 ||
-        (rc = sl_op_rescale_new(&ops[1], 1.0 / 255.0, 0.0)) < 0 ||
-        (rc = sl_op_rescale_new(&ops[2], 1 / 0.3081, -1 * 0.1307 / 0.3081)) < 0 ||
-        (rc = sl_op_hwc2chw_new(&ops[3])) < 0 ||
-        (rc = sl_op_type_cast_new(&ops[4], SL_INT32)) < 0) {
-        fprintf(stderr, "%s: cannot make the ops: %s\n", prog, sl_strerror(rc));
+    if ((rc = sl_op_resize_new(&ops[0], 32, 32, SL_INTER_LINEAR, err, sizeof err)) < 0 ||
+        (rc = sl_op_rescale_new(&ops[1], 1.0 / 255.0, 0.0, err, sizeof err)) < 0 ||
+        (rc = sl_op_rescale_new(&ops[2], 1 / 0.3081, -1 * 0.1307 / 0.3081, err, sizeof err)) < 0 ||
+        (rc = sl_op_hwc2chw_new(&ops[3], err, sizeof err)) < 0 ||
+        (rc = sl_op_type_cast_new(&ops[4], SL_INT32, err, sizeof err)) < 0) {
+        fprintf(stderr, "%s: cannot make the ops: %s\n", prog, err);
         goto release;
     }
     if ((rc = sl_dataset_map(ds, &ops[4], 1, "label", NULL, 2)) < 0 ||

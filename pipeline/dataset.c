@@ -341,9 +341,13 @@ int sl_dataset_image_folder(sl_dataset *ds, const sl_image_folder_options *user)
     if (!o->decode)
         return SL_OK;
     /* Decoding runs as a map right after the source, in parallel workers. */
-    rc = sl_op_decode_new_limited(&decode, 1, o->decode_max_pixels);
-    if (rc != SL_OK)
-        return sl__errf(&ds->error, rc, "ImageFolderDataset: cannot make the decode op");
+    rc = sl_op_decode_new_limited(&decode, 1, o->decode_max_pixels, ds->error.msg,
+                                  sizeof ds->error.msg);
+    if (rc != SL_OK) {
+        ds->error.status = rc;
+        sl__err_prefix(&ds->error, "ImageFolderDataset: ");
+        return rc;
+    }
     rc = sl_dataset_map(ds, &decode, 1, "image", NULL, o->num_parallel_workers);
     sl_op_release(decode);
     return rc;

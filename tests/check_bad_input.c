@@ -1013,7 +1013,7 @@ START_TEST(test_map_wrong_shape_at_description)
     int rc;
     sl_dataset *ds = mnist_train(dir, 0, &rc);
     ck_assert_int_eq(rc, SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&op), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&op, NULL, 0), SL_OK);
     rc = sl_dataset_map(ds, &op, 1, "label", NULL, 1);
     ck_assert_int_eq(rc, SL_ESHAPE);
     assert_contains(sl_dataset_last_error(ds), "hwc2chw");
@@ -1030,7 +1030,7 @@ START_TEST(test_map_wrong_shape_at_description)
     ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "image", NULL, 1), SL_OK);
     /* Decode wants 1-D bytes, not a (28, 28, 1) image... now (1, 28, 28). */
     sl_op_release(op);
-    ck_assert_int_eq(sl_op_decode_new(&op, 1), SL_OK);
+    ck_assert_int_eq(sl_op_decode_new(&op, 1, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "image", NULL, 1), SL_ESHAPE);
     assert_contains(sl_dataset_last_error(ds), "decode");
     assert_contains(sl_dataset_last_error(ds), "(1, 28, 28)");
@@ -1047,7 +1047,7 @@ START_TEST(test_map_missing_column)
     int rc;
     sl_dataset *ds = mnist_train(dir, 0, &rc);
     ck_assert_int_eq(rc, SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&op), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&op, NULL, 0), SL_OK);
     rc = sl_dataset_map(ds, &op, 1, "pixels", NULL, 1);
     ck_assert_int_eq(rc, SL_EINVAL);
     assert_contains(sl_dataset_last_error(ds), "pixels");
@@ -1075,7 +1075,7 @@ START_TEST(test_map_wrong_value_at_run_time)
         int rc;
         sl_dataset *ds = mnist_train(dir, 0, &rc);
         ck_assert_int_eq(rc, SL_OK);
-        ck_assert_int_eq(sl_op_one_hot_new(&op, 3), SL_OK);
+        ck_assert_int_eq(sl_op_one_hot_new(&op, 3, NULL, 0), SL_OK);
         ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "label", NULL, workers), SL_OK);
         sl_op_release(op);
         expect_run_error(ds, 0, images, &res);
@@ -1105,7 +1105,7 @@ START_TEST(test_error_is_sticky)
     int64_t rows = 0;
     sl_dataset *ds = mnist_train(dir, 0, &rc);
     ck_assert_int_eq(rc, SL_OK);
-    ck_assert_int_eq(sl_op_one_hot_new(&op, 9), SL_OK); /* sample 9 fails */
+    ck_assert_int_eq(sl_op_one_hot_new(&op, 9, NULL, 0), SL_OK); /* sample 9 fails */
     ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "label", NULL, 2), SL_OK);
     sl_op_release(op);
     ck_assert_int_eq(sl_dataset_repeat(ds, -1), SL_OK);

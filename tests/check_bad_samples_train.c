@@ -128,11 +128,11 @@ static sl_dataset *folder(int64_t shards, int64_t shard, int workers, sl_error_s
     sl_op_custom_options_init(&co);
     co.name = "need 24";
     co.fn = need24_fn;
-    ck_assert_int_eq(sl_op_decode_new_limited(&ops[0], 0, 1000), SL_OK);
+    ck_assert_int_eq(sl_op_decode_new_limited(&ops[0], 0, 1000, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_op_custom_new(&ops[1], &co, err, sizeof err), SL_OK);
-    ck_assert_int_eq(sl_op_resize_new(&ops[2], 32, 32, SL_INTER_LINEAR), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&ops[3], 1.0 / 255.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&ops[4]), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&ops[2], 32, 32, SL_INTER_LINEAR, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&ops[3], 1.0 / 255.0, 0.0, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&ops[4], NULL, 0), SL_OK);
     ck_assert_msg(sl_dataset_map(ds, ops, 5, "image", NULL, workers) == SL_OK, "%s",
                   sl_dataset_last_error(ds));
     for (int k = 0; k < 5; k++)

@@ -312,7 +312,7 @@ START_TEST(test_keeps_input)
     atomic_store(&nkept, 0);
     sl_op_release(op);
     /* HWC2CHW after it makes the views rows of their own. */
-    ck_assert_int_eq(sl_op_hwc2chw_new(&hwc2chw), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&hwc2chw, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &hwc2chw, 1, "image", NULL, 2), SL_OK);
     sl_op_release(hwc2chw);
     ck_assert_int_eq(sl_dataset_batch(ds, 8, 0, 1), SL_OK);

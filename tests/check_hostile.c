@@ -316,7 +316,7 @@ START_TEST(test_bomb_refused)
     ck_assert_uint_lt(len, 1024);
     check_header(bomb, len, 16384);
 
-    ck_assert_int_eq(sl_op_decode_new(&op, 1), SL_OK);
+    ck_assert_int_eq(sl_op_decode_new(&op, 1, NULL, 0), SL_OK);
     in = bytes_tensor(bomb, len);
     t0 = wall_ms();
     ck_assert_int_eq(sl_op_apply(op, in, &out, 0, msg, sizeof msg), SL_EFORMAT);
@@ -386,12 +386,12 @@ START_TEST(test_raised_limit_lets_large_image_through)
     check_header(jpg, len, 8200);
     in = bytes_tensor(jpg, len);
 
-    ck_assert_int_eq(sl_op_decode_new(&op, 0), SL_OK);
+    ck_assert_int_eq(sl_op_decode_new(&op, 0, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_op_apply(op, in, &out, 0, msg, sizeof msg), SL_EFORMAT);
     ck_assert_msg(strstr(msg, "8200x8200 = 67240000 pixels"), "%s", msg);
     sl_op_release(op);
 
-    ck_assert_int_eq(sl_op_decode_new_limited(&op, 0, (uint64_t)1 << 27), SL_OK);
+    ck_assert_int_eq(sl_op_decode_new_limited(&op, 0, (uint64_t)1 << 27, NULL, 0), SL_OK);
     ck_assert_msg(sl_op_apply(op, in, &out, 0, msg, sizeof msg) == SL_OK, "%s", msg);
     ck_assert_int_eq(sl_tensor_ndim(out), 3);
     ck_assert_int_eq(sl_tensor_shape(out)[0], 8200);

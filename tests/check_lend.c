@@ -60,7 +60,7 @@ static sl_dataset *numbered_dataset(const char *dir, int map_workers)
     ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
     if (map_workers > 0) {
         sl_op *cast;
-        ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_UINT32), SL_OK);
+        ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_UINT32, NULL, 0), SL_OK);
         ck_assert_msg(sl_dataset_map(ds, &cast, 1, "label", NULL, map_workers) == SL_OK, "%s",
                       sl_dataset_last_error(ds));
         sl_op_release(cast);

@@ -272,7 +272,7 @@ static void check_resize_linear(sl_dtype dtype, int ndim, int ih, int iw, int c,
         fill_u8(in, seed);
     else
         fill_f32(in, seed);
-    ck_assert_int_eq(sl_op_resize_new(&op, oh, ow, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&op, oh, ow, SL_INTER_LINEAR, NULL, 0), SL_OK);
     ck_assert_int_eq(apply(op, in, &out, 0, msg, sizeof msg), SL_OK);
     check_shape(out, dtype, ndim, oh, ow, c);
     din = to_double(in);
@@ -302,7 +302,7 @@ START_TEST(test_resize_linear_28_to_32)
     double *din, ref[32 * 32];
 
     fill_u8(in, 7);
-    ck_assert_int_eq(sl_op_resize_new(&op, 32, 32, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&op, 32, 32, SL_INTER_LINEAR, NULL, 0), SL_OK);
     ck_assert_str_eq(sl_op_name(op), "resize");
     ck_assert_int_eq(apply(op, in, &out, 0, NULL, 0), SL_OK);
     check_shape(out, SL_UINT8, 3, 32, 32, 1);
@@ -337,14 +337,14 @@ START_TEST(test_resize_linear_opencv_values)
     for (int i = 0; i < 4 * 6 * 3; i++)
         p[i] = (uint8_t)((i * 53 + 7) % 256);
 
-    ck_assert_int_eq(sl_op_resize_new(&op, 9, 4, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&op, 9, 4, SL_INTER_LINEAR, NULL, 0), SL_OK);
     ck_assert_int_eq(apply(op, gray, &out, 0, NULL, 0), SL_OK);
     check_shape(out, SL_UINT8, 2, 9, 4, 0);
     ck_assert_mem_eq(sl_tensor_data(out), want_gray, sizeof want_gray);
     sl_tensor_release(out);
     sl_op_release(op);
 
-    ck_assert_int_eq(sl_op_resize_new(&op, 3, 5, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&op, 3, 5, SL_INTER_LINEAR, NULL, 0), SL_OK);
     ck_assert_int_eq(apply(op, rgb, &out, 0, NULL, 0), SL_OK);
     check_shape(out, SL_UINT8, 3, 3, 5, 3);
     ck_assert_mem_eq(sl_tensor_data(out), want_rgb, sizeof want_rgb);
@@ -528,13 +528,13 @@ START_TEST(test_resize_rescale_fused)
     sl_rng rng;
     sl__rng_seed(&rng, 5, 0, 0, 0);
     ck_assert_ptr_nonnull(pool);
-    ck_assert_int_eq(sl_op_resize_new(&resize, 32, 32, SL_INTER_LINEAR), SL_OK);
-    ck_assert_int_eq(sl_op_resize_new(&near, 32, 32, SL_INTER_NEAREST), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&hwc), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&scale[0], 1.0 / 255.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&scale[1], 1.0 / 0.3081, -0.1307 / 0.3081), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&resize, 32, 32, SL_INTER_LINEAR, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&near, 32, 32, SL_INTER_NEAREST, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&hwc, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&scale[0], 1.0 / 255.0, 0.0, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&scale[1], 1.0 / 0.3081, -0.1307 / 0.3081, NULL, 0), SL_OK);
     for (int k = 2; k <= SL__RESCALE_FUSE_MAX; k++)
-        ck_assert_int_eq(sl_op_rescale_new(&scale[k], 0.5 + 0.1 * k, -0.25 * k), SL_OK);
+        ck_assert_int_eq(sl_op_rescale_new(&scale[k], 0.5 + 0.1 * k, -0.25 * k, NULL, 0), SL_OK);
 
     /* What fuses: a bilinear resize and up to SL__RESCALE_FUSE_MAX
      * rescales, and nothing else. */
@@ -583,7 +583,7 @@ START_TEST(test_resize_rescale_fused)
         sl_op *wide;
         sl_tensor *in = new_tensor(SL_UINT8, 3, 9, 500, 3);
         fill_u8(in, 77);
-        ck_assert_int_eq(sl_op_resize_new(&wide, 7, 700, SL_INTER_LINEAR), SL_OK);
+        ck_assert_int_eq(sl_op_resize_new(&wide, 7, 700, SL_INTER_LINEAR, NULL, 0), SL_OK);
         ops[0] = wide;
         ops[1] = scale[0];
         ops[2] = scale[1];
@@ -650,7 +650,7 @@ START_TEST(test_resize_linear_known)
     p[1] = 1;
     p[2] = 2;
     p[3] = 3;
-    ck_assert_int_eq(sl_op_resize_new(&op, 4, 4, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&op, 4, 4, SL_INTER_LINEAR, NULL, 0), SL_OK);
     ck_assert_int_eq(apply(op, in, &out, 0, NULL, 0), SL_OK);
     check_shape(out, SL_FLOAT32, 2, 4, 4, 0);
     got = sl_tensor_data(out);
@@ -677,7 +677,7 @@ START_TEST(test_resize_nearest)
                 fill_u8(in, (uint32_t)s);
             else
                 fill_f32(in, (uint32_t)s);
-            ck_assert_int_eq(sl_op_resize_new(&op, oh, ow, SL_INTER_NEAREST), SL_OK);
+            ck_assert_int_eq(sl_op_resize_new(&op, oh, ow, SL_INTER_NEAREST, NULL, 0), SL_OK);
             ck_assert_int_eq(apply(op, in, &out, 0, NULL, 0), SL_OK);
             check_shape(out, dt, 3, oh, ow, 3);
             din = to_double(in);
@@ -706,8 +706,8 @@ START_TEST(test_resize_same_size_and_pool)
     sl__error err;
     fill_u8(in, 3);
     copy = clone(in);
-    ck_assert_int_eq(sl_op_resize_new(&lin, 6, 5, SL_INTER_LINEAR), SL_OK);
-    ck_assert_int_eq(sl_op_resize_new(&near, 6, 5, SL_INTER_NEAREST), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&lin, 6, 5, SL_INTER_LINEAR, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&near, 6, 5, SL_INTER_NEAREST, NULL, 0), SL_OK);
     ck_assert_int_eq(apply(lin, in, &out, 0, NULL, 0), SL_OK);
     ck_assert(same_bytes(out, copy));
     sl_tensor_release(out);
@@ -719,13 +719,62 @@ START_TEST(test_resize_same_size_and_pool)
     sl_op_release(near);
 
     /* Through a pool, wide enough that the scratch comes from the pool. */
-    ck_assert_int_eq(sl_op_resize_new(&lin, 3, 900, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&lin, 3, 900, SL_INTER_LINEAR, NULL, 0), SL_OK);
     ck_assert_int_eq(run_owned(lin, in, &out, 0, pool, &err), SL_OK);
     check_shape(out, SL_UINT8, 3, 3, 900, 3);
     sl_tensor_release(out);
     sl_op_release(lin);
     sl_tensor_release(copy);
     sl__pool_release(pool);
+}
+END_TEST
+
+/* Every built-in constructor that refuses an argument says which, in err:
+ * the op's name and the value refused; *out is NULL. A short buffer gets a
+ * cut, terminated message; NULL, 0 is allowed (the tests above). */
+static void assert_refused(int rc, sl_op *const *op, const char *err, const char *name,
+                           const char *value)
+{
+    ck_assert_int_eq(rc, SL_EINVAL);
+    ck_assert_ptr_null(*op); /* read after the call (op is its out-parameter) */
+    ck_assert_msg(strncmp(err, name, strlen(name)) == 0, "'%s' does not start with '%s'", err,
+                  name);
+    ck_assert_msg(strstr(err, value) != NULL, "'%s' does not name '%s'", err, value);
+}
+
+START_TEST(test_constructor_messages)
+{
+    static const double mean[1] = {0.5}, sd[1] = {0.0};
+    sl_op *op = (sl_op *)0x1;
+    char err[256], small[8];
+
+    assert_refused(sl_op_decode_new(&op, 2, err, sizeof err), &op, err, "decode:", "rgb");
+    assert_refused(sl_op_decode_new_limited(&op, 1, 0, err, sizeof err), &op, err, "decode:",
+                   "max_pixels");
+    assert_refused(sl_op_resize_new(&op, 0, 32, SL_INTER_LINEAR, err, sizeof err), &op, err,
+                   "resize:", "(0, 32)");
+    assert_refused(sl_op_resize_new(&op, 32, 32, (sl_interp)7, err, sizeof err), &op, err,
+                   "resize:", "interp");
+    assert_refused(sl_op_rescale_new(&op, NAN, 0, err, sizeof err), &op, err, "rescale:", "nan");
+    assert_refused(sl_op_normalize_new(&op, mean, sd, 1, err, sizeof err), &op, err,
+                   "normalize:", "std[0]");
+    assert_refused(sl_op_normalize_new(&op, mean, sd, 0, err, sizeof err), &op, err,
+                   "normalize:", "channels");
+    assert_refused(sl_op_type_cast_new(&op, SL_DTYPE_COUNT, err, sizeof err), &op, err,
+                   "type_cast:", "dtype");
+    assert_refused(sl_op_random_crop_new(&op, 5, 5, -1, err, sizeof err), &op, err,
+                   "random_crop:", "padding");
+    assert_refused(sl_op_random_horizontal_flip_new(&op, 1.5, err, sizeof err), &op, err,
+                   "random_horizontal_flip:", "1.5");
+    assert_refused(sl_op_one_hot_new(&op, -3, err, sizeof err), &op, err, "one_hot:", "-3");
+    /* a buffer too short for the message */
+    ck_assert_int_eq(sl_op_one_hot_new(&op, -3, small, sizeof small), SL_EINVAL);
+    ck_assert_str_eq(small, "one_hot");
+    /* success leaves err alone */
+    strcpy(err, "untouched");
+    ck_assert_int_eq(sl_op_hwc2chw_new(&op, err, sizeof err), SL_OK);
+    ck_assert_str_eq(err, "untouched");
+    sl_op_release(op);
 }
 END_TEST
 
@@ -736,11 +785,11 @@ START_TEST(test_resize_refusals)
     sl_tensor_spec si, so;
     char msg[256];
 
-    ck_assert_int_eq(sl_op_resize_new(&op, 0, 32, SL_INTER_LINEAR), SL_EINVAL);
+    ck_assert_int_eq(sl_op_resize_new(&op, 0, 32, SL_INTER_LINEAR, NULL, 0), SL_EINVAL);
     ck_assert_ptr_null(op);
-    ck_assert_int_eq(sl_op_resize_new(&op, 32, -1, SL_INTER_LINEAR), SL_EINVAL);
-    ck_assert_int_eq(sl_op_resize_new(&op, 32, 32, (sl_interp)7), SL_EINVAL);
-    ck_assert_int_eq(sl_op_resize_new(&op, 32, 32, SL_INTER_LINEAR), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&op, 32, -1, SL_INTER_LINEAR, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_resize_new(&op, 32, 32, (sl_interp)7, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_resize_new(&op, 32, 32, SL_INTER_LINEAR, NULL, 0), SL_OK);
 
     /* Rank. */
     in = new_tensor(SL_UINT8, 1, 10, 0, 0);
@@ -791,7 +840,7 @@ START_TEST(test_rescale_dtypes)
     const double scale = 1.0 / 0.3081, shift = -0.1307 / 0.3081;
     sl_dtype dts[] = {SL_UINT8, SL_INT32, SL_UINT32, SL_INT64, SL_FLOAT32, SL_FLOAT64};
     sl_op *op;
-    ck_assert_int_eq(sl_op_rescale_new(&op, scale, shift), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&op, scale, shift, NULL, 0), SL_OK);
     ck_assert_str_eq(sl_op_name(op), "rescale");
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
         sl_tensor *in = new_tensor(dts[d], 3, 3, 4, 2), *out, *copy;
@@ -835,7 +884,7 @@ START_TEST(test_rescale_in_place)
     const float *got, *src;
     fill_f32(in, 4);
     copy = clone(in);
-    ck_assert_int_eq(sl_op_rescale_new(&op, 1.0 / 255.0, 0.5), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&op, 1.0 / 255.0, 0.5, NULL, 0), SL_OK);
     ck_assert_int_eq(run_owned(op, in, &out, 0, NULL, &err), SL_OK);
     ck_assert_ptr_eq(out, in); /* a sole float32 reference is reused */
     got = sl_tensor_data(out);
@@ -852,10 +901,10 @@ START_TEST(test_rescale_refusals)
 {
     sl_op *op;
     sl_tensor_spec si = spec_of(SL_UINT8, 3, -1, 28, 1), so;
-    ck_assert_int_eq(sl_op_rescale_new(&op, NAN, 0), SL_EINVAL);
-    ck_assert_int_eq(sl_op_rescale_new(&op, 1, INFINITY), SL_EINVAL);
-    ck_assert_int_eq(sl_op_rescale_new(&op, 1e300, 0), SL_EINVAL);
-    ck_assert_int_eq(sl_op_rescale_new(&op, 1.0 / 255, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&op, NAN, 0, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_rescale_new(&op, 1, INFINITY, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_rescale_new(&op, 1e300, 0, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_rescale_new(&op, 1.0 / 255, 0, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_op_infer(op, &si, &so, NULL, 0), SL_OK);
     ck_assert_int_eq(so.dtype, SL_FLOAT32);
     ck_assert_int_eq(so.shape[0], -1);
@@ -876,7 +925,7 @@ START_TEST(test_normalize_rgb_u8)
     const uint8_t *src;
     const float *got;
     fill_u8(in, 9);
-    ck_assert_int_eq(sl_op_normalize_new(&op, mean, sd, 3), SL_OK);
+    ck_assert_int_eq(sl_op_normalize_new(&op, mean, sd, 3, NULL, 0), SL_OK);
     ck_assert_str_eq(sl_op_name(op), "normalize");
     ck_assert_int_eq(apply(op, in, &out, 0, NULL, 0), SL_OK);
     check_shape(out, SL_FLOAT32, 3, 7, 5, 3);
@@ -900,7 +949,7 @@ START_TEST(test_normalize_other_dtypes)
     const float *src, *got;
     fill_f32(in, 10);
     copy = clone(in);
-    ck_assert_int_eq(sl_op_normalize_new(&op, mean, sd, 1), SL_OK);
+    ck_assert_int_eq(sl_op_normalize_new(&op, mean, sd, 1, NULL, 0), SL_OK);
     /* Shared input: a new tensor. */
     ck_assert_int_eq(apply(op, in, &out, 0, NULL, 0), SL_OK);
     ck_assert(same_bytes(in, copy));
@@ -930,7 +979,7 @@ START_TEST(test_normalize_other_dtypes)
     sl_tensor_release(in);
 
     /* int64, 2 channels. */
-    ck_assert_int_eq(sl_op_normalize_new(&op2, mean2, sd2, 2), SL_OK);
+    ck_assert_int_eq(sl_op_normalize_new(&op2, mean2, sd2, 2, NULL, 0), SL_OK);
     in = new_tensor(SL_INT64, 3, 2, 3, 2);
     for (int i = 0; i < 12; i++)
         ((int64_t *)sl_tensor_data(in))[i] = i * 37 - 200;
@@ -954,12 +1003,12 @@ START_TEST(test_normalize_refusals)
     sl_tensor *in, *out;
     sl_tensor_spec si, so;
     char msg[256];
-    ck_assert_int_eq(sl_op_normalize_new(&op, mean, bad_sd, 3), SL_EINVAL);
-    ck_assert_int_eq(sl_op_normalize_new(&op, mean, neg_sd, 1), SL_EINVAL);
-    ck_assert_int_eq(sl_op_normalize_new(&op, nan_mean, sd, 1), SL_EINVAL);
-    ck_assert_int_eq(sl_op_normalize_new(&op, mean, sd, 0), SL_EINVAL);
-    ck_assert_int_eq(sl_op_normalize_new(&op, NULL, sd, 3), SL_EINVAL);
-    ck_assert_int_eq(sl_op_normalize_new(&op, mean, sd, 3), SL_OK);
+    ck_assert_int_eq(sl_op_normalize_new(&op, mean, bad_sd, 3, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_normalize_new(&op, mean, neg_sd, 1, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_normalize_new(&op, nan_mean, sd, 1, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_normalize_new(&op, mean, sd, 0, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_normalize_new(&op, NULL, sd, 3, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_normalize_new(&op, mean, sd, 3, NULL, 0), SL_OK);
     /* Channel mismatch, and a 2-D image (one channel). */
     in = new_tensor(SL_UINT8, 3, 2, 2, 1);
     ck_assert_int_eq(apply(op, in, &out, 0, msg, sizeof msg), SL_ESHAPE);
@@ -986,7 +1035,7 @@ START_TEST(test_hwc2chw)
 {
     sl_dtype dts[] = {SL_UINT8, SL_FLOAT32, SL_INT64};
     sl_op *op;
-    ck_assert_int_eq(sl_op_hwc2chw_new(&op), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&op, NULL, 0), SL_OK);
     ck_assert_str_eq(sl_op_name(op), "hwc2chw");
     for (size_t d = 0; d < 3; d++) {
         for (int c = 2; c <= 4; c++) {
@@ -1027,7 +1076,7 @@ START_TEST(test_hwc2chw_one_channel)
     sl__error err;
     fill_f32(in, 11);
     copy = clone(in);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&op), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&op, NULL, 0), SL_OK);
     /* Shared: the result must not change the caller's tensor. */
     ck_assert_int_eq(apply(op, in, &out, 0, NULL, 0), SL_OK);
     check_shape(out, SL_FLOAT32, 3, 1, 4, 3);
@@ -1052,7 +1101,7 @@ START_TEST(test_hwc2chw_refusals)
     sl_tensor *in = new_tensor(SL_UINT8, 2, 4, 4, 0), *out;
     sl_tensor_spec si = spec_of(SL_UINT8, 3, -1, -1, 3), so;
     char msg[256];
-    ck_assert_int_eq(sl_op_hwc2chw_new(&op), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&op, NULL, 0), SL_OK);
     ck_assert_int_eq(apply(op, in, &out, 0, msg, sizeof msg), SL_ESHAPE);
     ck_assert_msg(strstr(msg, "hwc2chw") && strstr(msg, "(4, 4)"), "%s", msg);
     ck_assert_int_eq(sl_op_infer(op, &si, &so, NULL, 0), SL_OK);
@@ -1092,7 +1141,7 @@ START_TEST(test_type_cast_all_pairs)
             sl_tensor *in = new_tensor((sl_dtype)from, 1, (int64_t)n * 100, 0, 0), *out;
             for (size_t i = 0; i < n * 100; i++)
                 store_value(sl_tensor_data(in), (sl_dtype)from, i, cast_values[i % n]);
-            ck_assert_int_eq(sl_op_type_cast_new(&op, (sl_dtype)to), SL_OK);
+            ck_assert_int_eq(sl_op_type_cast_new(&op, (sl_dtype)to, NULL, 0), SL_OK);
             ck_assert_int_eq(apply(op, in, &out, 0, NULL, 0), SL_OK);
             check_shape(out, (sl_dtype)to, 1, (int64_t)n * 100, 0, 0);
             if (from == to)
@@ -1119,7 +1168,7 @@ START_TEST(test_type_cast_sign_in_place)
     p[0] = 7;
     p[1] = 0xFFFFFFFFu;
     p[2] = 0x80000000u;
-    ck_assert_int_eq(sl_op_type_cast_new(&op, SL_INT32), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&op, SL_INT32, NULL, 0), SL_OK);
     ck_assert_int_eq(run_owned(op, in, &out, 0, NULL, &err), SL_OK);
     ck_assert_ptr_eq(out, in);
     ck_assert_int_eq(sl_tensor_dtype(out), SL_INT32);
@@ -1129,7 +1178,7 @@ START_TEST(test_type_cast_sign_in_place)
 
     shared = sl_tensor_retain(out);
     sl_op_release(op);
-    ck_assert_int_eq(sl_op_type_cast_new(&op, SL_UINT32), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&op, SL_UINT32, NULL, 0), SL_OK);
     ck_assert_int_eq(run_owned(op, out, &in, 0, NULL, &err), SL_OK);
     ck_assert_ptr_ne(in, shared);
     ck_assert_int_eq(sl_tensor_dtype(shared), SL_INT32);
@@ -1155,9 +1204,9 @@ START_TEST(test_type_cast_conversions)
     sl_op *to_i32, *to_u8, *to_u32;
     sl_tensor *in = new_tensor(SL_FLOAT32, 1, 8, 0, 0), *out;
     memcpy(sl_tensor_data(in), fin, sizeof fin);
-    ck_assert_int_eq(sl_op_type_cast_new(&to_i32, SL_INT32), SL_OK);
-    ck_assert_int_eq(sl_op_type_cast_new(&to_u8, SL_UINT8), SL_OK);
-    ck_assert_int_eq(sl_op_type_cast_new(&to_u32, SL_UINT32), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&to_i32, SL_INT32, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&to_u8, SL_UINT8, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&to_u32, SL_UINT32, NULL, 0), SL_OK);
     ck_assert_int_eq(apply(to_i32, in, &out, 0, NULL, 0), SL_OK);
     ck_assert_mem_eq(sl_tensor_data(out), want_i32, sizeof want_i32);
     sl_tensor_release(out);
@@ -1197,9 +1246,9 @@ START_TEST(test_type_cast_refusals)
 {
     sl_op *op;
     sl_tensor_spec si = spec_of(SL_UINT8, 3, -1, -1, 3), so;
-    ck_assert_int_eq(sl_op_type_cast_new(&op, SL_DTYPE_COUNT), SL_EINVAL);
-    ck_assert_int_eq(sl_op_type_cast_new(&op, (sl_dtype)-1), SL_EINVAL);
-    ck_assert_int_eq(sl_op_type_cast_new(&op, SL_FLOAT64), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&op, SL_DTYPE_COUNT, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_type_cast_new(&op, (sl_dtype)-1, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_type_cast_new(&op, SL_FLOAT64, NULL, 0), SL_OK);
     ck_assert_str_eq(sl_op_name(op), "type_cast");
     ck_assert_int_eq(sl_op_infer(op, &si, &so, NULL, 0), SL_OK);
     ck_assert_int_eq(so.dtype, SL_FLOAT64);
@@ -1242,7 +1291,7 @@ static void check_crop(sl_dtype dt, int ndim, int h, int w, int c, int ch, int c
     /* Nonzero bytes everywhere, so padding zeros cannot pass by accident. */
     for (size_t i = 0; i < sl_tensor_nbytes(in); i++)
         ((unsigned char *)sl_tensor_data(in))[i] = (unsigned char)(1 + i % 251);
-    ck_assert_int_eq(sl_op_random_crop_new(&op, ch, cw, pad), SL_OK);
+    ck_assert_int_eq(sl_op_random_crop_new(&op, ch, cw, pad, NULL, 0), SL_OK);
     for (int s = 0; s < seeds; s++) {
         sl_tensor *out;
         ck_assert_int_eq(apply(op, in, &out, (uint64_t)s, NULL, 0), SL_OK);
@@ -1273,7 +1322,7 @@ START_TEST(test_random_crop_determinism)
     sl_tensor *in = new_tensor(SL_UINT8, 3, 20, 20, 1), *a, *b;
     int differ = 0;
     fill_u8(in, 12);
-    ck_assert_int_eq(sl_op_random_crop_new(&op, 8, 8, 2), SL_OK);
+    ck_assert_int_eq(sl_op_random_crop_new(&op, 8, 8, 2, NULL, 0), SL_OK);
     for (uint64_t s = 0; s < 20; s++) {
         ck_assert_int_eq(apply(op, in, &a, s, NULL, 0), SL_OK);
         ck_assert_int_eq(apply(op, in, &b, s, NULL, 0), SL_OK);
@@ -1296,10 +1345,10 @@ START_TEST(test_random_crop_refusals)
     sl_tensor *in, *out;
     sl_tensor_spec si, so;
     char msg[256];
-    ck_assert_int_eq(sl_op_random_crop_new(&op, 0, 5, 0), SL_EINVAL);
-    ck_assert_int_eq(sl_op_random_crop_new(&op, 5, -2, 0), SL_EINVAL);
-    ck_assert_int_eq(sl_op_random_crop_new(&op, 5, 5, -1), SL_EINVAL);
-    ck_assert_int_eq(sl_op_random_crop_new(&op, 28, 28, 2), SL_OK);
+    ck_assert_int_eq(sl_op_random_crop_new(&op, 0, 5, 0, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_random_crop_new(&op, 5, -2, 0, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_random_crop_new(&op, 5, 5, -1, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_random_crop_new(&op, 28, 28, 2, NULL, 0), SL_OK);
     ck_assert_str_eq(sl_op_name(op), "random_crop");
     ck_assert_int_eq(op->random, 1);
     in = new_tensor(SL_UINT8, 3, 20, 30, 1); /* 24 rows padded: too few */
@@ -1343,8 +1392,8 @@ START_TEST(test_random_flip_always_never)
         {SL_FLOAT64, 3, 3, 5, 20},
     };
     sl_op *always, *never;
-    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&always, 1.0), SL_OK);
-    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&never, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&always, 1.0, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&never, 0.0, NULL, 0), SL_OK);
     ck_assert_str_eq(sl_op_name(always), "random_horizontal_flip");
     ck_assert_int_eq(always->random, 1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1387,7 +1436,7 @@ START_TEST(test_random_flip_half)
     sl_tensor *in = new_tensor(SL_UINT8, 3, 2, 4, 3), *out, *again;
     int flipped = 0;
     fill_u8(in, 13);
-    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&op, 0.5), SL_OK);
+    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&op, 0.5, NULL, 0), SL_OK);
     for (uint64_t s = 0; s < 200; s++) {
         sl_rng rng;
         int want;
@@ -1419,10 +1468,10 @@ START_TEST(test_random_flip_refusals)
     sl_tensor *in, *out;
     sl_tensor_spec si = spec_of(SL_INT32, 2, -1, 5, 0), so;
     char msg[256];
-    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&op, -0.1), SL_EINVAL);
-    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&op, 1.5), SL_EINVAL);
-    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&op, NAN), SL_EINVAL);
-    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&op, 1), SL_OK);
+    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&op, -0.1, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&op, 1.5, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&op, NAN, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&op, 1, NULL, 0), SL_OK);
     in = new_tensor(SL_UINT8, 1, 5, 0, 0);
     ck_assert_int_eq(apply(op, in, &out, 0, msg, sizeof msg), SL_ESHAPE);
     ck_assert_msg(strstr(msg, "random_horizontal_flip") && strstr(msg, "(5,)"), "%s", msg);
@@ -1440,7 +1489,7 @@ START_TEST(test_one_hot)
 {
     sl_dtype dts[] = {SL_UINT8, SL_INT32, SL_UINT32, SL_INT64};
     sl_op *op;
-    ck_assert_int_eq(sl_op_one_hot_new(&op, 10), SL_OK);
+    ck_assert_int_eq(sl_op_one_hot_new(&op, 10, NULL, 0), SL_OK);
     ck_assert_str_eq(sl_op_name(op), "one_hot");
     for (size_t d = 0; d < 4; d++) {
         sl_tensor *in = new_tensor(dts[d], 1, 6, 0, 0), *out;
@@ -1477,9 +1526,9 @@ START_TEST(test_one_hot_refusals)
     sl_tensor *in, *out;
     sl_tensor_spec si, so;
     char msg[256];
-    ck_assert_int_eq(sl_op_one_hot_new(&op, 0), SL_EINVAL);
-    ck_assert_int_eq(sl_op_one_hot_new(&op, -3), SL_EINVAL);
-    ck_assert_int_eq(sl_op_one_hot_new(&op, 10), SL_OK);
+    ck_assert_int_eq(sl_op_one_hot_new(&op, 0, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_one_hot_new(&op, -3, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_one_hot_new(&op, 10, NULL, 0), SL_OK);
 
     in = new_tensor(SL_UINT8, 0, 0, 0, 0);
     *(uint8_t *)sl_tensor_data(in) = 10;
@@ -1661,8 +1710,8 @@ START_TEST(test_decode_matches_libjpeg)
     sl_pool *pool = sl__pool_new();
     size_t len;
     uint8_t *jpg;
-    ck_assert_int_eq(sl_op_decode_new(&rgb, 1), SL_OK);
-    ck_assert_int_eq(sl_op_decode_new(&gray, 0), SL_OK);
+    ck_assert_int_eq(sl_op_decode_new(&rgb, 1, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_decode_new(&gray, 0, NULL, 0), SL_OK);
     ck_assert_str_eq(sl_op_name(rgb), "decode");
 
     jpg = make_jpeg(&len, 37, 23, 3, 1); /* odd sizes: partial MCUs */
@@ -1746,7 +1795,7 @@ START_TEST(test_decode_bad_bytes)
     FILE *tmp;
     int saved;
 
-    ck_assert_int_eq(sl_op_decode_new(&op, 1), SL_OK);
+    ck_assert_int_eq(sl_op_decode_new(&op, 1, NULL, 0), SL_OK);
     saved = capture_stderr(&tmp);
 
     ck_assert_int_eq(decode_bytes(op, png, sizeof png, msg, sizeof msg), SL_EFORMAT);
@@ -1820,11 +1869,12 @@ START_TEST(test_decode_refusals)
     sl_tensor_spec si = spec_of(SL_UINT8, 1, -1, 0, 0), so;
     char msg[256];
 
-    ck_assert_int_eq(sl_op_decode_new(&op, 2), SL_EINVAL);
-    ck_assert_int_eq(sl_op_decode_new_limited(&op, 1, 0), SL_EINVAL);
-    ck_assert_int_eq(sl_op_decode_new_limited(&op, 1, SL_DECODE_MAX_PIXELS_LIMIT + 1), SL_EINVAL);
+    ck_assert_int_eq(sl_op_decode_new(&op, 2, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_decode_new_limited(&op, 1, 0, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_op_decode_new_limited(&op, 1, SL_DECODE_MAX_PIXELS_LIMIT + 1, NULL, 0),
+                     SL_EINVAL);
     ck_assert_ptr_null(op);
-    ck_assert_int_eq(sl_op_decode_new(&op, 1), SL_OK);
+    ck_assert_int_eq(sl_op_decode_new(&op, 1, NULL, 0), SL_OK);
     /* Absurd sizes are refused before anything is allocated. */
     patch_sof(jpg, len, 40000, 40000);
     ck_assert_int_eq(decode_bytes(op, jpg, len, msg, sizeof msg), SL_EFORMAT);
@@ -1868,10 +1918,10 @@ START_TEST(test_infer_bad_spec)
     bad[0].ndim = SL_MAX_DIMS + 1;
     bad[1].ndim = -1;
     bad[2].dtype = (sl_dtype)77;
-    ck_assert_int_eq(sl_op_one_hot_new(&ops[0], 5), SL_OK);
-    ck_assert_int_eq(sl_op_type_cast_new(&ops[1], SL_INT32), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&ops[2], 1.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&ops[3]), SL_OK);
+    ck_assert_int_eq(sl_op_one_hot_new(&ops[0], 5, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&ops[1], SL_INT32, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&ops[2], 1.0, 0.0, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&ops[3], NULL, 0), SL_OK);
     for (int i = 0; i < 4; i++) {
         for (int k = 0; k < 3; k++) {
             msg[0] = '\0';
@@ -1928,6 +1978,7 @@ Suite *make_ops_suite(void)
     tcase_add_test(limits, test_decode_bad_bytes);
     tcase_add_test(limits, test_decode_refusals);
     tcase_add_test(limits, test_infer_bad_spec);
+    tcase_add_test(limits, test_constructor_messages);
     suite_add_tcase(s, limits);
     return s;
 }

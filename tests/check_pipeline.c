@@ -59,11 +59,12 @@ static sl_dataset *mnist(int shuffle)
 static void add_lenet_ops(sl_dataset *ds, int workers, int batch_workers)
 {
     sl_op *cast, *resize, *rescale, *rescale_nml, *hwc2chw;
-    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
-    ck_assert_int_eq(sl_op_resize_new(&resize, 32, 32, SL_INTER_LINEAR), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&rescale_nml, 1 / 0.3081, -1 * 0.1307 / 0.3081), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&hwc2chw), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&resize, 32, 32, SL_INTER_LINEAR, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale_nml, 1 / 0.3081, -1 * 0.1307 / 0.3081, NULL, 0),
+                     SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&hwc2chw, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, workers), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &resize, 1, "image", NULL, workers), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &rescale, 1, "image", NULL, workers), SL_OK);
@@ -142,7 +143,7 @@ START_TEST(test_map_keeps_order)
         sl_row row;
         uint32_t i = 0;
         int rc;
-        ck_assert_int_eq(sl_op_resize_new(&resize, 14, 14, SL_INTER_NEAREST), SL_OK);
+        ck_assert_int_eq(sl_op_resize_new(&resize, 14, 14, SL_INTER_NEAREST, NULL, 0), SL_OK);
         ck_assert_int_eq(sl_dataset_map(ds, &resize, 1, "image", NULL, workers[w]), SL_OK);
         sl_op_release(resize);
         sl_iterator_options_init(&o);
@@ -211,11 +212,12 @@ START_TEST(test_lenet_batches)
     sl_tensor_spec spec;
     int rc;
     size_t batches = 0;
-    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
-    ck_assert_int_eq(sl_op_resize_new(&resize, 28, 28, SL_INTER_LINEAR), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&rescale_nml, 1 / 0.3081, -1 * 0.1307 / 0.3081), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&hwc2chw), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&resize, 28, 28, SL_INTER_LINEAR, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale_nml, 1 / 0.3081, -1 * 0.1307 / 0.3081, NULL, 0),
+                     SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&hwc2chw, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, 2), SL_OK);
     {
         sl_op *image_ops[] = {resize, rescale, rescale_nml, hwc2chw};
@@ -494,7 +496,7 @@ START_TEST(test_column_rename)
 {
     sl_dataset *ds = mnist(0);
     sl_op *rescale;
-    ck_assert_int_eq(sl_op_rescale_new(&rescale, 2.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale, 2.0, 0.0, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &rescale, 1, "image", "pixels", 1), SL_OK);
     ck_assert_int_eq(sl_dataset_column_index(ds, "pixels"), 0);
     ck_assert_int_eq(sl_dataset_column_index(ds, "image"), -1);
@@ -516,8 +518,8 @@ START_TEST(test_random_ops_independent_of_workers)
         sl_dataset *ds = mnist(0);
         sl_op *ops[2];
         trace t;
-        ck_assert_int_eq(sl_op_random_crop_new(&ops[0], 24, 24, 2), SL_OK);
-        ck_assert_int_eq(sl_op_random_horizontal_flip_new(&ops[1], 0.5), SL_OK);
+        ck_assert_int_eq(sl_op_random_crop_new(&ops[0], 24, 24, 2, NULL, 0), SL_OK);
+        ck_assert_int_eq(sl_op_random_horizontal_flip_new(&ops[1], 0.5, NULL, 0), SL_OK);
         ck_assert_int_eq(sl_dataset_map(ds, ops, 2, "image", NULL, workers), SL_OK);
         sl_op_release(ops[0]);
         sl_op_release(ops[1]);
@@ -552,7 +554,7 @@ START_TEST(test_read_error_in_workers)
     o.dataset_dir = dir;
     o.sampler.shuffle = 0;
     ck_assert_int_eq(sl_dataset_image_folder(ds, &o), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0, 0.0, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &rescale, 1, "image", NULL, 2), SL_OK);
     sl_op_release(rescale);
     ck_assert_int_eq(sl_dataset_shuffle(ds, 2), SL_OK); /* moves ahead of the map */

@@ -84,8 +84,8 @@ static sl_dataset *pipeline(int workers, atomic_int *calls)
     co.name = "count";
     co.fn = count_copy;
     co.user = calls;
-    ck_assert_int_eq(sl_op_random_crop_new(&ops[0], 24, 24, 2), SL_OK);
-    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&ops[1], 0.5), SL_OK);
+    ck_assert_int_eq(sl_op_random_crop_new(&ops[0], 24, 24, 2, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&ops[1], 0.5, NULL, 0), SL_OK);
     ck_assert_msg(sl_op_custom_new(&ops[2], &co, err, sizeof err) == SL_OK, "%s", err);
     ck_assert_int_eq(sl_dataset_map(ds, ops, 3, "image", NULL, workers), SL_OK);
     for (int i = 0; i < 3; i++)
@@ -278,12 +278,12 @@ static sl_dataset *train_pipeline(int workers)
     o.sampler.seed = 11;
     ck_assert_msg(sl_dataset_mnist(ds, &o) == SL_OK, "%s", sl_dataset_last_error(ds));
     sl_dataset_set_seed(ds, 11);
-    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
-    ck_assert_int_eq(sl_op_resize_new(&img[0], 32, 32, SL_INTER_LINEAR), SL_OK);
-    ck_assert_int_eq(sl_op_random_crop_new(&img[1], 32, 32, 2), SL_OK);
-    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&img[2], 0.5), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&img[3], 1.0 / 255.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&img[4]), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&img[0], 32, 32, SL_INTER_LINEAR, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_random_crop_new(&img[1], 32, 32, 2, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&img[2], 0.5, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&img[3], 1.0 / 255.0, 0.0, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&img[4], NULL, 0), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, workers), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, img, 5, "image", NULL, workers), SL_OK);
     sl_op_release(cast);

@@ -319,9 +319,9 @@ static sl_dataset *mlp_pipeline(const char *dir, int64_t batch, gate *g)
     mo.usage = SL_MNIST_TRAIN;
     mo.sampler.shuffle = 0;
     ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
-    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&chw, NULL, 0), SL_OK);
     ck_assert_int_eq(sl__op_alloc(&gop, sizeof(gate_op), &gate_iface, 0), SL_OK);
     ((gate_op *)gop)->g = g;
     if (g)
@@ -919,9 +919,9 @@ START_TEST(test_pipeline_error_mid_epoch_sink)
     io.decode = 1;
     io.sampler.shuffle = 0;
     ck_assert_int_eq(sl_dataset_image_folder(ds, &io), SL_OK);
-    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&r, 1.0 / 255.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&r, 1.0 / 255.0, 0.0, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&chw, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &rs, 1, "image", NULL, 2), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &r, 1, "image", NULL, 2), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, 2), SL_OK);

@@ -94,9 +94,9 @@ static sl_dataset *pipeline(double *map_ms, int for_training)
     sl_dataset *ds = mnist_through("slow_copy", slow_copy, map_ms);
     if (for_training) {
         sl_op *cast, *rescale, *chw;
-        ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
-        ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0), SL_OK);
-        ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+        ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32, NULL, 0), SL_OK);
+        ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0, NULL, 0), SL_OK);
+        ck_assert_int_eq(sl_op_hwc2chw_new(&chw, NULL, 0), SL_OK);
         ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, 1), SL_OK);
         ck_assert_int_eq(sl_dataset_map(ds, &rescale, 1, "image", NULL, 1), SL_OK);
         ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, 1), SL_OK);

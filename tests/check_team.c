@@ -199,8 +199,8 @@ static sl_dataset *team_pipeline(const char *dir, probe *p, int workers)
         ck_assert_int_eq(sl_dataset_map(ds, &pop, 1, "image", NULL, workers), SL_OK);
         sl_op_release(pop);
     }
-    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&ops[0], 0.5), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&ops[1], 1.0 / 255.0, 0.0), SL_OK);
+    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&ops[0], 0.5, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&ops[1], 1.0 / 255.0, 0.0, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, ops, 2, "image", NULL, workers), SL_OK);
     sl_op_release(ops[0]);
     sl_op_release(ops[1]);

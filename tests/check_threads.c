@@ -523,9 +523,9 @@ static void mlp_make(gated_run *r, int data_timeout_ms, sl_mnist_usage usage, in
     mo.dataset_dir = r->dir;
     mo.usage = usage;
     ck_assert_msg(sl_dataset_mnist(r->ds, &mo) == SL_OK, "%s", sl_dataset_last_error(r->ds));
-    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&chw, NULL, 0), SL_OK);
     ck_assert_int_eq(sl__op_alloc(&gop, sizeof(gate_op), &gate_iface, 0), SL_OK);
     ((gate_op *)gop)->g = &r->g;
     if (gated)

@@ -340,9 +340,9 @@ START_TEST(test_pipeline_error_mid_epoch)
     io.decode = 1;
     io.sampler.shuffle = 0;
     ck_assert_int_eq(sl_dataset_image_folder(ds, &io), SL_OK);
-    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&r, 1.0 / 255.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&r, 1.0 / 255.0, 0.0, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&chw, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &rs, 1, "image", NULL, 2), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &r, 1, "image", NULL, 2), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, 2), SL_OK);

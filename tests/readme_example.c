@@ -63,11 +63,11 @@ static sl_dataset *create_dataset(const char *dir, sl_mnist_usage usage)
         sl_dataset_free(ds);
         return NULL;
     }
-    sl_op_type_cast_new(&type_cast, SL_INT32);
-    sl_op_resize_new(&resize, 32, 32, SL_INTER_LINEAR);
-    sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0);
-    sl_op_rescale_new(&rescale_nml, 1 / 0.3081, -1 * 0.1307 / 0.3081);
-    sl_op_hwc2chw_new(&hwc2chw);
+    sl_op_type_cast_new(&type_cast, SL_INT32, NULL, 0);
+    sl_op_resize_new(&resize, 32, 32, SL_INTER_LINEAR, NULL, 0);
+    sl_op_rescale_new(&rescale, 1.0 / 255.0, 0.0, NULL, 0);
+    sl_op_rescale_new(&rescale_nml, 1 / 0.3081, -1 * 0.1307 / 0.3081, NULL, 0);
+    sl_op_hwc2chw_new(&hwc2chw, NULL, 0);
 
     bad |= check(sl_dataset_map(ds, &type_cast, 1, "label", NULL, 2), ds);
     bad |= check(sl_dataset_map(ds, &resize, 1, "image", NULL, 2), ds);

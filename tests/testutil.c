@@ -433,11 +433,11 @@ sl_dataset *tu_lenet_pipeline(const char *dir, sl_mnist_usage usage, int workers
     mo.sampler.num_samples = num_samples;
     ck_assert_msg(sl_dataset_mnist(ds, &mo) == SL_OK, "%s", sl_dataset_last_error(ds));
     sl_dataset_set_seed(ds, seed);
-    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32), SL_OK);
-    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&r1, 1.0 / 255.0, 0.0), SL_OK);
-    ck_assert_int_eq(sl_op_rescale_new(&r2, 1 / 0.3081, -1 * 0.1307 / 0.3081), SL_OK);
-    ck_assert_int_eq(sl_op_hwc2chw_new(&chw), SL_OK);
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_INT32, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&rs, 32, 32, SL_INTER_LINEAR, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&r1, 1.0 / 255.0, 0.0, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_rescale_new(&r2, 1 / 0.3081, -1 * 0.1307 / 0.3081, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&chw, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "label", NULL, workers), SL_OK);
     if (resize)
         ck_assert_int_eq(sl_dataset_map(ds, &rs, 1, "image", NULL, workers), SL_OK);

@@ -187,37 +187,26 @@ void cli_pipeline_clear_ops(cli_pipeline *p)
     p->nsteps = 0;
 }
 
-/* Makes the op of one step; the status of the sl_op_*_new call. */
-static int make_step_op(const cli_step *s, sl_op **op)
+/* Makes the op of one step; the status of the sl_op_*_new call, with its
+ * message (naming the op and the argument) in err. */
+static int make_step_op(const cli_step *s, sl_op **op, char *err, size_t err_len)
 {
     switch (s->kind) {
     case CLI_STEP_RESIZE:
-        return sl_op_resize_new(op, s->height, s->width, SL_INTER_LINEAR);
+        return sl_op_resize_new(op, s->height, s->width, SL_INTER_LINEAR, err, err_len);
     case CLI_STEP_RESCALE:
-        return sl_op_rescale_new(op, s->scale, s->shift);
+        return sl_op_rescale_new(op, s->scale, s->shift, err, err_len);
     case CLI_STEP_NORMALIZE:
-        return sl_op_normalize_new(op, s->mean, s->std, (int)s->channels);
+        return sl_op_normalize_new(op, s->mean, s->std, (int)s->channels, err, err_len);
     case CLI_STEP_HWC2CHW:
-        return sl_op_hwc2chw_new(op);
+        return sl_op_hwc2chw_new(op, err, err_len);
     case CLI_STEP_FLIP:
-        return sl_op_random_horizontal_flip_new(op, s->prob);
+        return sl_op_random_horizontal_flip_new(op, s->prob, err, err_len);
     case CLI_STEP_CROP:
-        return sl_op_random_crop_new(op, s->height, s->width, s->padding);
+        return sl_op_random_crop_new(op, s->height, s->width, s->padding, err, err_len);
     }
+    snprintf(err, err_len, "unknown step %d", (int)s->kind);
     return SL_EINVAL;
-}
-
-static const char *step_name(cli_step_kind kind)
-{
-    switch (kind) {
-    case CLI_STEP_RESIZE: return "resize";
-    case CLI_STEP_RESCALE: return "rescale";
-    case CLI_STEP_NORMALIZE: return "normalize";
-    case CLI_STEP_HWC2CHW: return "hwc2chw";
-    case CLI_STEP_FLIP: return "random horizontal flip";
-    case CLI_STEP_CROP: return "random crop";
-    }
-    return "?";
 }
 
 static int set_source(const cli_pipeline *p, int workers, sl_dataset *ds)
@@ -255,14 +244,14 @@ static int map_image_steps(const char *cmd, const cli_pipeline *p, int workers,
                            sl_dataset *ds)
 {
     sl_op *ops[CLI_MAX_STEPS] = {NULL};
+    char err[256];
     int rc = SL_OK;
     size_t made = 0;
 
     for (; made < p->nsteps; made++) {
-        rc = make_step_op(&p->steps[made], &ops[made]);
+        rc = make_step_op(&p->steps[made], &ops[made], err, sizeof err);
         if (rc != SL_OK) {
-            cli_error(cmd, "cannot make the %s op: %s", step_name(p->steps[made].kind),
-                      sl_strerror(rc));
+            cli_error(cmd, "%s", err);
             break;
         }
     }
@@ -279,10 +268,11 @@ static int map_image_steps(const char *cmd, const cli_pipeline *p, int workers,
 static int map_label_int32(const char *cmd, int workers, sl_dataset *ds)
 {
     sl_op *op = NULL;
-    int rc = sl_op_type_cast_new(&op, SL_INT32);
+    char err[256];
+    int rc = sl_op_type_cast_new(&op, SL_INT32, err, sizeof err);
 
     if (rc != SL_OK) {
-        cli_error(cmd, "cannot make the type cast op: %s", sl_strerror(rc));
+        cli_error(cmd, "%s", err);
         return rc;
     }
     rc = sl_dataset_map(ds, &op, 1, "label", NULL, workers);

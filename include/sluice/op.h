@@ -36,35 +36,44 @@ typedef enum sl_interp {
 #define SL_DECODE_MAX_PIXELS_DEFAULT ((uint64_t)1 << 26)
 #define SL_DECODE_MAX_PIXELS_LIMIT ((uint64_t)1 << 32)
 
+/* The built-in ops. Each constructor returns SL_OK with the op in *out, or
+ * SL_EINVAL (an argument out of range) or SL_ENOMEM with *out NULL and the
+ * message, naming the op and the argument, in err (err_len bytes; err may
+ * be NULL). */
+
 /* JPEG bytes (1-D uint8) -> (H, W, 3) uint8 RGB, or (H, W, 1) when rgb is 0;
  * at most SL_DECODE_MAX_PIXELS_DEFAULT pixels. */
-SL_API int sl_op_decode_new(sl_op **out, int rgb);
+SL_API int sl_op_decode_new(sl_op **out, int rgb, char *err, size_t err_len);
 /* The same with at most max_pixels pixels, 1 <= max_pixels <=
  * SL_DECODE_MAX_PIXELS_LIMIT (SL_EINVAL otherwise). */
-SL_API int sl_op_decode_new_limited(sl_op **out, int rgb, uint64_t max_pixels);
+SL_API int sl_op_decode_new_limited(sl_op **out, int rgb, uint64_t max_pixels, char *err,
+                                    size_t err_len);
 /* (H, W, C) or (H, W), uint8 or float32 -> (height, width, C) or
  * (height, width), same dtype; uint8 results are rounded to nearest. */
-SL_API int sl_op_resize_new(sl_op **out, int64_t height, int64_t width, sl_interp interp);
+SL_API int sl_op_resize_new(sl_op **out, int64_t height, int64_t width, sl_interp interp,
+                            char *err, size_t err_len);
 /* Any numeric tensor -> float32 x * rescale + shift. */
-SL_API int sl_op_rescale_new(sl_op **out, double rescale, double shift);
+SL_API int sl_op_rescale_new(sl_op **out, double rescale, double shift, char *err,
+                             size_t err_len);
 /* (H, W, C) -> float32 (x - mean[c]) / std[c]; channels must equal C (or 1
  * channel for a 2-D image). std values must be > 0. */
 SL_API int sl_op_normalize_new(sl_op **out, const double *mean, const double *std,
-                               int channels);
+                               int channels, char *err, size_t err_len);
 /* (H, W, C) -> (C, H, W), same dtype. */
-SL_API int sl_op_hwc2chw_new(sl_op **out);
+SL_API int sl_op_hwc2chw_new(sl_op **out, char *err, size_t err_len);
 /* Any tensor -> the same values in dtype (C conversion; float to integer
  * truncates toward zero). */
-SL_API int sl_op_type_cast_new(sl_op **out, sl_dtype dtype);
+SL_API int sl_op_type_cast_new(sl_op **out, sl_dtype dtype, char *err, size_t err_len);
 /* (H, W, C) or (H, W): pads every side with `padding` zeros, then crops a
  * (height, width) window at a random place. */
 SL_API int sl_op_random_crop_new(sl_op **out, int64_t height, int64_t width,
-                                 int64_t padding);
+                                 int64_t padding, char *err, size_t err_len);
 /* (H, W, C) or (H, W): mirrors left-right with probability p. */
-SL_API int sl_op_random_horizontal_flip_new(sl_op **out, double p);
+SL_API int sl_op_random_horizontal_flip_new(sl_op **out, double p, char *err,
+                                            size_t err_len);
 /* Integer labels, scalar or (N,) -> (num_classes) or (N, num_classes), same
  * dtype; a label outside [0, num_classes) is an error. */
-SL_API int sl_op_one_hot_new(sl_op **out, int64_t num_classes);
+SL_API int sl_op_one_hot_new(sl_op **out, int64_t num_classes, char *err, size_t err_len);
 
 /* --- operators of your own ------------------------------------------------
  * A custom op calls your function on every sample (the slow path for

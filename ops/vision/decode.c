@@ -277,15 +277,21 @@ static const sl_op_iface decode_iface = {
     .destroy = NULL,
 };
 
-int sl_op_decode_new_limited(sl_op **out, int rgb, uint64_t max_pixels)
+int sl_op_decode_new_limited(sl_op **out, int rgb, uint64_t max_pixels, char *err,
+                             size_t err_len)
 {
     int rc;
     *out = NULL;
-    if ((rgb != 0 && rgb != 1) || max_pixels < 1 || max_pixels > SL_DECODE_MAX_PIXELS_LIMIT)
-        return SL_EINVAL;
+    if (rgb != 0 && rgb != 1)
+        return sl__err_out(err, err_len, SL_EINVAL, "decode: rgb must be 0 or 1, got %d", rgb);
+    if (max_pixels < 1 || max_pixels > SL_DECODE_MAX_PIXELS_LIMIT)
+        return sl__err_out(err, err_len, SL_EINVAL,
+                           "decode: max_pixels must be in [1, %llu], got %llu",
+                           (unsigned long long)SL_DECODE_MAX_PIXELS_LIMIT,
+                           (unsigned long long)max_pixels);
     rc = sl__op_alloc(out, sizeof(decode_op), &decode_iface, 0);
     if (rc != SL_OK)
-        return rc;
+        return sl__err_out(err, err_len, rc, "decode: out of memory");
     ((decode_op *)*out)->rgb = rgb;
     ((decode_op *)*out)->max_pixels = max_pixels;
     return SL_OK;
@@ -299,7 +305,7 @@ uint64_t sl__op_decode_max_bytes(const sl_op *op)
     return d->max_pixels * (d->rgb ? 3 : 1);
 }
 
-int sl_op_decode_new(sl_op **out, int rgb)
+int sl_op_decode_new(sl_op **out, int rgb, char *err, size_t err_len)
 {
-    return sl_op_decode_new_limited(out, rgb, SL_DECODE_MAX_PIXELS_DEFAULT);
+    return sl_op_decode_new_limited(out, rgb, SL_DECODE_MAX_PIXELS_DEFAULT, err, err_len);
 }

@@ -122,7 +122,10 @@ static const sl_op_iface hwc2chw_iface = {
     .destroy = NULL,
 };
 
-int sl_op_hwc2chw_new(sl_op **out)
+int sl_op_hwc2chw_new(sl_op **out, char *err, size_t err_len)
 {
-    return sl__op_alloc(out, sizeof(sl_op), &hwc2chw_iface, 0);
+    int rc = sl__op_alloc(out, sizeof(sl_op), &hwc2chw_iface, 0);
+    if (rc != SL_OK)
+        return sl__err_out(err, err_len, rc, "hwc2chw: out of memory");
+    return SL_OK;
 }

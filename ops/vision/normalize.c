@@ -160,23 +160,33 @@ static const sl_op_iface normalize_iface = {
     .destroy = NULL,
 };
 
-int sl_op_normalize_new(sl_op **out, const double *mean, const double *std, int channels)
+int sl_op_normalize_new(sl_op **out, const double *mean, const double *std, int channels,
+                        char *err, size_t err_len)
 {
     normalize_op *n;
     int rc;
     *out = NULL;
-    if (!mean || !std || channels <= 0 || channels > (1 << 20))
-        return SL_EINVAL;
+    if (!mean || !std)
+        return sl__err_out(err, err_len, SL_EINVAL, "normalize: mean and std must be given");
+    if (channels <= 0 || channels > (1 << 20))
+        return sl__err_out(err, err_len, SL_EINVAL,
+                           "normalize: channels must be in [1, 2^20], got %d", channels);
     for (int k = 0; k < channels; k++) {
+        if (!(fabs(mean[k]) <= FLT_MAX))
+            return sl__err_out(err, err_len, SL_EINVAL,
+                               "normalize: mean[%d] must be a finite float32, got %g", k,
+                               mean[k]);
         /* std must be a positive float32 whose reciprocal is finite too. */
-        if (!(fabs(mean[k]) <= FLT_MAX) || !(std[k] > 0) || !((float)std[k] >= FLT_MIN) ||
-            !(std[k] <= FLT_MAX))
-            return SL_EINVAL;
+        if (!(std[k] > 0) || !((float)std[k] >= FLT_MIN) || !(std[k] <= FLT_MAX))
+            return sl__err_out(err, err_len, SL_EINVAL,
+                               "normalize: std[%d] must be a positive float32 whose "
+                               "reciprocal is finite, got %g",
+                               k, std[k]);
     }
     rc = sl__op_alloc(out, sizeof *n + 2 * (size_t)channels * sizeof(float), &normalize_iface,
                       0);
     if (rc != SL_OK)
-        return rc;
+        return sl__err_out(err, err_len, rc, "normalize: out of memory");
     n = (normalize_op *)*out;
     n->channels = channels;
     for (int k = 0; k < channels; k++) {

@@ -119,15 +119,16 @@ static const sl_op_iface one_hot_iface = {
     .destroy = NULL,
 };
 
-int sl_op_one_hot_new(sl_op **out, int64_t num_classes)
+int sl_op_one_hot_new(sl_op **out, int64_t num_classes, char *err, size_t err_len)
 {
     int rc;
     *out = NULL;
     if (num_classes <= 0)
-        return SL_EINVAL;
+        return sl__err_out(err, err_len, SL_EINVAL,
+                           "one_hot: num_classes must be >= 1, got %lld", (long long)num_classes);
     rc = sl__op_alloc(out, sizeof(one_hot_op), &one_hot_iface, 0);
     if (rc != SL_OK)
-        return rc;
+        return sl__err_out(err, err_len, rc, "one_hot: out of memory");
     ((one_hot_op *)*out)->num_classes = num_classes;
     return SL_OK;
 }

@@ -129,17 +129,23 @@ static const sl_op_iface random_crop_iface = {
     .destroy = NULL,
 };
 
-int sl_op_random_crop_new(sl_op **out, int64_t height, int64_t width, int64_t padding)
+int sl_op_random_crop_new(sl_op **out, int64_t height, int64_t width, int64_t padding,
+                          char *err, size_t err_len)
 {
     random_crop_op *r;
     int rc;
     *out = NULL;
-    if (height <= 0 || width <= 0 || padding < 0 || height > CROP_MAX || width > CROP_MAX ||
-        padding > CROP_MAX)
-        return SL_EINVAL;
+    if (height <= 0 || width <= 0 || height > CROP_MAX || width > CROP_MAX)
+        return sl__err_out(err, err_len, SL_EINVAL,
+                           "random_crop: height and width must be in [1, %lld], got (%lld, %lld)",
+                           (long long)CROP_MAX, (long long)height, (long long)width);
+    if (padding < 0 || padding > CROP_MAX)
+        return sl__err_out(err, err_len, SL_EINVAL,
+                           "random_crop: padding must be in [0, %lld], got %lld",
+                           (long long)CROP_MAX, (long long)padding);
     rc = sl__op_alloc(out, sizeof *r, &random_crop_iface, 1);
     if (rc != SL_OK)
-        return rc;
+        return sl__err_out(err, err_len, rc, "random_crop: out of memory");
     r = (random_crop_op *)*out;
     r->height = height;
     r->width = width;

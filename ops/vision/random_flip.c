@@ -150,15 +150,17 @@ static const sl_op_iface random_flip_iface = {
     .destroy = NULL,
 };
 
-int sl_op_random_horizontal_flip_new(sl_op **out, double p)
+int sl_op_random_horizontal_flip_new(sl_op **out, double p, char *err, size_t err_len)
 {
     int rc;
     *out = NULL;
     if (!(p >= 0.0 && p <= 1.0))
-        return SL_EINVAL;
+        return sl__err_out(err, err_len, SL_EINVAL,
+                           "random_horizontal_flip: the probability p must be in [0, 1], got %g",
+                           p);
     rc = sl__op_alloc(out, sizeof(random_flip_op), &random_flip_iface, 1);
     if (rc != SL_OK)
-        return rc;
+        return sl__err_out(err, err_len, rc, "random_horizontal_flip: out of memory");
     ((random_flip_op *)*out)->p = p;
     return SL_OK;
 }

@@ -146,17 +146,20 @@ int sl__op_rescale_params(const sl_op *op, float *rescale, float *shift)
     return 1;
 }
 
-int sl_op_rescale_new(sl_op **out, double rescale, double shift)
+int sl_op_rescale_new(sl_op **out, double rescale, double shift, char *err, size_t err_len)
 {
     rescale_op *r;
     int rc;
     *out = NULL;
     /* Both must be finite as float32 too. */
     if (!(fabs(rescale) <= FLT_MAX) || !(fabs(shift) <= FLT_MAX))
-        return SL_EINVAL;
+        return sl__err_out(err, err_len, SL_EINVAL,
+                           "rescale: rescale and shift must be finite float32 values, got %g "
+                           "and %g",
+                           rescale, shift);
     rc = sl__op_alloc(out, sizeof *r, &rescale_iface, 0);
     if (rc != SL_OK)
-        return rc;
+        return sl__err_out(err, err_len, rc, "rescale: out of memory");
     r = (rescale_op *)*out;
     r->rescale = (float)rescale;
     r->shift = (float)shift;

@@ -374,18 +374,23 @@ static const sl_op_iface resize_iface = {
     .destroy = resize_destroy,
 };
 
-int sl_op_resize_new(sl_op **out, int64_t height, int64_t width, sl_interp interp)
+int sl_op_resize_new(sl_op **out, int64_t height, int64_t width, sl_interp interp, char *err,
+                     size_t err_len)
 {
     resize_op *r;
     int rc;
     *out = NULL;
     if (height <= 0 || width <= 0 || height > RESIZE_MAX_SIDE || width > RESIZE_MAX_SIDE)
-        return SL_EINVAL;
+        return sl__err_out(err, err_len, SL_EINVAL,
+                           "resize: height and width must be in [1, %lld], got (%lld, %lld)",
+                           (long long)RESIZE_MAX_SIDE, (long long)height, (long long)width);
     if (interp != SL_INTER_LINEAR && interp != SL_INTER_NEAREST)
-        return SL_EINVAL;
+        return sl__err_out(err, err_len, SL_EINVAL,
+                           "resize: interp must be SL_INTER_LINEAR or SL_INTER_NEAREST, got %d",
+                           (int)interp);
     rc = sl__op_alloc(out, sizeof *r, &resize_iface, 0);
     if (rc != SL_OK)
-        return rc;
+        return sl__err_out(err, err_len, rc, "resize: out of memory");
     r = (resize_op *)*out;
     r->height = height;
     r->width = width;

@@ -277,15 +277,15 @@ static const sl_op_iface type_cast_iface = {
     .destroy = NULL,
 };
 
-int sl_op_type_cast_new(sl_op **out, sl_dtype dtype)
+int sl_op_type_cast_new(sl_op **out, sl_dtype dtype, char *err, size_t err_len)
 {
     int rc;
     *out = NULL;
     if (sl_dtype_size(dtype) == 0)
-        return SL_EINVAL;
+        return sl__err_out(err, err_len, SL_EINVAL, "type_cast: unknown dtype %d", (int)dtype);
     rc = sl__op_alloc(out, sizeof(type_cast_op), &type_cast_iface, 0);
     if (rc != SL_OK)
-        return rc;
+        return sl__err_out(err, err_len, rc, "type_cast: out of memory");
     ((type_cast_op *)*out)->dtype = dtype;
     return SL_OK;
 }

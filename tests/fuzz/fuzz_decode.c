@@ -24,8 +24,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    if (sl_op_decode_new_limited(&decode_rgb, 1, MAX_PIXELS) != SL_OK ||
-        sl_op_decode_new_limited(&decode_gray, 0, MAX_PIXELS) != SL_OK)
+    if (sl_op_decode_new_limited(&decode_rgb, 1, MAX_PIXELS, NULL, 0) != SL_OK ||
+        sl_op_decode_new_limited(&decode_gray, 0, MAX_PIXELS, NULL, 0) != SL_OK)
         abort();
     atexit(release_ops);
     return 0;

@@ -5,11 +5,11 @@
  * GIL only for the call, so it is the slow path, and it runs one sample at
  * a time whatever the number of workers.
  *
- * The C constructors return SL_EINVAL without a message; the messages here
- * say which rule the C library applies. */
+ * The C constructors say which argument they refuse (their err buffer,
+ * "resize: height and width must be ..."): that message is the ValueError's,
+ * with the Python class's name in place of the C op's ("Resize: ..."). */
 #include "sluice_py.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,20 +24,17 @@ static PyObject *wrap_op(sl_op *op)
     return (PyObject *)self;
 }
 
-/* The Op for a constructor's result, or the ValueError `rule` explains. */
-static PyObject *made(int rc, sl_op *op, const char *fmt, ...)
+/* The Op for a constructor's result, or its error (a ValueError for
+ * SL_EINVAL): the constructor's message err, named after the class cls. */
+static PyObject *made(int rc, sl_op *op, const char *cls, const char *err)
 {
-    va_list ap;
     char msg[512];
+    const char *rest;
     if (rc == SL_OK)
         return wrap_op(op);
-    if (rc != SL_EINVAL)
-        return slpy_raise(rc, NULL);
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    PyErr_SetString(PyExc_ValueError, msg);
-    return NULL;
+    rest = strstr(err, ": ");
+    snprintf(msg, sizeof msg, "%s: %s", cls, rest ? rest + 2 : err[0] ? err : sl_strerror(rc));
+    return slpy_raise(rc, msg);
 }
 
 static PyObject *op_decode(PyObject *self, PyObject *args)
@@ -45,14 +42,15 @@ static PyObject *op_decode(PyObject *self, PyObject *args)
     int rgb = 1;
     unsigned long long max_pixels = 0;
     sl_op *op;
+    char err[256] = "";
     int rc;
     (void)self;
     if (!PyArg_ParseTuple(args, "|pK:op_decode", &rgb, &max_pixels))
         return NULL;
     /* 0: the C default (SL_DECODE_MAX_PIXELS_DEFAULT). */
-    rc = max_pixels ? sl_op_decode_new_limited(&op, rgb, max_pixels) : sl_op_decode_new(&op, rgb);
-    return made(rc, op, "Decode: max_pixels must be in [1, %llu], got %llu",
-                (unsigned long long)SL_DECODE_MAX_PIXELS_LIMIT, max_pixels);
+    rc = max_pixels ? sl_op_decode_new_limited(&op, rgb, max_pixels, err, sizeof err)
+                    : sl_op_decode_new(&op, rgb, err, sizeof err);
+    return made(rc, op, "Decode", err);
 }
 
 static PyObject *op_resize(PyObject *self, PyObject *args)
@@ -60,6 +58,7 @@ static PyObject *op_resize(PyObject *self, PyObject *args)
     long long h, w;
     int interp;
     sl_op *op;
+    char err[256] = "";
     int rc;
     (void)self;
     if (!PyArg_ParseTuple(args, "LLi:op_resize", &h, &w, &interp))
@@ -69,25 +68,21 @@ static PyObject *op_resize(PyObject *self, PyObject *args)
                      "Resize: interpolation must be Inter.LINEAR or Inter.NEAREST, got %d", interp);
         return NULL;
     }
-    rc = sl_op_resize_new(&op, h, w, (sl_interp)interp);
-    return made(rc, op,
-                "Resize: size must be (height, width) with each in [1, 2147483647], got (%lld, "
-                "%lld)",
-                h, w);
+    rc = sl_op_resize_new(&op, h, w, (sl_interp)interp, err, sizeof err);
+    return made(rc, op, "Resize", err);
 }
 
 static PyObject *op_rescale(PyObject *self, PyObject *args)
 {
     double rescale, shift;
     sl_op *op;
+    char err[256] = "";
     int rc;
     (void)self;
     if (!PyArg_ParseTuple(args, "dd:op_rescale", &rescale, &shift))
         return NULL;
-    rc = sl_op_rescale_new(&op, rescale, shift);
-    return made(rc, op,
-                "Rescale: rescale and shift must be finite float32 values, got %g and %g",
-                rescale, shift);
+    rc = sl_op_rescale_new(&op, rescale, shift, err, sizeof err);
+    return made(rc, op, "Rescale", err);
 }
 
 /* A sequence of numbers into doubles; -1 with an exception otherwise. */
@@ -122,6 +117,7 @@ static PyObject *op_normalize(PyObject *self, PyObject *args)
     double mean[NORMALIZE_MAX_CHANNELS], std[NORMALIZE_MAX_CHANNELS];
     Py_ssize_t nm, ns;
     sl_op *op;
+    char err[256] = "";
     int rc;
     (void)self;
     if (!PyArg_ParseTuple(args, "OO:op_normalize", &mean_o, &std_o))
@@ -136,71 +132,70 @@ static PyObject *op_normalize(PyObject *self, PyObject *args)
                      nm, ns);
         return NULL;
     }
-    rc = sl_op_normalize_new(&op, mean, std, (int)nm);
-    return made(rc, op,
-                "Normalize: every mean must be a finite float32 and every std a positive "
-                "float32 whose reciprocal is finite");
+    rc = sl_op_normalize_new(&op, mean, std, (int)nm, err, sizeof err);
+    return made(rc, op, "Normalize", err);
 }
 
 static PyObject *op_hwc2chw(PyObject *self, PyObject *unused)
 {
     sl_op *op;
+    char err[256] = "";
     int rc;
     (void)self, (void)unused;
-    rc = sl_op_hwc2chw_new(&op);
-    return made(rc, op, "HWC2CHW: cannot be made");
+    rc = sl_op_hwc2chw_new(&op, err, sizeof err);
+    return made(rc, op, "HWC2CHW", err);
 }
 
 static PyObject *op_type_cast(PyObject *self, PyObject *arg)
 {
     sl_dtype dtype;
     sl_op *op;
+    char err[256] = "";
     int rc;
     (void)self;
     if (slpy_parse_dtype(arg, &dtype) < 0)
         return NULL;
-    rc = sl_op_type_cast_new(&op, dtype);
-    return made(rc, op, "TypeCast: unknown dtype");
+    rc = sl_op_type_cast_new(&op, dtype, err, sizeof err);
+    return made(rc, op, "TypeCast", err);
 }
 
 static PyObject *op_random_crop(PyObject *self, PyObject *args)
 {
     long long h, w, pad;
     sl_op *op;
+    char err[256] = "";
     int rc;
     (void)self;
     if (!PyArg_ParseTuple(args, "LLL:op_random_crop", &h, &w, &pad))
         return NULL;
-    rc = sl_op_random_crop_new(&op, h, w, pad);
-    return made(rc, op,
-                "RandomCrop: size must be (height, width) in [1, 2147483647] and padding in "
-                "[0, 2147483647], got (%lld, %lld) and %lld",
-                h, w, pad);
+    rc = sl_op_random_crop_new(&op, h, w, pad, err, sizeof err);
+    return made(rc, op, "RandomCrop", err);
 }
 
 static PyObject *op_random_horizontal_flip(PyObject *self, PyObject *args)
 {
     double p;
     sl_op *op;
+    char err[256] = "";
     int rc;
     (void)self;
     if (!PyArg_ParseTuple(args, "d:op_random_horizontal_flip", &p))
         return NULL;
-    rc = sl_op_random_horizontal_flip_new(&op, p);
-    return made(rc, op,
-                "RandomHorizontalFlip: prob must be in [0, 1], got %g", p);
+    rc = sl_op_random_horizontal_flip_new(&op, p, err, sizeof err);
+    return made(rc, op, "RandomHorizontalFlip", err);
 }
 
 static PyObject *op_one_hot(PyObject *self, PyObject *args)
 {
     long long n;
     sl_op *op;
+    char err[256] = "";
     int rc;
     (void)self;
     if (!PyArg_ParseTuple(args, "L:op_one_hot", &n))
         return NULL;
-    rc = sl_op_one_hot_new(&op, n);
-    return made(rc, op, "OneHot: num_classes must be >= 1, got %lld", n);
+    rc = sl_op_one_hot_new(&op, n, err, sizeof err);
+    return made(rc, op, "OneHot", err);
 }
 
 /* --- Python callables ---------------------------------------------------------- */
