@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sluice/bench.h"
+
 #include "core/clock.h"
 #include "core/options.h"
 #include "core/rng.h"

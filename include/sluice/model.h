@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sluice/bench.h" /* sl_model_bench_steps, declared here before */
 #include "sluice/dataset.h"
 #include "sluice/device.h"
 #include "sluice/export.h"
@@ -164,9 +165,11 @@ typedef struct sl_train_info {
     sl_model *model;
 } sl_train_info;
 
-/* A callback: any function may be NULL. A non-zero return stops training
- * with that status (a negative one is an error: set the message with
- * sl_model_set_error). free releases the callback's own state. */
+/* A callback: any function may be NULL. A positive return stops training
+ * (train returns 0); a negative one is an error, which train returns, with
+ * the message the callback gave sl_model_set_error (below) before
+ * returning, or else "callback <i> failed: <status>". free releases the
+ * callback's own state. */
 typedef struct sl_callback {
     void *self;
     int (*begin)(void *self, const sl_train_info *info);
@@ -246,7 +249,10 @@ SL_API int sl_model_new_from_graph(sl_model **out, sl_graph *g, const sl_network
 /* Stops the executor's threads and frees everything. */
 SL_API void sl_model_free(sl_model *m);
 SL_API const char *sl_model_last_error(const sl_model *m);
-/* For callbacks: records a message that train() will return. */
+/* The one way a callback reports why it failed: called from inside one of
+ * its functions with info->model, just before it returns a negative status,
+ * it sets the message sl_model_last_error() then gives. Not for use outside
+ * a callback: train and eval write their own messages there. */
 SL_API void sl_model_set_error(sl_model *m, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 SL_API sl_graph *sl_model_graph(sl_model *m);
@@ -297,11 +303,6 @@ SL_API void sl_model_stop(sl_model *m);
  * last batch smaller than the model's batch is padded, and only its real
  * rows are counted. */
 SL_API int sl_model_eval(sl_model *m, sl_dataset *dataset, sl_metrics *out);
-/* Compute-only timing: runs the training step `steps` times on one batch
- * (the model's shapes, fixed values) and returns samples per second. These
- * are real training steps: they change the parameters and count in the
- * global step. */
-SL_API int sl_model_bench_steps(sl_model *m, int64_t steps, double *samples_per_s);
 
 SL_API int sl_model_save(sl_model *m, const char *path);
 SL_API int sl_model_load(sl_model *m, const char *path);

@@ -28,5 +28,6 @@
 #include "sluice/model.h"
 #include "sluice/profiler.h"
 #include "sluice/sink.h"
+#include "sluice/bench.h"
 
 #endif
