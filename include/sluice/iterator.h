@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "sluice/dataset.h"
+#include "sluice/pool.h"
 #include "sluice/export.h"
 #include "sluice/stages.h"
 #include "sluice/tensor.h"
