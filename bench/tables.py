@@ -261,9 +261,11 @@ def render_pipeline(fig):
                      num(f("first_batch_ms"), 1), num(f("consumer_wakeups_per_epoch"), 1),
                      mib(f("pool", "peak_in_use_bytes")), num(f("pool", "system_allocs"))])
     out = provenance(fig)
-    out.append(f"Pipeline: {fig.need('result', 'pipeline', kind='str')} "
-               f"({fig.need('result', 'kind', kind='str')}, {epochs} epoch(s) per run); "
-               f"images/s, the median of the runs listed.")
+    nodes = [n.strip() for n in fig.need("result", "pipeline", kind="str").splitlines()
+             if n.strip()]
+    out.append(f"Pipeline ({fig.need('result', 'kind', kind='str')}, {epochs} epoch(s) per "
+               f"run): " + " → ".join(f"`{n}`" for n in nodes) + ". Images/s, the median of "
+               f"the runs listed.")
     out.append("")
     out += table(["workers", "threads", "images/s", "runs", "first batch ms",
                   "consumer wake-ups / epoch", "pool peak in use", "pool blocks from system"],
