@@ -283,6 +283,7 @@ static int model_new(sl_model **out, const sl_model_options *o, sl_graph *g,
     if (net)
         m->net = *net;
     atomic_init(&m->stop, 0);
+    atomic_init(&m->sink_steps_run, 0);
     if (pthread_mutex_init(&m->active_lock, NULL) != 0) {
         if (err && err_len)
             snprintf(err, err_len, "model: cannot make a mutex");

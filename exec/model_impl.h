@@ -29,6 +29,11 @@ struct sl_model {
     sl_tensor *pad_image;  /* eval: a short last batch padded to full size */
     sl_tensor *pad_label;
     int64_t global_step;
+    /* Steps the executor has finished in sinks, counted as each ends (a
+     * sink adds its steps to global_step only when it returns): what a
+     * thread watching a sink from outside can read, such as the tests that
+     * stop one after so many steps. */
+    atomic_llong sink_steps_run;
     atomic_int stop;
     /* The iterator train or eval is reading, so that sl_model_stop, from
      * any thread, can wake a wait for data; guarded by active_lock. */

@@ -76,6 +76,7 @@ static int sink_loop(void *arg)
             return sl__errf(&r->err, rc, "step %lld of the sink: %s", (long long)r->steps + 1,
                             sl_step_last_error(step));
         r->steps++;
+        atomic_fetch_add_explicit(&r->m->sink_steps_run, 1, memory_order_relaxed);
         r->loss = *(const float *)sl_step_output(step, 0, NULL);
         if (!isfinite(r->loss))
             return sl__errf(&r->err, SL_ENUMERIC,
