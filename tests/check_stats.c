@@ -207,14 +207,17 @@ START_TEST(test_slow_map_is_busy_consumer_waits)
 }
 END_TEST
 
-/* A consumer that sleeps 20 ms per batch leaves the pipeline blocked on its
- * full output, which holds chunks most of the time. */
+/* A consumer that sleeps 50 ms per batch leaves the pipeline blocked on its
+ * full output, which holds chunks most of the time. 50 ms: a batch of 4
+ * rows takes the pipeline well under a millisecond, but on a loaded machine
+ * its wake-ups and the end of the epoch took the consumer 170 ms of waiting
+ * in all (a run beside a parallel build), a third of 10 sleeps of 20 ms. */
 START_TEST(test_slow_consumer_blocks_pipeline)
 {
     double map_ms = 0;
     sl_dataset *ds = pipeline(&map_ms, 0);
     sl_stage_stats st[MAX_STAGES];
-    size_t n = drain(ds, 20, st);
+    size_t n = drain(ds, 50, st);
     const sl_stage_stats *last = &st[n - 2], *consumer = &st[n - 1];
     check_accounting(st, n);
     ck_assert_msg(share(consumer->busy_ms, consumer) > 0.7, "consumer busy %.1f of %.1f ms",
