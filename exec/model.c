@@ -388,18 +388,55 @@ int sl__model_run_hooks(sl_model *m, sl_callback *const *cbs, size_t n, size_t h
 }
 
 /* For each input the step reads, the dataset column of the same name. */
-int sl__model_map_columns(sl_model *m, const sl_step *step, const sl_dataset *ds, const char *what,
-                       int *cols)
+/* "'image', 'label'" for people. */
+static void list_names(char *buf, size_t len, const char *const *names, size_t n)
 {
-    for (size_t i = 0; i < sl_step_num_inputs(step); i++) {
-        const char *name = sl_graph_node_name(m->g, sl_step_input_node(step, i));
-        cols[i] = sl_dataset_column_index(ds, name);
-        if (cols[i] < 0)
-            return sl__errf(&m->err, SL_EINVAL,
-                            "%s: the dataset has no '%s' column, which the network reads", what,
-                            name);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used < len; i++) {
+        int k = snprintf(buf + used, len - used, "%s'%s'", i ? ", " : "", names[i]);
+        if (k < 0)
+            break;
+        used += (size_t)k;
     }
-    return SL_OK;
+}
+
+int sl__model_pick_columns(sl_model *m, const sl_dataset *ds, const char *const *names, size_t n,
+                           const char *what, int *cols)
+{
+    size_t found = 0, ncols = sl_dataset_num_columns(ds);
+    const char *have[SL_MAX_COLUMNS];
+    char want_s[256], have_s[256];
+    for (size_t i = 0; i < n; i++) {
+        cols[i] = sl_dataset_column_index(ds, names[i]);
+        found += cols[i] >= 0;
+    }
+    if (found == n)
+        return SL_OK;
+    /* As MindSpore feeds a network its dataset's columns: in order. */
+    if (ncols == n) {
+        for (size_t i = 0; i < n; i++)
+            cols[i] = (int)i;
+        return SL_OK;
+    }
+    for (size_t i = 0; i < ncols && i < SL_MAX_COLUMNS; i++)
+        have[i] = sl_dataset_column_name(ds, i);
+    list_names(want_s, sizeof want_s, names, n);
+    list_names(have_s, sizeof have_s, have, ncols < SL_MAX_COLUMNS ? ncols : SL_MAX_COLUMNS);
+    return sl__errf(&m->err, SL_EINVAL,
+                    "%s: the network reads %s; the dataset's columns are %s: give it columns "
+                    "of those names, or exactly %zu columns, which feed the network in order",
+                    what, want_s, have_s, n);
+}
+
+int sl__model_map_columns(sl_model *m, const sl_step *step, const sl_dataset *ds, const char *what,
+                          int *cols)
+{
+    const char *names[SL_MAX_COLUMNS];
+    size_t n = sl_step_num_inputs(step);
+    for (size_t i = 0; i < n; i++)
+        names[i] = sl_graph_node_name(m->g, sl_step_input_node(step, i));
+    return sl__model_pick_columns(m, ds, names, n, what, cols);
 }
 
 /* 1 when t is a short batch of the model's row shape and dtype. */
@@ -447,8 +484,8 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
     sl_iterator *it = NULL;
     int64_t classes = m->opts.network.num_classes, correct = 0, seen = 0;
     double loss_sum = 0.0;
-    int image_col = sl_dataset_column_index(ds, "image");
-    int label_col = sl_dataset_column_index(ds, "label"), rc;
+    const char *roles[2] = {"image", "label"};
+    int cols[2], image_col, label_col, rc;
 
     sl__err_clear(&m->err);
     memset(out, 0, sizeof *out);
@@ -457,11 +494,11 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
                         "eval: the model's graph has no logits to evaluate (it was built "
                         "from a training step only)");
     /* The eval step reads the image; the labels are scored here. */
-    if (image_col < 0 || label_col < 0)
-        return sl__errf(&m->err, SL_EINVAL,
-                        "eval: the dataset has no '%s' column; evaluation reads 'image' and "
-                        "'label'",
-                        image_col < 0 ? "image" : "label");
+    rc = sl__model_pick_columns(m, ds, roles, 2, "eval", cols);
+    if (rc < 0)
+        return rc;
+    image_col = cols[0];
+    label_col = cols[1];
     sl_iterator_options_init(&io);
     io.timeout_ms = sl__model_data_timeout(m);
     rc = sl_iterator_new(&it, ds, &io);

@@ -316,6 +316,68 @@ START_TEST(test_stop_mid_epoch)
 }
 END_TEST
 
+/* Renames a column with a map that leaves its values as they are. */
+static void rename_column(sl_dataset *ds, const char *from, const char *to, int is_label)
+{
+    sl_op *op;
+    char err[256];
+    if (is_label)
+        ck_assert_int_eq(sl_op_type_cast_new(&op, SL_INT32, err, sizeof err), SL_OK);
+    else
+        ck_assert_int_eq(sl_op_rescale_new(&op, 1.0, 0.0, err, sizeof err), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &op, 1, from, to, 1), SL_OK);
+    sl_op_release(op);
+}
+
+/* A dataset whose columns have other names than the network's inputs
+ * ("data" and "target" for "image" and "label") feeds it in column order,
+ * as MindSpore does: train (sinking and not) and eval give what the named
+ * columns give, bit for bit. */
+START_TEST(test_columns_feed_the_network_in_order)
+{
+    tmp_mnist t = make_mnist(128, 64);
+    sl_model_options o;
+    sl_train_options to;
+    sl_model *named, *renamed;
+    sl_metrics a, b;
+    sl_dataset *ds = mnist_pipeline(t.dir, SL_MNIST_TRAIN, 2, 0, 1, 1);
+    sl_dataset *other = mnist_pipeline(t.dir, SL_MNIST_TRAIN, 2, 0, 1, 1);
+    sl_dataset *test = mnist_pipeline(t.dir, SL_MNIST_TEST, 2, 0, 1, 0);
+    sl_dataset *test_other = mnist_pipeline(t.dir, SL_MNIST_TEST, 2, 0, 1, 0);
+    rename_column(other, "image", "data", 0);
+    rename_column(other, "label", "target", 1);
+    rename_column(test_other, "image", "data", 0);
+    rename_column(test_other, "label", "target", 1);
+    ck_assert_str_eq(sl_dataset_column_name(other, 0), "data");
+    ck_assert_str_eq(sl_dataset_column_name(other, 1), "target");
+    sl_model_options_init(&o);
+    named = model_with(&o);
+    renamed = model_with(&o);
+    for (int sink = 0; sink < 2; sink++) {
+        sl_train_options_init(&to);
+        to.dataset_sink_mode = sink;
+        ck_assert_msg(sl_model_train_opts(named, 1, ds, NULL, 0, &to) == SL_OK, "%s",
+                      sl_model_last_error(named));
+        ck_assert_msg(sl_model_train_opts(renamed, 1, other, NULL, 0, &to) == SL_OK, "%s",
+                      sl_model_last_error(renamed));
+    }
+    ck_assert_int_eq(sl_model_global_step(renamed), 8);
+    tu_assert_same_params(named, renamed, "named columns against renamed ones");
+    ck_assert_msg(sl_model_eval(named, test, &a) == SL_OK, "%s", sl_model_last_error(named));
+    ck_assert_msg(sl_model_eval(renamed, test_other, &b) == SL_OK, "%s",
+                  sl_model_last_error(renamed));
+    ck_assert_double_eq(a.accuracy, b.accuracy);
+    ck_assert_double_eq(a.loss, b.loss);
+    sl_model_free(named);
+    sl_model_free(renamed);
+    sl_dataset_free(ds);
+    sl_dataset_free(other);
+    sl_dataset_free(test);
+    sl_dataset_free(test_other);
+    drop_mnist(&t);
+}
+END_TEST
+
 START_TEST(test_pipeline_error_mid_epoch)
 {
     /* An ImageFolder of small JPEGs with one corrupt file in the middle:
@@ -565,6 +627,7 @@ Suite *make_train_suite(void)
 
     tc = tu_tcase("failures", 300);
     tcase_add_test(tc, test_stop_mid_epoch);
+    tcase_add_test(tc, test_columns_feed_the_network_in_order);
     tcase_add_test(tc, test_pipeline_error_mid_epoch);
     tcase_add_test(tc, test_labels_outside_the_classes);
     tcase_add_test(tc, test_wrong_shape_from_the_pipeline);

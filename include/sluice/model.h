@@ -118,9 +118,12 @@ SL_API void sl_model_free(sl_model *m);
 SL_API const char *sl_model_last_error(const sl_model *m);
 SL_API sl_graph *sl_model_graph(sl_model *m);
 
-/* Trains for epochs passes over dataset, whose rows must hold the columns
- * "image" (float32 (N, C, H, W)) and "label" (int32 (N)) of the model's
- * shapes. Returns 0 when done or stopped, else the error: a pipeline error
+/* Trains for epochs passes over dataset, whose rows must hold the
+ * network's inputs: for the built-in networks an image (float32
+ * (N, C, H, W)) and a label (int32 (N)) of the model's shapes. Columns feed
+ * the inputs of their names ("image", "label"), or, when the dataset has
+ * exactly one column per input, in order, as MindSpore feeds a network
+ * (sl_model_eval likewise). Returns 0 when done or stopped, else the error: a pipeline error
  * (with the iterator's message), a wrong shape (naming the op and shapes),
  * a label outside [0, classes), a NaN or infinite loss (naming the step).
  * Every pipeline thread is joined before it returns. */

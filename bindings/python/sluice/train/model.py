@@ -127,33 +127,30 @@ class Model:
 
     def _check_dataset(self, dataset, what, exact_batch, needs_end=False):
         """ValueError unless dataset's rows hold the network's image and label
-        as far as its description tells (sizes known only with data pass),
+        (feed_columns) as far as its description tells (sizes known only with data pass),
         and an epoch holds a batch and, when needs_end, ends."""
-        from sluice.train.tracing import check_epoch
+        from sluice.train.tracing import check_epoch, feed_columns
         check_epoch(dataset, what, needs_end)
         names = dataset.get_col_names()
-        missing = [c for c in ("image", "label") if c not in names]
-        if missing:
-            raise ValueError(f"{what}: the dataset has no {' or '.join(repr(c) for c in missing)} "
-                             f"column (it has {names}); the network reads 'image' and 'label'")
+        image_col, label_col = feed_columns(names, what)
         net = self.network
         if not isinstance(net, nn.LeNet5):
             return            # tracing checks the shapes against the layers
         want_image = [net.batch_size, net.num_channel, 32, 32]
         types = dict(zip(names, dataset.output_types()))
         shapes = dict(zip(names, dataset.output_shapes()))
-        image, label = shapes["image"], shapes["label"]
+        image, label = shapes[image_col], shapes[label_col]
         fits = len(image) == 4 and all(g in (w, -1) for g, w in zip(image[1:], want_image[1:]))
         batch_ok = image[:1] in ([net.batch_size], [-1]) if exact_batch else \
             len(image) == 4 and (image[0] == -1 or 1 <= image[0] <= net.batch_size)
-        if types["image"] != "float32" or not fits or not batch_ok:
-            raise ValueError(f"{what}: the dataset's images are {types['image']} {image}; the "
+        if types[image_col] != "float32" or not fits or not batch_ok:
+            raise ValueError(f"{what}: the dataset's images are {types[image_col]} {image}; the "
                              f"network takes float32 {want_image} (resize to 32x32, rescale, "
                              f"HWC2CHW, and batch {net.batch_size} with drop_remainder=True)")
-        if types["label"] != "int32" or len(label) != 1:
-            raise ValueError(f"{what}: the dataset's labels are {types['label']} {label}; the "
+        if types[label_col] != "int32" or len(label) != 1:
+            raise ValueError(f"{what}: the dataset's labels are {types[label_col]} {label}; the "
                              f"network takes int32 [{net.batch_size}] "
-                             "(map transforms.TypeCast(sluice.int32) on 'label')")
+                             f"(map transforms.TypeCast(sluice.int32) on '{label_col}')")
 
     def train(self, epoch, train_dataset, callbacks=None, dataset_sink_mode=False, sink_size=-1,
               autotune=False):

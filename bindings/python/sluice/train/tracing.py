@@ -101,13 +101,30 @@ def claim(model_c, owned, optimizer):
     optimizer._held = (model_c, {id(p): name for p, name in owned})
 
 
+def feed_columns(names, what):
+    """The dataset columns that feed a Model's network its image and label:
+    those named ``image`` and ``label``, or else, as MindSpore feeds a
+    network its dataset's columns in order, a dataset's two columns."""
+    names = list(names)
+    if "image" in names and "label" in names:
+        return "image", "label"
+    if len(names) == 2:
+        return names[0], names[1]
+    raise ValueError(f"{what}: the network reads 'image' and 'label'; the dataset's columns "
+                     f"are {names}: give it columns of those names, or exactly 2 columns, which "
+                     "feed the network in order")
+
+
 def trace_network(network, loss_fn, optimizer, dataset, what):
-    """Model's compilation of a user's Cell: the dataset's ``image`` and
-    ``label`` columns in, ``loss_fn(network(image), label)``, backward and
-    the optimizer. Returns (model_c, owned)."""
+    """Model's compilation of a user's Cell: the dataset's image and label
+    columns in (feed_columns), ``loss_fn(network(image), label)``, backward
+    and the optimizer. The step's inputs take the columns' names. Returns
+    (model_c, owned)."""
     specs = {name: (dtype, shape) for name, dtype, shape in _input_specs(dataset, what)}
     t = _Trace(seed=network._seed)
-    inputs = {name: t.input(name, *specs[name]) for name in ("image", "label")}
+    image_col, label_col = feed_columns(specs, what)
+    inputs = {"image": t.input(image_col, *specs[image_col]),
+              "label": t.input(label_col, *specs[label_col])}
     logits = network(inputs["image"])
     if not isinstance(logits, _Sym):
         raise TypeError(f"{what}: {type(network).__name__}.construct returned a "
