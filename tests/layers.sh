@@ -3,8 +3,9 @@
 # < devices < exec (DESIGN.md): a function defined in one folder may be
 # called from the same folder or one above it, never from one below. Reads
 # the symbols of the built objects (nm), so a call hidden behind a public
-# header is found too. Prints each upward call and fails on any; ends with
-# "N passed, M failed" like the other scripts.
+# header is found too. The sluice program (tools/) and the bindings call the
+# public API only: no sl__ function. Prints each call that breaks a rule and
+# fails on any; ends with "N passed, M failed" like the other scripts.
 
 set -u
 top_builddir=${top_builddir:-.}
@@ -50,12 +51,28 @@ bad=$(awk '
         }
     }' "$list" | sort)
 
+# The program and the bindings use the public API only (include/sluice/):
+# no internal (sl__) function of the library.
+for dir in tools bindings; do
+    [ -d "$top_builddir/$dir" ] || continue
+    for o in $(find "$top_builddir/$dir" -name '*.o'); do
+        objects=$((objects + 1))
+        nm "$o" | awk -v o="${o#"$top_builddir"/}" -v d="$dir" '
+            $1 == "U" && $2 ~ /^sl__/ { printf "%s (%s) calls %s, internal to the library\n", o, d, $2 }'
+    done
+done >"$list.public"
+if [ -s "$list.public" ]; then
+    bad=$(printf '%s\n%s' "$bad" "$(sort -u "$list.public")" | sed '/^$/d')
+fi
+rm -f "$list.public"
+
 echo "$objects objects read"
 if [ -n "$bad" ]; then
-    echo "FAIL: calls from a lower layer to a higher one:"
+    echo "FAIL: calls that break the layering:"
     echo "$bad" | sed 's/^/    /'
     echo "0 passed, 1 failed"
     exit 1
 fi
-echo "PASS: no call goes up a layer (core < ops < pipeline < devices < exec)"
+echo "PASS: no call goes up a layer (core < ops < pipeline < devices < exec), and tools/ and"
+echo "      bindings/ call no internal (sl__) function"
 echo "1 passed, 0 failed"
