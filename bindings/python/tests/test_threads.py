@@ -5,6 +5,7 @@ threads may share one iterator."""
 import gc
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -150,40 +151,41 @@ def test_ctrl_c_in_the_loop_body(mnist):
     assert settled(base) == base
 
 
+def wait_for_row(it):
+    """next(it), in a frame of its own that another thread can recognise."""
+    return next(it)
+
+
 def test_gil_is_free_while_waiting(mnist):
-    """A Python thread counts while the main thread waits in __next__ for
-    rows that take long in C (no Python in the pipeline): a wait that held
-    the GIL would leave it at 0. The counter runs before the pipeline
-    starts and the main thread waits for all four rows, made one after
-    another by one worker, so on a busy machine the rows cannot all be
-    ready before the first __next__."""
-    d = (ds.MnistDataset(mnist, usage="train").take(4)
-         .map(vision.Resize((2500, 2500)), num_parallel_workers=1))
-    counter = [0]
-    stop = threading.Event()
+    """Another Python thread runs while the main thread waits in __next__.
+    The rows wait for a gate; the other thread counts the turns it gets
+    while the main thread is inside wait_for_row (its top Python frame: the
+    wait itself is in C) and opens the gate after 1000 of them. A __next__
+    that held the GIL while waiting would give it no turn there: the rows
+    would come only at the gate's own 10 s deadline and the count would
+    stay at 0. Nothing here depends on how fast the machine is."""
+    gate = threading.Event()
+    me = threading.get_ident()
+    turns = [0]
 
     def count():
-        while not stop.is_set():
-            counter[0] += 1
+        while not gate.is_set():
+            frame = sys._current_frames().get(me)
+            if frame is not None and frame.f_code is wait_for_row.__code__:
+                turns[0] += 1
+                if turns[0] >= 1000:
+                    gate.set()
+            time.sleep(0)  # a turn: let the others run
+    it = gated(mnist, gate).create_tuple_iterator()
     t = threading.Thread(target=count)
     t.start()
-    waited, counted = 0.0, 0
     try:
-        it = d.create_tuple_iterator(num_epochs=1)
-        try:
-            for _ in range(4):
-                t0 = time.monotonic()
-                start = counter[0]
-                next(it)
-                waited += time.monotonic() - t0
-                counted += counter[0] - start
-        finally:
-            it.close()
+        wait_for_row(it)
     finally:
-        stop.set()
+        gate.set()
         t.join()
-    assert waited > 0.002, "the rows came too fast to tell"
-    assert counted > 1000, f"{counted} counts while __next__ waited {waited * 1e3:.1f} ms"
+        it.close()
+    assert turns[0] >= 1000, f"{turns[0]} turns while __next__ waited"
 
 
 def test_threads_share_one_iterator(mnist):
