@@ -592,5 +592,7 @@ void sl__dq_get_stats(sl__device_queue *q, sl__dq_stats *out)
     out->acquire_wait_ms = q->acquire_wait_ms;
     out->filled = q->filled;
     out->occupancy = sl__occupancy_mean(&q->occupancy, q->filled, sl__now_ms());
+    out->getnext_waiters = q->getnext_waiters;
+    out->room_waiters = q->room_waiters;
     pthread_mutex_unlock(&q->lock);
 }

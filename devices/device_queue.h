@@ -84,6 +84,10 @@ typedef struct sl__dq_stats {
     double acquire_wait_ms;    /* time the transfer thread waited for a free slot */
     size_t filled;             /* slots filled now */
     double occupancy;          /* the mean filled slots since the queue was made */
+    /* Calls blocked in the queue now: GetNext, and the transfer side
+     * waiting for room (acquire, claim, a marker). A test reads them to
+     * know a call really waits before it wakes it. */
+    size_t getnext_waiters, room_waiters;
 } sl__dq_stats;
 
 /* Makes a queue on d for batches of columns specs[0..ncolumns) (fixed

@@ -164,6 +164,23 @@ static void *blocked_main(void *arg)
     return NULL;
 }
 
+/* Returns once c's call is blocked in its queue (the queue's own count of
+ * waiters says so), so that what the test does next is what wakes it; a
+ * call that never blocks fails the test, naming it. The wait is for a
+ * state, not for a time: 30 s only bounds a broken test. */
+static void wait_until_blocked(const blocked_call *c)
+{
+    for (int i = 0; i < 30000; i++) {
+        sl__dq_stats st;
+        sl__dq_get_stats(c->q, &st);
+        if ((c->getnext ? st.getnext_waiters : st.room_waiters) == 1)
+            return;
+        sleep_ms(1);
+    }
+    ck_abort_msg("%s on '%s' never blocked", c->getnext ? "GetNext" : "acquire",
+                 sl__dq_name(c->q));
+}
+
 /* --- devices ------------------------------------------------------------ */
 
 START_TEST(test_device_names)
@@ -802,7 +819,7 @@ START_TEST(test_queue_interrupt_wakes_getnext)
     /* A slot taken before the interrupt, to commit while it lasts. */
     ck_assert_int_eq(sl__dq_acquire(q, &held, 0, &err), SL_OK);
     ck_assert_int_eq(pthread_create(&t, NULL, blocked_main, &c), 0);
-    sleep_ms(100); /* let it block (the test holds either way) */
+    wait_until_blocked(&c);
     t0 = sl__now_ms();
     sl__dq_interrupt(q);
     ck_assert_int_eq(pthread_join(t, NULL), 0);
@@ -850,7 +867,7 @@ START_TEST(test_queue_close_wakes_acquire_and_drains)
     commit_batch(q, 3); /* the only slot is full */
     ck_assert_int_eq(sl__dq_push_marker(q, SL_END_OF_EPOCH, NULL, 0, &err), SL_OK);
     ck_assert_int_eq(pthread_create(&t, NULL, blocked_main, &c), 0);
-    sleep_ms(100);
+    wait_until_blocked(&c);
     t0 = sl__now_ms();
     sl__dq_close(q);
     ck_assert_int_eq(pthread_join(t, NULL), 0);
@@ -874,6 +891,8 @@ START_TEST(test_queue_close_wakes_acquire_and_drains)
 }
 END_TEST
 
+/* A GetNext blocked on an empty queue (proved by the queue's count of
+ * waiters before the close) is woken by the close, and says closed. */
 START_TEST(test_queue_close_wakes_getnext)
 {
     sl_device *d = open_device("cpu:0", NULL);
@@ -883,12 +902,14 @@ START_TEST(test_queue_close_wakes_getnext)
     double t0;
 
     ck_assert_int_eq(pthread_create(&t, NULL, blocked_main, &c), 0);
-    sleep_ms(100);
+    wait_until_blocked(&c);
     t0 = sl__now_ms();
     sl__dq_close(q);
     ck_assert_int_eq(pthread_join(t, NULL), 0);
     ck_assert_int_eq(c.rc, SL_ECLOSED);
-    ck_assert(c.returned_ms - t0 < 1000.0);
+    ck_assert_msg(c.returned_ms - t0 < 1000.0, "woke %.1f ms after the close",
+                  c.returned_ms - t0);
+    ck_assert_msg(strstr(c.err.msg, "closed") != NULL, "%s", c.err.msg);
     sl__dq_free(q);
     sl_device_free(d);
 }
