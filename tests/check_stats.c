@@ -344,6 +344,8 @@ START_TEST(test_sink_train_reports_every_stage)
     ck_assert_uint_eq(sl_model_get_stage_stats(m, st, MAX_STAGES), 0);
     sl_train_options_init(&to);
     to.dataset_sink_mode = 1;
+    /* the thread, whatever the CPUs (on one, auto would pick inline) */
+    to.transfer = SL_TRANSFER_THREAD;
     ck_assert_msg(sl_model_train_opts(m, 2, ds, NULL, 0, &to) == SL_OK, "%s",
                   sl_model_last_error(m));
     n = sl_model_get_stage_stats(m, st, MAX_STAGES);

@@ -43,7 +43,8 @@ for k in full:
         if v[a][1] > v[b][at] + 1e-3:
             bad += 1
             print("out of order", k, a, v[a], b, v[b])
-ops = [e for e in ev if e["ph"] == "X" and e["name"] == "conv2d"]
+# conv2d alone, or fused (conv2d+relu+max_pool2d, with one compute thread)
+ops = [e for e in ev if e["ph"] == "X" and e["name"].startswith("conv2d")]
 assert ops, "no per-op slices"
 print("batches followed:", len(full), "through", "inline GetNext" if inline else "the transfer",
       "out of order:", bad)
