@@ -12,7 +12,7 @@
 #    "result": <the bench's own JSON>}
 # then runs bench/tables.py, which rewrites the tables of docs/*.md from
 # those files. NAMEs (default: all selected):
-#   sink      BUILDDIR/sluice bench sink --repeats 3 --json
+#   sink      BUILDDIR/sluice bench sink --repeats 5 --json
 #   pipeline  BUILDDIR/sluice bench pipeline --json
 #   train     BUILDDIR/sluice bench train --json
 # and with --with-torch (Debian's python3-torch and python3-numpy) the
@@ -85,7 +85,7 @@ fi
 
 command_of() {
     case $1 in
-    sink) echo "$sluice bench sink --repeats 3 --json" ;;
+    sink) echo "$sluice bench sink --repeats 5 --json" ;;
     pipeline) echo "$sluice bench pipeline --json" ;;
     train) echo "$sluice bench train --json" ;;
     torch_train) echo "$py bench/torch_train.py --sluice $sluice --repeats 3 --json" ;;

@@ -86,11 +86,19 @@ def plot_sink(d, out, written):
     data = ", ".join(f"{r['device']} {r['samples_per_s']:,.0f}" for r in d["runs"]
                      if r["name"] == "data_only")
     labels = [f"{r['device']} {r['name']}" for r in runs]
+    if "hidden_by_device" in d:
+        # the hidden fraction h of sink -1; "noise" when every round was
+        h = ", ".join(f"{dev} " + ("noise" if v["sink_full"]["median"] is None
+                                   else f"{v['sink_full']['median']:.2f}")
+                      for dev, v in d["hidden_by_device"].items())
+        overlap = f"hidden fraction (sink -1) {h}"
+    else:
+        overlap = f"overlap {d['overlap_efficiency']:.3f}"
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(runs) + 1.6))
     bars(ax, labels, [r["samples_per_s"] for r in runs])
     ax.set_xlabel("samples/s (medians)")
     ax.set_title(f"sluice bench sink: LeNet5, batch {d.get('batch', 32)}, {d['steps']} steps; "
-                 f"overlap {d['overlap_efficiency']:.3f}\ndata only (the pipeline drained): "
+                 f"{overlap}\ndata only (the pipeline drained): "
                  f"{data} samples/s", fontsize=9)
     save(fig, out, "sink_throughput.png", written)
     for device, stages in d.get("stages_by_device", {}).items():
@@ -183,7 +191,7 @@ def plot_trace(d, out, written):
 def kind_of(d):
     if "traceEvents" in d:
         return plot_trace
-    if "stages_by_device" in d or "overlap_efficiency" in d:
+    if "stages_by_device" in d or "overlap_efficiency" in d or "hidden_by_device" in d:
         return plot_sink
     if "pipeline" in d and "runs" in d:
         return plot_pipeline

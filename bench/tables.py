@@ -152,7 +152,7 @@ SINK_RUNS = [("nonsink", "non-sink"), ("sink_full", "sink, −1"), ("sink_1000",
              ("compute_only", "compute only"), ("data_only", "data only")]
 
 
-def sink_devices(fig):
+def sink_devices(fig, needed=SINK_RUNS):
     runs = fig.need("result", "runs", kind="list")
     devs, by = [], {}
     for i, _ in enumerate(runs):
@@ -163,14 +163,63 @@ def sink_devices(fig):
             by[d] = {}
         by[d][n] = i
     for d in devs:
-        for n, _ in SINK_RUNS:
+        for n, _ in needed:
             if n not in by[d]:
                 raise TableError(f"{fig.rel}: no run named {n!r} on {d} in result.runs "
                                  f"(table '{fig.table}' needs it)")
     return devs, by
 
 
+def hidden_cell(fig, *keys):
+    """A hidden fraction (or an efficiency) over rounds, as the bench gave it:
+    median and range, or "noise" when every round was left out as noise."""
+    kept = fig.need(*keys, "rounds", kind="number")
+    if kept == 0:
+        return f"noise ({fig.need(*keys, 'noise_rounds', kind='number')} of " \
+               f"{fig.need('result', 'repeats', kind='number')})"
+    med = fig.need(*keys, "median", kind="number")
+    lo, hi = fig.need(*keys, "min", kind="number"), fig.need(*keys, "max", kind="number")
+    cell = f"{med:.2f}" if kept == 1 else f"{med:.2f} ({lo:.2f}–{hi:.2f})"
+    noise = fig.need(*keys, "noise_rounds", kind="number")
+    return cell + (f", {noise} noise" if noise else "")
+
+
+def render_sink_hidden(fig):
+    """bench sink's JSON since the hidden fraction (hidden_by_device)."""
+    runs = SINK_RUNS + [("serial", "serial")]
+    devs, by = sink_devices(fig, runs)
+    steps = fig.need("result", "steps", kind="number")
+    reps = fig.need("result", "repeats", kind="number")
+    rows = []
+    for d in devs:
+        sps = {n: fig.need("result", "runs", by[d][n], "samples_per_s", kind="number")
+               for n, _ in runs}
+        eff = (hidden_cell(fig, "result", "cpu_bound_by_device", d, "sink_full")
+               if fig.opt("result", "cpu_bound_by_device", d) is not None else "-")
+        rows.append([d] + [num(sps[n]) for n, _ in runs] +
+                    [hidden_cell(fig, "result", "hidden_by_device", d, "sink_full"),
+                     hidden_cell(fig, "result", "hidden_by_device", d, "serial"), eff,
+                     f"{sps['sink_full'] / sps['nonsink']:.3f}x"])
+    out = provenance(fig)
+    lo, hi = (fig.need("result", "hidden_noise_range", i, kind="number") for i in (0, 1))
+    out.append(f"LeNet5, batch 32, {steps} steps per run; samples/s, medians of {reps} "
+               f"rounds; each run a fresh model, the order rotating by round; compute only "
+               f"cycles {fig.need('result', 'compute_batches', kind='number')} real batches. "
+               f"h: the hidden fraction (T_compute + T_data − T_run) / min(T_compute, T_data) "
+               f"of each round, median (range); 0 serial, 1 the shorter part entirely hidden; "
+               f"rounds outside [{lo}, {hi}] are noise and left out. CPU-time bound: "
+               f"max(T_compute, T_data, (W_compute + W_data) / CPUs) / T_run, W the runs' CPU "
+               f"time.")
+    out.append("")
+    out += table(["device"] + [t for _, t in runs] +
+                 ["h, sink −1", "h, serial", "CPU-time bound, sink −1", "sink −1 / non-sink"],
+                 rows)
+    return out
+
+
 def render_sink(fig):
+    if fig.opt("result", "hidden_by_device") is not None:
+        return render_sink_hidden(fig)
     devs, by = sink_devices(fig)
     steps = fig.need("result", "steps", kind="number")
     reps = fig.need("result", "repeats", kind="number")
@@ -190,23 +239,32 @@ def render_sink(fig):
 
 
 def render_sink_runs(fig):
-    devs, by = sink_devices(fig)
+    new = fig.opt("result", "hidden_by_device") is not None
+    runs = SINK_RUNS + ([("serial", "serial reference")] if new else [])
+    devs, by = sink_devices(fig, runs)
     rows = []
     for d in devs:
-        for n, title in SINK_RUNS:
+        for n, title in runs:
             i = by[d][n]
+            cpu = ([num(fig.need("result", "runs", i, "cpu_ms_per_step", kind="number"), 4)]
+                   if new else [])
             rows.append([d, title,
                          num(fig.need("result", "runs", i, "samples_per_s", kind="number")),
-                         num(fig.need("result", "runs", i, "ms_per_step", kind="number"), 4),
-                         num(fig.need("result", "runs", i, "interactions", kind="number")),
+                         num(fig.need("result", "runs", i, "ms_per_step", kind="number"), 4)] +
+                        cpu +
+                        [num(fig.need("result", "runs", i, "interactions", kind="number")),
                          num(fig.need("result", "runs", i, "getnext_wait_ms", kind="number"), 1),
                          num(fig.need("result", "runs", i, "channel_full_ms", kind="number"), 1)])
     out = provenance(fig)
-    out.append(f"Thread budget: {fig.need('result', 'thread_budget', kind='str')}. "
-               f"Transfer: {fig.need('result', 'transfer', kind='str')}.")
+    line = (f"Thread budget: {fig.need('result', 'thread_budget', kind='str')}. "
+            f"Transfer: {fig.need('result', 'transfer', kind='str')}.")
+    if new:
+        line += f" OpenBLAS core: {fig.need('result', 'blas_core', kind='str')}."
+    out.append(line)
     out.append("")
-    out += table(["device", "run", "samples/s", "ms/step", "interactions", "GetNext wait ms",
-                  "channel full ms"], rows, ["---", "---"] + ["--:"] * 5)
+    out += table(["device", "run", "samples/s", "ms/step"] + (["CPU ms/step"] if new else []) +
+                 ["interactions", "GetNext wait ms", "channel full ms"], rows,
+                 ["---", "---"] + ["--:"] * (6 if new else 5))
     return out
 
 
@@ -303,10 +361,13 @@ def render_train(fig):
     def runs(key):
         vals = fig.need("result", key, kind="list")
         return " / ".join(num(fig.need("result", key, j, kind="number")) for j in range(len(vals)))
-    rows = [["compute, GRAPH (one batch reused)",
+    nb = fig.opt("result", "compute_batches")
+    on = (f"{nb:,} real batches cycled" if isinstance(nb, int) and nb > 0
+          else "one batch reused")
+    rows = [[f"compute, GRAPH ({on})",
              num(fig.need("result", "compute_graph_samples_per_s", kind="number")),
              runs("compute_graph_runs")],
-            ["compute, PYNATIVE (one batch reused)",
+            [f"compute, PYNATIVE ({on})",
              num(fig.need("result", "compute_pynative_samples_per_s", kind="number")),
              runs("compute_pynative_runs")]]
     if fig.opt("result", "end_to_end_samples_per_s") is not None:
@@ -335,6 +396,7 @@ def render_train_ops(fig):
     ops = fig.need("result", "per_op_ms_per_step", kind="dict")
     gflops = fig.need("result", "per_op_gflops", kind="dict")
     sgemm = fig.need("result", "sgemm_1024_gflops_per_thread", kind="number")
+    peak = fig.opt("result", "fma_peak_gflops_per_thread")  # absent before it was measured
     threads = fig.need("result", "threads", kind="number")
     total = sum(fig.need("result", "per_op_ms_per_step", k, kind="number") for k in ops)
     rows = []
@@ -343,17 +405,27 @@ def render_train_ops(fig):
         gf = fig.need("result", "per_op_gflops", k, kind="number") if k in gflops else None
         of_sgemm = (f"{100.0 * gf / threads / sgemm:.0f}%"
                     if gf is not None and sgemm > 0 else "-")
+        of_peak = ([f"{100.0 * gf / threads / peak:.0f}%" if gf is not None and peak > 0
+                    else "-"] if peak is not None else [])
         rows.append([k, f"{ms:.4f}", f"{100.0 * ms / total:.1f}%" if total > 0 else "-",
-                     num(gf, 1), of_sgemm])
-    rows.append(["total", f"{total:.4f}", "", "", ""])
+                     num(gf, 1)] + of_peak + [of_sgemm])
+    rows.append(["total", f"{total:.4f}", "", ""] + ([""] if peak is not None else []) + [""])
     out = provenance(fig)
-    out.append("Where a GRAPH step's time goes: ms per step over all runs; GFLOPS of the ops "
-               "that multiply matrices, and per compute thread against a 1024^3 sgemm on one "
-               "OpenBLAS thread (" + (f"{sgemm:.1f} GFLOPS, measured in the same rounds)."
-                                      if sgemm > 0 else "not measured with more than one "
-                                      "OpenBLAS thread)."))
+    line = ("Where a GRAPH step's time goes: ms per step over all runs; GFLOPS of the ops "
+            "that multiply matrices, and per compute thread ")
+    if peak is not None:
+        line += (f"against the peak FMA rate of one thread ({peak:.1f} GFLOPS, by sluice's own "
+                 f"loop) and ")
+    line += ("against a 1024^3 sgemm on one OpenBLAS thread (" +
+             (f"{sgemm:.1f} GFLOPS, measured in the same rounds" if sgemm > 0
+              else "not measured with more than one OpenBLAS thread") + ")")
+    core = fig.opt("result", "blas_core")
+    line += f"; OpenBLAS core {core}." if isinstance(core, str) else "."
+    out.append(line)
     out.append("")
-    out += table(["op", "ms / step", "share", "GFLOPS", "of sgemm per thread"], rows)
+    out += table(["op", "ms / step", "share", "GFLOPS"] +
+                 (["of peak FMA per thread"] if peak is not None else []) +
+                 ["of sgemm per thread"], rows)
     return out
 
 

@@ -6,8 +6,10 @@
 #include <cblas.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <strings.h>
 
 #include "core/clock.h"
+#include "core/cpu.h"
 #include "core/error.h"
 #include "sluice/step.h"
 
@@ -107,4 +109,50 @@ out:
     free(c);
     sl__blas_release();
     return rc;
+}
+
+/* --- which core OpenBLAS runs --------------------------------------------- */
+
+const char *sl_blas_core(void)
+{
+    const char *name = openblas_get_corename();
+    return name ? name : "unknown";
+}
+
+/* OpenBLAS's x86 cores by the widest vectors their kernels use: those
+ * with AVX-512, those with AVX2 and FMA, and those below (SSE or AVX
+ * without FMA). Names it reports (dynamic builds capitalise them, others
+ * do not) are compared without case. */
+static const char *const cores_avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+static const char *const cores_avx2[] = {"Haswell", "Zen", "Excavator"};
+static const char *const cores_below[] = {
+    "Katmai", "Coppermine", "Northwood", "Prescott", "Banias", "Atom", "Core2", "Penryn",
+    "Dunnington", "Nehalem", "Sandybridge", "Athlon", "Opteron", "Opteron(SSE3)", "Barcelona",
+    "Bobcat", "Bulldozer", "Piledriver", "Steamroller", "Nano"};
+
+static int listed(const char *name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(name, list[i]) == 0)
+            return 1;
+    return 0;
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *sl_blas_core_advice(void)
+{
+    const char *name = sl_blas_core();
+    sl__cpu_level ours = sl__cpu_level_get(), theirs;
+    if (listed(name, cores_avx512, COUNT(cores_avx512)))
+        theirs = SL__CPU_AVX512;
+    else if (listed(name, cores_avx2, COUNT(cores_avx2)))
+        theirs = SL__CPU_AVX2;
+    else if (listed(name, cores_below, COUNT(cores_below)))
+        theirs = SL__CPU_GENERIC;
+    else
+        return NULL; /* not a core we know: no advice */
+    if (theirs >= ours)
+        return NULL;
+    return ours == SL__CPU_AVX512 ? "SkylakeX" : "Haswell";
 }

@@ -1,6 +1,6 @@
 /* train.c: Model.train. The options say how the steps are fed: the host
- * loop of non-sink mode lives here; sink mode is exec/sink.c. Also
- * sl_model_bench_steps, the compute-only timing of the same step. */
+ * loop of non-sink mode lives here; sink mode is exec/sink.c, the
+ * benchmarks' timing of the same step exec/bench.c. */
 #include "exec/model_impl.h"
 
 #include <math.h>
@@ -8,11 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sluice/bench.h"
-
 #include "core/clock.h"
 #include "core/options.h"
-#include "core/rng.h"
 #include "core/tensor_impl.h"
 #include "devices/device_impl.h"
 #include "sluice/iterator.h"
@@ -367,46 +364,4 @@ int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *con
                    size_t ncbs)
 {
     return sl_model_train_opts(m, epochs, ds, cbs, ncbs, NULL);
-}
-
-/* --- compute-only timing --------------------------------------------- */
-
-int sl_model_bench_steps(sl_model *m, int64_t steps, double *samples_per_s)
-{
-    const sl_network_options *no = &m->opts.network;
-    int64_t is[4] = {no->batch, no->channels, no->height, no->width}, ls[1] = {no->batch};
-    sl_tensor *feed[2] = {NULL, NULL};
-    sl_rng rng;
-    double t0, ms;
-    int rc;
-
-    sl__err_clear(&m->err);
-    if (steps < 1)
-        return sl__errf(&m->err, SL_EINVAL, "bench: steps %lld must be >= 1", (long long)steps);
-    rc = sl_tensor_new(&feed[0], SL_FLOAT32, 4, is);
-    if (rc == SL_OK)
-        rc = sl_tensor_new(&feed[1], SL_INT32, 1, ls);
-    if (rc < 0) {
-        sl_tensor_release(feed[0]);
-        return sl__errf(&m->err, rc, "bench: out of memory");
-    }
-    /* Values like a normalised image: centred, unit spread. */
-    sl__rng_seed(&rng, 12345, 0, 0, 0);
-    for (size_t i = 0; i < feed[0]->numel; i++)
-        ((float *)feed[0]->data)[i] = (float)(sl__rng_uniform(&rng) * 3.0 - 1.5);
-    for (size_t i = 0; i < feed[1]->numel; i++)
-        ((int32_t *)feed[1]->data)[i] = (int32_t)(i % (size_t)no->num_classes);
-    t0 = sl__now_ms();
-    for (int64_t i = 0; i < steps && rc == SL_OK; i++) {
-        rc = sl_step_run_here(m->train_step, feed, 2); /* as train runs it */
-        m->global_step += rc == SL_OK;
-    }
-    ms = sl__now_ms() - t0;
-    if (rc < 0)
-        sl__errf(&m->err, rc, "bench: %s", sl_step_last_error(m->train_step));
-    else
-        *samples_per_s = (double)steps * (double)no->batch / (ms / 1e3);
-    sl_tensor_release(feed[0]);
-    sl_tensor_release(feed[1]);
-    return rc;
 }

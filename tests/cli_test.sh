@@ -211,7 +211,16 @@ mkdir -p "$TMP/empty"
 # --- the program ----------------------------------------------------------
 
 run --version
-expect "--version" 0 stdout '^sluice 0\.1\.0$' stdout '^cpu path: \(avx512\|avx2\|generic\)$'
+expect "--version" 0 stdout '^sluice 0\.1\.0$' stdout '^cpu path: \(avx512\|avx2\|generic\)$' \
+    stdout '^openblas core: [A-Za-z]'
+# An OpenBLAS core below the CPU's vector path is warned of, naming the
+# variable that fixes it (OPENBLAS_CORETYPE chooses the core it pretends).
+if grep -q '^cpu path: avx' "$TMP/out"; then
+    OPENBLAS_CORETYPE=Prescott run --version
+    expect "--version with OpenBLAS on Prescott" 0 stdout '^openblas core: Prescott$' \
+        stderr 'warning: OpenBLAS chose its Prescott core, below this CPU' \
+        stderr 'OPENBLAS_CORETYPE=\(SkylakeX\|Haswell\)$'
+fi
 # SLUICE_CPU caps the vector path (to run a lesser machine's), and a name
 # it does not know is refused before any command runs.
 SLUICE_CPU=generic run --version
@@ -672,29 +681,53 @@ expect "train with a batch larger than the data" 1 stderr '^sluice: train: '
 run bench train --no-e2e --steps 3 --repeats 1 --json
 expect "bench train --no-e2e --json" 0 stdout '"compute_graph_samples_per_s": [0-9]' \
     stdout '"compute_pynative_samples_per_s": [0-9]' stdout '"per_op_ms_per_step": {"' \
-    stdout '"sgemm_1024_gflops_per_thread": [1-9][0-9.]*, "per_op_gflops": {"' \
+    stdout '"sgemm_1024_gflops_per_thread": [1-9][0-9.]*, "fma_peak_gflops_per_thread": [1-9][0-9.]*, "per_op_gflops": {"' \
+    stdout '"blas_core": "[A-Za-z]' \
     stdout '"per_op_gflops": {.*"conv2d[^"]*": [0-9]' # any may lead; fused on one thread
 # one thread: a share is the whole batch, so the forward conv runs inside
 # the fused pool, and its GFLOPS are reported there (exec/fuse.c)
 run bench train --data "$MNIST" --steps 3 --repeats 1 --e2e-steps 4 --threads 1
 expect "bench train" 0 stdout 'compute, GRAPH' stdout 'end to end' stdout 'conv2d' \
     stdout 'a 1024^3 sgemm on one' \
-    stdout '^  conv2d+relu+max_pool2d .* GFLOPS, *[0-9]*% of sgemm per thread$'
+    stdout '^  conv2d+relu+max_pool2d .* GFLOPS, *[0-9]*% of peak, *[0-9]*% of sgemm per thread$' \
+    stdout 'over [1-9][0-9]* real batches cycled' stdout '^openblas core: ' \
+    stdout 'peak FMA rate of one$'
 run bench train --blas-threads 2 --no-e2e --steps 3 --repeats 1
 expect "bench train --blas-threads 2" 0 stdout 'not measured with --blas-threads above 1'
 run bench train --repeats 0
 expect "bench train --repeats 0" 2 stderr '^sluice: bench: '
 run bench sink --help
-expect "bench sink --help" 0 stdout '^Usage: sluice bench sink' stdout 'overlap efficiency'
+expect "bench sink --help" 0 stdout '^Usage: sluice bench sink' stdout 'hidden fraction' \
+    stdout 'serial reference'
 run bench sink --data "$MNIST" --steps 4 --repeats 1 --json
 expect "bench sink --json" 0 stdout '"name": "nonsink", "device": "cpu:0", "samples_per_s": [0-9]' \
     stdout '"name": "sink_1000", "device": "sim:0"' stdout '"name": "data_only"' \
-    stdout '"overlap_efficiency": [0-9]' \
+    stdout '"name": "serial", "device": "sim:0"' \
     stdout '"stages_by_device": {"cpu:0": \[{"name": ' stdout '{"name": "transfer", "threads": 1, "rows": [1-9]' \
     stdout '"name": "executor (sim:0)", "threads": 1, "rows": 4, ' \
     stdout '"verdict_by_device": {"cpu:0": "'
 run bench sink --data "$MNIST" --steps 4 --repeats 1 --devices cpu:0
-expect "bench sink" 0 stdout 'sink, sink_size 1000' stdout 'overlap efficiency on cpu:0'
+expect "bench sink" 0 stdout 'sink, sink_size 1000' stdout '^hidden fraction h = ' \
+    stdout '^  cpu:0    serial reference  ' stdout '^efficiency against the CPU-time bound' \
+    stdout '^compute only: the step over 3 real batches'
+# Two rounds: the hidden fraction of sink and of the serial reference, each
+# a median and range over rounds or the count of noisy rounds, never a bare
+# out-of-range number; the CPU-time bound on cpu only; each run's CPU time.
+H='{"median": \(-\{0,1\}[0-9.]*, "min": -\{0,1\}[0-9.]*, "max": -\{0,1\}[0-9.]*\|null, "min": null, "max": null\), "rounds": [0-2], "noise_rounds": [0-2]}'
+run bench sink --data "$MNIST" --steps 8 --repeats 2 --json
+expect "bench sink --repeats 2 --json" 0 stdout '"repeats": 2, ' stdout '"order": "rotating"' \
+    stdout '"fresh_model_per_run": true' stdout '"compute_batches": 3, ' \
+    stdout '"blas_core": "[A-Za-z]' stdout '"hidden_noise_range": \[-0.1, 1.1\]' \
+    stdout "\"hidden_by_device\": {\"cpu:0\": {\"per_percent_of_compute\": [0-9.]*, \"sink_full\": $H" \
+    stdout "\"serial\": $H}, \"sim:0\": " \
+    stdout "\"cpu_bound_by_device\": {\"cpu:0\": {\"cpus\": [1-9][0-9]*, \"bound_ms_per_step\": [0-9.]*, \"sink_full\": $H" \
+    stdout '"name": "serial", "device": "cpu:0", "samples_per_s": [0-9.]*, "ms_per_step": [0-9.]*, "cpu_ms_per_step": [0-9.]*, ' \
+    stdout '"ms_per_step_rounds": \[[0-9.]*, [0-9.]*\], "cpu_ms_per_step_rounds": \[[0-9.]*, [0-9.]*\]'
+if grep -q '"cpu_bound_by_device": {[^}]*"sim:0"' "$TMP/out"; then
+    fail "bench sink: the CPU-time bound is for cpu devices only"
+else
+    pass "bench sink: the CPU-time bound is for cpu devices only"
+fi
 # --profile DIR: a Chrome trace in which batches can be followed in stage order.
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3

@@ -1,15 +1,22 @@
 /* bench_sink.c: `sluice bench sink`: the same LeNet trained for the same
  * number of steps without data sinking, with it (sink_size -1 and 1000),
- * compute-only (one batch reused) and data-only (the pipeline drained), on
- * each device asked for; one table, and the overlap efficiency:
- * max(data-only time, compute-only time) / sink time. */
+ * compute-only (the step over an epoch of real batches kept in memory),
+ * data-only (the pipeline drained) and a serial reference (the pipeline
+ * only between steps), on each device asked for. A round runs every
+ * configuration once, each from a fresh model (the same initial
+ * parameters), in an order that rotates from round to round; the hidden
+ * fraction of each round comes from that round's own runs
+ * (tools/bench_overlap.h has the arithmetic). */
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sluice/sluice.h"
+#include "bench_overlap.h"
 #include "bench_util.h"
 #include "cli.h"
 #include "cli_autotune.h"
@@ -26,12 +33,15 @@ enum {
 };
 
 /* The runs of one device, in table order. */
-enum { RUN_NONSINK, RUN_SINK_FULL, RUN_SINK_1000, RUN_COMPUTE, RUN_DATA, NRUNS };
+enum { RUN_NONSINK, RUN_SINK_FULL, RUN_SINK_1000, RUN_COMPUTE, RUN_DATA, RUN_SERIAL, NRUNS };
 static const char *const run_names[NRUNS] = {"nonsink", "sink_full", "sink_1000",
-                                             "compute_only", "data_only"};
+                                             "compute_only", "data_only", "serial"};
 static const char *const run_titles[NRUNS] = {"non-sink", "sink, sink_size -1",
                                               "sink, sink_size 1000", "compute only",
-                                              "data only"};
+                                              "data only", "serial reference"};
+/* The runs that train from the pipeline: each gets a hidden fraction. */
+static const int overlap_runs[] = {RUN_SINK_FULL, RUN_SINK_1000, RUN_NONSINK, RUN_SERIAL};
+#define NOVERLAP (sizeof overlap_runs / sizeof overlap_runs[0])
 
 typedef struct bench_args {
     int64_t steps, repeats, workers, threads, queue_capacity;
@@ -50,6 +60,7 @@ typedef struct bench_args {
 /* One run's figures. */
 typedef struct run_result {
     double ms;                 /* wall time */
+    double cpu_ms;             /* CPU time of the process (all its threads) meanwhile */
     int64_t steps;
     uint64_t interactions;     /* host<->device, from the device's counters */
     double getnext_wait_ms, channel_full_ms;
@@ -69,15 +80,30 @@ void cli_bench_sink_usage(FILE *f)
           "  non-sink              the host feeds every step (one round trip per step)\n"
           "  sink, sink_size -1    data sinking, one return per epoch\n"
           "  sink, sink_size 1000  data sinking, one return per 1000 steps\n"
-          "  compute only          the step on one batch reused: no pipeline\n"
+          "  compute only          the step over real batches of the pipeline, an epoch\n"
+          "                        of them (at most --steps) kept in memory, cycled\n"
           "  data only             the pipeline drained: no step\n"
+          "  serial reference      the pipeline runs only between steps, never beside\n"
+          "                        them: an epoch's batches are made and kept, then\n"
+          "                        stepped; it overlaps nothing by construction\n"
           "on each device (cpu:0, and sim:0, a model of an accelerator across a PCIe\n"
-          "4.0 x16 bus). Runs take turns, round by round; the table gives medians:\n"
-          "samples/s, ms per step, host<->device interactions, the time GetNext waited\n"
-          "for a batch and the time the pipeline was blocked on a full channel\n"
-          "(summed over its last stage's threads: 2 workers blocked for 1 s count 2 s),\n"
-          "and the overlap efficiency max(data-only, compute-only) / sink time (1 when\n"
-          "preprocessing hides entirely behind computation).\n"
+          "4.0 x16 bus). A round runs each of them once on each device, each from a\n"
+          "fresh model with the same initial parameters, in an order that rotates\n"
+          "from round to round. The table gives medians over rounds: samples/s, ms\n"
+          "and CPU ms (all threads) per step, host<->device interactions, the time\n"
+          "GetNext waited for a batch and the time the pipeline was blocked on a full\n"
+          "channel (summed over its last stage's threads: 2 workers blocked for 1 s\n"
+          "count 2 s).\n"
+          "\n"
+          "Then the hidden fraction of each round, from that round's runs:\n"
+          "  h = (T_compute + T_data - T_run) / min(T_compute, T_data)\n"
+          "0 when compute and data ran one after the other, 1 when the shorter hid\n"
+          "entirely behind the longer; its median and range over rounds, for sink\n"
+          "and for the serial reference (which must come out near 0). A round's h\n"
+          "outside [-0.1, 1.1] is noise: it is counted, never given as a result. On\n"
+          "cpu, where compute and data share the CPUs, also the efficiency against\n"
+          "the CPU-time bound max(T_compute, T_data, (W_compute + W_data) / CPUs), W\n"
+          "being a run's CPU time.\n"
           "\n"
           "Options:\n"
           "  --steps N           steps per run (default 1875: one epoch)\n"
@@ -100,7 +126,8 @@ void cli_bench_sink_usage(FILE *f)
           "                      Perfetto or chrome://tracing) of the last round's\n"
           "                      \"sink, sink_size -1\" run on the first device\n"
           "  --json              one JSON object: runs (name, device, samples_per_s,\n"
-          "                      ms_per_step, interactions, ...) and overlap_efficiency\n"
+          "                      ms_per_step, cpu_ms_per_step, ...), hidden_by_device\n"
+          "                      and cpu_bound_by_device\n"
           "  -h, --help          show this help and exit\n",
           f);
 }
@@ -200,7 +227,7 @@ static sl_model *make_model(const bench_args *a, const char *device)
     return cli_bench_model_new(CMD, &o);
 }
 
-/* Trains `steps` steps in the run's mode and fills r. */
+/* Trains `steps` steps in the run's mode and fills r (but its times). */
 static int run_training(const bench_args *a, sl_model *m, size_t device, sl_dataset *ds,
                         int run, run_result *r)
 {
@@ -208,7 +235,6 @@ static int run_training(const bench_args *a, sl_model *m, size_t device, sl_data
     sl_device_stats d0, d1;
     sl_sink_stats ss;
     int64_t per_epoch = 1, start = sl_model_global_step(m), epochs;
-    double t0;
     int rc;
 
     sl_train_options_init(&o);
@@ -236,9 +262,7 @@ static int run_training(const bench_args *a, sl_model *m, size_t device, sl_data
         per_epoch = 1000;
     epochs = (a->steps + per_epoch - 1) / per_epoch;
     sl_device_get_stats(sl_model_device(m), &d0);
-    t0 = cli_now_ms();
     rc = sl_model_train_opts(m, epochs, ds, NULL, 0, &o);
-    r->ms = cli_now_ms() - t0;
     if (rc < 0) {
         cli_error(CMD, "%s: %s", run_names[run], cli_lib_message(sl_model_last_error(m), rc));
         return rc;
@@ -246,7 +270,6 @@ static int run_training(const bench_args *a, sl_model *m, size_t device, sl_data
     sl_device_get_stats(sl_model_device(m), &d1);
     r->steps = sl_model_global_step(m) - start;
     r->interactions = d1.interactions - d0.interactions;
-    r->getnext_wait_ms = r->channel_full_ms = 0;
     if (o.dataset_sink_mode) {
         sl_model_get_sink_stats(m, &ss);
         r->getnext_wait_ms = ss.getnext_wait_ms;
@@ -259,32 +282,14 @@ static int run_training(const bench_args *a, sl_model *m, size_t device, sl_data
     return SL_OK;
 }
 
-/* The steps alone, on one batch made once (no pipeline, no interaction). */
-static int run_compute(const bench_args *a, sl_model *m, run_result *r)
-{
-    double sps;
-    int rc = sl_model_bench_steps(m, a->steps, &sps);
-    if (rc < 0) {
-        cli_error(CMD, "compute only: %s", sl_model_last_error(m));
-        return rc;
-    }
-    memset(r, 0, sizeof *r);
-    r->steps = a->steps;
-    r->ms = (double)a->steps * 32.0 / sps * 1e3;
-    return SL_OK;
-}
-
 /* Drains `steps` batches from the pipeline (across epochs). */
 static int run_data(const bench_args *a, sl_dataset *ds, run_result *r)
 {
     sl_iterator_options io;
     sl_iterator *it = NULL;
-    double t0;
     int rc;
-    memset(r, 0, sizeof *r);
     sl_iterator_options_init(&io);
     io.num_epochs = -1;
-    t0 = cli_now_ms();
     rc = sl_iterator_new(&it, ds, &io);
     while (rc == SL_OK && r->steps < a->steps) {
         sl_row row;
@@ -300,34 +305,160 @@ static int run_data(const bench_args *a, sl_dataset *ds, run_result *r)
         cli_error(CMD, "data only: %s",
                   it ? sl_iterator_last_error(it) : sl_dataset_last_error(ds));
     sl_iterator_free(it);
-    r->ms = cli_now_ms() - t0;
     return rc < 0 ? rc : SL_OK;
 }
 
-static double median_of(const run_result *runs, size_t n, size_t field)
+static double cpu_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* One configuration of a round: a fresh model (so that every run starts
+ * from the same initial parameters, the seed's, with fresh optimizer
+ * state, and none inherits what another did to its model), made before
+ * the clocks start and freed after they stop. */
+static int run_one(const bench_args *a, size_t d, int run, sl_dataset *ds,
+                   const sl_bench_batches *batches, run_result *r)
+{
+    sl_model *m = NULL;
+    double t0, c0, sps;
+    int rc;
+
+    memset(r, 0, sizeof *r);
+    if (run != RUN_DATA && !(m = make_model(a, a->devices[d])))
+        return SL_ENOMEM;
+    t0 = cli_now_ms();
+    c0 = cpu_now_ms();
+    switch (run) {
+    case RUN_DATA: rc = run_data(a, ds, r); break;
+    case RUN_COMPUTE:
+        rc = sl_model_bench_steps_on(m, batches, a->steps, &sps);
+        r->steps = a->steps;
+        break;
+    case RUN_SERIAL:
+        rc = sl_model_bench_serial(m, ds, a->steps);
+        r->steps = a->steps;
+        break;
+    default: rc = run_training(a, m, d, ds, run, r); break;
+    }
+    r->cpu_ms = cpu_now_ms() - c0;
+    r->ms = cli_now_ms() - t0;
+    if (rc < 0 && (run == RUN_COMPUTE || run == RUN_SERIAL))
+        cli_error(CMD, "%s: %s", run_names[run], sl_model_last_error(m));
+    sl_model_free(m);
+    return rc < 0 ? rc : SL_OK;
+}
+
+/* A run's figure per step: 0 ms, 1 interactions, 2 GetNext wait, 3 channel
+ * full, 4 CPU ms. */
+static double per_step(const run_result *r, int field)
+{
+    double steps = (double)(r->steps ? r->steps : 1);
+    return field == 0   ? r->ms / steps
+           : field == 1 ? (double)r->interactions
+           : field == 2 ? r->getnext_wait_ms
+           : field == 3 ? r->channel_full_ms
+                        : r->cpu_ms / steps;
+}
+
+static double median_of(const run_result *runs, size_t n, int field)
 {
     double v[MAX_REPEATS];
-    for (size_t i = 0; i < n; i++) {
-        const run_result *r = &runs[i];
-        v[i] = field == 0   ? r->ms / (double)(r->steps ? r->steps : 1)
-               : field == 1 ? (double)r->interactions
-               : field == 2 ? r->getnext_wait_ms
-                            : r->channel_full_ms;
-    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = per_step(&runs[i], field);
     return cli_bench_median(v, n);
+}
+
+static int is_cpu(const char *device)
+{
+    return strncmp(device, "cpu", 3) == 0;
+}
+
+/* Per round r of device d: the hidden fraction of `run`, and (cpu) the
+ * efficiency against the CPU-time bound; NaN where it has no meaning. */
+static void round_figures(run_result (*res)[MAX_REPEATS], int run, size_t rounds, int cpus,
+                          int cpu_device, double *h, double *eff, double *bound)
+{
+    for (size_t r = 0; r < rounds; r++) {
+        double tc = per_step(&res[RUN_COMPUTE][r], 0), td = per_step(&res[RUN_DATA][r], 0);
+        double t = per_step(&res[run][r], 0);
+        double b = cli_cpu_time_bound(tc, td, per_step(&res[RUN_COMPUTE][r], 4),
+                                      per_step(&res[RUN_DATA][r], 4), cpus);
+        h[r] = cli_hidden_fraction(tc, td, t);
+        eff[r] = cpu_device && t > 0.0 ? b / t : NAN;
+        bound[r] = b;
+    }
+}
+
+static void json_number(double v, int digits)
+{
+    if (isnan(v))
+        printf("null");
+    else
+        printf("%.*f", digits, v);
+}
+
+static void json_spread(const cli_spread *s)
+{
+    printf("{\"median\": ");
+    json_number(s->median, 3);
+    printf(", \"min\": ");
+    json_number(s->min, 3);
+    printf(", \"max\": ");
+    json_number(s->max, 3);
+    printf(", \"rounds\": %zu, \"noise_rounds\": %zu}", s->kept, s->noise);
+}
+
+/* One line of the text report on h (or an efficiency): the median and its
+ * range, or with one round the value and what it means, or why there is
+ * none. */
+static void text_spread(const char *device, const char *title, const cli_spread *s,
+                        size_t rounds, int is_h)
+{
+    printf("  %-8s %-22s ", device, title);
+    if (s->kept == 0) {
+        printf("no result: noise in %zu of %zu round%s (", s->noise, rounds,
+               rounds == 1 ? "" : "s");
+        if (is_h)
+            printf("outside [%.1f, %.1f])\n", CLI_HIDDEN_NOISE_LOW, CLI_HIDDEN_NOISE_HIGH);
+        else
+            printf("above %.1f: faster than the bound)\n", CLI_HIDDEN_NOISE_HIGH);
+        return;
+    }
+    printf("%.2f", s->median);
+    if (rounds == 1 && is_h && s->median < 0.0)
+        printf("  (one round: the run took longer than its parts one after the other, so "
+               "nothing ran beside)\n");
+    else if (rounds == 1 && is_h && s->median > 1.0)
+        printf("  (one round: above 1 by less than the noise allowed, the shorter part all "
+               "hidden)\n");
+    else if (rounds == 1 && is_h)
+        printf("  (one round: %.0f%% of the shorter part ran hidden beside the other)\n",
+               100.0 * s->median);
+    else if (rounds == 1)
+        printf("  (one round, so no spread)\n");
+    else if (s->kept == 1)
+        printf("  (one round of %zu; the others noise)\n", rounds);
+    else
+        printf("  (%.2f..%.2f over %zu rounds%s)\n", s->min, s->max, s->kept,
+               s->noise ? "; the others noise" : "");
 }
 
 int cli_bench_sink_main(int argc, char **argv)
 {
     static run_result res[MAX_DEVICES][NRUNS][MAX_REPEATS];
     bench_args a;
-    sl_model *models[MAX_DEVICES] = {NULL};
+    sl_model *scratch = NULL;
+    sl_bench_batches *batches = NULL;
     sl_profiler *profiler = NULL;
     sl_dataset *ds = NULL;
     cli_pipeline pl;
     cli_kind kind;
     sl_thread_budget budget;
     char budget_line[256], transfer_line[256];
+    size_t nconf, rounds;
     int rc = parse_args(argc, argv, &a), exit_code = CLI_EXIT_FAIL;
 
     if (rc != CLI_EXIT_OK)
@@ -338,6 +469,7 @@ int cli_bench_sink_main(int argc, char **argv)
         cli_error(CMD, "%s holds no MNIST train split; give --data", a.data);
         return CLI_EXIT_FAIL;
     }
+    cli_blas_warn();
     cli_pipeline_default(&pl, a.data, CLI_KIND_MNIST, SL_MNIST_TRAIN);
     if (a.profile && cli_profile_start(CMD, a.profile, &profiler) != 0)
         return CLI_EXIT_FAIL;
@@ -345,32 +477,49 @@ int cli_bench_sink_main(int argc, char **argv)
         sl_profiler_free(profiler);
         return CLI_EXIT_FAIL;
     }
-    for (size_t d = 0; d < a.ndevices; d++)
-        if (!(models[d] = make_model(&a, a.devices[d])))
-            goto out;
-    /* Warm-up, untimed: the MNIST load, caches, OpenBLAS's buffers. */
-    {
+    /* Compute only's batches: the pipeline's first epoch (at most --steps
+     * batches), made once and kept. */
+    if (!(scratch = make_model(&a, a.devices[0])))
+        goto out;
+    if (sl_bench_batches_new(&batches, scratch, ds, a.steps) < 0) {
+        cli_error(CMD, "compute only: %s", sl_model_last_error(scratch));
+        goto out;
+    }
+    /* Warm-up, untimed, on models thrown away: the MNIST load, caches,
+     * OpenBLAS's buffers, and the pipeline's pool grown to what the serial
+     * reference keeps at once. */
+    for (size_t d = 0; d < a.ndevices; d++) {
         run_result w;
         bench_args wa = a;
+        sl_model *m = d == 0 ? scratch : make_model(&a, a.devices[d]);
         wa.steps = 20;
-        for (size_t d = 0; d < a.ndevices; d++)
-            if (run_training(&wa, models[d], d, ds, RUN_SINK_FULL, &w) < 0)
-                goto out;
+        memset(&w, 0, sizeof w);
+        rc = m ? run_training(&wa, m, d, ds, RUN_SINK_FULL, &w) : SL_ENOMEM;
+        if (rc == SL_OK && d == 0 && (rc = sl_model_bench_serial(m, ds, a.steps)) < 0)
+            cli_error(CMD, "serial reference: %s", sl_model_last_error(m));
+        if (m != scratch)
+            sl_model_free(m);
+        if (rc < 0)
+            goto out;
     }
-    for (int64_t r = 0; r < a.repeats; r++) {
+    sl_model_free(scratch);
+    scratch = NULL;
+    nconf = a.ndevices * NRUNS;
+    rounds = (size_t)a.repeats;
+    for (size_t r = 0; r < rounds; r++) {
+        /* Round r starts r/rounds of the way along the list, so each
+         * configuration runs early in some rounds and late in others. */
+        size_t first = r * nconf / rounds;
         if (!a.json)
-            fprintf(stderr, "round %" PRId64 "/%" PRId64 "...\n", r + 1, a.repeats);
-        for (size_t d = 0; d < a.ndevices; d++)
-            for (int run = 0; run < NRUNS; run++) {
-                run_result *out = &res[d][run][r];
-                a.profiler = r == a.repeats - 1 && d == 0 ? profiler : NULL;
-                a.first_round = r == 0;
-                rc = run == RUN_COMPUTE ? run_compute(&a, models[d], out)
-                     : run == RUN_DATA  ? run_data(&a, ds, out)
-                                        : run_training(&a, models[d], d, ds, run, out);
-                if (rc < 0)
-                    goto out;
-            }
+            fprintf(stderr, "round %zu/%zu...\n", r + 1, rounds);
+        for (size_t k = 0; k < nconf; k++) {
+            size_t c = (first + k) % nconf, d = c / NRUNS;
+            int run = (int)(c % NRUNS);
+            a.profiler = r == rounds - 1 && d == 0 ? profiler : NULL;
+            a.first_round = r == 0;
+            if (run_one(&a, d, run, ds, batches, &res[d][run][r]) < 0)
+                goto out;
+        }
     }
     a.profiler = NULL;
     if (profiler) {
@@ -387,10 +536,14 @@ int cli_bench_sink_main(int argc, char **argv)
     for (size_t d = 0; d < a.ndevices; d++) {
         sl_train_options to;
         sl_transfer_mode t;
+        sl_model *m = make_model(&a, a.devices[d]);
         size_t used = strlen(transfer_line);
+        if (!m)
+            goto out;
         sl_train_options_init(&to);
         to.transfer = (int32_t)a.transfer;
-        t = sl_model_transfer_mode(models[d], &to);
+        t = sl_model_transfer_mode(m, &to);
+        sl_model_free(m);
         budget.transfer_threads += t == SL_TRANSFER_THREAD;
         snprintf(transfer_line + used, sizeof transfer_line - used, "%s%s %s", d ? ", " : "",
                  a.devices[d], sl_transfer_mode_name(t));
@@ -398,45 +551,115 @@ int cli_bench_sink_main(int argc, char **argv)
     sl_thread_budget_format(&budget, budget_line, sizeof budget_line);
     if (a.json)
         printf("{\"steps\": %" PRId64 ", \"repeats\": %" PRId64 ", \"batch\": 32, \"cpus\": %d"
-               ", \"thread_budget\": \"%s\", \"transfer\": \"%s\", \"runs\": [",
-               a.steps, a.repeats, budget.cpus, budget_line, transfer_line);
+               ", \"thread_budget\": \"%s\", \"transfer\": \"%s\", \"order\": \"rotating\""
+               ", \"fresh_model_per_run\": true, \"compute_batches\": %" PRId64
+               ", \"blas_core\": \"%s\", \"runs\": [",
+               a.steps, a.repeats, budget.cpus, budget_line, transfer_line,
+               sl_bench_batches_count(batches), sl_blas_core());
     else
         printf("LeNet5, batch 32, %" PRId64 " steps per run, medians of %" PRId64
-               " rounds\nthread budget: %s\ntransfer: %s\n\n"
-               "%-8s %-22s %11s %9s %12s %12s %12s\n",
-               a.steps, a.repeats, budget_line, transfer_line, "device", "run", "samples/s", "ms/step",
-               "interactions", "GetNext ms", "chan-full ms");
+               " round%s\neach run from a fresh model (the same initial parameters), the "
+               "order rotating by round\nthread budget: %s\ntransfer: %s\n"
+               "compute only: the step over %" PRId64 " real batches of the pipeline, kept "
+               "in memory, cycled\nOpenBLAS core: %s\n\n"
+               "%-8s %-22s %11s %9s %11s %12s %12s %12s\n",
+               a.steps, a.repeats, a.repeats == 1 ? "" : "s", budget_line, transfer_line,
+               sl_bench_batches_count(batches), sl_blas_core(), "device", "run", "samples/s",
+               "ms/step", "CPU ms/step", "interactions", "GetNext ms", "chan-full ms");
     for (size_t d = 0; d < a.ndevices; d++)
         for (int run = 0; run < NRUNS; run++) {
-            size_t n = (size_t)a.repeats;
-            double ms_step = median_of(res[d][run], n, 0);
+            double ms_step = median_of(res[d][run], rounds, 0);
             double sps = 32.0 / (ms_step / 1e3);
-            if (a.json)
+            if (a.json) {
                 printf("%s{\"name\": \"%s\", \"device\": \"%s\", \"samples_per_s\": %.1f, "
-                       "\"ms_per_step\": %.4f, \"interactions\": %.0f, \"getnext_wait_ms\": %.1f, "
-                       "\"channel_full_ms\": %.1f}",
+                       "\"ms_per_step\": %.4f, \"cpu_ms_per_step\": %.4f, \"interactions\": %.0f, "
+                       "\"getnext_wait_ms\": %.1f, \"channel_full_ms\": %.1f, "
+                       "\"ms_per_step_rounds\": [",
                        d || run ? ", " : "", run_names[run], a.devices[d], sps, ms_step,
-                       median_of(res[d][run], n, 1), median_of(res[d][run], n, 2),
-                       median_of(res[d][run], n, 3));
-            else
-                printf("%-8s %-22s %11.0f %9.4f %12.0f %12.1f %12.1f\n", a.devices[d],
-                       run_titles[run], sps, ms_step, median_of(res[d][run], n, 1),
-                       median_of(res[d][run], n, 2), median_of(res[d][run], n, 3));
+                       median_of(res[d][run], rounds, 4), median_of(res[d][run], rounds, 1),
+                       median_of(res[d][run], rounds, 2), median_of(res[d][run], rounds, 3));
+                for (size_t r = 0; r < rounds; r++)
+                    printf("%s%.4f", r ? ", " : "", per_step(&res[d][run][r], 0));
+                printf("], \"cpu_ms_per_step_rounds\": [");
+                for (size_t r = 0; r < rounds; r++)
+                    printf("%s%.4f", r ? ", " : "", per_step(&res[d][run][r], 4));
+                printf("]}");
+            } else {
+                printf("%-8s %-22s %11.0f %9.4f %11.4f %12.0f %12.1f %12.1f\n", a.devices[d],
+                       run_titles[run], sps, ms_step, median_of(res[d][run], rounds, 4),
+                       median_of(res[d][run], rounds, 1), median_of(res[d][run], rounds, 2),
+                       median_of(res[d][run], rounds, 3));
+            }
         }
+    /* The overlap figures, per device. */
+    if (a.json)
+        printf("], \"hidden_noise_range\": [%.1f, %.1f], \"hidden_by_device\": {",
+               CLI_HIDDEN_NOISE_LOW, CLI_HIDDEN_NOISE_HIGH);
+    else
+        printf("\nhidden fraction h = (T_compute + T_data - T_run) / min(T_compute, T_data),\n"
+               "per round from its own runs: 0 when compute and data ran one after the\n"
+               "other, 1 when the shorter hid entirely behind the longer. The serial\n"
+               "reference overlaps nothing by construction: its h must come out near 0.\n");
     for (size_t d = 0; d < a.ndevices; d++) {
-        size_t n = (size_t)a.repeats;
-        double data = median_of(res[d][RUN_DATA], n, 0);
-        double comp = median_of(res[d][RUN_COMPUTE], n, 0);
-        double sink = median_of(res[d][RUN_SINK_FULL], n, 0);
-        double eff = (data > comp ? data : comp) / sink;
+        double tc = median_of(res[d][RUN_COMPUTE], rounds, 0);
+        double td = median_of(res[d][RUN_DATA], rounds, 0);
         if (a.json) {
-            if (d == 0)
-                printf("], \"overlap_efficiency\": %.3f, \"overlap_by_device\": {", eff);
-            printf("%s\"%s\": %.3f", d ? ", " : "", a.devices[d], eff);
-        } else {
-            printf("%soverlap efficiency on %s: %.3f (max(data only, compute only) / sink)\n",
-                   d ? "" : "\n", a.devices[d], eff);
+            printf("%s\"%s\": {\"per_percent_of_compute\": ", d ? ", " : "", a.devices[d]);
+            json_number(cli_hidden_per_percent(tc, td), 3);
         }
+        for (size_t k = 0; k < NOVERLAP; k++) {
+            double h[MAX_REPEATS], eff[MAX_REPEATS], bound[MAX_REPEATS];
+            cli_spread sp;
+            int run = overlap_runs[k];
+            round_figures(res[d], run, rounds, budget.cpus, 0, h, eff, bound);
+            cli_spread_of(h, rounds, 1, &sp);
+            if (a.json) {
+                printf(", \"%s\": ", run_names[run]);
+                json_spread(&sp);
+            } else if (run == RUN_SINK_FULL || run == RUN_SERIAL) {
+                text_spread(a.devices[d], run_titles[run], &sp, rounds, 1);
+            }
+        }
+        if (a.json)
+            printf("}");
+        else
+            printf("  %-8s (data is %.1f%% of compute here: 1%% of noise in a run moves h by "
+                   "%.2f)\n",
+                   "", 100.0 * td / tc, cli_hidden_per_percent(tc, td));
+    }
+    if (a.json)
+        printf("}, \"cpu_bound_by_device\": {");
+    for (size_t d = 0, n = 0; d < a.ndevices; d++) {
+        if (!is_cpu(a.devices[d]))
+            continue;
+        if (!a.json && n == 0)
+            printf("\nefficiency against the CPU-time bound max(T_compute, T_data, (W_compute +"
+                   " W_data) / %d CPUs),\nW a run's CPU time (bound / T_run; 1: the run took "
+                   "no longer than its work needs):\n",
+                   budget.cpus);
+        for (size_t k = 0; k < NOVERLAP; k++) {
+            double h[MAX_REPEATS], eff[MAX_REPEATS], bound[MAX_REPEATS];
+            cli_spread sp, bs;
+            int run = overlap_runs[k];
+            round_figures(res[d], run, rounds, budget.cpus, 1, h, eff, bound);
+            /* above 1.1 a run beat the bound: noise, as for h */
+            cli_spread_of(eff, rounds, 1, &sp);
+            if (a.json) {
+                if (k == 0) {
+                    cli_spread_of(bound, rounds, 0, &bs);
+                    printf("%s\"%s\": {\"cpus\": %d, \"bound_ms_per_step\": ", n ? ", " : "",
+                           a.devices[d], budget.cpus);
+                    json_number(bs.median, 4);
+                }
+                printf(", \"%s\": ", run_names[run]);
+                json_spread(&sp);
+            } else if (run == RUN_SINK_FULL || run == RUN_NONSINK) {
+                text_spread(a.devices[d], run_titles[run], &sp, rounds, 0);
+            }
+        }
+        if (a.json)
+            printf("}");
+        n++;
     }
     if (a.json) {
         printf("}, \"stages_by_device\": {");
@@ -476,8 +699,8 @@ int cli_bench_sink_main(int argc, char **argv)
     }
     exit_code = CLI_EXIT_OK;
 out:
-    for (size_t d = 0; d < a.ndevices; d++)
-        sl_model_free(models[d]);
+    sl_model_free(scratch);
+    sl_bench_batches_free(batches);
     sl_dataset_free(ds);
     sl_profiler_free(profiler); /* after the runs that record into it */
     return exit_code;

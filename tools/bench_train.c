@@ -1,7 +1,8 @@
 /* bench_train.c: `sluice bench train`: training throughput of LeNet5 (or an
- * MLP) in samples/s: compute-only (one batch reused) in GRAPH and PYNATIVE
- * mode, and end to end from the seeds' MNIST pipeline; plus where the
- * GRAPH step's time goes, per op. */
+ * MLP) in samples/s: compute-only (the step over an epoch of the pipeline's
+ * batches kept in memory) in GRAPH and PYNATIVE mode, and end to end from
+ * the seeds' MNIST pipeline; plus where the GRAPH step's time goes, per
+ * op, against OpenBLAS's sgemm and against the machine's peak FMA rate. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -32,13 +33,17 @@ void cli_bench_train_usage(FILE *f)
     fputs("Usage: sluice bench train [OPTIONS...]\n"
           "\n"
           "Measures training throughput in samples/s, the median of --repeats runs:\n"
-          "  compute, GRAPH     the compiled step run --steps times on one batch (fixed\n"
-          "                     values), after a warm-up: no data pipeline\n"
+          "  compute, GRAPH     the compiled step run --steps times over real batches:\n"
+          "                     the pipeline's first epoch (at most --steps batches)\n"
+          "                     kept in memory and cycled, after a warm-up (one\n"
+          "                     made-up batch when --no-e2e finds no MNIST at --data)\n"
           "  compute, PYNATIVE  the same, op by op, allocating as it goes\n"
           "  end to end         GRAPH-mode training from the seeds' MNIST pipeline for\n"
           "                     --e2e-steps steps (non-sink: the host feeds every step)\n"
           "Runs of the three take turns, round by round. Then it lists where the GRAPH\n"
-          "step's time went, per op and per node.\n"
+          "step's time went, per op and per node, with the GFLOPS of the ops that\n"
+          "multiply matrices against OpenBLAS's sgemm and against the peak FMA rate\n"
+          "of one thread, measured by a loop of our own on the kernels' vector path.\n"
           "\n"
           "Options:\n"
           "  --model lenet|mlp   network (default lenet)\n"
@@ -57,7 +62,8 @@ void cli_bench_train_usage(FILE *f)
           "  --json              print one JSON object: compute_graph_samples_per_s,\n"
           "                      compute_pynative_samples_per_s, end_to_end_samples_per_s\n"
           "                      (medians), their runs, per_op_ms_per_step,\n"
-          "                      sgemm_1024_gflops_per_thread and per_op_gflops\n"
+          "                      sgemm_1024_gflops_per_thread, fma_peak_gflops_per_thread,\n"
+          "                      blas_core and per_op_gflops\n"
           "  -h, --help          show this help and exit\n",
           f);
 }
@@ -147,6 +153,12 @@ static double median(const double *v, size_t n)
     return cli_bench_median(s, n);
 }
 
+/* Compute-only steps: over the real batches, or one made-up batch. */
+static int compute(sl_model *m, const sl_bench_batches *b, int64_t steps, double *sps)
+{
+    return b ? sl_model_bench_steps_on(m, b, steps, sps) : sl_model_bench_steps(m, steps, sps);
+}
+
 static int end_to_end(const bench_args *a, sl_model *m, sl_dataset *ds, int64_t steps,
                       double *samples_per_s)
 {
@@ -231,6 +243,9 @@ int cli_bench_train_main(int argc, char **argv)
     sl_dataset *ds = NULL;
     double g[MAX_REPEATS], p[MAX_REPEATS], e[MAX_REPEATS], sg[MAX_REPEATS], warm;
     double sgemm = 0.0; /* GFLOPS of a 1024^3 sgemm on one thread (0: not measured) */
+    double pk[MAX_REPEATS], peak; /* our FMA loop's GFLOPS on one thread */
+    sl_bench_batches *batches = NULL;
+    int64_t nbatches = 0; /* real batches the compute runs cycle (0: one made-up batch) */
     int64_t timed_steps = 0;
     op_time ops[MAX_OPS];
     size_t nops;
@@ -241,7 +256,10 @@ int cli_bench_train_main(int argc, char **argv)
 
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    if (!a.no_e2e) {
+    cli_blas_warn();
+    /* The pipeline feeds the compute runs their batches too; only with
+     * --no-e2e may it be missing (they then step one made-up batch). */
+    if (!a.no_e2e || (cli_mnist_splits(a.data) & CLI_SPLIT_TRAIN)) {
         cli_pipeline pl;
         cli_kind kind;
         if (cli_detect_kind(CMD, a.data, &kind) != 0)
@@ -260,45 +278,56 @@ int cli_bench_train_main(int argc, char **argv)
     if (!graph || !pynative)
         goto out;
     step = sl_model_train_step(graph);
+    if (ds) {
+        if (sl_bench_batches_new(&batches, graph, ds, a.steps) < 0) {
+            cli_error(CMD, "compute: %s", sl_model_last_error(graph));
+            goto out;
+        }
+        nbatches = sl_bench_batches_count(batches);
+    }
     /* Warm-ups, untimed: caches, OpenBLAS's buffers, the pipeline's one-time
      * load of the MNIST pixels. */
-    if (sl_model_bench_steps(graph, 50, &warm) < 0 || sl_model_bench_steps(pynative, 20, &warm) < 0) {
+    if (compute(graph, batches, 50, &warm) < 0 || compute(pynative, batches, 20, &warm) < 0) {
         cli_error(CMD, "%s",
                   sl_model_last_error(sl_model_last_error(graph)[0] ? graph : pynative));
         goto out;
     }
-    if (ds && end_to_end(&a, graph, ds, 20, &warm) < 0)
+    if (ds && !a.no_e2e && end_to_end(&a, graph, ds, 20, &warm) < 0)
         goto out;
     sl_step_reset_times(step);
     for (int64_t r = 0; r < a.repeats; r++) {
         if (!a.json)
             fprintf(stderr, "round %" PRId64 "/%" PRId64 "...\n", r + 1, a.repeats);
-        if (sl_model_bench_steps(graph, a.steps, &g[r]) < 0) {
+        if (compute(graph, batches, a.steps, &g[r]) < 0) {
             cli_error(CMD, "%s", sl_model_last_error(graph));
             goto out;
         }
         timed_steps += a.steps;
-        if (sl_model_bench_steps(pynative, a.steps, &p[r]) < 0) {
+        if (compute(pynative, batches, a.steps, &p[r]) < 0) {
             cli_error(CMD, "%s", sl_model_last_error(pynative));
             goto out;
         }
-        if (ds && end_to_end(&a, graph, ds, a.e2e_steps, &e[r]) < 0)
+        if (ds && !a.no_e2e && end_to_end(&a, graph, ds, a.e2e_steps, &e[r]) < 0)
             goto out;
         /* The yardstick, in the same rounds: OpenBLAS on one thread (only
          * while the models hold it at one thread, as they do by default). */
         if (a.blas_threads == 1 && sl_blas_sgemm_gflops(1024, 3, &sg[r]) != SL_OK)
             sg[r] = 0.0;
+        /* and the machine's own peak, which no library's view can skew */
+        if (sl_cpu_fma_gflops(&pk[r]) != SL_OK)
+            pk[r] = 0.0;
     }
+    peak = median(pk, (size_t)a.repeats);
     if (a.blas_threads == 1)
         sgemm = median(sg, (size_t)a.repeats);
     /* Node times accumulate over compute and end-to-end runs alike; scale
      * by all the steps the GRAPH model ran since the reset. */
-    timed_steps += ds ? a.repeats * a.e2e_steps : 0;
+    timed_steps += ds && !a.no_e2e ? a.repeats * a.e2e_steps : 0;
     nops = collect_ops(step, ops);
     budget.cpus = sl_cpus_available();
     budget.compute_threads = (int)a.threads;
     budget.blas_threads = (int)a.blas_threads;
-    budget.pipeline_workers = ds ? (int)a.workers : 0;
+    budget.pipeline_workers = ds && !a.no_e2e ? (int)a.workers : 0;
     budget.transfer_threads = 0;
     sl_thread_budget_format(&budget, budget_line, sizeof budget_line);
     if (a.json) {
@@ -307,14 +336,16 @@ int cli_bench_train_main(int argc, char **argv)
                sl_network_kind_name(a.model), a.batch, a.threads, a.blas_threads, a.steps,
                a.repeats);
         printf(", \"cpus\": %d, \"thread_budget\": \"%s\"", budget.cpus, budget_line);
+        printf(", \"compute_batches\": %" PRId64 ", \"cpu_path\": \"%s\", \"blas_core\": \"%s\"",
+               nbatches, sl_cpu_path(), sl_blas_core());
         printf(", \"compute_graph_samples_per_s\": %.1f", median(g, (size_t)a.repeats));
         printf(", \"compute_pynative_samples_per_s\": %.1f", median(p, (size_t)a.repeats));
-        if (ds)
+        if (ds && !a.no_e2e)
             printf(", \"end_to_end_samples_per_s\": %.1f, \"workers\": %" PRId64,
                    median(e, (size_t)a.repeats), a.workers);
         print_runs(stdout, "compute_graph_runs", g, (size_t)a.repeats);
         print_runs(stdout, "compute_pynative_runs", p, (size_t)a.repeats);
-        if (ds)
+        if (ds && !a.no_e2e)
             print_runs(stdout, "end_to_end_runs", e, (size_t)a.repeats);
         printf(", \"graph_arena_bytes\": %zu, \"pynative_peak_bytes\": %zu",
                sl_step_memory_bytes(step),
@@ -322,7 +353,9 @@ int cli_bench_train_main(int argc, char **argv)
         printf(", \"per_op_ms_per_step\": {");
         for (size_t i = 0; i < nops; i++)
             printf("%s\"%s\": %.4f", i ? ", " : "", ops[i].op, ops[i].ms / (double)timed_steps);
-        printf("}, \"sgemm_1024_gflops_per_thread\": %.1f, \"per_op_gflops\": {", sgemm);
+        printf("}, \"sgemm_1024_gflops_per_thread\": %.1f, \"fma_peak_gflops_per_thread\": %.1f"
+               ", \"per_op_gflops\": {",
+               sgemm, peak);
         for (size_t i = 0, n = 0; i < nops; i++)
             if (ops[i].flops > 0.0)
                 printf("%s\"%s\": %.1f", n++ ? ", " : "", ops[i].op,
@@ -337,10 +370,15 @@ int cli_bench_train_main(int argc, char **argv)
         printf("thread budget: %s\n", budget_line);
         printf("cpu path: %s%s\n", sl_cpu_path(),
                getenv("SLUICE_CPU") ? " (capped by SLUICE_CPU)" : "");
-        printf("  compute, GRAPH     %10.0f samples/s  (%" PRId64 " steps per run)\n",
+        printf("openblas core: %s\n", sl_blas_core());
+        printf("  compute, GRAPH     %10.0f samples/s  (%" PRId64 " steps per run, ", 
                median(g, (size_t)a.repeats), a.steps);
+        if (nbatches > 0)
+            printf("over %" PRId64 " real batches cycled)\n", nbatches);
+        else
+            printf("on one made-up batch: no MNIST at %s)\n", a.data);
         printf("  compute, PYNATIVE  %10.0f samples/s\n", median(p, (size_t)a.repeats));
-        if (ds)
+        if (ds && !a.no_e2e)
             printf("  end to end         %10.0f samples/s  (%" PRId64 " steps, %" PRId64
                    " pipeline worker%s)\n",
                    median(e, (size_t)a.repeats), a.e2e_steps, a.workers,
@@ -351,8 +389,10 @@ int cli_bench_train_main(int argc, char **argv)
         for (size_t i = 0; i < nops; i++)
             total += ops[i].ms;
         printf("where a GRAPH step's time goes (ms per step, all runs; GFLOPS of the ops that\n"
-               "multiply matrices, and per compute thread against a 1024^3 sgemm on one\n"
-               "OpenBLAS thread: ");
+               "multiply matrices, and per compute thread against the peak FMA rate of one\n"
+               "thread, %.1f GFLOPS by our own loop on the %s path, and a 1024^3 sgemm on one\n"
+               "OpenBLAS thread: ",
+               peak, sl_cpu_path());
         if (sgemm > 0.0)
             printf("%.1f GFLOPS, measured in the same rounds):\n", sgemm);
         else
@@ -364,6 +404,8 @@ int cli_bench_train_main(int argc, char **argv)
             if (ops[i].flops > 0.0) {
                 double gf = op_gflops(&ops[i], timed_steps);
                 printf("%*s%6.1f GFLOPS", ops[i].nodes == 1 ? 1 : 0, "", gf);
+                if (peak > 0.0)
+                    printf(", %3.0f%% of peak", 100.0 * gf / (double)a.threads / peak);
                 if (sgemm > 0.0)
                     printf(", %3.0f%% of sgemm per thread", 100.0 * gf / (double)a.threads / sgemm);
             }
@@ -373,6 +415,7 @@ int cli_bench_train_main(int argc, char **argv)
     }
     exit_code = CLI_EXIT_OK;
 out:
+    sl_bench_batches_free(batches);
     sl_model_free(graph);
     sl_model_free(pynative);
     sl_dataset_free(ds);

@@ -2,6 +2,7 @@
 #include "bench_util.h"
 
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "cli.h"
@@ -30,6 +31,19 @@ sl_model *cli_bench_model_new(const char *cmd, const sl_model_options *o)
         return NULL;
     }
     return m;
+}
+
+void cli_blas_warn(void)
+{
+    const char *advice = sl_blas_core_advice(), *set = getenv("OPENBLAS_CORETYPE");
+    if (!advice)
+        return;
+    fprintf(stderr,
+            "sluice: warning: OpenBLAS chose its %s core, below this CPU's %s path: its\n"
+            "  sgemm (and every figure read against it) runs at a fraction of the machine's\n"
+            "  rate%s%s%s; run with OPENBLAS_CORETYPE=%s\n",
+            sl_blas_core(), sl_cpu_path(), set ? " (OPENBLAS_CORETYPE is set to " : "",
+            set ? set : "", set ? ")" : "", advice);
 }
 
 static int by_value(const void *x, const void *y)

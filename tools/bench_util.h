@@ -1,6 +1,7 @@
 /* bench_util.h: what `sluice bench train`, `sink` and `eval` (and
  * `pipeline`'s tables) share: the end of their option parsing, making
- * their model, and the median of their timed runs. */
+ * their model, the warning on OpenBLAS's core, and the median of their
+ * timed runs. */
 #ifndef SLUICE_TOOLS_BENCH_UTIL_H
 #define SLUICE_TOOLS_BENCH_UTIL_H
 
@@ -22,6 +23,10 @@ int cli_bench_args_end(const char *cmd, int bad, int argc, char **argv, int64_t 
 /* sl_model_new with o, its failure reported as cmd's error; the model, for
  * the caller to free, or NULL. */
 sl_model *cli_bench_model_new(const char *cmd, const sl_model_options *o);
+
+/* Warns on stderr when OpenBLAS chose a core below the vector path of
+ * this CPU (sl_blas_core_advice), naming the OPENBLAS_CORETYPE to set. */
+void cli_blas_warn(void);
 
 /* Sorts v[0..n-1] (n >= 1) and returns its median (the mean of the middle
  * two when n is even). */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sluice/sluice.h"
+#include "bench_util.h"
 #include "cli.h"
 
 /* A command, or a group of commands ("bench") with subcommands of its own. */
@@ -67,7 +68,8 @@ static void usage(FILE *f)
     fputs("\n"
           "Options:\n"
           "  -h, --help     show this help and exit\n"
-          "  -V, --version  print the version and the CPU path the kernels run\n"
+          "  -V, --version  print the version, the CPU path the kernels run and the\n"
+          "                 core OpenBLAS chose\n"
           "\n"
           "Environment:\n"
           "  SLUICE_CPU     avx512, avx2 or generic: use at most this vector path\n"
@@ -171,7 +173,9 @@ static int run(int argc, char **argv)
             usage(stdout);
             return CLI_EXIT_OK;
         case 'V':
-            printf("sluice %s\ncpu path: %s\n", sl_version(), sl_cpu_path());
+            printf("sluice %s\ncpu path: %s\nopenblas core: %s\n", sl_version(), sl_cpu_path(),
+                   sl_blas_core());
+            cli_blas_warn();
             return CLI_EXIT_OK;
         default:
             cli_bad_option("usage", opt, argv, longopts);

@@ -133,6 +133,24 @@ SL_API double sl_step_node_flops(const sl_step *s, size_t i);
  * at another thread count. */
 SL_API int sl_blas_sgemm_gflops(int n, int repeats, double *gflops);
 
+/* The core OpenBLAS chose for this CPU (openblas_get_corename(): e.g.
+ * "Haswell", "SkylakeX", "Zen"; OPENBLAS_CORETYPE chooses another). */
+SL_API const char *sl_blas_core(void);
+/* When that core uses a narrower vector path than sluice's own kernels run
+ * on this CPU (sl_cpu_path(): a "Prescott", "Nehalem" or "Sandybridge"
+ * core on a CPU with AVX2 or AVX-512), the OPENBLAS_CORETYPE value that
+ * would use it ("SkylakeX", "Haswell"); NULL when the core matches or is
+ * one this library does not know. OpenBLAS then runs at a fraction of the
+ * machine's rate, and so does every figure read against its sgemm. */
+SL_API const char *sl_blas_core_advice(void);
+
+/* The machine's peak rate on one thread: a few ms of independent
+ * multiply-adds on full vectors of the path sluice's kernels use
+ * (sl_cpu_path()), in GFLOPS (2 per multiply-add), the best of five runs:
+ * the yardstick that no library's view of the CPU can skew. SL_OK, or
+ * SL_ESTATE when the clock gave no time. */
+SL_API int sl_cpu_fma_gflops(double *gflops);
+
 #ifdef __cplusplus
 }
 #endif
