@@ -4,6 +4,7 @@
  * data_sink calls continue each other; sl_model_stop ends a sink within
  * 100 ms and joins every thread; a starved GetNext, a pipeline error and a
  * batch of the wrong shape reach the caller with messages that say where;
+ * a pipeline that never delivers ends train at the timeout plus a second;
  * bad options are refused; one channel deals batches round-robin to several
  * device queues; the sink stats count what happened.
  *
@@ -29,6 +30,8 @@
 #include "exec/model_impl.h"
 #include "exec/team.h"
 #include "ops/op_impl.h"
+#include "pipeline/dataset_impl.h"
+#include "pipeline/source.h"
 #include "sluice/sluice.h"
 #include "testutil.h"
 
@@ -285,6 +288,102 @@ static void gate_destroy(gate *g)
 {
     pthread_cond_destroy(&g->cond);
     pthread_mutex_destroy(&g->lock);
+}
+
+/* --- a source that never delivers ------------------------------------- */
+
+/* Stands in for a dataset's source and never delivers: its prepare waits
+ * at a gate no one opens, until the pipeline stops (which calls the wake
+ * hook, as a real source waiting for another iterator's load is woken). A
+ * stall that only a timeout ends. */
+typedef struct stall_source {
+    sl__source base;
+    sl__source *inner; /* the dataset's source: its columns */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+} stall_source;
+
+static int stall_prepare(sl__source *src, const atomic_int *stop, sl__error *err)
+{
+    stall_source *s = (stall_source *)src;
+    pthread_mutex_lock(&s->lock);
+    while (!atomic_load(stop))
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    return sl__errf(err, SL_ECLOSED, "stall: stopped");
+}
+
+static void stall_wake(sl__source *src)
+{
+    stall_source *s = (stall_source *)src;
+    pthread_mutex_lock(&s->lock);
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static int stall_read(sl__source *src, int64_t index, sl__row *row, sl_pool *pool,
+                      sl__error *err)
+{
+    sl__source *in = ((stall_source *)src)->inner;
+    return in->iface->read(in, index, row, pool, err);
+}
+
+static size_t stall_size_hint(const sl__source *src, int64_t index)
+{
+    const sl__source *in = ((const stall_source *)src)->inner;
+    return in->iface->size_hint(in, index);
+}
+
+static void stall_describe(const sl__source *src, int64_t index, char *buf, size_t len)
+{
+    const sl__source *in = ((const stall_source *)src)->inner;
+    in->iface->describe(in, index, buf, len);
+}
+
+static double stall_load_ms(const sl__source *src)
+{
+    (void)src;
+    return 0;
+}
+
+static void stall_destroy(sl__source *src)
+{
+    stall_source *s = (stall_source *)src;
+    sl__source_release(s->inner);
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+}
+
+static const sl__source_iface stall_iface = {
+    .kind = "stall",
+    .prepare = stall_prepare,
+    .wake = stall_wake,
+    .read = stall_read,
+    .size_hint = stall_size_hint,
+    .describe = stall_describe,
+    .load_ms = stall_load_ms,
+    .destroy = stall_destroy,
+};
+
+/* Puts a stall_source with the columns of ds's source in its place. */
+static void stall_source_of(sl_dataset *ds)
+{
+    stall_source *s = calloc(1, sizeof *s);
+    sl__source *in = ds->source;
+    ck_assert_ptr_nonnull(s);
+    ck_assert_ptr_nonnull(in);
+    s->inner = in;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    s->base.iface = &stall_iface;
+    atomic_init(&s->base.refs, 1);
+    s->base.num_rows = in->num_rows;
+    s->base.sampler = in->sampler;
+    s->base.ncols = in->ncols;
+    memcpy(s->base.names, in->names, sizeof s->base.names);
+    memcpy(s->base.specs, in->specs, sizeof s->base.specs);
+    memcpy(s->base.summary, in->summary, sizeof s->base.summary);
+    ds->source = &s->base;
 }
 
 /* --- GetNext seen waiting ---------------------------------------------- */
@@ -956,6 +1055,64 @@ START_TEST(test_getnext_timeout_names_the_stage)
 }
 END_TEST
 
+/* A pipeline that never delivers (its source waits at a gate no one
+ * opens): train returns the timeout's error with a message saying where,
+ * within the timeout (300 ms here) and a second, with a transfer thread,
+ * with the executor moving batches inline (GetNext's timeout) and without
+ * sinking (the data timeout); and every thread it started is joined. */
+START_TEST(test_stall_ends_train_at_the_timeout)
+{
+    static const char *const how[] = {"sink, transfer thread", "sink, inline transfer",
+                                      "no sink"};
+    tmp_mnist t = make_mnist(64, 8);
+    sl_dataset *ds = mlp_pipeline(t.dir, 8, NULL);
+    sl_model_options mo;
+    sl_model *m = NULL;
+    sl_train_options o;
+    char err[512];
+    const char *msg;
+    double t0, ms, slack = TU_SANITIZED ? 5000.0 : 1000.0;
+    int threads, rc;
+
+    stall_source_of(ds);
+    sl_model_options_init(&mo);
+    mo.network.kind = SL_NETWORK_MLP;
+    mo.network.batch = 8;
+    mo.network.height = 28;
+    mo.network.width = 28;
+    mo.network.hidden[0] = 16;
+    mo.network.nhidden = 1;
+    mo.context.threads = 1;
+    mo.data_timeout_ms = 300;
+    ck_assert_msg(sl_model_new(&m, &mo, err, sizeof err) == SL_OK, "%s", err);
+    threads = thread_count();
+    sl_train_options_init(&o);
+    o.dataset_sink_mode = _i < 2;
+    o.transfer = _i == 0 ? SL_TRANSFER_THREAD : _i == 1 ? SL_TRANSFER_INLINE : SL_TRANSFER_AUTO;
+    o.getnext_timeout_ms = 300;
+    t0 = wall_ms();
+    rc = sl_model_train_opts(m, 1, ds, NULL, 0, &o);
+    ms = wall_ms() - t0;
+    msg = sl_model_last_error(m);
+    ck_assert_msg(rc == SL_ETIMEDOUT, "%s: %d: %s", how[_i], rc, msg);
+    if (_i < 2) {
+        ck_assert_msg(strstr(msg, "GetNext: queue 'cpu:0/train' has been empty for "), "%s: %s",
+                      how[_i], msg);
+        ck_assert_msg(strstr(msg, "stage 'source"), "%s: no stage named: %s", how[_i], msg);
+    } else {
+        ck_assert_msg(strstr(msg, "no row within 300 ms; stage 'source"),
+                      "%s: %s", how[_i], msg);
+    }
+    ck_assert_msg(ms >= 290.0 && ms < 300.0 + slack,
+                  "%s: train returned after %.0f ms (timeout 300 ms)", how[_i], ms);
+    ck_assert_int_eq(sl_model_global_step(m), 0);
+    ck_assert_int_eq(thread_count_settled(threads), threads);
+    sl_model_free(m);
+    sl_dataset_free(ds);
+    drop_mnist(&t);
+}
+END_TEST
+
 /* An ImageFolder with a corrupt JPEG in the middle: the decode error
  * travels through the transfer thread and the device queue to train,
  * naming the file, after the batches before it trained. */
@@ -1463,6 +1620,7 @@ Suite *make_sink_suite(void)
 
     tc = tu_tcase("errors", 120);
     tcase_add_loop_test(tc, test_getnext_timeout_names_the_stage, 0, 2);
+    tcase_add_loop_test(tc, test_stall_ends_train_at_the_timeout, 0, 3);
     tcase_add_loop_test(tc, test_pipeline_error_mid_epoch_sink, 0, 2);
     tcase_add_loop_test(tc, test_wrong_shape_in_sink_mode, 0, 2);
     tcase_add_test(tc, test_bad_options_refused);
