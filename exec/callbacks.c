@@ -106,13 +106,23 @@ int sl_callback_loss_monitor(sl_callback *out, int64_t per_print_times, int at_e
 typedef struct time_monitor {
     sl_line_fn emit;
     void *user;
+    int64_t first_step; /* step_in_epoch when this run's part of the epoch began */
 } time_monitor;
+
+/* A resumed run begins mid-epoch: its epoch_ms covers only the steps
+ * from here, and per step time divides by those. */
+static int time_monitor_epoch_begin(void *self, const sl_train_info *info)
+{
+    ((time_monitor *)self)->first_step = info->step_in_epoch;
+    return SL_OK;
+}
 
 static int time_monitor_epoch_end(void *self, const sl_train_info *info)
 {
     time_monitor *tm = self;
     char line[128];
-    double per = info->step_in_epoch > 0 ? info->epoch_ms / (double)info->step_in_epoch : 0.0;
+    int64_t steps = info->step_in_epoch - tm->first_step;
+    double per = steps > 0 ? info->epoch_ms / (double)steps : 0.0;
     snprintf(line, sizeof line, "epoch time: %.3f ms, per step time: %.3f ms", info->epoch_ms,
              per);
     tm->emit(tm->user, line);
@@ -131,6 +141,7 @@ int sl_callback_time_monitor(sl_callback *out, sl_line_fn emit, void *user)
     tm->emit = emit;
     tm->user = user;
     out->self = tm;
+    out->epoch_begin = time_monitor_epoch_begin;
     out->epoch_end = time_monitor_epoch_end;
     out->free = free;
     return SL_OK;

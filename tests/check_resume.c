@@ -8,8 +8,10 @@
  * resuming must end with the parameters of a run that never stopped, bit
  * for bit, without sinking and sinking (sink_size -1 and > 0), with 1, 2
  * and 4 workers. And a checkpoint writer killed at any moment leaves a
- * file that loads. */
+ * file that loads; a resumed run's TimeMonitor divides by the steps it
+ * ran. */
 #include <check.h>
+#include <math.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -467,6 +469,56 @@ START_TEST(test_resume_in_process_and_limits)
 }
 END_TEST
 
+/* The lines a TimeMonitor emitted. */
+typedef struct lines {
+    int n;
+    char line[8][160];
+} lines;
+
+static void collect_line(void *user, const char *line)
+{
+    lines *l = user;
+    if (l->n < 8)
+        snprintf(l->line[l->n], sizeof l->line[0], "%s", line);
+    l->n++;
+}
+
+START_TEST(test_time_monitor_after_resume)
+{
+    /* A run stopped at step 5 and resumed: the resumed run's first epoch
+     * ran 4 steps (sink 4: 3, the rest of its second sink), and its per
+     * step time is that epoch's time over those, not over the 9 (4) steps
+     * the epoch holds. */
+    static const int64_t ran[] = {4, 4, 3};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        const mode *md = &modes[i];
+        sl_train_options part = train_opts(md, 5, 0), rest = train_opts(md, 0, 1);
+        sl_dataset *ds = train_pipeline(1);
+        sl_model *m = lenet(5);
+        sl_callback tm;
+        sl_callback *cbs[1] = {&tm};
+        lines l;
+        double epoch_ms, per_ms;
+        memset(&l, 0, sizeof l);
+        train(m, ds, md, &part, NULL, 0);
+        ck_assert_int_eq(sl_model_global_step(m), 5);
+        ck_assert_int_eq(sl_callback_time_monitor(&tm, collect_line, &l), SL_OK);
+        train(m, ds, md, &rest, cbs, 1);
+        ck_assert_int_ge(l.n, 1);
+        ck_assert_msg(sscanf(l.line[0], "epoch time: %lf ms, per step time: %lf ms", &epoch_ms,
+                             &per_ms) == 2,
+                      "%s: %s", md->name, l.line[0]);
+        /* both printed to 0.001 ms */
+        ck_assert_msg(fabs(per_ms * (double)ran[i] - epoch_ms) <= 0.0006 * (double)ran[i] + 0.0006,
+                      "%s: %s (the resumed epoch ran %lld steps)", md->name, l.line[0],
+                      (long long)ran[i]);
+        sl_callback_release(&tm);
+        sl_model_free(m);
+        sl_dataset_free(ds);
+    }
+}
+END_TEST
+
 /* Rewrites a version 2 checkpoint as version 1 (no position section). */
 static void make_v1(const char *v2, const char *v1)
 {
@@ -567,6 +619,7 @@ Suite *make_resume_suite(void)
     tcase_add_test(tc, test_resume_in_process_and_limits);
     tcase_add_test(tc, test_old_checkpoints_load);
     tcase_add_test(tc, test_killed_writer_leaves_whole_file);
+    tcase_add_test(tc, test_time_monitor_after_resume);
     suite_add_tcase(s, tc);
     return s;
 }

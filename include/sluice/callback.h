@@ -55,7 +55,8 @@ typedef void (*sl_line_fn)(void *user, const char *line);
 SL_API int sl_callback_loss_monitor(sl_callback *out, int64_t per_print_times,
                                     int at_epoch_end, sl_line_fn emit, void *user);
 /* TimeMonitor: "epoch time: 1234.567 ms, per step time: 0.658 ms" at each
- * epoch end. */
+ * epoch end; per step: the epoch's time over the steps this run ran in it
+ * (a resumed run's first epoch counts only its own). */
 SL_API int sl_callback_time_monitor(sl_callback *out, sl_line_fn emit, void *user);
 /* ModelCheckpoint: saves to dir/<prefix>-<epoch>_<step>.ckpt every
  * save_steps steps (0: at each epoch end). After each save the folder
