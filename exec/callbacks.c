@@ -153,6 +153,10 @@ typedef struct checkpointer {
     char *dir, *prefix;
     int64_t save_steps;
     int keep_max;
+    int64_t last_step;  /* global step at the last step end or the run's
+                         * start (-1: not known) */
+    int64_t saved_step; /* global step of the last save, or the run's
+                         * start (-1: none) */
 } checkpointer;
 
 static void checkpointer_free(void *self)
@@ -190,6 +194,7 @@ static int checkpointer_save(checkpointer *c, const sl_train_info *info)
     }
     /* By what the folder holds, so an earlier run's checkpoints and a
      * killed writer's temporary files are pruned too. */
+    c->saved_step = info->global_step;
     rc = sl__ckpt_prune(c->dir, c->prefix, name, c->keep_max, &err);
     free(path);
     if (rc < 0) {
@@ -199,10 +204,24 @@ static int checkpointer_save(checkpointer *c, const sl_train_info *info)
     return SL_OK;
 }
 
+static int checkpointer_begin(void *self, const sl_train_info *info)
+{
+    checkpointer *c = self;
+    c->last_step = info->global_step;
+    c->saved_step = info->global_step;
+    return SL_OK;
+}
+
+/* Every save_steps global steps: at a step end whose step is a multiple,
+ * and in sink mode (a step end per sink) at the end of a sink that
+ * crossed one. */
 static int checkpointer_step(void *self, const sl_train_info *info)
 {
     checkpointer *c = self;
-    if (c->save_steps > 0 && info->global_step % c->save_steps == 0)
+    int64_t now = info->global_step;
+    int64_t before = c->last_step >= 0 && c->last_step < now ? c->last_step : now - 1;
+    c->last_step = now;
+    if (c->save_steps > 0 && now / c->save_steps > before / c->save_steps)
         return checkpointer_save(c, info);
     return SL_OK;
 }
@@ -211,6 +230,16 @@ static int checkpointer_epoch_end(void *self, const sl_train_info *info)
 {
     checkpointer *c = self;
     return c->save_steps == 0 ? checkpointer_save(c, info) : SL_OK;
+}
+
+/* The run's end, also when max_steps or a stop cut it short: its last
+ * step is saved unless it just was, as MindSpore's ModelCheckpoint does. */
+static int checkpointer_end(void *self, const sl_train_info *info)
+{
+    checkpointer *c = self;
+    if (c->saved_step < 0 || c->saved_step == info->global_step)
+        return SL_OK;
+    return checkpointer_save(c, info);
 }
 
 int sl_callback_checkpoint(sl_callback *out, const char *dir, const char *prefix,
@@ -231,9 +260,13 @@ int sl_callback_checkpoint(sl_callback *out, const char *dir, const char *prefix
     }
     c->save_steps = save_steps;
     c->keep_max = keep_max;
+    c->last_step = -1;
+    c->saved_step = -1;
     out->self = c;
+    out->begin = checkpointer_begin;
     out->step_end = checkpointer_step;
     out->epoch_end = checkpointer_epoch_end;
+    out->end = checkpointer_end;
     out->free = checkpointer_free;
     return SL_OK;
 }

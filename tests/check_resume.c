@@ -9,8 +9,10 @@
  * for bit, without sinking and sinking (sink_size -1 and > 0), with 1, 2
  * and 4 workers. And a checkpoint writer killed at any moment leaves a
  * file that loads; a resumed run's TimeMonitor divides by the steps it
- * ran. */
+ * ran; ModelCheckpoint's every-N-steps saves at the sink ends that cross a
+ * multiple of N, and at the run's end. */
 #include <check.h>
+#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -519,6 +521,77 @@ START_TEST(test_time_monitor_after_resume)
 }
 END_TEST
 
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dir, sorted, each followed by one space. */
+static void listing(const char *dir, char *buf, size_t len)
+{
+    char *names[32];
+    size_t n = 0, used = 0;
+    struct dirent *e;
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "%s: no such folder", dir);
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        ck_assert_uint_lt(n, 32);
+        names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof names[0], cmp_names);
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        used += (size_t)snprintf(buf + used, len - used, "%s ", names[i]);
+        ck_assert_uint_lt(used, len);
+        free(names[i]);
+    }
+}
+
+START_TEST(test_ckpt_steps_at_sink_ends_and_the_run_end)
+{
+    /* Checkpoints every 6 global steps, the run stopped by max_steps at
+     * 19: without sinking at steps 6, 12 and 18; with sink -1 (a sink per
+     * epoch of 9 steps) at the sink ends that crossed a multiple of 6 (9,
+     * 18); with sink 4 at those ending at 8, 12 and 19. And at the run's
+     * end (19) unless just saved; that last file loads as step 19. */
+    static const char *const want[] = {
+        "lenet-1_6.ckpt lenet-2_3.ckpt lenet-2_9.ckpt lenet-3_1.ckpt ",
+        "lenet-1_9.ckpt lenet-2_9.ckpt lenet-3_1.ckpt ",
+        "lenet-2_4.ckpt lenet-3_4.ckpt lenet-5_3.ckpt ",
+    };
+    static const char *const last[] = {"lenet-3_1.ckpt", "lenet-3_1.ckpt", "lenet-5_3.ckpt"};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        const mode *md = &modes[i];
+        sl_train_options t = train_opts(md, 19, 0);
+        char name[32], got[512], *dir, *path;
+        sl_dataset *ds = train_pipeline(1);
+        sl_model *m = lenet(5), *n = lenet(6);
+        sl_callback ck;
+        sl_callback *cbs[1] = {&ck};
+        snprintf(name, sizeof name, "ckpts-%zu", i);
+        dir = tu_path(tmpdir, name);
+        ck_assert_int_eq(sl_callback_checkpoint(&ck, dir, "lenet", 6, 0), SL_OK);
+        train(m, ds, md, &t, cbs, 1);
+        ck_assert_int_eq(sl_model_global_step(m), 19);
+        listing(dir, got, sizeof got);
+        ck_assert_msg(strcmp(got, want[i]) == 0, "%s: %s", md->name, got);
+        path = tu_path(dir, last[i]);
+        ck_assert_msg(sl_model_load(n, path) == SL_OK, "%s", sl_model_last_error(n));
+        ck_assert_int_eq(sl_model_global_step(n), 19);
+        tu_assert_same_params(m, n, "the run's last checkpoint");
+        sl_callback_release(&ck);
+        sl_model_free(m);
+        sl_model_free(n);
+        sl_dataset_free(ds);
+        free(path);
+        free(dir);
+    }
+}
+END_TEST
+
 /* Rewrites a version 2 checkpoint as version 1 (no position section). */
 static void make_v1(const char *v2, const char *v1)
 {
@@ -620,6 +693,7 @@ Suite *make_resume_suite(void)
     tcase_add_test(tc, test_old_checkpoints_load);
     tcase_add_test(tc, test_killed_writer_leaves_whole_file);
     tcase_add_test(tc, test_time_monitor_after_resume);
+    tcase_add_test(tc, test_ckpt_steps_at_sink_ends_and_the_run_end);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -618,10 +618,11 @@ run train --data "$MNIST" --max-steps 2 --json --save-graphs "$TMP/graphs" \
 expect "train --json --max-steps" 0 stdout '^{"model": "lenet", "device": "cpu:0", "sink_mode": true, "sink_size": -1, "steps": 2, ' \
     stdout '"test_accuracy": '
 if [ -s "$TMP/graphs/train_step.ir" ] && [ -s "$TMP/graphs/train_step.dot" ] &&
-    [ -s "$TMP/graphs/eval_step.ir" ] && [ ! -e "$TMP/ckpts/lenet-1_3.ckpt" ]; then
-    pass "train --save-graphs writes the steps; no checkpoint before an epoch ends"
+    [ -s "$TMP/graphs/eval_step.ir" ] && [ -s "$TMP/ckpts/lenet-1_2.ckpt" ] &&
+    [ ! -e "$TMP/ckpts/lenet-1_3.ckpt" ]; then
+    pass "train --save-graphs writes the steps; --max-steps ends the run with a checkpoint"
 else
-    fail "train --save-graphs writes the steps; no checkpoint before an epoch ends"
+    fail "train --save-graphs writes the steps; --max-steps ends the run with a checkpoint"
 fi
 run train --data "$MNIST" --epochs 2 --no-eval --ckpt-dir "$TMP/ckpts" --model mlp
 expect "train --model mlp --ckpt-dir" 0 stdout 'mlp on'
@@ -629,6 +630,19 @@ if [ -s "$TMP/ckpts/mlp-1_3.ckpt" ] && [ -s "$TMP/ckpts/mlp-2_3.ckpt" ]; then
     pass "train --ckpt-dir saves each epoch"
 else
     fail "train --ckpt-dir saves each epoch"
+fi
+# --ckpt-steps while sinking (sink_size -1: a sink per epoch of 3 steps): a
+# checkpoint at each sink end that crosses a multiple of 2 (steps 3 and 6),
+# and one at the run's end when --max-steps stops it mid-epoch (step 7).
+run train --data "$MNIST" --epochs 3 --no-eval --model mlp --max-steps 7 \
+    --ckpt-dir "$TMP/step-ckpts" --ckpt-steps 2
+expect "train --ckpt-steps 2 --max-steps 7 (sinking)" 0 stdout 'data sink on'
+if [ "$(cd "$TMP/step-ckpts" && LC_ALL=C ls | tr '\n' ' ')" = \
+    "mlp-1_3.ckpt mlp-2_3.ckpt mlp-3_1.ckpt " ]; then
+    pass "train --ckpt-steps saves at the sink ends that cross a multiple, and at the end"
+else
+    echo "    left: $(cd "$TMP/step-ckpts" && LC_ALL=C ls | tr '\n' ' ')"
+    fail "train --ckpt-steps saves at the sink ends that cross a multiple, and at the end"
 fi
 # Training again into a folder an earlier run filled: --ckpt-keep counts what
 # the folder holds (newest by epoch and step), a dead writer's temporary file

@@ -59,13 +59,16 @@ SL_API int sl_callback_loss_monitor(sl_callback *out, int64_t per_print_times,
  * (a resumed run's first epoch counts only its own). */
 SL_API int sl_callback_time_monitor(sl_callback *out, sl_line_fn emit, void *user);
 /* ModelCheckpoint: saves to dir/<prefix>-<epoch>_<step>.ckpt every
- * save_steps steps (0: at each epoch end). After each save the folder
- * keeps the newest keep_max (0: all) files named exactly so, by (epoch,
- * step), whoever wrote them (an earlier run into the same folder too); the
- * file just saved is always kept. Temporary files of this prefix left by a
- * writer that died (<name>.ckpt.tmp-XXXXXX, not modified for 60 s and not
- * locked by a live writer) are removed. Other files are never touched.
- * The files are written as sl_checkpoint_save does. */
+ * save_steps global steps (0: at each epoch end) and when the run ends,
+ * also cut short by max_steps or a stop, unless that step was just saved.
+ * In sink mode, where step_end runs once per sink, "every save_steps" is
+ * at each sink end that crossed a multiple of save_steps. After each save
+ * the folder keeps the newest keep_max (0: all) files named exactly so, by
+ * (epoch, step), whoever wrote them (an earlier run into the same folder
+ * too); the file just saved is always kept. Temporary files of this
+ * prefix left by a writer that died (<name>.ckpt.tmp-XXXXXX, not modified
+ * for 60 s and not locked by a live writer) are removed. Other files are
+ * never touched. The files are written as sl_checkpoint_save does. */
 SL_API int sl_callback_checkpoint(sl_callback *out, const char *dir, const char *prefix,
                                   int64_t save_steps, int keep_max);
 /* Releases a callback's state (calls its free). */

@@ -199,8 +199,9 @@ class CheckpointConfig:
 
     Args:
         save_checkpoint_steps (int or None): save every this many steps
-            (default 1; with data sinking, at the sinks that end on a
-            multiple); None: at the end of each epoch.
+            (default 1; with data sinking, at the sink ends that crossed a
+            multiple); None: at the end of each epoch. Either way also at
+            the end of the run, unless its last step was just saved.
         keep_checkpoint_max (int): keep the newest this many files of the
             prefix in the folder, earlier runs' too (default 5; 0: all).
     """
