@@ -44,20 +44,22 @@ int sl__atomic_open(sl__atomic_file *af, const char *path, sl__error *err)
 
 int sl__atomic_close(sl__atomic_file *af, int failed, sl__error *err)
 {
-    int e = 0;
+    int e = 0, failed_errno = errno;
     if (!failed && (ferror(af->f) || fflush(af->f) != 0 || fsync(fileno(af->f)) != 0))
         e = errno ? errno : EIO;
-    if (fclose(af->f) != 0 && !failed && e == 0)
-        e = errno ? errno : EIO;
+    /* Renamed (or removed) before the close, which drops the lock: the
+     * temporary name never shows an unlocked file whose writer lives. */
     if (!failed && e == 0 && rename(af->tmp, af->path) != 0)
         e = errno;
     if (failed || e != 0)
         unlink(af->tmp);
+    if (fclose(af->f) != 0 && !failed && e == 0)
+        e = errno ? errno : EIO;
     free(af->tmp);
     af->tmp = NULL;
     af->f = NULL;
     if (failed && e == 0)
-        e = errno ? errno : EIO;
+        e = failed_errno ? failed_errno : EIO;
     if (failed || e != 0)
         return sl__errf(err, SL_EIO, "%s: cannot write: %s", af->path, strerror(e));
     return SL_OK;

@@ -15,9 +15,10 @@ typedef struct sl__atomic_file {
 } sl__atomic_file;
 
 /* Opens a temporary file beside path (path + ".tmp-XXXXXX"), locked with
- * flock until it is closed, so a cleaner can tell a live writer's file
- * from one a killed writer left. On failure returns SL_EIO or
- * SL_ENOMEM with a message naming path in err. */
+ * flock before anything is written and until it is renamed or removed, so
+ * a cleaner can tell a live writer's file from one a killed writer left
+ * (only an empty file may be a live writer's before its lock). On failure
+ * returns SL_EIO or SL_ENOMEM with a message naming path in err. */
 int sl__atomic_open(sl__atomic_file *af, const char *path, sl__error *err);
 /* Flushes, syncs, closes and renames into place; failed is non-zero when
  * the caller's own writes failed, which aborts instead. Either way the

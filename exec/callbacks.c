@@ -204,9 +204,17 @@ static int checkpointer_save(checkpointer *c, const sl_train_info *info)
     return SL_OK;
 }
 
+/* The run's start: what a killed save left in the folder goes now, not
+ * only at the first save (which a short run may never reach). */
 static int checkpointer_begin(void *self, const sl_train_info *info)
 {
     checkpointer *c = self;
+    sl__error err;
+    int rc = sl__ckpt_remove_temps(c->dir, c->prefix, NULL, NULL, &err);
+    if (rc < 0) {
+        sl_model_set_error(info->model, "%s", err.msg);
+        return rc;
+    }
     c->last_step = info->global_step;
     c->saved_step = info->global_step;
     return SL_OK;
@@ -269,4 +277,20 @@ int sl_callback_checkpoint(sl_callback *out, const char *dir, const char *prefix
     out->end = checkpointer_end;
     out->free = checkpointer_free;
     return SL_OK;
+}
+
+int sl_checkpoint_remove_temps(const char *dir, const char *prefix, sl_line_fn removed,
+                               void *user, char *err, size_t err_len)
+{
+    sl__error e;
+    int rc;
+    if (!dir || !prefix || !*prefix) {
+        if (err && err_len)
+            snprintf(err, err_len, "checkpoint: a folder and a prefix are needed");
+        return SL_EINVAL;
+    }
+    rc = sl__ckpt_remove_temps(dir, prefix, removed, user, &e);
+    if (rc < 0 && err && err_len)
+        snprintf(err, err_len, "%s", e.msg);
+    return rc;
 }

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -70,26 +71,69 @@ int sl__ckpt_temp_name(const char *name, const char *prefix)
 }
 
 /* Removes dir/name, a temporary file of ours, if its writer is surely
- * dead: not modified for SL__CKPT_STALE_TEMP_SECONDS and not locked. A
+ * dead: no one holds its lock, and it has content (a writer locks before
+ * it writes) or has not been modified for SL__CKPT_STALE_TEMP_SECONDS
+ * (an empty file may be a writer's between creating and locking it). A
  * file we cannot open, lock (another process writes it, or the file
- * system has no locks) or judge is left alone. */
-static int remove_stale_temp(int dfd, const char *dir, const char *name, sl__error *err)
+ * system has no locks) or judge is left alone. *gone is 1 when it was
+ * removed. */
+static int remove_stale_temp(int dfd, const char *dir, const char *name, int *gone,
+                             sl__error *err)
 {
     struct stat st;
     int rc = SL_OK;
     int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    *gone = 0;
     if (fd < 0)
         return SL_OK; /* renamed into place meanwhile, or not a plain file */
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-        time(NULL) - st.st_mtime >= SL__CKPT_STALE_TEMP_SECONDS &&
+        (st.st_size > 0 || time(NULL) - st.st_mtime >= SL__CKPT_STALE_TEMP_SECONDS) &&
         flock(fd, LOCK_EX | LOCK_NB) == 0) {
         /* mkstemp never hands out a name that exists, so no new writer can
          * be behind this name while we hold the file. */
-        if (unlinkat(dfd, name, 0) != 0 && errno != ENOENT)
+        if (unlinkat(dfd, name, 0) == 0)
+            *gone = 1;
+        else if (errno != ENOENT)
             rc = sl__errf(err, SL_EIO, "checkpoint: cannot remove the stale temporary file %s/%s: %s",
                           dir, name, strerror(errno));
     }
     close(fd); /* drops the lock */
+    return rc;
+}
+
+int sl__ckpt_remove_temps(const char *dir, const char *prefix,
+                          void (*removed)(void *user, const char *path), void *user,
+                          sl__error *err)
+{
+    struct dirent *e;
+    int rc = SL_OK;
+    DIR *d = opendir(dir);
+    if (!d && errno == ENOENT)
+        return SL_OK; /* made when the first checkpoint is saved */
+    if (!d)
+        return sl__errf(err, SL_EIO, "checkpoint: cannot read the folder %s: %s", dir,
+                        strerror(errno));
+    for (errno = 0; rc == SL_OK && (e = readdir(d)) != NULL; errno = 0) {
+        int gone;
+        if (!sl__ckpt_temp_name(e->d_name, prefix))
+            continue;
+        rc = remove_stale_temp(dirfd(d), dir, e->d_name, &gone, err);
+        if (rc == SL_OK && gone && removed) {
+            size_t len = strlen(dir) + strlen(e->d_name) + 2;
+            char *path = malloc(len);
+            if (!path) {
+                rc = sl__errf(err, SL_ENOMEM, "checkpoint: out of memory");
+                break;
+            }
+            snprintf(path, len, "%s/%s", dir, e->d_name);
+            removed(user, path);
+            free(path);
+        }
+    }
+    if (rc == SL_OK && errno != 0)
+        rc = sl__errf(err, SL_EIO, "checkpoint: cannot read the folder %s: %s", dir,
+                      strerror(errno));
+    closedir(d);
     return rc;
 }
 
@@ -125,7 +169,8 @@ int sl__ckpt_prune(const char *dir, const char *prefix, const char *saved, int k
         struct stat st;
         int64_t epoch, step;
         if (sl__ckpt_temp_name(e->d_name, prefix)) {
-            rc = remove_stale_temp(dirfd(d), dir, e->d_name, err);
+            int gone;
+            rc = remove_stale_temp(dirfd(d), dir, e->d_name, &gone, err);
             continue;
         }
         if (keep_max == 0 || !sl__ckpt_name_parse(e->d_name, prefix, &epoch, &step))

@@ -11,10 +11,10 @@
 
 #include "core/error.h"
 
-/* A temporary file left by a writer that died is removed only once it has
- * not been modified for this long, and only if no one holds its lock (a
- * live writer does, core/atomic_file.c); the age closes the moment between
- * the writer creating the file and locking it. */
+/* A temporary file is a dead writer's, and removed, when no one holds its
+ * lock (a live writer does, core/atomic_file.c) and it has content (a
+ * writer locks before it writes) or has not been modified for this long:
+ * an empty file may be a live writer's between creating and locking it. */
 #define SL__CKPT_STALE_TEMP_SECONDS 60
 
 /* 1 and *epoch, *step when name is exactly <prefix>-<epoch>_<step>.ckpt
@@ -29,10 +29,18 @@ int sl__ckpt_temp_name(const char *name, const char *prefix);
  * prefix in dir by (epoch, step), saved always among them (a new run into
  * a folder holding an old run's later checkpoints must not lose the file
  * it just wrote), and removes the others; keep_max 0 keeps them all.
- * Removes this prefix's temporary files that are stale (see
+ * Removes this prefix's temporary files that dead writers left (see
  * SL__CKPT_STALE_TEMP_SECONDS). SL_OK, or SL_EIO / SL_ENOMEM with a
  * message naming the folder or the file in err. */
 int sl__ckpt_prune(const char *dir, const char *prefix, const char *saved, int keep_max,
                    sl__error *err);
+/* At a run's start: removes the temporary files of prefix in dir that
+ * dead writers left (as sl__ckpt_prune does), calling removed(user, path)
+ * for each (removed may be NULL). A folder that does not exist holds none.
+ * SL_OK, or SL_EIO / SL_ENOMEM with a message naming the folder or the
+ * file in err. */
+int sl__ckpt_remove_temps(const char *dir, const char *prefix,
+                          void (*removed)(void *user, const char *path), void *user,
+                          sl__error *err);
 
 #endif

@@ -1,9 +1,9 @@
 /* check_checkpoint_folder.c: ModelCheckpoint's keep_max prunes a folder by
  * what it holds, not by what its own process wrote: an earlier run's
  * checkpoints go (newest kept by parsed epoch and step, the file just
- * saved always among them), a killed writer's temporary file goes, a live
- * writer's stays, and files that do not match <prefix>-<epoch>_<step>.ckpt
- * exactly are never touched. */
+ * saved always among them), a killed writer's temporary file goes (at the
+ * next run's start too), a live writer's stays, and files that do not
+ * match <prefix>-<epoch>_<step>.ckpt exactly are never touched. */
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -146,11 +146,12 @@ START_TEST(test_ckpt_names)
 }
 END_TEST
 
-/* A folder an earlier run left ten checkpoints in (keep 5 or not), with a
- * killed writer's temporary file, a live writer's, a fresh one and files
- * that only look like ours. A new run with keep 5 leaves the newest five
- * by (epoch, step), its own and the earlier run's alike, removes the
- * orphan and touches nothing else. */
+/* A folder an earlier run left ten checkpoints in (keep 5 or not), with
+ * killed writers' temporary files (an old one, a young one with content),
+ * a live writer's, an empty young one and files that only look like ours.
+ * A new run with keep 5 leaves the newest five by (epoch, step), its own
+ * and the earlier run's alike, removes the orphans and touches nothing
+ * else. */
 START_TEST(test_ckpt_prunes_an_earlier_run)
 {
     static const char *const unrelated[] = {
@@ -175,7 +176,9 @@ START_TEST(test_ckpt_prunes_an_earlier_run)
     ck_assert_int_eq(mkdir(sub, 0777), 0);
     put_file(dir, "lenet-1_14.ckpt.tmp-Ab3dE9", "torn"); /* its writer died an hour ago */
     age_file(dir, "lenet-1_14.ckpt.tmp-Ab3dE9", 3600);
-    put_file(dir, "lenet-1_16.ckpt.tmp-Zz9yY8", "torn"); /* too young to judge */
+    put_file(dir, "lenet-1_12.ckpt.tmp-Dead12", "torn"); /* its writer died just now */
+    /* empty and young: may be a writer's between creating and locking it */
+    put_file(dir, "lenet-1_16.ckpt.tmp-Zz9yY8", "");
     put_file(dir, "lenet-1_18.ckpt.tmp-Live01", "half"); /* a writer still holds it */
     age_file(dir, "lenet-1_18.ckpt.tmp-Live01", 3600);
     live = tu_path(dir, "lenet-1_18.ckpt.tmp-Live01");
@@ -303,6 +306,117 @@ START_TEST(test_ckpt_killed_writer_orphan)
 }
 END_TEST
 
+/* A callback that, as the run begins, records whether a file exists and
+ * stops the run before its first step. */
+typedef struct probe {
+    const char *path;
+    int existed;
+} probe;
+
+static int probe_begin(void *self, const sl_train_info *info)
+{
+    probe *p = self;
+    (void)info;
+    p->existed = access(p->path, F_OK) == 0;
+    return 1;
+}
+
+/* The paths sl_checkpoint_remove_temps reports. */
+typedef struct removed_list {
+    int n;
+    char path[4][4096];
+} removed_list;
+
+static void note_removed(void *user, const char *path)
+{
+    removed_list *r = user;
+    ck_assert_int_lt(r->n, 4);
+    snprintf(r->path[r->n++], sizeof r->path[0], "%s", path);
+}
+
+/* What a run killed during a save leaves (a temporary file with content,
+ * its lock gone with its writer) is gone by the time the folder's next run
+ * has begun, however young, even if that run never saves; so is an empty
+ * one a minute old. A live writer's, an empty young one (perhaps a writer's
+ * before its lock) and every other file stay. sl_checkpoint_remove_temps
+ * does the same and names each file it removed. */
+START_TEST(test_ckpt_run_start_removes_leftover_temps)
+{
+    static const char *const kept[] = {"notes.txt", "lenet-1_7.ckpt.tmp-abc",
+                                       "other-1_7.ckpt.tmp-Kill01", "lenet-1_7.ckpt.bak"};
+    char *dir = tu_path(tmp, "ckpts"), *data = tu_mnist_dir(64, 1), *killed, *live;
+    sl_callback cbs[2];
+    sl_callback *list[2] = {&cbs[0], &cbs[1]};
+    sl_dataset *ds;
+    sl_model *m;
+    probe pr;
+    removed_list rl;
+    char err[256];
+    int fd;
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        put_file(dir, kept[i], "not ours");
+        age_file(dir, kept[i], 3600);
+    }
+    put_file(dir, "lenet-1_7.ckpt.tmp-Kill01", "half a checkpoint"); /* killed just now */
+    put_file(dir, "lenet-1_8.ckpt.tmp-Old000", "");                  /* empty, an hour old */
+    age_file(dir, "lenet-1_8.ckpt.tmp-Old000", 3600);
+    put_file(dir, "lenet-1_9.ckpt.tmp-New000", ""); /* empty and young */
+    put_file(dir, "lenet-1_6.ckpt.tmp-Live01", "half"); /* a writer still holds it */
+    live = tu_path(dir, "lenet-1_6.ckpt.tmp-Live01");
+    fd = open(live, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+    killed = tu_path(dir, "lenet-1_7.ckpt.tmp-Kill01");
+
+    m = small_model();
+    ds = tu_lenet_pipeline(data, SL_MNIST_TRAIN, 1, 3, 1, 1, 0);
+    ck_assert_int_eq(sl_callback_checkpoint(&cbs[0], dir, "lenet", 0, 5), SL_OK);
+    pr = (probe){killed, -1};
+    memset(&cbs[1], 0, sizeof cbs[1]);
+    cbs[1].self = &pr;
+    cbs[1].begin = probe_begin; /* after the checkpoint's begin: stops the run there */
+    ck_assert_msg(sl_model_train(m, 1, ds, list, 2) == SL_OK, "%s", sl_model_last_error(m));
+    ck_assert_int_eq(sl_model_global_step(m), 0);
+    ck_assert_msg(pr.existed == 0, "the killed save's file was still there as the run began");
+    expect_listing(dir, "lenet-1_6.ckpt.tmp-Live01 lenet-1_7.ckpt.bak lenet-1_7.ckpt.tmp-abc "
+                        "lenet-1_9.ckpt.tmp-New000 notes.txt other-1_7.ckpt.tmp-Kill01 ");
+    sl_callback_release(&cbs[0]);
+
+    /* The same rules, told what went. */
+    put_file(dir, "lenet-2_1.ckpt.tmp-Kill02", "half a checkpoint");
+    memset(&rl, 0, sizeof rl);
+    ck_assert_int_eq(sl_checkpoint_remove_temps(dir, "lenet", note_removed, &rl, err, sizeof err),
+                     SL_OK);
+    ck_assert_int_eq(rl.n, 1);
+    ck_assert_str_eq(strrchr(rl.path[0], '/') + 1, "lenet-2_1.ckpt.tmp-Kill02");
+    ck_assert_int_eq(strncmp(rl.path[0], dir, strlen(dir)), 0);
+    expect_listing(dir, "lenet-1_6.ckpt.tmp-Live01 lenet-1_7.ckpt.bak lenet-1_7.ckpt.tmp-abc "
+                        "lenet-1_9.ckpt.tmp-New000 notes.txt other-1_7.ckpt.tmp-Kill01 ");
+    /* Once its writer lets go, the live writer's file is an orphan too. */
+    close(fd);
+    memset(&rl, 0, sizeof rl);
+    ck_assert_int_eq(sl_checkpoint_remove_temps(dir, "lenet", note_removed, &rl, err, sizeof err),
+                     SL_OK);
+    ck_assert_int_eq(rl.n, 1);
+    ck_assert_str_eq(strrchr(rl.path[0], '/') + 1, "lenet-1_6.ckpt.tmp-Live01");
+    /* A folder not made yet holds nothing; a missing prefix is refused. */
+    {
+        char *none = tu_path(tmp, "not-yet");
+        ck_assert_int_eq(sl_checkpoint_remove_temps(none, "lenet", NULL, NULL, err, sizeof err),
+                         SL_OK);
+        free(none);
+    }
+    ck_assert_int_eq(sl_checkpoint_remove_temps(dir, "", NULL, NULL, err, sizeof err), SL_EINVAL);
+    sl_model_free(m);
+    sl_dataset_free(ds);
+    tu_mnist_dir_drop(data);
+    free(killed);
+    free(live);
+    free(dir);
+}
+END_TEST
+
 Suite *make_checkpoint_folder_suite(void)
 {
     Suite *s = suite_create("checkpoint_folder");
@@ -312,6 +426,7 @@ Suite *make_checkpoint_folder_suite(void)
     tcase_add_test(tc, test_ckpt_prunes_an_earlier_run);
     tcase_add_test(tc, test_ckpt_new_run_behind_an_old_one);
     tcase_add_test(tc, test_ckpt_killed_writer_orphan);
+    tcase_add_test(tc, test_ckpt_run_start_removes_leftover_temps);
     suite_add_tcase(s, tc);
     return s;
 }

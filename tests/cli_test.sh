@@ -645,16 +645,20 @@ else
     fail "train --ckpt-steps saves at the sink ends that cross a multiple, and at the end"
 fi
 # Training again into a folder an earlier run filled: --ckpt-keep counts what
-# the folder holds (newest by epoch and step), a dead writer's temporary file
-# goes, other files stay.
+# the folder holds (newest by epoch and step), the temporary files of saves
+# killed midway (an old one, one just left) go as the run starts, said on
+# stderr, and other files stay.
 OLD_CKPTS=$TMP/old-ckpts
 mkdir -p "$OLD_CKPTS"
 for s in 1 2 3 4 5 6 7 8 9 10; do echo old >"$OLD_CKPTS/mlp-0_$s.ckpt"; done
 echo notes >"$OLD_CKPTS/notes.txt"
 echo torn >"$OLD_CKPTS/mlp-0_11.ckpt.tmp-AbC123"
 touch -d '2 hours ago' "$OLD_CKPTS/mlp-0_11.ckpt.tmp-AbC123"
+echo torn >"$OLD_CKPTS/mlp-0_12.ckpt.tmp-Kill09"
 run train --data "$MNIST" --epochs 2 --no-eval --ckpt-dir "$OLD_CKPTS" --model mlp --ckpt-keep 5
-expect "train --ckpt-keep 5 into an earlier run's folder" 0 stdout 'mlp on'
+expect "train --ckpt-keep 5 into an earlier run's folder" 0 stdout 'mlp on' \
+    stderr "^sluice: train: removed .*/mlp-0_11.ckpt.tmp-AbC123, a temporary file left by a save" \
+    stderr "^sluice: train: removed .*/mlp-0_12.ckpt.tmp-Kill09, a temporary file left by a save"
 if [ "$(cd "$OLD_CKPTS" && LC_ALL=C ls | tr '\n' ' ')" = \
     "mlp-0_10.ckpt mlp-0_8.ckpt mlp-0_9.ckpt mlp-1_3.ckpt mlp-2_3.ckpt notes.txt " ]; then
     pass "train --ckpt-keep prunes the folder, not only its own files"

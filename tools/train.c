@@ -55,6 +55,14 @@ static void print_line(void *user, const char *line)
     fflush(stdout);
 }
 
+/* Each temporary file a killed save left in --ckpt-dir, removed as the run
+ * starts (user: the command's name). */
+static void report_removed(void *user, const char *path)
+{
+    cli_error((const char *)user, "removed %s, a temporary file left by a save that did not finish",
+              path);
+}
+
 /* --- callbacks of the command line ------------------------------------ */
 
 /* A progress line on stderr, redrawn at most 10 times a second. */
@@ -255,6 +263,15 @@ int cli_train_main(int argc, char **argv)
         cli_error(a.cmd, "cannot set up the callbacks: %s", sl_strerror(rc));
         exit_code = CLI_EXIT_FAIL;
         goto out;
+    }
+    if (a.ckpt_dir) {
+        char err[512];
+        if (sl_checkpoint_remove_temps(a.ckpt_dir, sl_network_kind_name(a.model.network.kind),
+                                       report_removed, (void *)a.cmd, err, sizeof err) < 0) {
+            cli_error(a.cmd, "%s", err);
+            exit_code = CLI_EXIT_FAIL;
+            goto out;
+        }
     }
     if (a.profile && cli_profile_start(a.cmd, a.profile, &a.train.profiler) != 0) {
         exit_code = CLI_EXIT_FAIL;

@@ -65,12 +65,23 @@ SL_API int sl_callback_time_monitor(sl_callback *out, sl_line_fn emit, void *use
  * at each sink end that crossed a multiple of save_steps. After each save
  * the folder keeps the newest keep_max (0: all) files named exactly so, by
  * (epoch, step), whoever wrote them (an earlier run into the same folder
- * too); the file just saved is always kept. Temporary files of this
- * prefix left by a writer that died (<name>.ckpt.tmp-XXXXXX, not modified
- * for 60 s and not locked by a live writer) are removed. Other files are
- * never touched. The files are written as sl_checkpoint_save does. */
+ * too); the file just saved is always kept. At the run's start and after
+ * each save, temporary files of this prefix that a writer which died left
+ * are removed (see sl_checkpoint_remove_temps). Other files are never
+ * touched. The files are written as sl_checkpoint_save does. */
 SL_API int sl_callback_checkpoint(sl_callback *out, const char *dir, const char *prefix,
                                   int64_t save_steps, int keep_max);
+/* Removes the temporary files of prefix in dir (<prefix>-<epoch>_<step>
+ * .ckpt.tmp-XXXXXX) that a save left when its process died: those no
+ * live writer holds (a writer locks its file before it writes and until
+ * it is renamed into place) that have content, or have not changed for 60
+ * s. Other files are never touched. removed (may be NULL) gets the path
+ * of each file removed, to report it; a folder that does not exist holds
+ * none. ModelCheckpoint does the same when a run begins. SL_OK; SL_EINVAL
+ * (no dir or prefix) or SL_EIO with the reason in err (err_len bytes; may
+ * be NULL). */
+SL_API int sl_checkpoint_remove_temps(const char *dir, const char *prefix, sl_line_fn removed,
+                                      void *user, char *err, size_t err_len);
 /* Releases a callback's state (calls its free). */
 SL_API void sl_callback_release(sl_callback *cb);
 

@@ -224,7 +224,8 @@ class ModelCheckpoint(_BuiltIn):
     """Saves the parameters to ``directory/<prefix>-<epoch>_<step>.ckpt`` as
     ``config`` says (:class:`CheckpointConfig`; default: every step, the
     newest 5 kept). The folder is made when first needed; each file is
-    written to a temporary name and renamed into place. Read them back with
+    written to a temporary name and renamed into place, and such names that
+    saves killed midway left go when a run begins. Read them back with
     :func:`sluice.load_checkpoint`.
 
     Args:
