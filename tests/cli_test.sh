@@ -558,7 +558,8 @@ run train --data "$MNIST" --pool-idle-mb -1
 expect "train --pool-idle-mb -1" 2 stderr '^sluice: train: --pool-idle-mb'
 # bench eval: every test image (20 here: batches of 8, the last padded).
 run bench eval --data "$MNIST" --batch 8 --repeats 2 --json
-expect "bench eval --json" 0 stdout '^{"inference_images_per_s": [0-9.]*, "runs": \[[0-9.]*, [0-9.]*\], "images": 20, "batch": 8, '
+expect "bench eval --json" 0 stdout '^{"inference_images_per_s": [0-9.]*, "runs": \[[0-9.]*, [0-9.]*\], "images": 20, "batch": 8, ' \
+    stdout '"cpu_path": "[a-z0-9]*", "blas_core": "[A-Za-z]'
 run bench eval --data "$MNIST" --batch 8 --repeats 1 --load "$TMP/m.ckpt"
 expect "bench eval --load" 0 stdout '^inference: [0-9]* images/s (median of 1 passes; accuracy [0-9.]*)$'
 run bench eval --data "$MNIST" --batch 0

@@ -136,6 +136,7 @@ int cli_bench_eval_main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
+    cli_blas_warn();
     if (!(ds = test_split(&a)))
         return CLI_EXIT_FAIL;
     if (!(m = make_model(&a))) {
@@ -165,13 +166,16 @@ int cli_bench_eval_main(int argc, char **argv)
         for (int64_t r = 0; r < a.repeats; r++)
             printf("%s%.1f", r ? ", " : "", runs[r]);
         printf("], \"images\": %" PRId64 ", \"batch\": %" PRId64 ", \"threads\": %" PRId64
-               ", \"workers\": %" PRId64 ", \"cpu_path\": \"%s\", \"accuracy\": %.4f}\n",
-               metrics.samples, a.batch, a.threads, a.workers, sl_cpu_path(), metrics.accuracy);
+               ", \"workers\": %" PRId64 ", \"cpu_path\": \"%s\", \"blas_core\": \"%s\""
+               ", \"accuracy\": %.4f}\n",
+               metrics.samples, a.batch, a.threads, a.workers, sl_cpu_path(), sl_blas_core(),
+               metrics.accuracy);
     } else {
         printf("LeNet5 inference over %" PRId64 " test images of %s, batch %" PRId64
-               ", %" PRId64 " compute thread%s, %" PRId64 " pipeline worker%s, cpu path %s\n",
+               ", %" PRId64 " compute thread%s, %" PRId64 " pipeline worker%s, cpu path %s, "
+               "OpenBLAS core %s\n",
                metrics.samples, a.data, a.batch, a.threads, a.threads == 1 ? "" : "s",
-               a.workers, a.workers == 1 ? "" : "s", sl_cpu_path());
+               a.workers, a.workers == 1 ? "" : "s", sl_cpu_path(), sl_blas_core());
         printf("inference: %.0f images/s (median of %" PRId64 " passes; accuracy %.4f%s)\n",
                median, a.repeats, metrics.accuracy, a.load ? "" : ", untrained weights");
     }

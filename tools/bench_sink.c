@@ -553,9 +553,9 @@ int cli_bench_sink_main(int argc, char **argv)
         printf("{\"steps\": %" PRId64 ", \"repeats\": %" PRId64 ", \"batch\": 32, \"cpus\": %d"
                ", \"thread_budget\": \"%s\", \"transfer\": \"%s\", \"order\": \"rotating\""
                ", \"fresh_model_per_run\": true, \"compute_batches\": %" PRId64
-               ", \"blas_core\": \"%s\", \"runs\": [",
+               ", \"cpu_path\": \"%s\", \"blas_core\": \"%s\", \"runs\": [",
                a.steps, a.repeats, budget.cpus, budget_line, transfer_line,
-               sl_bench_batches_count(batches), sl_blas_core());
+               sl_bench_batches_count(batches), sl_cpu_path(), sl_blas_core());
     else
         printf("LeNet5, batch 32, %" PRId64 " steps per run, medians of %" PRId64
                " round%s\neach run from a fresh model (the same initial parameters), the "
