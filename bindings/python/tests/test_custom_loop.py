@@ -23,7 +23,7 @@ from sluice.common.initializer import TruncatedNormal
 from sluice.common.parameter import ParameterTuple
 from sluice.nn.wrap.cell_wrapper import WithLossCell
 from sluice.train.dataset_helper import DatasetHelper, _model_of, connect_network_with_dataset
-from conftest import assert_same, fashion_or_skip, loss_cell, python_env, values
+from conftest import assert_same, fashion_or_fail, loss_cell, python_env, values
 
 
 @pytest.fixture(autouse=True)
@@ -381,7 +381,7 @@ def test_ascend_is_refused_naming_the_devices_sluice_has():
 
 @pytest.mark.long
 def test_seed004_custom_loop_example_runs():
-    fashion_or_skip()
+    fashion_or_fail()
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "seed004_custom_loop.py")
     out = subprocess.run([sys.executable, example], check=True, capture_output=True, text=True,
                          timeout=120, env=python_env()).stdout

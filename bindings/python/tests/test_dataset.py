@@ -12,7 +12,7 @@ import sluice
 import sluice.dataset as ds
 import sluice.dataset.transforms as transforms
 import sluice.dataset.vision as vision
-from conftest import fashion_or_skip, labels, make_mnist, pixels, python_env
+from conftest import fashion_or_fail, labels, make_mnist, pixels, python_env
 
 
 def lenet(d, workers=2):
@@ -65,7 +65,7 @@ def test_lenet_pipeline_shapes(mnist):
 
 
 def test_issue_example_on_fashion_mnist():
-    root = fashion_or_skip()
+    root = fashion_or_fail()
     d = ds.MnistDataset(root, usage="train")
     d = d.map(operations=[vision.Resize((32, 32)), vision.Rescale(1 / 255, 0),
                           vision.Rescale(1 / 0.3081, -0.1307 / 0.3081), vision.HWC2CHW()],
@@ -229,7 +229,7 @@ def test_python_callable(mnist):
 def test_lenet_torch_example_runs():
     """bindings/python/examples/lenet_torch.py, a few steps of each run."""
     pytest.importorskip("torch")
-    root = fashion_or_skip()
+    root = fashion_or_fail()
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "lenet_torch.py")
     out = subprocess.run([sys.executable, example, "--data", root, "--max-steps", "3",
                           "--eval-batches", "2"], check=True, capture_output=True, text=True,
@@ -240,7 +240,7 @@ def test_lenet_torch_example_runs():
 
 def test_readme_example(capsys):
     """The Python block of README.md's "Python" section runs as written."""
-    fashion_or_skip()
+    fashion_or_fail()
     readme = os.path.join(os.path.dirname(__file__), "..", "..", "..", "README.md")
     text = open(readme).read()
     section = text[text.index("## Python: sluice.dataset"):]

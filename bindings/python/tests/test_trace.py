@@ -19,7 +19,7 @@ import sluice.nn as nn
 import sluice.ops as ops
 from sluice import train
 from sluice.common.initializer import Normal, TruncatedNormal
-from conftest import assert_same, fashion_or_skip, loss_cell, python_env, values
+from conftest import assert_same, fashion_or_fail, loss_cell, python_env, values
 
 
 @pytest.fixture(autouse=True)
@@ -300,7 +300,7 @@ def test_a_batch_shape_that_changes(mnist):
 # --- the seed's example ----------------------------------------------------------------
 
 def test_seed001_data_sink_example_runs():
-    root = fashion_or_skip()
+    root = fashion_or_fail()
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "seed001_data_sink.py")
     out = subprocess.run([sys.executable, example, "--data", root, "--epochs", "2",
                           "--steps", "3"], check=True, capture_output=True, text=True,

@@ -21,7 +21,7 @@ import sluice.dataset.transforms as transforms
 import sluice.dataset.vision as vision
 import sluice.nn as nn
 from sluice import train
-from conftest import (baseline, fashion_or_skip, make_mnist, nthreads, python_env,
+from conftest import (baseline, fashion_or_fail, make_mnist, nthreads, python_env,
                       settled)
 
 
@@ -114,7 +114,7 @@ def small(mnist):
 
 @pytest.mark.long
 def test_loss_decreases_on_fashion_mnist():
-    d = create_dataset(fashion_or_skip()).take(400)
+    d = create_dataset(fashion_or_fail()).take(400)
     model, _ = lenet(lr=0.05)
     steps = Steps()
     model.train(1, d, callbacks=[steps], dataset_sink_mode=False)
@@ -152,7 +152,7 @@ def test_graph_and_pynative_give_the_same_parameters(small):
 def test_parameters_equal_the_c_librarys():
     """`sluice train --seed 7 --max-steps 100 --save` (the C API) and the
     same seeds, pipeline and steps from Python write the same numbers."""
-    root = fashion_or_skip()
+    root = fashion_or_fail()
     cli = os.environ.get("SLUICE_TEST_CLI")
     if not cli or not os.path.exists(cli):
         pytest.skip("SLUICE_TEST_CLI is not set (run through make check)")
@@ -283,7 +283,7 @@ def test_checkpoints(small, tmp_path):
 
 
 def test_eval_returns_accuracy():
-    root = fashion_or_skip()
+    root = fashion_or_fail()
     model, _ = lenet(metrics={"accuracy"})
     model.train(1, create_dataset(root).take(50), dataset_sink_mode=True)
     test = create_dataset(root, usage="test", shuffle=False).take(20)  # 640 samples
@@ -491,7 +491,7 @@ def test_lenet_sluice_example_runs(loop, line):
     """bindings/python/examples/lenet_sluice.py, each of the seeds' loops for
     2 epochs of 20 steps: one loss line per epoch (per sink), then the
     accuracy."""
-    root = fashion_or_skip()
+    root = fashion_or_fail()
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "lenet_sluice.py")
     out = subprocess.run([sys.executable, example, "--data", root, "--epochs", "2",
                           "--sink-size", "20", "--eval-batches", "5", "--loop", loop],
@@ -555,7 +555,7 @@ def test_seed_model_train_example_runs_on_a_folder_of_train_files(imports, tmp_p
 def test_readme_training_example(capsys):
     """The Python block of docs/python-training.md (the training section that
     was README.md's) runs as written."""
-    fashion_or_skip()
+    fashion_or_fail()
     doc = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs",
                        "python-training.md")
     text = open(doc).read()
