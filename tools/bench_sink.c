@@ -415,7 +415,7 @@ static void json_spread(const cli_spread *s)
  * range, or with one round the value and what it means, or why there is
  * none. */
 static void text_spread(const char *device, const char *title, const cli_spread *s,
-                        size_t rounds, int is_h)
+                        size_t rounds, int is_h, int serial)
 {
     printf("  %-8s %-22s ", device, title);
     if (s->kept == 0) {
@@ -428,7 +428,11 @@ static void text_spread(const char *device, const char *title, const cli_spread 
         return;
     }
     printf("%.2f", s->median);
-    if (rounds == 1 && is_h && s->median < 0.0)
+    if (rounds == 1 && serial)
+        printf("  (one round: it overlaps nothing by construction, so its distance from 0\n"
+               "  %-8s %-22s        is the noise of this round's figures)\n",
+               "", "");
+    else if (rounds == 1 && is_h && s->median < 0.0)
         printf("  (one round: the run took longer than its parts one after the other, so "
                "nothing ran beside)\n");
     else if (rounds == 1 && is_h && s->median > 1.0)
@@ -624,7 +628,7 @@ int cli_bench_sink_main(int argc, char **argv)
                 printf(", \"%s\": ", run_names[run]);
                 json_spread(&sp);
             } else if (run == RUN_SINK_FULL || run == RUN_SERIAL) {
-                text_spread(a.devices[d], run_titles[run], &sp, rounds, 1);
+                text_spread(a.devices[d], run_titles[run], &sp, rounds, 1, run == RUN_SERIAL);
             }
         }
         if (a.json)
@@ -661,7 +665,7 @@ int cli_bench_sink_main(int argc, char **argv)
                 printf(", \"%s\": ", run_names[run]);
                 json_spread(&sp);
             } else if (run == RUN_SINK_FULL || run == RUN_NONSINK) {
-                text_spread(a.devices[d], run_titles[run], &sp, rounds, 0);
+                text_spread(a.devices[d], run_titles[run], &sp, rounds, 0, 0);
             }
         }
         if (a.json)
