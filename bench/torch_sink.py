@@ -53,7 +53,9 @@ Rounds: --repeats rounds, each running every configuration once and then
 configuration across rounds.  The best PyTorch configuration is the one with
 the highest median.  From sluice it reports the medians (cpu:0) of
 sink_full (sink_size -1), sink_1000, nonsink, compute_only and data_only
-samples/s and of the overlap efficiency, and the ratio
+samples/s, the hidden fraction h of sink_size -1 (each round's own, from
+its runs; rounds the bench flags as noise are left out) or, from an older
+sluice, the overlap efficiency, and the ratio
     sluice sink (sink_size -1) / best PyTorch end to end   (goal >= 2.5x)
 plus the same ratio for sink_1000 and nonsink.
 
@@ -67,9 +69,10 @@ Exit status: 0; 1 if a torch or sluice run fails (its stderr is printed);
     load_ms, loss_first50, loss_last50 (medians), best (bool)};
   best: {id, config, samples_per_s};
   sluice: null, or {cmd (list), runs (per round: {name: samples/s, ...,
-    overlap_efficiency}), sink_full, sink_1000, nonsink, compute_only,
+    overlap_efficiency, hidden}), sink_full, sink_1000, nonsink, compute_only,
     data_only (median samples/s; data_only null if absent),
-    overlap_efficiency (median, null if absent)};
+    overlap_efficiency (median, null if absent), hidden (median of the
+    rounds that were not noise, null if none)};
   ratios: {sink_full_over_best_torch, sink_1000_over_best_torch,
     nonsink_over_best_torch} (with --sluice), goal: 2.5.
 Progress goes to stderr, results to stdout.
@@ -270,6 +273,10 @@ def parse_sluice(stdout):
         return None
     oe = (out.get("overlap_by_device") or {}).get("cpu:0", out.get("overlap_efficiency"))
     res["overlap_efficiency"] = float(oe) if isinstance(oe, (int, float)) else None
+    # the hidden fraction of this one round (null when the bench flagged it as noise)
+    h = (((out.get("hidden_by_device") or {}).get("cpu:0") or {}).get("sink_full") or {}).get("median")
+    res["hidden"] = float(h) if isinstance(h, (int, float)) and not isinstance(h, bool) else None
+    res["hidden_noise"] = res["hidden"] is None and "hidden_by_device" in out
     return res
 
 
@@ -387,7 +394,7 @@ def main():
             sluice_runs.append(run_sluice(sluice_cmd))
             log(f"  round {r}: sluice " + ", ".join(
                 f"{k} {v:,.0f}" for k, v in sluice_runs[-1].items()
-                if k != "overlap_efficiency"))
+                if k not in ("overlap_efficiency", "hidden", "hidden_noise") and v is not None))
 
     torch_version = configs[0]["results"][0]["torch"]
     out = []
@@ -410,7 +417,7 @@ def main():
     sluice, ratios = None, {}
     if sluice_cmd:
         sluice = {"cmd": sluice_cmd, "runs": sluice_runs}
-        for k in SLUICE_NAMES + ("overlap_efficiency",):
+        for k in SLUICE_NAMES + ("overlap_efficiency", "hidden"):
             vals = [x[k] for x in sluice_runs if x.get(k) is not None]
             sluice[k] = med(vals) if vals else None
         for k in ("sink_full", "sink_1000", "nonsink"):
@@ -454,6 +461,12 @@ def main():
                   + f"{sluice[k]:>10,.0f}   {labels[k]}")
         if sluice["overlap_efficiency"] is not None:
             print(f"  overlap efficiency (median) {sluice['overlap_efficiency']:.3f}")
+        kept = sum(1 for x in sluice_runs if x.get("hidden") is not None)
+        if sluice["hidden"] is not None:
+            print(f"  hidden fraction h of sink, sink_size -1 (median of {kept} of "
+                  f"{len(sluice_runs)} rounds; the others noise): {sluice['hidden']:.2f}")
+        elif any(x.get("hidden_noise") for x in sluice_runs):
+            print("  hidden fraction h of sink, sink_size -1: noise in every round")
         r = ratios["sink_full_over_best_torch"]
         print(f"\nsluice sink (sink_size -1) / best PyTorch end to end: {r:.2f}x "
               f"(goal >= {GOAL}x: {'met' if r >= GOAL else 'NOT met'})")
