@@ -812,6 +812,14 @@ run train --data "$MNIST" --max-steps 2 --no-eval --workers 1 --autotune --json
 expect "train --autotune --json" 0 stdout '"autotune": \['
 run bench sink --devices tpu:0
 expect "bench sink --devices tpu:0" 2 stderr 'cpu:N or sim:N'
+run bench sink --devices cpu:0,,sim:0
+expect "bench sink --devices cpu:0,,sim:0" 2 stderr "holds an empty name"
+run bench sink --devices cpu:0,
+expect "bench sink --devices cpu:0," 2 stderr "holds an empty name"
+run bench sink --devices cpu:0,cpu:0
+expect "bench sink --devices cpu:0,cpu:0" 2 stderr "'cpu:0' is named twice"
+run train --device cpu:0,cpu:1
+expect "train --device cpu:0,cpu:1" 2 stderr "names several devices"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

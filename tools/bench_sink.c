@@ -135,11 +135,27 @@ void cli_bench_sink_usage(FILE *f)
 static int parse_devices(bench_args *a, const char *list)
 {
     char *save = NULL, *tok;
+    size_t len = strlen(list);
+    /* strtok_r would skip an empty item silently: refuse it instead */
+    if (len == 0 || list[0] == ',' || list[len - 1] == ',' || strstr(list, ",,")) {
+        cli_error(CMD, "--devices: '%s' holds an empty name; give a comma list such as "
+                  "cpu:0,sim:0", list);
+        return -1;
+    }
+    if (len >= sizeof a->devices_buf) {
+        cli_error(CMD, "--devices: the list is too long (%zu characters)", len);
+        return -1;
+    }
     snprintf(a->devices_buf, sizeof a->devices_buf, "%s", list);
     a->ndevices = 0;
     for (tok = strtok_r(a->devices_buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char kind[8];
         int id, end = 0;
+        for (size_t k = 0; k < a->ndevices; k++)
+            if (strcmp(a->devices[k], tok) == 0) {
+                cli_error(CMD, "--devices: '%s' is named twice", tok);
+                return -1;
+            }
         if (sscanf(tok, "%7[a-z]:%d%n", kind, &id, &end) != 2 || tok[end] != '\0' ||
             (strcmp(kind, "cpu") != 0 && strcmp(kind, "sim") != 0) || id < 0 || id > 63) {
             cli_error(CMD, "--devices: '%s' is not cpu:N or sim:N", tok);

@@ -235,6 +235,11 @@ static int parse_option(train_args *a, int opt, const char *arg)
     case OPT_DEVICE: {
         char kind[8];
         int id, end = 0;
+        if (strchr(arg, ',')) {
+            cli_error(cmd, "--device: '%s' names several devices; a model trains on one "
+                      "device for now (cpu:N or sim:N)", arg);
+            return -1;
+        }
         if (sscanf(arg, "%7[a-z]:%d%n", kind, &id, &end) != 2 || arg[end] != '\0' ||
             (strcmp(kind, "cpu") != 0 && strcmp(kind, "sim") != 0) || id < 0 || id > 63) {
             cli_error(cmd, "--device: '%s' is not cpu:N or sim:N (N in [0, 63])", arg);
