@@ -184,6 +184,16 @@ def hidden_cell(fig, *keys):
     return cell + (f", {noise} noise" if noise else "")
 
 
+
+def ratios_lines(fig):
+    """The lines under a comparison table: "Ratios: a 1.23x; b 0.98x." from
+    the result's "ratios", or nothing when it has none."""
+    ratios = fig.need("result", "ratios", kind="dict")
+    if not ratios:
+        return []
+    return ["", "Ratios: " + "; ".join(
+        f"{k} {fig.need('result', 'ratios', k, kind='number'):.2f}x" for k in ratios) + "."]
+
 def render_sink_hidden(fig):
     """bench sink's JSON since the hidden fraction (hidden_by_device)."""
     runs = SINK_RUNS + [("serial", "serial")]
@@ -454,12 +464,7 @@ def render_torch_train(fig):
                f"medians of {fig.need('result', 'repeats', kind='number')} interleaved rounds.")
     out.append("")
     out += table(["configuration", "OpenBLAS threads", "samples/s"], rows)
-    ratios = fig.need("result", "ratios", kind="dict")
-    if ratios:
-        out.append("")
-        out.append("Ratios: " + "; ".join(
-            f"{k} {fig.need('result', 'ratios', k, kind='number'):.2f}x" for k in ratios) + ".")
-    return out
+    return out + ratios_lines(fig)
 
 
 def render_torch_sink(fig):
@@ -507,12 +512,7 @@ def render_python_dataset(fig):
                f"configuration in a fresh process.")
     out.append("")
     out += table(["configuration", "images/s", "first batch ms", "peak RSS"], rows)
-    ratios = fig.need("result", "ratios", kind="dict")
-    if ratios:
-        out.append("")
-        out.append("Ratios: " + "; ".join(
-            f"{k} {fig.need('result', 'ratios', k, kind='number'):.2f}x" for k in ratios) + ".")
-    return out
+    return out + ratios_lines(fig)
 
 
 def render_torch_pipeline(fig):
@@ -534,12 +534,7 @@ def render_torch_pipeline(fig):
                f"{fig.need('result', 'repeats', kind='number')} runs, worker start-up included.")
     out.append("")
     out += table(["configuration", "images/s", "first batch ms"], rows)
-    ratios = fig.need("result", "ratios", kind="dict")
-    if ratios:
-        out.append("")
-        out.append("Ratios: " + "; ".join(
-            f"{k} {fig.need('result', 'ratios', k, kind='number'):.2f}x" for k in ratios) + ".")
-    return out
+    return out + ratios_lines(fig)
 
 
 # name -> (figures file, renderer, made by figures.sh without options)

@@ -60,39 +60,10 @@ static void age_file(const char *dir, const char *name, int seconds)
     free(path);
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names in dir, sorted, each followed by one space. */
-static void listing(const char *dir, char *buf, size_t len)
-{
-    char *names[64];
-    size_t n = 0, used = 0;
-    struct dirent *e;
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        ck_assert_uint_lt(n, 64);
-        names[n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, n, sizeof names[0], cmp_names);
-    buf[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        used += (size_t)snprintf(buf + used, len - used, "%s ", names[i]);
-        ck_assert_uint_lt(used, len);
-        free(names[i]);
-    }
-}
-
 static void expect_listing(const char *dir, const char *want)
 {
     char got[4096];
-    listing(dir, got, sizeof got);
+    tu_listing(dir, got, sizeof got);
     ck_assert_str_eq(got, want);
 }
 

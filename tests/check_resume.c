@@ -521,35 +521,6 @@ START_TEST(test_time_monitor_after_resume)
 }
 END_TEST
 
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names in dir, sorted, each followed by one space. */
-static void listing(const char *dir, char *buf, size_t len)
-{
-    char *names[32];
-    size_t n = 0, used = 0;
-    struct dirent *e;
-    DIR *d = opendir(dir);
-    ck_assert_msg(d != NULL, "%s: no such folder", dir);
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        ck_assert_uint_lt(n, 32);
-        names[n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, n, sizeof names[0], cmp_names);
-    buf[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        used += (size_t)snprintf(buf + used, len - used, "%s ", names[i]);
-        ck_assert_uint_lt(used, len);
-        free(names[i]);
-    }
-}
-
 START_TEST(test_ckpt_steps_at_sink_ends_and_the_run_end)
 {
     /* Checkpoints every 6 global steps, the run stopped by max_steps at
@@ -576,7 +547,7 @@ START_TEST(test_ckpt_steps_at_sink_ends_and_the_run_end)
         ck_assert_int_eq(sl_callback_checkpoint(&ck, dir, "lenet", 6, 0), SL_OK);
         train(m, ds, md, &t, cbs, 1);
         ck_assert_int_eq(sl_model_global_step(m), 19);
-        listing(dir, got, sizeof got);
+        tu_listing(dir, got, sizeof got);
         ck_assert_msg(strcmp(got, want[i]) == 0, "%s: %s", md->name, got);
         path = tu_path(dir, last[i]);
         ck_assert_msg(sl_model_load(n, path) == SL_OK, "%s", sl_model_last_error(n));

@@ -6,6 +6,7 @@
 
 #include "tests/testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <setjmp.h>
@@ -478,4 +479,32 @@ int tu_infer_identity(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec 
     (void)err;
     *out = *in;
     return SL_OK;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void tu_listing(const char *dir, char *buf, size_t len)
+{
+    char *names[64];
+    size_t n = 0, used = 0;
+    struct dirent *e;
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "%s: cannot read the folder", dir);
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        ck_assert_uint_lt(n, 64);
+        names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof names[0], cmp_names);
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        used += (size_t)snprintf(buf + used, len - used, "%s ", names[i]);
+        ck_assert_uint_lt(used, len);
+        free(names[i]);
+    }
 }

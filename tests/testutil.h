@@ -20,6 +20,10 @@ char *tu_mkdtemp(void);
 void tu_rmtree(const char *path);
 /* dir + "/" + name, malloc'd. */
 char *tu_path(const char *dir, const char *name);
+/* The names in dir but . and .., sorted, each followed by one space, into
+ * buf (len bytes); fails the test when dir cannot be read, holds more than
+ * 64 names or buf is too small. */
+void tu_listing(const char *dir, char *buf, size_t len);
 
 /* The pixel tu_write_idx_images stores for image i at (y, x). */
 uint8_t tu_pixel(uint32_t i, uint32_t y, uint32_t x);
