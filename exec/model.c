@@ -407,14 +407,19 @@ int sl__model_pick_columns(sl_model *m, const sl_dataset *ds, const char *const 
     size_t found = 0, ncols = sl_dataset_num_columns(ds);
     const char *have[SL_MAX_COLUMNS];
     char want_s[256], have_s[256];
+    if (n > SL_MAX_COLUMNS)
+        return sl__errf(&m->err, SL_EINVAL, "%s: the network reads %zu inputs; at most %d can be "
+                        "fed", what, n, SL_MAX_COLUMNS);
     for (size_t i = 0; i < n; i++) {
         cols[i] = sl_dataset_column_index(ds, names[i]);
         found += cols[i] >= 0;
     }
     if (found == n)
         return SL_OK;
-    /* As MindSpore feeds a network its dataset's columns: in order. */
-    if (ncols == n) {
+    /* As MindSpore feeds a network its dataset's columns: in order; but
+     * only when no column has an input's name, lest a column named for one
+     * input feed another. */
+    if (found == 0 && ncols == n) {
         for (size_t i = 0; i < n; i++)
             cols[i] = (int)i;
         return SL_OK;
@@ -484,7 +489,7 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
     sl_iterator *it = NULL;
     int64_t classes = m->opts.network.num_classes, correct = 0, seen = 0;
     double loss_sum = 0.0;
-    const char *roles[2] = {"image", "label"};
+    const char *roles[2];
     int cols[2], image_col, label_col, rc;
 
     sl__err_clear(&m->err);
@@ -493,7 +498,13 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
         return sl__errf(&m->err, SL_ESTATE,
                         "eval: the model's graph has no logits to evaluate (it was built "
                         "from a training step only)");
-    /* The eval step reads the image; the labels are scored here. */
+    /* The eval step reads the image; the labels are scored here. The
+     * network names its two inputs ("image", "label" when built in). */
+    if (m->net.image < 0 || m->net.label < 0)
+        return sl__errf(&m->err, SL_ESTATE,
+                        "eval: the model's network names no image or label input to evaluate");
+    roles[0] = sl_graph_node_name(m->g, m->net.image);
+    roles[1] = sl_graph_node_name(m->g, m->net.label);
     rc = sl__model_pick_columns(m, ds, roles, 2, "eval", cols);
     if (rc < 0)
         return rc;

@@ -89,10 +89,11 @@ enum { SL__HOOK_BEGIN, SL__HOOK_EPOCH_BEGIN, SL__HOOK_STEP_END, SL__HOOK_EPOCH_E
  * (a positive one asks train to stop, a negative one is an error). */
 int sl__model_run_hooks(sl_model *m, sl_callback *const *cbs, size_t n, size_t hook,
                         const sl_train_info *info);
-/* The dataset columns cols[i] that feed the n inputs names[i]: by name
- * when the dataset has a column of each name; otherwise by position when
- * it has exactly n columns, as MindSpore feeds a network its dataset's
- * columns in order. SL_EINVAL naming both lists otherwise. */
+/* The dataset columns cols[i] that feed the n inputs names[i] (n at most
+ * SL_MAX_COLUMNS): by name when the dataset has a column of each name;
+ * otherwise, when no column has any input's name and the dataset has
+ * exactly n columns, by position, as MindSpore feeds a network its
+ * dataset's columns in order. SL_EINVAL naming both lists otherwise. */
 int sl__model_pick_columns(sl_model *m, const sl_dataset *ds, const char *const *names, size_t n,
                            const char *what, int *cols);
 /* sl__model_pick_columns for the inputs the step reads, by their names. */

@@ -370,6 +370,18 @@ START_TEST(test_columns_feed_the_network_in_order)
                   sl_model_last_error(renamed));
     ck_assert_double_eq(a.accuracy, b.accuracy);
     ck_assert_double_eq(a.loss, b.loss);
+    /* One name matches, the other does not: no guessing by position (the
+     * label column would feed the image), an error naming both lists. */
+    {
+        sl_dataset *half = mnist_pipeline(t.dir, SL_MNIST_TRAIN, 2, 0, 1, 1);
+        rename_column(half, "label", "target", 1);
+        ck_assert_int_eq(sl_model_train_opts(renamed, 1, half, NULL, 0, &to), SL_EINVAL);
+        ck_assert_msg(strstr(sl_model_last_error(renamed), "the network reads 'image', "
+                                                           "'label'; the dataset's columns are "
+                                                           "'image', 'target'"),
+                      "%s", sl_model_last_error(renamed));
+        sl_dataset_free(half);
+    }
     sl_model_free(named);
     sl_model_free(renamed);
     sl_dataset_free(ds);

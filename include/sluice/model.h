@@ -105,8 +105,8 @@ SL_API int sl_model_new(sl_model **out, const sl_model_options *o, char *err, si
 /* A model over a graph the caller built (a network traced from Python):
  * g holds the inputs, the scalar loss net->loss, its backward and the
  * optimizer's updates (sl_graph_momentum or sl_graph_sgd), and its
- * parameters' values. The training step reads the graph's inputs by name
- * from the dataset's columns. net->logits may be -1: the model then
+ * parameters' values. The training step reads the graph's inputs from the
+ * dataset's columns by name, or in order (sl_model_train says when). net->logits may be -1: the model then
  * trains but cannot evaluate; with logits, net->image and net->label name
  * the inputs evaluation feeds. o's context and timeouts apply; its
  * network, optimizer and seed fields do not. The model owns g from now
@@ -121,9 +121,9 @@ SL_API sl_graph *sl_model_graph(sl_model *m);
 /* Trains for epochs passes over dataset, whose rows must hold the
  * network's inputs: for the built-in networks an image (float32
  * (N, C, H, W)) and a label (int32 (N)) of the model's shapes. Columns feed
- * the inputs of their names ("image", "label"), or, when the dataset has
- * exactly one column per input, in order, as MindSpore feeds a network
- * (sl_model_eval likewise). Returns 0 when done or stopped, else the error: a pipeline error
+ * the inputs of their names ("image", "label"), or, when no column has an
+ * input's name and the dataset has exactly one column per input, in order,
+ * as MindSpore feeds a network (sl_model_eval likewise). Returns 0 when done or stopped, else the error: a pipeline error
  * (with the iterator's message), a wrong shape (naming the op and shapes),
  * a label outside [0, classes), a NaN or infinite loss (naming the step).
  * Every pipeline thread is joined before it returns. */

@@ -308,6 +308,9 @@ def test_bad_arguments_raise_value_error(small, mnist):
         model.train(1, small, dataset_sink_mode=True, sink_size=0)
     with pytest.raises(ValueError, match="epoch"):
         model.train(0, small)
+    with pytest.raises(ValueError, match=r"the dataset's columns are \['image', 'target'\]"):
+        model.train(1, small.map(transforms.TypeCast(sluice.int32), input_columns="label",
+                                 output_columns="target"))
     with pytest.raises(ValueError, match=r"float32 \[32, 1, 32, 32\]"):
         model.train(1, ds.MnistDataset(mnist, usage="train").batch(32, drop_remainder=True))
     with pytest.raises(ValueError, match="int32"):

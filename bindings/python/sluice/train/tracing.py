@@ -108,7 +108,8 @@ def feed_columns(names, what):
     names = list(names)
     if "image" in names and "label" in names:
         return "image", "label"
-    if len(names) == 2:
+    # in order only when neither name is there, lest "label" feed the image
+    if len(names) == 2 and "image" not in names and "label" not in names:
         return names[0], names[1]
     raise ValueError(f"{what}: the network reads 'image' and 'label'; the dataset's columns "
                      f"are {names}: give it columns of those names, or exactly 2 columns, which "
