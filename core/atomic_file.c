@@ -53,8 +53,9 @@ int sl__atomic_close(sl__atomic_file *af, int failed, sl__error *err)
         e = errno;
     if (failed || e != 0)
         unlink(af->tmp);
-    if (fclose(af->f) != 0 && !failed && e == 0)
-        e = errno ? errno : EIO;
+    /* After a rename the bytes are synced and in place: fclose's result can
+     * no longer make the write fail. */
+    fclose(af->f);
     free(af->tmp);
     af->tmp = NULL;
     af->f = NULL;

@@ -78,8 +78,8 @@ SL_API int sl_callback_checkpoint(sl_callback *out, const char *dir, const char 
  * s. Other files are never touched. removed (may be NULL) gets the path
  * of each file removed, to report it; a folder that does not exist holds
  * none. ModelCheckpoint does the same when a run begins. SL_OK; SL_EINVAL
- * (no dir or prefix) or SL_EIO with the reason in err (err_len bytes; may
- * be NULL). */
+ * (no dir or prefix), SL_EIO or SL_ENOMEM with the reason in err (err_len
+ * bytes; may be NULL). */
 SL_API int sl_checkpoint_remove_temps(const char *dir, const char *prefix, sl_line_fn removed,
                                       void *user, char *err, size_t err_len);
 /* Releases a callback's state (calls its free). */

@@ -156,7 +156,7 @@ int sl_op_random_horizontal_flip_new(sl_op **out, double p, char *err, size_t er
     *out = NULL;
     if (!(p >= 0.0 && p <= 1.0))
         return sl__err_out(err, err_len, SL_EINVAL,
-                           "random_horizontal_flip: the probability p must be in [0, 1], got %g",
+                           "random_horizontal_flip: the probability of a flip must be in [0, 1], got %g",
                            p);
     rc = sl__op_alloc(out, sizeof(random_flip_op), &random_flip_iface, 1);
     if (rc != SL_OK)
