@@ -139,9 +139,28 @@ static int take_batches(sl_model *m, sl_dataset *ds, int64_t epoch, int64_t star
 }
 
 /* Batches per chunk: what an epoch may hold, at most `want`. */
+/* Batches of the step's inputs that fit in BENCH_MAX_BYTES (at least 1),
+ * from the graph's input shapes: what bounds an endless epoch's chunk
+ * before any batch is read. */
+static int64_t batches_that_fit(const sl_model *m)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < sl_step_num_inputs(m->train_step); i++) {
+        sl_tensor_spec spec;
+        size_t e;
+        if (sl_graph_node_spec(m->g, sl_step_input_node(m->train_step, i), &spec) != SL_OK)
+            continue;
+        e = sl_dtype_size(spec.dtype);
+        for (int d = 0; d < spec.ndim; d++)
+            e *= spec.shape[d] > 0 ? (size_t)spec.shape[d] : 1;
+        bytes += e;
+    }
+    return bytes ? (int64_t)(BENCH_MAX_BYTES / bytes) + 1 : INT64_MAX;
+}
+
 static int epoch_batches(sl_model *m, sl_dataset *ds, int64_t want, int64_t *out)
 {
-    int64_t spe = -1;
+    int64_t spe = -1, fit = batches_that_fit(m);
     if (sl_dataset_get_dataset_size(ds, &spe) != SL_OK || spe == SL_DATASET_SIZE_ENDLESS)
         spe = want; /* an endless epoch: the bytes cap the chunk */
     if (spe < 1)
@@ -149,6 +168,8 @@ static int epoch_batches(sl_model *m, sl_dataset *ds, int64_t want, int64_t *out
                         "bench: an epoch of the dataset holds no batch (fewer samples than "
                         "the batch size, with drop_remainder?)");
     *out = spe < want ? spe : want;
+    if (*out > fit)
+        *out = fit;
     return SL_OK;
 }
 
@@ -187,12 +208,16 @@ int sl_bench_batches_new(sl_bench_batches **out, sl_model *m, sl_dataset *ds,
         b->ninputs = n;
         b->count = got; /* entries not yet copied are NULL, which free skips */
     }
-    /* Copies, so that the pipeline's pool gets its blocks back. */
-    for (int64_t i = 0; i < got && rc == SL_OK; i++)
+    /* Copies, so that the pipeline's pool gets its blocks back: each row
+     * goes back as soon as it is copied, so the two never both hold the
+     * whole epoch. */
+    for (int64_t i = 0; i < got && rc == SL_OK; i++) {
         for (size_t k = 0; k < n && rc == SL_OK; k++)
             if ((rc = copy_tensor(rows[i].columns[cols[k]], &b->feed[(size_t)i * n + k])) < 0)
                 rc = sl__errf(&m->err, rc, "bench: out of memory for %lld batches",
                               (long long)got);
+        sl_row_clear(&rows[i]);
+    }
 out:
     for (int64_t i = 0; rows && i < got; i++)
         sl_row_clear(&rows[i]);

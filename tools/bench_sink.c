@@ -208,7 +208,10 @@ static int parse_args(int argc, char **argv, bench_args *a)
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1 && !bad) {
         switch (opt) {
         case 'h': cli_bench_sink_usage(stdout); return -1;
-        case OPT_STEPS: bad = cli_parse_int64(CMD, "--steps", optarg, 1, INT64_MAX, &a->steps); break;
+        case OPT_STEPS:
+            /* at most 10^12: epochs are counted as steps + per_epoch - 1 */
+            bad = cli_parse_int64(CMD, "--steps", optarg, 1, 1000000000000LL, &a->steps);
+            break;
         case OPT_REPEATS:
             bad = cli_parse_int64(CMD, "--repeats", optarg, 1, MAX_REPEATS, &a->repeats);
             break;
@@ -649,7 +652,7 @@ int cli_bench_sink_main(int argc, char **argv)
         }
         if (a.json)
             printf("}");
-        else
+        else if (tc > 0.0 && td > 0.0)
             printf("  %-8s (data is %.1f%% of compute here: 1%% of noise in a run moves h by "
                    "%.2f)\n",
                    "", 100.0 * td / tc, cli_hidden_per_percent(tc, td));

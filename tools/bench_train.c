@@ -353,9 +353,12 @@ int cli_bench_train_main(int argc, char **argv)
         printf(", \"per_op_ms_per_step\": {");
         for (size_t i = 0; i < nops; i++)
             printf("%s\"%s\": %.4f", i ? ", " : "", ops[i].op, ops[i].ms / (double)timed_steps);
-        printf("}, \"sgemm_1024_gflops_per_thread\": %.1f, \"fma_peak_gflops_per_thread\": %.1f"
-               ", \"per_op_gflops\": {",
-               sgemm, peak);
+        printf("}, \"sgemm_1024_gflops_per_thread\": %.1f", sgemm);
+        if (peak > 0.0) /* the loop failed: no figure, rather than a false 0 */
+            printf(", \"fma_peak_gflops_per_thread\": %.1f", peak);
+        else
+            printf(", \"fma_peak_gflops_per_thread\": null");
+        printf(", \"per_op_gflops\": {");
         for (size_t i = 0, n = 0; i < nops; i++)
             if (ops[i].flops > 0.0)
                 printf("%s\"%s\": %.1f", n++ ? ", " : "", ops[i].op,
