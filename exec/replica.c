@@ -295,9 +295,11 @@ void sl__replicas_get_stats(const sl__replica_set *rs, int64_t steps, sl_paralle
     out->devices = rs->n;
     out->steps = steps;
     for (int r = 0; r < rs->n; r++) {
+        double work = sl__comm_work_ms(rs->comm, r);
         out->compute_ms += rs->reps[r].compute_ms / rs->n;
         out->fuse_ms += rs->reps[r].fuse_ms / rs->n;
         out->allreduce_ms += rs->reps[r].allreduce_ms / rs->n;
+        out->reduce_ms = out->reduce_ms < 0 || work < 0 ? -1.0 : out->reduce_ms + work / rs->n;
     }
 }
 

@@ -204,7 +204,8 @@ static double stat_ms_per_step(const config *c, size_t n, int which)
     double v[MAX_REPEATS];
     for (size_t i = 0; i < n; i++) {
         const sl_parallel_stats *s = &c->stats[i];
-        double x = which == 0 ? s->compute_ms : which == 1 ? s->fuse_ms : s->allreduce_ms;
+        double x = which == 0 ? s->compute_ms : which == 1 ? s->fuse_ms
+                 : which == 2 ? s->allreduce_ms : s->reduce_ms;
         v[i] = s->steps > 0 ? x / (double)s->steps : 0;
     }
     return median_of(v, n);
@@ -224,7 +225,7 @@ int cli_bench_devices_main(int argc, char **argv)
     config c[2];
     char many[48];
     size_t n;
-    double one, par, compute, fuse, reduce, step;
+    double one, par, compute, fuse, reduce, work, step;
     int rc = parse_args(argc, argv, &a);
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
@@ -268,6 +269,7 @@ int cli_bench_devices_main(int argc, char **argv)
     compute = stat_ms_per_step(&c[1], n, 0);
     fuse = stat_ms_per_step(&c[1], n, 1);
     reduce = stat_ms_per_step(&c[1], n, 2);
+    work = stat_ms_per_step(&c[1], n, 3);
     step = compute + fuse + reduce;
     if (a.json) {
         printf("{\"devices\": ");
@@ -280,8 +282,8 @@ int cli_bench_devices_main(int argc, char **argv)
         printf(", \"devices_samples_per_s\": %.1f, \"devices_runs\": ", par);
         print_runs(stdout, c[1].sps, n);
         printf(", \"ratio\": %.4f, \"compute_ms_per_step\": %.4f, \"fuse_ms_per_step\": %.4f"
-               ", \"allreduce_ms_per_step\": %.4f}\n",
-               one > 0 ? par / one : 0.0, compute, fuse, reduce);
+               ", \"allreduce_ms_per_step\": %.4f, \"reduce_work_ms_per_step\": %.4f}\n",
+               one > 0 ? par / one : 0.0, compute, fuse, reduce, work);
         return CLI_EXIT_OK;
     }
     printf("one device:  %.0f samples/s (median of %zu)\n", one, n);
@@ -289,7 +291,9 @@ int cli_bench_devices_main(int argc, char **argv)
            one > 0 ? par / one : 0.0);
     if (step > 0)
         printf("a device's step in %s: compute %.3f ms, fusing gradients %.3f ms, allreduce "
-               "%.3f ms (%.1f%% of the step, waiting for the slower device included)\n",
-               many, compute, fuse, reduce, 100.0 * reduce / step);
+               "%.3f ms (%.1f%% of the step): summing and copying %.3f ms (%.1f%%), the rest "
+               "waiting for the slower device\n",
+               many, compute, fuse, reduce, 100.0 * reduce / step, work,
+               100.0 * work / step);
     return CLI_EXIT_OK;
 }

@@ -120,6 +120,8 @@ typedef struct sl_parallel_stats {
     double fuse_ms;          /* copying gradients into the fused buffer and back */
     double allreduce_ms;     /* in the communicator: the reduction, and waiting
                               * for the slowest device to arrive */
+    double reduce_ms;        /* of that, summing and copying alone (-1: the
+                              * communicator cannot say) */
 } sl_parallel_stats;
 
 SL_API void sl_train_options_init_sized(sl_train_options *o, size_t size);
