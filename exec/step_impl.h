@@ -9,7 +9,7 @@
 #include "sluice/step.h"
 #include "core/pool.h"
 #include "exec/graph_impl.h"
-#include "exec/team.h"
+#include "devices/team.h"
 #include "core/trace.h"
 
 struct sl_executor {

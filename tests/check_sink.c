@@ -28,7 +28,7 @@
 #include "devices/device_queue.h"
 #include "devices/channel.h"
 #include "exec/model_impl.h"
-#include "exec/team.h"
+#include "devices/team.h"
 #include "ops/op_impl.h"
 #include "pipeline/dataset_impl.h"
 #include "pipeline/source.h"
