@@ -822,6 +822,13 @@ expect "bench sink --devices cpu:0,cpu:0" 2 stderr "'cpu:0' is named twice"
 # (the small MNIST holds 2 batches: 1 global step an epoch)
 run train --data "$MNIST" --epochs 3 --no-eval --workers 1 --device cpu:0,cpu:1
 expect "train --device cpu:0,cpu:1" 0 stdout '^data parallel on 2 devices (cpu:0,cpu:1): .*global batch 64' stdout '^trained 3 steps'
+if command -v taskset >/dev/null 2>&1; then
+    # on one CPU, 2 devices of 1 thread each are more threads than CPUs: say so
+    timeout -k 10 "$LIMIT" taskset -c 0 "$SLUICE" train --data "$MNIST" --epochs 1 --no-eval \
+        --workers 1 --threads 1 --device cpu:0,cpu:1 >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    expect "train --device cpu:0,cpu:1 on one CPU" 0 stdout '^note: 2 devices x 1 compute thread on 1 CPUs: their threads take turns'
+fi
 run train --data "$MNIST" --epochs 2 --no-eval --no-sink --workers 1 --device sim:0,sim:1
 expect "train --no-sink --device sim:0,sim:1" 0 stdout '^trained 2 steps'
 run train --data "$MNIST" --max-steps 2 --no-eval --device cpu:0,,cpu:1
