@@ -480,7 +480,7 @@ int cli_bench_sink_main(int argc, char **argv)
     cli_pipeline pl;
     cli_kind kind;
     sl_thread_budget budget;
-    char budget_line[256], transfer_line[256];
+    char budget_line[256], transfer_line[256], cores_line[512];
     size_t nconf, rounds;
     int rc = parse_args(argc, argv, &a), exit_code = CLI_EXIT_FAIL;
 
@@ -563,6 +563,7 @@ int cli_bench_sink_main(int argc, char **argv)
     budget.pipeline_workers = (int)a.workers;
     budget.transfer_threads = 0;
     transfer_line[0] = '\0';
+    cores_line[0] = '\0';
     for (size_t d = 0; d < a.ndevices; d++) {
         sl_train_options to;
         sl_transfer_mode t;
@@ -573,6 +574,17 @@ int cli_bench_sink_main(int argc, char **argv)
         sl_train_options_init(&to);
         to.transfer = (int32_t)a.transfer;
         t = sl_model_transfer_mode(m, &to);
+        {
+            /* who owns which core: a sim computes on its own while it trains */
+            char cpus[128];
+            if (sl_device_cpus(sl_model_device(m), cpus, sizeof cpus) > 0) {
+                size_t cu = strlen(cores_line);
+                snprintf(cores_line + cu, sizeof cores_line - cu,
+                         "%s%s computes on CPU %s, the host's threads on the others while it "
+                         "trains",
+                         cu ? "; " : "", a.devices[d], cpus);
+            }
+        }
         sl_model_free(m);
         budget.transfer_threads += t == SL_TRANSFER_THREAD;
         snprintf(transfer_line + used, sizeof transfer_line - used, "%s%s %s", d ? ", " : "",
@@ -583,17 +595,18 @@ int cli_bench_sink_main(int argc, char **argv)
         printf("{\"steps\": %" PRId64 ", \"repeats\": %" PRId64 ", \"batch\": 32, \"cpus\": %d"
                ", \"thread_budget\": \"%s\", \"transfer\": \"%s\", \"order\": \"rotating\""
                ", \"fresh_model_per_run\": true, \"compute_batches\": %" PRId64
-               ", \"cpu_path\": \"%s\", \"blas_core\": \"%s\", \"runs\": [",
+               ", \"cpu_path\": \"%s\", \"blas_core\": \"%s\", \"cores\": \"%s\", \"runs\": [",
                a.steps, a.repeats, budget.cpus, budget_line, transfer_line,
-               sl_bench_batches_count(batches), sl_cpu_path(), sl_blas_core());
+               sl_bench_batches_count(batches), sl_cpu_path(), sl_blas_core(), cores_line);
     else
         printf("LeNet5, batch 32, %" PRId64 " steps per run, medians of %" PRId64
                " round%s\neach run from a fresh model (the same initial parameters), the "
-               "order rotating by round\nthread budget: %s\ntransfer: %s\n"
+               "order rotating by round\nthread budget: %s\ntransfer: %s\n%s%s%s"
                "compute only: the step over %" PRId64 " real batches of the pipeline, kept "
                "in memory, cycled\nOpenBLAS core: %s\n\n"
                "%-8s %-22s %11s %9s %11s %12s %12s %12s\n",
                a.steps, a.repeats, a.repeats == 1 ? "" : "s", budget_line, transfer_line,
+               cores_line[0] ? "cores: " : "", cores_line, cores_line[0] ? "\n" : "",
                sl_bench_batches_count(batches), sl_blas_core(), "device", "run", "samples/s",
                "ms/step", "CPU ms/step", "interactions", "GetNext ms", "chan-full ms");
     for (size_t d = 0; d < a.ndevices; d++)
