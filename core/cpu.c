@@ -126,3 +126,22 @@ void sl__cpu_mask_str(uint64_t mask, char *buf, size_t len)
         i = j;
     }
 }
+
+int sl__thread_affinity_get(sl__cpu_affinity *a)
+{
+    CPU_ZERO(&a->set);
+    return sched_getaffinity(0, sizeof a->set, &a->set) == 0 ? SL_OK : SL_EINVAL;
+}
+
+int sl__thread_affinity_set(const sl__cpu_affinity *a)
+{
+    return sched_setaffinity(0, sizeof a->set, &a->set) == 0 ? SL_OK : SL_EINVAL;
+}
+
+int sl__cpu_affinity_remove(sl__cpu_affinity *a, uint64_t mask)
+{
+    for (int i = 0; i < 64; i++)
+        if (mask & (UINT64_C(1) << i))
+            CPU_CLR(i, &a->set);
+    return CPU_COUNT(&a->set);
+}

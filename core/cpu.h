@@ -8,6 +8,7 @@
 #ifndef SLUICE_CORE_CPU_H
 #define SLUICE_CORE_CPU_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,5 +44,17 @@ int sl__thread_set_cpu_mask(uint64_t mask);
 int sl__cpu_mask_count(uint64_t mask);
 /* "1", "2-3", "0,2" into buf. */
 void sl__cpu_mask_str(uint64_t mask, char *buf, size_t len);
+
+/* A thread's whole affinity (every CPU, past 63 too), to give back as it
+ * was: saved, narrowed to leave a device's cores, restored. */
+typedef struct sl__cpu_affinity {
+    cpu_set_t set;
+} sl__cpu_affinity;
+/* The calling thread's affinity into a; SL_OK, or SL_EINVAL. */
+int sl__thread_affinity_get(sl__cpu_affinity *a);
+/* Sets the calling thread's affinity; SL_OK, or SL_EINVAL. */
+int sl__thread_affinity_set(const sl__cpu_affinity *a);
+/* Removes mask's CPUs from a; returns how many CPUs a keeps. */
+int sl__cpu_affinity_remove(sl__cpu_affinity *a, uint64_t mask);
 
 #endif

@@ -44,6 +44,9 @@ struct sl__comm {
  * process; n_max is the longest buffer allreduce will be given. */
 int sl__comm_local_new(sl__comm **out, int size, size_t n_max, sl__error *err);
 
+/* For tests: the ranks waiting at the in-process communicator's barrier. */
+int sl__comm_local_arrived(sl__comm *c);
+
 static inline int sl__comm_allreduce_mean(sl__comm *c, int rank, float *buf, size_t n,
                                           sl__error *err)
 {

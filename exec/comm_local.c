@@ -122,6 +122,16 @@ static void local_free(sl__comm *base)
     free(c);
 }
 
+int sl__comm_local_arrived(sl__comm *base)
+{
+    comm_local *c = (comm_local *)base;
+    int n;
+    pthread_mutex_lock(&c->lock);
+    n = c->arrived;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
 static const sl__comm_iface local_iface = {
     .kind = "local",
     .allreduce_mean = local_allreduce_mean,

@@ -36,6 +36,9 @@ struct sl_graph {
     uint64_t seed;
     int backward_done;
     int nparams;        /* parameters made so far, for init seeding */
+    /* Bumped when a node's attributes change after steps may have been
+     * compiled (sl_graph_set_learning_rate): a step copies them again. */
+    unsigned attr_changes;
     sl__error err;
 };
 

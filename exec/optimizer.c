@@ -72,5 +72,6 @@ int sl_graph_set_learning_rate(sl_graph *g, float lr)
     for (size_t i = 0; i < g->nnodes; i++)
         if (sl__graph_op_is_update(g->nodes[i].op))
             g->nodes[i].attr.opt.lr = lr;
+    g->attr_changes++; /* compiled steps hand the new rate to their device */
     return SL_OK;
 }

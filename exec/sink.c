@@ -220,8 +220,7 @@ static void sink_run_replicas(sl_model *m, sl__channel *f, sl__sink_run *r)
         r->rc = runs[failed].rc < 0 ? runs[failed].rc : SL_ECANCELED;
         sl__err_copy(&r->err, &rs->reps[failed].err);
     }
-    for (int k = 1; k < rs->n; k++)
-        r->getnext_wait_ms += runs[k].getnext_wait_ms;
+    /* r's waits are replica 0's: the executor stage reports one executor */
 }
 
 /* Runs on the executor's thread: one host<->device interaction. */
@@ -445,7 +444,7 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
 
     double started, sink_ms = 0, startup_wait_ms = 0;
 
-    atomic_store(&m->stop, 0);
+    /* m->stop: reset by sl_model_train_opts, before the replicas were made */
     memset(&m->sink_stats, 0, sizeof m->sink_stats);
     m->nstages = 0;
     if (epochs < 1)

@@ -63,6 +63,17 @@ int sl__step_trace(sl_step *s, sl_profiler *p, sl__track *track, int64_t epoch, 
     return SL_OK;
 }
 
+/* The program's copy of each node's attributes, again: the graph's changed
+ * since (a new learning rate). */
+static void refresh_attrs(sl_step *s)
+{
+    if (s->attr_changes == s->g->attr_changes)
+        return;
+    for (size_t i = 0; i < s->g->nnodes; i++)
+        s->nodes[i].attr = s->g->nodes[i].attr;
+    s->attr_changes = s->g->attr_changes;
+}
+
 /* What the device needs of each graph node (the program's nodes). */
 static int lower_nodes(sl_step *s)
 {
@@ -70,6 +81,7 @@ static int lower_nodes(sl_step *s)
     s->nodes = calloc(g->nnodes + 1, sizeof *s->nodes);
     if (!s->nodes)
         return SL_ENOMEM;
+    s->attr_changes = g->attr_changes;
     for (size_t i = 0; i < g->nnodes; i++) {
         const sl__graph_node *gn = &g->nodes[i];
         sl__prog_node *pn = &s->nodes[i];
@@ -195,6 +207,7 @@ static const sl__graph_node *first_reader(const sl_step *s, int j)
 
 static int bind_inputs(sl_step *s, sl_tensor *const *inputs, size_t ninputs)
 {
+    refresh_attrs(s);
     if (ninputs != s->ninputs)
         return sl__errf(&s->err, SL_EINVAL, "run: %zu inputs given, the step reads %zu",
                         ninputs, s->ninputs);
@@ -252,6 +265,7 @@ int sl__step_run_slots(sl_step *s, sl_tensor *const *inputs, size_t ninputs, int
 {
     int rc;
     finish_posted(s);
+    refresh_attrs(s);
     if (inputs) {
         rc = bind_inputs(s, inputs, ninputs);
         if (rc < 0)

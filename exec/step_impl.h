@@ -53,6 +53,7 @@ struct sl_step {
     sl__prog_node *nodes; /* (graph nodes) what the device needs of each */
     sl__program prog;
     sl__device_program *dp;
+    unsigned attr_changes; /* the graph's, when nodes[] was copied */
     int run_begin, run_end; /* the slots a run runs: [0, nslots) but for a
                              * data-parallel replica's two halves */
     int update_from;     /* train: the first update's step index (the updates

@@ -172,11 +172,12 @@ int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o
                             saved_dev, saved_dev == 1 ? "" : "s", ndev, saved_dev);
         if (d->steps_per_epoch != spe || d->seed != seed)
             return sl__errf(&m->err, SL_EINVAL,
-                            "train: cannot resume: the run being resumed read %lld batches per "
+                            "train: cannot resume: the run being resumed read %lld %s per "
                             "epoch with seed %llu, but this dataset gives %lld with seed %llu; "
                             "resume on the same data",
-                            (long long)d->steps_per_epoch * ndev, (unsigned long long)d->seed,
-                            (long long)spe * ndev, (unsigned long long)seed);
+                            (long long)d->steps_per_epoch, ndev > 1 ? "global steps" : "batches",
+                            (unsigned long long)d->seed, (long long)spe,
+                            (unsigned long long)seed);
         out->run_start = m->data_origin;
         out->epoch = (g - out->run_start) / spe;
         out->rows = (g - out->run_start) % spe;
@@ -291,7 +292,7 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     double epoch_t0, t0;
 
     sl__err_clear(&m->err);
-    atomic_store(&m->stop, 0);
+    /* m->stop: reset by sl_model_train_opts, before the replicas were made */
     if (epochs < 1)
         return sl__errf(&m->err, SL_EINVAL, "train: epochs %lld must be >= 1",
                         (long long)epochs);
@@ -370,8 +371,13 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
                 continue;
             rc = replicas_step(m, held, cols, &info.loss);
             drop_held(held, &nheld);
-            if (rc == SL_ECANCELED && atomic_load(&m->stop))
-                break; /* sl_model_stop woke the replicas mid-step */
+            if (rc == SL_ECANCELED && atomic_load(&m->stop)) {
+                /* sl_model_stop woke the replicas mid-step: a stop, not an
+                 * error; no replica updated */
+                rc = SL_OK;
+                sl__err_clear(&m->err);
+                break;
+            }
             if (rc < 0) {
                 sl__err_prefix(&m->err, "train: epoch %lld step %lld: ", (long long)info.epoch,
                                (long long)info.step_in_epoch + 1);
@@ -427,12 +433,16 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
 {
     sl_train_options o;
     int64_t step0;
-    uint64_t host_mask, dev_mask;
+    sl__cpu_affinity host_before;
+    uint64_t dev_mask;
     int rc, host_pinned;
     sl__err_clear(&m->err);
     rc = sl__train_options_read(m, &o, user);
     if (rc < 0)
         return rc;
+    /* A stop asked for from now on counts (train's loops reset it only
+     * before any replica could have seen it). */
+    atomic_store(&m->stop, 0);
     if (o.devices && strchr(o.devices, ',')) {
         sl__replica_set *rs;
         rc = sl__replicas_new(m, o.devices, &rs);
@@ -451,19 +461,22 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
     /* Devices with cores of their own: the host's threads (this one, and
      * the pipeline and transfer threads it starts, which inherit it) keep
      * to the other CPUs while training runs. */
-    host_mask = sl__thread_cpu_mask();
     dev_mask = sl__device_core_mask(m->dev);
     for (int r = 1; m->replicas && r < m->replicas->n; r++)
         dev_mask |= sl__device_core_mask(m->replicas->reps[r].dev);
-    host_pinned = dev_mask && (host_mask & ~dev_mask) &&
-                  sl__thread_set_cpu_mask(host_mask & ~dev_mask) == SL_OK;
+    host_pinned = 0;
+    if (dev_mask && sl__thread_affinity_get(&host_before) == SL_OK) {
+        sl__cpu_affinity host = host_before;
+        host_pinned = sl__cpu_affinity_remove(&host, dev_mask) > 0 &&
+                      sl__thread_affinity_set(&host) == SL_OK;
+    }
     step0 = m->global_step;
     if (o.dataset_sink_mode)
         rc = sl__model_train_sink(m, epochs, ds, cbs, ncbs, &o);
     else
         rc = train_nonsink(m, epochs, ds, cbs, ncbs, &o);
     if (host_pinned)
-        sl__thread_set_cpu_mask(host_mask);
+        sl__thread_affinity_set(&host_before);
     memset(&m->parallel_stats, 0, sizeof m->parallel_stats);
     m->parallel_stats.devices = 1;
     m->parallel_stats.steps = m->global_step - step0;
