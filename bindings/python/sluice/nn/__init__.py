@@ -16,11 +16,13 @@ every parameter. Anything else is refused with ValueError (or TypeError,
 AttributeError for a layer sluice does not have), naming it.
 
 A network's parameters start from the seed of :func:`sluice.set_seed` at
-the time the network is made (as MindSpore's initializers do). Once a
-:class:`~sluice.train.Model` is made with the network, the values live in
-that model: :meth:`Parameter.asnumpy` reads them as training left them. A
-later Model made with the same network starts from those values and holds
-them from then on.
+the time the network is made (as MindSpore's initializers do). They are
+one truth: once a :class:`~sluice.train.Model` is made with the network,
+the values live in the model that last computed with them, and
+:meth:`Parameter.asnumpy` reads them as training left them. Every other
+Model over the network takes them before it computes (and a training
+Model takes them back after each of its Python callbacks' hooks), so no
+two Models hold divergent copies.
 """
 import math
 import operator

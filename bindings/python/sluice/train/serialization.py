@@ -26,10 +26,13 @@ def _model_c(save_obj):
     """The C model whose save() writes save_obj, or None for a Cell of the
     user's whose values no single model holds (written from Python)."""
     from sluice.train.model import Model
-    if isinstance(save_obj, Model):
-        return save_obj._c
     if isinstance(save_obj, nn.TrainOneStepCell):
-        return save_obj._get_model()._c
+        save_obj = save_obj._get_model()
+    if isinstance(save_obj, Model):
+        if save_obj._c is None:   # a Cell of the user's, not compiled yet
+            return _model_c(save_obj.network)
+        save_obj._claim()   # the network's latest values, wherever they are
+        return save_obj._c
     if isinstance(save_obj, nn.LeNet5):
         if save_obj._owner is None:
             raise ValueError("save_checkpoint: the network is in no Model yet (its values live "
@@ -86,7 +89,8 @@ def save_checkpoint(save_obj, ckpt_file_name):
     if model_c is not None:
         model_c.save(path)
     else:
-        _write(path, [(p.name, p.asnumpy()) for p in save_obj.trainable_params()])
+        net = getattr(save_obj, "network", save_obj)   # a Model not compiled yet: its network
+        _write(path, [(p.name, p.asnumpy()) for p in net.trainable_params()])
 
 
 def _read(path):

@@ -21,7 +21,7 @@ from sluice import context
 from sluice.dataset import Dataset
 from sluice.nn.cell import Cell, _Sym, _Trace
 
-__all__ = ["trace_network", "trace_fn", "trace_step", "claim", "check_epoch", "TracedStep"]
+__all__ = ["trace_network", "trace_fn", "trace_step", "claim", "claim_moments", "check_epoch", "TracedStep"]
 
 
 def check_epoch(dataset, what, needs_end=False):
@@ -89,16 +89,24 @@ def claim(model_c, owned, optimizer):
         if p._owner is not model_c:
             model_c.set_param(name, p.asnumpy())
             p._owner, p._cname, p._data = model_c, name, None
+    claim_moments(model_c, optimizer, {id(p): name for p, name in owned})
+
+
+def claim_moments(model_c, optimizer, names):
+    """Makes model_c hold the optimizer's accumulators (``moments.<name>``
+    for names {key: name in model_c}, the key naming one parameter across
+    models), copied from the model that held them last. An optimizer that
+    keeps none (SGD) only records the holder."""
     held = getattr(optimizer, "_held", None)
     if optimizer is None or (held is not None and held[0] is model_c):
         return
-    if held is not None:
+    if held is not None and optimizer._c_args()[0] == "momentum":
         prev, prev_names = held
-        for p, name in owned:
-            if id(p) in prev_names:
+        for key, name in names.items():
+            if key in prev_names:
                 model_c.set_state("moments." + name,
-                                  prev.get_state("moments." + prev_names[id(p)]))
-    optimizer._held = (model_c, {id(p): name for p, name in owned})
+                                  prev.get_state("moments." + prev_names[key]))
+    optimizer._held = (model_c, dict(names))
 
 
 def feed_columns(names, what):
