@@ -227,6 +227,7 @@ static PyObject *model_eval(PyObject *o, PyObject *arg)
     memset(&e, 0, sizeof e);
     e.call.what = "eval";
     e.call.fn = eval_fn;
+    e.call.in_training = 1; /* evaluating while training (seed 004) */
     e.ds = slpy_dataset_copy_c((slpy_dataset *)arg);
     if (!e.ds)
         return NULL;

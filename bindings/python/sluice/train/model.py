@@ -255,7 +255,9 @@ class Model:
         """Runs the network over one pass of ``valid_dataset`` and returns
         ``{name: value}`` for the model's metrics (``{"accuracy": 0.87}``).
         A last batch smaller than the network's is padded and only its real
-        rows count.
+        rows count. A callback of this model's own training may call it
+        (evaluating while training): it runs between two steps or sinks on
+        the current weights, and the training goes on as it would have.
 
         Args:
             valid_dataset (Dataset): as for :meth:`train`; the last batch may
