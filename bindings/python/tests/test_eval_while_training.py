@@ -74,16 +74,15 @@ def accuracy_of(kind, weights, eval_data):
     """The accuracy of a fresh model loaded with weights."""
     net = NETWORKS[kind]()
     sluice.load_param_into_net(net, weights)
-    opt = nn.SGD(net.trainable_params())
-    return Model(net, loss_cell(), opt, metrics={"Accuracy": Accuracy()}).eval(eval_data)["Accuracy"]
+    return Model(net, loss_cell(), metrics={"Accuracy": Accuracy()}).eval(eval_data)["Accuracy"]
 
 
 @pytest.mark.parametrize("kind", sorted(NETWORKS))
 @pytest.mark.parametrize("sink", [True, False])
 def test_the_tutorials_eval_callback(tmp_path, capsys, kind, sink):
-    root = make_mnist(tmp_path / "mnist", 100, 64)
+    root = make_mnist(tmp_path / "mnist", 100, 40)
     train_data = create_dataset(root)
-    eval_data = create_dataset(root, usage="test", drop_remainder=kind == "users_cell")
+    eval_data = create_dataset(root, usage="test", drop_remainder=False)   # 32, then 8
     sluice.set_seed(0)
     network = NETWORKS[kind]()
     net_opt = nn.Momentum(network.trainable_params(), 0.01, 0.9)

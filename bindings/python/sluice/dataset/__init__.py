@@ -154,18 +154,21 @@ class Dataset:
     :meth:`create_dict_iterator`, :meth:`to_torch` or a ``for`` loop (one
     epoch of tuples)."""
 
-    __slots__ = ("_c",)
+    __slots__ = ("_c", "_batch_size")
 
     def __init__(self, _c):
         if not isinstance(_c, _sluice.Dataset):
             raise TypeError("Dataset is made by a source (MnistDataset, ImageFolderDataset) "
                             "and its methods")
         self._c = _c
+        self._batch_size = 1    # the last batch node's, as get_batch_size says
 
     def _with(self, method, *args):
         c = self._c.copy()
         getattr(c, method)(*args)
-        return Dataset(c)
+        out = Dataset(c)
+        out._batch_size = args[0] if method == "batch" else self._batch_size
+        return out
 
     # --- nodes ---------------------------------------------------------------
 
@@ -287,6 +290,11 @@ class Dataset:
         """Rows (or batches) per epoch, from the files' headers alone; -1 for
         an epoch without end (an endless repeat no take bounds)."""
         return self._c.get_dataset_size()
+
+    def get_batch_size(self):
+        """The rows of a batch: the last ``batch`` node's batch_size (a
+        last short batch has fewer), 1 without one, as MindSpore's."""
+        return self._batch_size
 
     def get_col_names(self):
         """The column names, in row order (``['image', 'label']``)."""

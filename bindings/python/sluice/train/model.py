@@ -78,9 +78,6 @@ class Model:
         if not isinstance(network, nn.LeNet5) and not traced:
             raise TypeError(f"Model: network must be a sluice.nn network (LeNet5, or a Cell "
                             f"with a construct), got {type(network).__name__}")
-        if traced and (loss_fn is None or optimizer is None):
-            raise ValueError("Model: a network of your own is compiled with its loss and "
-                             "optimizer: give loss_fn and optimizer")
         if loss_fn is not None and not isinstance(loss_fn, nn.SoftmaxCrossEntropyWithLogits):
             raise TypeError("Model: loss_fn must be SoftmaxCrossEntropyWithLogits")
         if loss_fn is not None and not traced and not loss_fn.sparse:

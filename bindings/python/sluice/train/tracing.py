@@ -39,9 +39,14 @@ def check_epoch(dataset, what, needs_end=False):
                          "epoch never ends" + (": give sink_size > 0" if what != "eval" else ""))
 
 
-def _input_specs(dataset, what):
-    """[(name, dtype, shape)] of the dataset's columns, all fixed."""
+def _input_specs(dataset, what, short_last_batch=False):
+    """[(name, dtype, shape)] of the dataset's columns, all fixed. With
+    short_last_batch (evaluation, which pads a last short batch), a batch
+    size known only with data is the dataset's batch_size."""
     specs = list(zip(dataset.get_col_names(), dataset.output_types(), dataset.output_shapes()))
+    if short_last_batch:
+        specs = [(name, dtype, [dataset.get_batch_size()] + shape[1:]
+                  if shape and shape[0] < 0 else shape) for name, dtype, shape in specs]
     for name, _, shape in specs:
         if any(d < 0 for d in shape):
             raise ValueError(f"{what}: the dataset's column {name!r} has shape {list(shape)}, "
@@ -127,11 +132,22 @@ def feed_columns(names, what):
 def trace_network(network, loss_fn, optimizer, dataset, what):
     """Model's compilation of a user's Cell: the dataset's image and label
     columns in (feed_columns), ``loss_fn(network(image), label)``, backward
-    and the optimizer. The step's inputs take the columns' names. Returns
-    (model_c, owned)."""
-    specs = {name: (dtype, shape) for name, dtype, shape in _input_specs(dataset, what)}
+    and the optimizer. The step's inputs take the columns' names. Without
+    an optimizer (a Model that evaluates only) the updates are plain SGD's,
+    which never run; without a loss_fn the step's loss is the sparse mean
+    one, which evaluation computes anyway. Compiled for evaluation (what is "eval"), a last short
+    batch is padded to the dataset's batch size. Returns (model_c, owned)."""
+    specs = {name: (dtype, shape)
+             for name, dtype, shape in _input_specs(dataset, what, what == "eval")}
     t = _Trace(seed=network._seed)
     image_col, label_col = feed_columns(specs, what)
+    if loss_fn is None:
+        from sluice.nn import SoftmaxCrossEntropyWithLogits
+        if specs[label_col][0] != "int32":
+            raise ValueError(f"{what}: the dataset's labels ({label_col!r}) are "
+                             f"{specs[label_col][0]}; accuracy counts int32 class indices "
+                             f"(map transforms.TypeCast(sluice.int32) on {label_col!r})")
+        loss_fn = SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     inputs = {"image": t.input(image_col, *specs[image_col]),
               "label": t.input(label_col, *specs[label_col])}
     logits = network(inputs["image"])
@@ -140,19 +156,26 @@ def trace_network(network, loss_fn, optimizer, dataset, what):
                         f"{type(logits).__name__}, not a traced tensor")
     loss = loss_fn(logits, inputs["label"])
     _check_loss(loss, what)
-    used = {id(p) for p, _ in t.params.values()}
-    params = network.trainable_params()
-    unused = [p.name for p in params if id(p) not in used]
-    if unused:
-        raise ValueError(f"{what}: construct() does not use the parameters {unused}; sluice "
-                         "updates every parameter of the network")
-    if {id(p) for p in optimizer.parameters} != {id(p) for p in params}:
-        raise ValueError(f"{what}: the optimizer must update exactly the network's "
-                         "trainable_params()")
-    t.g.backward(loss._node)
     t.loss = loss._node
-    t.g.optimizer(*optimizer._c_args())
-    t.optimizer = optimizer
+    if optimizer is not None:
+        used = {id(p) for p, _ in t.params.values()}
+        params = network.trainable_params()
+        unused = [p.name for p in params if id(p) not in used]
+        if unused:
+            raise ValueError(f"{what}: construct() does not use the parameters {unused}; "
+                             "sluice updates every parameter of the network")
+        if {id(p) for p in optimizer.parameters} != {id(p) for p in params}:
+            raise ValueError(f"{what}: the optimizer must update exactly the network's "
+                             "trainable_params()")
+        t.g.backward(loss._node)
+        t.g.optimizer(*optimizer._c_args())
+        t.optimizer = optimizer
+    else:
+        # A C model compiles a training step, which needs updates: plain
+        # SGD's, which never run (Model.train refuses without an optimizer),
+        # as the built-in LeNet5's evaluation-only Model has Momentum's.
+        t.g.backward(loss._node)
+        t.g.optimizer("sgd", 0.01, 0.0)
     return _make_model(t, inputs, logits._node, loss._node, context.get_context("mode"))
 
 
