@@ -179,15 +179,17 @@ def trace_network(network, loss_fn, optimizer, dataset, what):
     return _make_model(t, inputs, logits._node, loss._node, context.get_context("mode"))
 
 
-def trace_fn(fn, specs, what, not_a_step=None):
+def trace_fn(fn, specs, what, not_a_step=None, forward_ok=False):
     """Traces one training step written by the user, fn(*inputs) on traced
     inputs of specs [(name, dtype, shape)]: a plain train_step(*columns), or
     a Cell whose construct is one (seed 004's own TrainOneStepCell). It must
     compute the gradients (a value_and_grad function, or
     ops.GradOperation's), apply an optimizer to them and return the loss;
     otherwise ValueError, or RuntimeError(not_a_step) when given and fn
-    computed no gradients or applied no optimizer. Returns the finished
-    _Trace and {name: traced input}."""
+    computed no gradients or applied no optimizer. With forward_ok, fn may
+    instead compute neither (a network's forward pass): the trace's
+    ``outputs`` then hold what it returned, a tensor or a tuple of them.
+    Returns the finished _Trace and {name: traced input}."""
     is_cell = isinstance(fn, Cell)
     try:
         inspect.signature(fn.construct if is_cell else fn).bind(*(n for n, _, _ in specs))
@@ -203,6 +205,14 @@ def trace_fn(fn, specs, what, not_a_step=None):
     t = _Trace(seed=fn._seed if is_cell else 0)
     inputs = {name: t.input(name, dtype, shape) for name, dtype, shape in specs}
     out = fn(*inputs.values())
+    t.outputs = None
+    if forward_ok and t.loss is None and t.optimizer is None and t.grads is None:
+        outs = out if isinstance(out, tuple) else (out,)
+        if not outs or not all(isinstance(o, _Sym) for o in outs):
+            raise TypeError(f"{what}: construct returned {out!r}; sluice runs a cell that "
+                            "returns a tensor or a tuple of tensors")
+        t.outputs, t.outputs_tuple = outs, isinstance(out, tuple)
+        return t, inputs
     if not_a_step is not None and (t.loss is None or t.optimizer is None):
         raise RuntimeError(not_a_step)
     if t.loss is None:

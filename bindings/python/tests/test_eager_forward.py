@@ -1,0 +1,107 @@
+"""A network of the user's own called on tensors outside a traced step
+(``net(x)``, MindSpore's eager call): a forward pass on the network's
+current weights, compiled on the first call per shape, as ``jit`` does.
+The built-in LeNet5, which runs compiled whole, says what to write
+instead."""
+import numpy as np
+import pytest
+
+import sluice
+import sluice.dataset as ds
+import sluice.nn as nn
+import sluice.ops as ops
+from sluice import train
+from conftest import assert_same, loss_cell, values
+from test_shared_params import SmallNet, create_dataset
+
+
+@pytest.fixture(autouse=True)
+def defaults():
+    ds.config.set_seed(0)
+    sluice.set_seed(0)
+    sluice.set_context(mode=sluice.GRAPH_MODE, device_target="CPU")
+    yield
+    ds.config.set_seed(0)
+    sluice.set_seed(0)
+    sluice.set_context(mode=sluice.GRAPH_MODE, device_target="CPU")
+
+
+def first_batch(data):
+    for image, label in data.create_tuple_iterator(num_epochs=1, output_numpy=True):
+        return np.array(image), np.array(label)
+
+
+def numpy_loss(logits, labels):
+    z = logits.astype(np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return -logp[np.arange(len(labels)), labels].mean()
+
+
+@pytest.mark.parametrize("mode", [sluice.GRAPH_MODE, sluice.PYNATIVE_MODE])
+def test_net_of_x_is_the_forward_pass_model_eval_scores(mnist, mode):
+    """net(x) gives the logits whose accuracy and loss Model.eval reports
+    for the same batch, on the weights as training left them, and does
+    not disturb them: training goes on from where it was."""
+    sluice.set_context(mode=mode)
+    data = create_dataset(mnist, shuffle=False).take(1)
+    x, y = first_batch(data)
+    net = SmallNet()
+    model = train.Model(net, loss_cell(), nn.Momentum(net.trainable_params(), 0.01, 0.9),
+                        metrics={"accuracy", "loss"})
+    before = net(x)
+    model.train(2, create_dataset(mnist))
+    logits = net(sluice.Tensor(x))
+    assert isinstance(logits, sluice.Tensor) and logits.shape == (32, 10)
+    logits = logits.asnumpy()
+    assert not np.array_equal(logits, before.asnumpy())     # the trained weights
+    scored = model.eval(data)
+    assert scored["accuracy"] == np.mean(logits.argmax(axis=1) == y)
+    assert scored["loss"] == pytest.approx(numpy_loss(logits, y), rel=1e-5)
+    # WithLossCell on tensors: the loss of the same forward pass
+    loss = nn.WithLossCell(net, loss_cell())(x, y)
+    assert loss.shape == () and loss.item() == pytest.approx(numpy_loss(logits, y), rel=1e-5)
+
+    # the calls took the weights without changing them: training goes on
+    # exactly as a network's no one called
+    model.train(1, create_dataset(mnist))
+    sluice.set_seed(0)
+    ref_net = SmallNet()
+    ref = train.Model(ref_net, loss_cell(), nn.Momentum(ref_net.trainable_params(), 0.01, 0.9))
+    ref.train(2, create_dataset(mnist))
+    ref.train(1, create_dataset(mnist))
+    assert_same(values(net), values(ref_net))
+    assert np.array_equal(net(x).asnumpy(), ref_net(x).asnumpy())
+
+
+class TwoHeads(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.body = SmallNet()
+
+    def construct(self, x):
+        logits = self.body(x)
+        return logits, ops.relu(logits)
+
+
+def test_a_tuple_of_outputs_and_another_shape(mnist):
+    """A construct returning a tuple gives a tuple of Tensors; another
+    batch shape compiles once more."""
+    x, _ = first_batch(create_dataset(mnist, shuffle=False))
+    net = TwoHeads()
+    logits, relu = net(x)
+    assert np.array_equal(relu.asnumpy(), np.maximum(logits.asnumpy(), 0))
+    few = net(x[:3])[0].asnumpy()
+    assert few.shape == (3, 10)
+    assert np.allclose(few, logits.asnumpy()[:3], rtol=1e-5, atol=1e-6)
+
+
+def test_what_cannot_run_on_tensors_says_what_to_write(mnist):
+    x = np.zeros((32, 1, 32, 32), np.float32)
+    with pytest.raises(TypeError, match=r"built-in LeNet5 .*Model\(net, metrics=.*\.eval\("
+                       r"dataset\), or write it as a Cell"):
+        nn.LeNet5()(x)
+    with pytest.raises(TypeError, match="float32 or int32"):
+        SmallNet()(x.astype(np.float64))
+    with pytest.raises(RuntimeError, match=r"net\(x\): a forward pass on the current weights"):
+        SmallNet()(x, label=np.zeros(32, np.int32))
