@@ -84,9 +84,15 @@ class _GradFn:
     def __call__(self, *args):
         trace = _trace_of(args)
         if trace is None:
-            raise RuntimeError("value_and_grad: the function was called on data; sluice "
-                               "computes gradients in compiled steps only: call it inside the "
-                               "train_step given to sluice.data_sink")
+            raise RuntimeError(
+                "value_and_grad: the function was called on data, outside a compiled step; "
+                "sluice computes gradients and applies optimizers in compiled steps only. "
+                "For a loop of train_step(data, label) calls, write "
+                "step = sluice.data_sink(train_step, dataset, sink_size=1) and call "
+                "loss = step() once per batch (each call trains on the dataset's next batch; "
+                "a larger sink_size runs that many steps per call), or call a "
+                "nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), optimizer) on the "
+                "tensors: loss = train_net(data, label)")
         if trace.loss is not None:
             raise ValueError("value_and_grad: the step already computed gradients; sluice "
                              "computes one backward per step")
@@ -114,7 +120,10 @@ def value_and_grad(fn, grad_position=None, weights=None, has_aux=False):
         raise ValueError("value_and_grad: sluice computes gradients of the weights only; give "
                          f"grad_position=None (got {grad_position!r})")
     if has_aux:
-        raise ValueError("value_and_grad: has_aux=True is not supported; fn returns the loss")
+        raise ValueError("value_and_grad: has_aux=True is not supported: fn must return the "
+                         "loss alone (return loss, not (loss, logits)); for the logits on the "
+                         "updated weights call the network on the tensors, net(data), after "
+                         "the step")
     weights = _weights(weights, "value_and_grad")
     if not callable(fn):
         raise TypeError(f"value_and_grad: fn must be callable, got {type(fn).__name__}")

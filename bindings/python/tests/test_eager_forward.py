@@ -105,3 +105,61 @@ def test_what_cannot_run_on_tensors_says_what_to_write(mnist):
         SmallNet()(x.astype(np.float64))
     with pytest.raises(RuntimeError, match=r"net\(x\): a forward pass on the current weights"):
         SmallNet()(x, label=np.zeros(32, np.int32))
+
+
+# --- MindSpore 2's functional pieces: what runs, and what to write instead ----------
+
+def test_cross_entropy_loss_is_the_softmax_cross_entropy(mnist):
+    """nn.CrossEntropyLoss against class indices trains as the sparse mean
+    SoftmaxCrossEntropyWithLogits does, bit for bit; against class
+    probabilities it is the dense one."""
+    results = []
+    for loss in (nn.CrossEntropyLoss(), loss_cell()):
+        sluice.set_seed(0)
+        net = SmallNet()
+        train.Model(net, loss, nn.Momentum(net.trainable_params(), 0.01, 0.9)).train(
+            1, create_dataset(mnist))
+        results.append(values(net))
+    assert_same(results[0], results[1])
+    x, y = first_batch(create_dataset(mnist, shuffle=False))
+    probs = np.eye(10, dtype=np.float32)[y]
+    net = SmallNet()
+    for reduction in ("mean", "none"):
+        mine = nn.WithLossCell(net, nn.CrossEntropyLoss(reduction=reduction))(x, probs)
+        theirs = nn.WithLossCell(net, nn.SoftmaxCrossEntropyWithLogits(
+            sparse=False, reduction=reduction))(x, probs)
+        assert np.array_equal(mine.asnumpy(), theirs.asnumpy())
+    for kwargs, match in [(dict(weight=np.ones(10)), "weight must be None"),
+                          (dict(label_smoothing=0.1), "label_smoothing must be 0.0"),
+                          (dict(reduction="sum"), "'mean' or 'none'")]:
+        with pytest.raises(ValueError, match=match):
+            nn.CrossEntropyLoss(**kwargs)
+    with pytest.raises(ValueError, match=r"against class indices .*\(reduction='mean'\)"):
+        nn.WithLossCell(net, nn.CrossEntropyLoss(reduction="none"))(x, y)
+
+
+def test_a_plain_loop_of_train_step_is_told_what_to_write(mnist):
+    """MindSpore 2's train_step(data, label) called in a plain loop: sluice
+    trains in compiled steps, so the message gives the data_sink loop that
+    does the same, which then trains."""
+    net = SmallNet()
+    net_opt = nn.SGD(net.trainable_params(), 0.01)
+    grad_fn = sluice.value_and_grad(lambda d, l: loss_cell()(net(d), l), None,
+                                    net.trainable_params())
+
+    def train_step(data, label):
+        loss, grads = grad_fn(data, label)
+        net_opt(grads)
+        return loss
+    data = create_dataset(mnist)
+    x, y = first_batch(data)
+    with pytest.raises(RuntimeError, match=r"step = sluice.data_sink\(train_step, dataset, "
+                       r"sink_size=1\) and call loss = step\(\) once per batch"):
+        train_step(x, y)
+    step = sluice.data_sink(train_step, data.repeat(), sink_size=1)
+    losses = [step().item() for _ in range(3)]
+    step.close()
+    assert all(np.isfinite(losses))
+    with pytest.raises(ValueError, match=r"has_aux=True is not supported: fn must return the "
+                       r"loss alone"):
+        sluice.value_and_grad(lambda d, l: d, None, net.trainable_params(), has_aux=True)

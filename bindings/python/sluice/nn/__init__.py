@@ -32,7 +32,8 @@ from sluice.context import get_seed
 from sluice.nn.cell import Cell, Parameter, _as_values, _Grads, _sym
 from sluice.nn.layers import Conv2d, Dense, Flatten, MaxPool2d, ReLU
 
-__all__ = ["Cell", "Parameter", "LeNet5", "SoftmaxCrossEntropyWithLogits", "Optimizer",
+__all__ = ["Cell", "Parameter", "LeNet5", "SoftmaxCrossEntropyWithLogits", "CrossEntropyLoss",
+           "Optimizer",
            "Momentum", "SGD", "WithLossCell", "TrainOneStepCell", "Conv2d", "Dense", "ReLU",
            "MaxPool2d", "Flatten", "wrap", "metrics", "Accuracy", "Loss"]
 
@@ -171,6 +172,44 @@ class SoftmaxCrossEntropyWithLogits(Cell):
                     self.reduction == "mean")
         t.losses.add(loss._node)
         return loss
+
+
+class CrossEntropyLoss(SoftmaxCrossEntropyWithLogits):
+    """MindSpore 2's CrossEntropyLoss over logits (N, C): against class
+    indices (int32 (N)) the sparse softmax cross-entropy, against class
+    probabilities (float32 (N, C)) the dense one; the same graph as
+    :class:`SoftmaxCrossEntropyWithLogits` with ``sparse`` chosen by the
+    labels' type.
+
+    Args:
+        weight: None only (every class weighs the same).
+        ignore_index (int): MindSpore's -100 by default; a label outside
+            [0, C) is not ignored but fails the step, naming it.
+        reduction (str): "mean" (the default), or "none" against class
+            probabilities (a loss per sample). "sum" is refused.
+        label_smoothing (float): 0.0 only.
+    """
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        if weight is not None:
+            raise ValueError("CrossEntropyLoss: weight must be None: sluice weighs every class "
+                             "alike")
+        if label_smoothing != 0.0:
+            raise ValueError("CrossEntropyLoss: label_smoothing must be 0.0: sluice's loss has "
+                             "no smoothing (smooth the labels into class probabilities instead)")
+        if reduction not in ("mean", "none"):
+            raise ValueError(f"CrossEntropyLoss: reduction must be 'mean' or 'none' (against "
+                             f"class probabilities), got {reduction!r}")
+        super().__init__(sparse=reduction == "mean", reduction=reduction)
+        self.ignore_index = operator.index(ignore_index)
+
+    def construct(self, logits, labels):
+        labels_sym = _sym(labels, "CrossEntropyLoss (labels)")
+        self.sparse = labels_sym.dtype == "int32"
+        if self.sparse and self.reduction != "mean":
+            raise ValueError("CrossEntropyLoss: against class indices sluice computes the mean "
+                             "loss (reduction='mean'); 'none' takes class probabilities")
+        return super().construct(logits, labels)
 
 
 def _is_traced(network):

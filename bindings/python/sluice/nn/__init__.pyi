@@ -24,6 +24,12 @@ class SoftmaxCrossEntropyWithLogits(Cell):
     def construct(self, logits: Any, labels: Any) -> Any: ...
 
 
+class CrossEntropyLoss(SoftmaxCrossEntropyWithLogits):
+    ignore_index: int
+    def __init__(self, weight: None = ..., ignore_index: int = ..., reduction: str = ...,
+                 label_smoothing: float = ...) -> None: ...
+
+
 class Optimizer(Cell):
     learning_rate: float
     @property
