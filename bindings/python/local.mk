@@ -113,7 +113,8 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_shared_params.py \
 	bindings/python/tests/test_eval_while_training.py \
 	bindings/python/tests/test_eval_models.py \
-	bindings/python/tests/test_eager_forward.py
+	bindings/python/tests/test_eager_forward.py \
+	bindings/python/tests/test_dataset_names.py
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/lenet_torch.py \

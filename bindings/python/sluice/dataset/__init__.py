@@ -68,8 +68,23 @@ class _Config:
         return self._seed
 
 
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(f"sluice.dataset.config has no {name!r}: it has set_seed, "
+                             "get_seed (a map's workers are its num_parallel_workers)")
+
+
 #: Settings shared by datasets made later (``config.set_seed(seed)``).
 config = _Config()
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"sluice.dataset has no {name!r}: it has {', '.join(__all__)}, and "
+                         "the modules transforms and vision (sources: MnistDataset, "
+                         "ImageFolderDataset)")
 
 
 def _int(value, name):
@@ -222,11 +237,18 @@ class Dataset:
         the seed (``config.set_seed``)."""
         return self._with("shuffle", _int(buffer_size, "shuffle: buffer_size"))
 
-    def batch(self, batch_size, drop_remainder=False, num_parallel_workers=None):
+    def batch(self, batch_size, drop_remainder=False, num_parallel_workers=None, **kwargs):
         """Stacks ``batch_size`` rows (1 to 2^24) into contiguous
         ``(batch_size, ...)`` tensors; the last short batch of an epoch is
         dropped when ``drop_remainder`` is true. Rows of a batch must agree
-        in shape and type. ``num_parallel_workers`` as in :meth:`map`."""
+        in shape and type. ``num_parallel_workers`` as in :meth:`map`.
+        MindSpore's other arguments (``per_batch_map``, ``pad_info``, ...)
+        raise TypeError naming what batch takes."""
+        if kwargs:
+            raise TypeError(f"batch: sluice has no {', '.join(map(repr, kwargs))} argument; "
+                            "batch takes batch_size, drop_remainder and num_parallel_workers "
+                            "(rows of a batch must agree in shape: pad or resize them in a "
+                            "map first)")
         return self._with("batch", _int(batch_size, "batch: batch_size"), bool(drop_remainder),
                           _workers(num_parallel_workers, "batch"))
 
@@ -283,6 +305,29 @@ class Dataset:
         return self._with("set_error_samples", self._ERROR_SAMPLES[mode],
                           _int(max_bad_samples, "set_error_samples: max_bad_samples"),
                           float(max_bad_fraction))
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        have = sorted(n for n in dir(type(self)) if not n.startswith("_"))
+        raise AttributeError(f"{type(self).__name__} has no {name!r}: it has "
+                             f"{', '.join(have)}")
+
+    def __add__(self, other):
+        raise TypeError("Dataset: + (concat) is not supported; sluice's dataset operations "
+                        "are map, shuffle, batch, repeat, take and skip")
+
+    def __bool__(self):
+        return True     # a dataset, even an empty or endless one (not len()'s truth)
+
+    def __len__(self):
+        """MindSpore's ``len(dataset)``: :meth:`get_dataset_size`; TypeError
+        for a dataset without end."""
+        size = self.get_dataset_size()
+        if size < 0:
+            raise TypeError("len(): the dataset has no end (repeat without a count): "
+                            "take(n) bounds it")
+        return size
 
     # --- what it holds ---------------------------------------------------------
 
@@ -406,6 +451,9 @@ class TorchLoader:
         self._num_epochs = num_epochs
         self._from_dlpack = from_dlpack
         self._it = None
+
+    def __bool__(self):
+        return True     # a dataset, even an empty or endless one (not len()'s truth)
 
     def __len__(self):
         n = self._dataset.get_dataset_size()
