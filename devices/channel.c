@@ -358,6 +358,7 @@ static void *transfer_main(void *arg)
         if (rc == SL_END_OF_EPOCH) {
             if (broadcast(f, SL_END_OF_EPOCH, NULL) < 0)
                 break;
+            next_queue = 0; /* batch i of every epoch goes to device i mod N */
             continue;
         }
         if (rc == SL_END_OF_DATA) {

@@ -119,6 +119,7 @@ int sl_checkpoint_save_at(sl_graph *g, const char *path, int64_t global_step,
         memset(posn, 0, sizeof posn);
         if (pos && pos->saved) {
             put_u32(posn, 1);
+            put_u32(posn + 4, pos->devices > 1 ? (uint32_t)pos->devices : 0u);
             put_u64(posn + 8, pos->seed);
             put_u64(posn + 16, (uint64_t)pos->steps_per_epoch);
             put_u64(posn + 24, (uint64_t)pos->epoch);
@@ -277,10 +278,15 @@ static int read_position(sl_graph *g, const char *path, const unsigned char *q, 
         return SL_OK;
     }
     pos.saved = 1;
+    pos.devices = (int32_t)get_u32(q + 4);
     pos.seed = get_u64(q + 8);
     pos.steps_per_epoch = (int64_t)get_u64(q + 16);
     pos.epoch = (int64_t)get_u64(q + 24);
     pos.rows = (int64_t)get_u64(q + 32);
+    if (pos.devices < 0 || pos.devices > 64)
+        return sl__errf(&g->err, SL_EFORMAT,
+                        "checkpoint %s: its data position was trained on %d devices", path,
+                        (int)pos.devices);
     if (pos.steps_per_epoch < 1 || pos.epoch < 0 || pos.rows < 0 ||
         pos.rows >= pos.steps_per_epoch || step < pos.rows ||
         pos.epoch > (step - pos.rows) / pos.steps_per_epoch)

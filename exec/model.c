@@ -2,6 +2,7 @@
  * steps. The host loop is the seeds' non-sink mode: one batch, one step,
  * callbacks, again. */
 #include "exec/model_impl.h"
+#include "exec/replica.h"
 
 #include <limits.h>
 #include <math.h>
@@ -121,6 +122,9 @@ void sl_model_stop(sl_model *m)
         sl_iterator_interrupt(m->active);
     if (m->active_channel)
         sl__channel_interrupt(m->active_channel);
+    /* replicas waiting for each other's gradients: between two steps */
+    if (m->replicas)
+        sl__comm_abort(m->replicas->comm, SL_ECANCELED, "stopped");
     pthread_mutex_unlock(&m->active_lock);
 }
 

@@ -40,6 +40,9 @@ struct sl_model {
     pthread_mutex_t active_lock;
     sl_iterator *active;
     sl__channel *active_channel; /* sink mode: its queues are what GetNext waits on */
+    /* A train on several devices (exec/replica.h): its replicas, whose
+     * communicator sl_model_stop aborts. Guarded by active_lock. */
+    struct sl__replica_set *replicas;
     /* An inline sink lends its compute team to the pipeline (sink.c). */
     sl__consumer_team pipeline_team;
     /* A sink-mode train with a profiler: it, and the executor's track
@@ -68,7 +71,8 @@ struct sl_model {
 /* Where training reads from: the epoch (0-based) and the batches of it
  * already trained on, and the step numbers it counts from. */
 typedef struct sl__train_start {
-    int64_t epoch, rows;
+    int64_t epoch, rows;     /* rows: steps of the epoch done (global steps: each
+                              * read one batch per device) */
     int64_t steps_per_epoch; /* of the dataset; -1 when it has no end */
     int64_t run_start;       /* the global step epochs and max_steps count from */
     int done;                /* resuming a run that has already ended */
@@ -80,6 +84,8 @@ typedef struct sl__train_start {
  * counts. sink_size > 0: epochs are sink_size steps, not the dataset's. */
 int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o, int64_t epochs,
                           sl__train_start *out);
+/* The devices a train with options o steps on at once: 1, or the replicas'. */
+int sl__model_train_devices(const sl_model *m);
 
 /* The callbacks' hooks, in the order train calls them. */
 enum { SL__HOOK_BEGIN, SL__HOOK_EPOCH_BEGIN, SL__HOOK_STEP_END, SL__HOOK_EPOCH_END,

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/cpu.h"
 #include "devices/device_impl.h"
+#include "exec/replica.h"
 #include "exec/step_impl.h"
 #include "sluice/sink.h"
 
@@ -87,6 +88,142 @@ static int sink_loop(void *arg)
     return SL_OK;
 }
 
+/* Replica r's sink on several devices: GetNext on its own queue, its part
+ * of each global step (exec/replica.h), again. The replicas run in
+ * lockstep through the allreduce; at the end of an epoch that does not
+ * divide among them, the global step it could not fill is dropped and
+ * every replica drains its queue to the end-of-epoch marker, so that they
+ * all meet the marker together. A replica that fails stops the others. */
+static int sink_loop_replica(sl__sink_run *r)
+{
+    sl__replica_set *rs = r->rs;
+    sl_model *m = r->m;
+    sl_step *step = rs->reps[r->rank].step;
+    size_t n = sl_step_num_inputs(step);
+
+    while (r->steps_wanted < 0 || r->steps < r->steps_wanted) {
+        sl_tensor *feed[SL_MAX_COLUMNS];
+        sl__dq_slot *slot = NULL;
+        double waited;
+        float loss = 0;
+        int rc, stepped = 0;
+        if (atomic_load(&m->stop))
+            return SL_OK;
+        rc = sl__channel_get_next(r->f, (size_t)r->rank, &slot, r->timeout_ms, &waited, &r->err);
+        r->getnext_wait_ms += waited;
+        if (!r->called) {
+            r->first_wait_ms = waited;
+            r->called = 1;
+        }
+        if (rc == SL_ECANCELED && (atomic_load(&m->stop) || atomic_load(&rs->failed) >= 0))
+            return SL_OK; /* sl_model_stop, or another replica's failure */
+        if (rc < 0 && rc != SL_END_OF_EPOCH && rc != SL_END_OF_DATA)
+            return rc;
+        for (size_t i = 0; rc == SL_OK && i < n; i++)
+            feed[i] = &slot->columns[i];
+        {
+            int step_rc = sl__replica_step(rs, r->rank, rc == SL_OK ? feed : NULL, n, &stepped,
+                                           &loss);
+            if (slot)
+                sl__dq_release(sl__channel_queue(r->f, (size_t)r->rank), slot);
+            if (step_rc == SL_ECANCELED && (atomic_load(&m->stop) || atomic_load(&rs->failed) >= 0))
+                return SL_OK;
+            if (step_rc < 0)
+                return sl__errf(&r->err, step_rc, "step %lld of the sink: %s",
+                                (long long)r->steps + 1, rs->reps[r->rank].err.msg);
+        }
+        if (stepped) {
+            r->steps++;
+            if (r->rank == 0)
+                atomic_fetch_add_explicit(&m->sink_steps_run, 1, memory_order_relaxed);
+            r->loss = loss;
+            if (!isfinite(loss))
+                return sl__errf(&r->err, SL_ENUMERIC,
+                                "step %lld of the sink: the mean loss is %s; training stopped "
+                                "(a lower learning rate may help)",
+                                (long long)r->steps, isnan(loss) ? "NaN" : "infinite");
+            continue;
+        }
+        /* Not every replica had a batch: drop this one's to the marker. */
+        while (rc == SL_OK) {
+            rc = sl__channel_get_next(r->f, (size_t)r->rank, &slot, r->timeout_ms, &waited,
+                                      &r->err);
+            if (rc == SL_OK)
+                sl__dq_release(sl__channel_queue(r->f, (size_t)r->rank), slot);
+        }
+        if (rc == SL_END_OF_EPOCH) {
+            if (r->to_epoch_end) {
+                r->end_of_epoch = 1;
+                return SL_OK;
+            }
+            continue;
+        }
+        if (rc == SL_END_OF_DATA) {
+            r->end_of_data = 1;
+            return SL_OK;
+        }
+        if (rc == SL_ECANCELED && (atomic_load(&m->stop) || atomic_load(&rs->failed) >= 0))
+            return SL_OK;
+        return rc;
+    }
+    return SL_OK;
+}
+
+static int sink_loop_replica_fn(void *arg)
+{
+    sl__sink_run *r = arg;
+    int rc = sink_loop_replica(r);
+    if (rc < 0) {
+        sl__err_prefix(&r->err, "device %s: ", sl_device_name(r->rs->reps[r->rank].dev));
+        sl__err_copy(&r->rs->reps[r->rank].err, &r->err);
+        sl__replicas_fail(r->rs, r->rank, r->f);
+    }
+    return rc;
+}
+
+/* Runs on replica r's executor thread: one host<->device interaction. */
+static void sink_job_replica(void *arg)
+{
+    sl__sink_run *r = arg;
+    r->rc = sl__device_run(r->rs->reps[r->rank].dev, sink_loop_replica_fn, r);
+}
+
+/* One sink on every replica at once; r gets replica 0's results, or the
+ * error of the replica that failed first. */
+static void sink_run_replicas(sl_model *m, sl__channel *f, sl__sink_run *r)
+{
+    sl__replica_set *rs = m->replicas;
+    sl__sink_run runs[SL__MAX_REPLICAS];
+    uint64_t tickets[SL__MAX_REPLICAS];
+    int posted[SL__MAX_REPLICAS] = {0}, failed;
+
+    for (int k = 0; k < rs->n; k++) {
+        runs[k] = *r;
+        runs[k].rs = rs;
+        runs[k].rank = k;
+        if (sl__executor_post(rs->reps[k].ex, sink_job_replica, &runs[k], &tickets[k]) == SL_OK) {
+            posted[k] = 1;
+            continue;
+        }
+        sl__errf(&rs->reps[k].err, SL_ECLOSED, "device %s: its executor is shutting down",
+                 sl_device_name(rs->reps[k].dev));
+        runs[k].rc = SL_ECLOSED;
+        sl__replicas_fail(rs, k, f);
+    }
+    for (int k = 0; k < rs->n; k++)
+        if (posted[k])
+            sl__executor_wait(rs->reps[k].ex, tickets[k], -1);
+    *r = runs[0];
+    r->rank = 0;
+    failed = atomic_load(&rs->failed);
+    if (failed >= 0) {
+        r->rc = runs[failed].rc < 0 ? runs[failed].rc : SL_ECANCELED;
+        sl__err_copy(&r->err, &rs->reps[failed].err);
+    }
+    for (int k = 1; k < rs->n; k++)
+        r->getnext_wait_ms += runs[k].getnext_wait_ms;
+}
+
 /* Runs on the executor's thread: one host<->device interaction. */
 static void sink_job(void *arg)
 {
@@ -106,7 +243,10 @@ void sl__sink_run_once(sl_model *m, sl__channel *f, int64_t steps_wanted, int to
     r->steps_wanted = steps_wanted;
     r->to_epoch_end = to_epoch_end;
     r->timeout_ms = timeout_ms;
-    sl__executor_call(m->ex, sink_job, r);
+    if (m->replicas)
+        sink_run_replicas(m, f, r);
+    else
+        sl__executor_call(m->ex, sink_job, r);
     m->global_step += r->steps;
     m->sink_stats.sinks++;
     m->sink_stats.steps += r->steps;
@@ -201,10 +341,11 @@ int sl__sink_start_channel(sl_model *m, sl_dataset *ds, const sl_train_options *
     fo.num_epochs = num_epochs;
     if (start) {
         fo.start_epoch = start->epoch;
-        fo.start_rows = start->rows;
+        fo.start_rows = start->rows * sl__model_train_devices(m); /* batches */
     }
     fo.stuck_ms = o->getnext_timeout_ms > 0 ? o->getnext_timeout_ms / 2 : 10000;
-    fo.inline_transfer = sl_model_transfer_mode(m, o) == SL_TRANSFER_INLINE;
+    /* several devices: a transfer thread deals the batches */
+    fo.inline_transfer = !m->replicas && sl_model_transfer_mode(m, o) == SL_TRANSFER_INLINE;
     fo.getnext_timeout_ms = o->getnext_timeout_ms;
     if (fo.inline_transfer) {
         /* the sink's GetNext, and so the copy, runs on the executor's thread */
@@ -233,7 +374,14 @@ int sl__sink_start_channel(sl_model *m, sl_dataset *ds, const sl_train_options *
         sl_graph_node_spec(m->g, node, &fo.specs[i]);
         fo.names[i] = sl_graph_node_name(m->g, node);
     }
-    rc = sl__channel_new(out, ds, &m->dev, 1, &fo, &m->err);
+    if (m->replicas) {
+        sl_device *devs[SL__MAX_REPLICAS];
+        for (int k = 0; k < m->replicas->n; k++)
+            devs[k] = m->replicas->reps[k].dev;
+        rc = sl__channel_new(out, ds, devs, (size_t)m->replicas->n, &fo, &m->err);
+    } else {
+        rc = sl__channel_new(out, ds, &m->dev, 1, &fo, &m->err);
+    }
     if (rc < 0)
         sl__err_prefix(&m->err, "%s: ", what);
     return rc;
@@ -340,8 +488,10 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     memset(&info, 0, sizeof info);
     info.epoch_num = epochs;
     info.steps_per_epoch = o->sink_size > 0 ? o->sink_size : (size_rc == SL_OK ? size : -1);
+    if (o->sink_size < 0 && info.steps_per_epoch > 0)
+        info.steps_per_epoch /= sl__model_train_devices(m); /* global steps */
     info.global_step = m->global_step;
-    info.batch_size = m->opts.network.batch;
+    info.batch_size = m->opts.network.batch * sl__model_train_devices(m); /* global */
     info.model = m;
     rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info);
     for (int64_t e = first_epoch + 1; e <= epochs && rc == SL_OK && !atomic_load(&m->stop); e++) {

@@ -11,7 +11,9 @@
 /* One sink: what the executor's thread runs, and what it found. */
 typedef struct sl__sink_run {
     sl_model *m;
-    sl__channel *f;             /* device 0's queue is the one GetNext reads */
+    sl__channel *f;             /* device `rank`'s queue is the one GetNext reads */
+    struct sl__replica_set *rs; /* several devices: the replicas (else NULL) */
+    int rank;                   /* the replica this run is */
     int64_t steps_wanted;      /* at most this many steps (-1: no limit) */
     int to_epoch_end;          /* an end of epoch ends the sink (sink_size -1) */
     int64_t timeout_ms;        /* GetNext's */

@@ -110,6 +110,14 @@ int sl_step_new(sl_step **out, sl_graph *g, sl_executor *ex, sl_mode mode,
         sl_step_free(s);
         return rc;
     }
+    s->run_begin = 0;
+    s->run_end = s->nslots;
+    s->update_from = s->nslots;
+    for (int j = 0; j < s->nslots; j++)
+        if (sl__graph_op_is_update(g->nodes[s->slots[j].node].op)) {
+            s->update_from = j;
+            break;
+        }
     /* Pointers that never change: parameters, and arena slots. */
     for (int j = 0; j < s->nslots; j++) {
         sl__slot *sl = &s->slots[j];
@@ -214,7 +222,7 @@ static void run_job(void *arg)
     size_t held = 0;
     s->run_status = SL_OK;
     s->bad_label = -1;
-    for (int j = 0; j < s->nslots; j++) {
+    for (int j = s->run_begin; j < s->run_end; j++) {
         sl__slot *sl = &s->slots[j];
         const sl__graph_node *nd = &s->g->nodes[sl->node];
         double t0;
@@ -265,6 +273,35 @@ static void run_job(void *arg)
         if (s->mode == SL_PYNATIVE_MODE)
             release_after(s, j, &held);
     }
+}
+
+void sl__step_bind_params(sl_step *s, float *const *values)
+{
+    for (int j = 0; j < s->nslots; j++)
+        if (s->slots[j].storage == SL__STORE_PARAM)
+            s->ptr[j] = values[s->slots[j].node];
+}
+
+int sl__step_update_grad(const sl_step *s, int j)
+{
+    return s->slots[j].in[1];
+}
+
+int sl__step_run_slots(sl_step *s, sl_tensor *const *inputs, size_t ninputs, int begin, int end)
+{
+    int rc;
+    finish_posted(s);
+    if (inputs) {
+        rc = bind_inputs(s, inputs, ninputs);
+        if (rc < 0)
+            return rc;
+    }
+    s->run_begin = begin;
+    s->run_end = end;
+    sl__executor_call_here(s->ex, run_job, s);
+    s->run_begin = 0;
+    s->run_end = s->nslots;
+    return s->run_status;
 }
 
 int sl_step_run(sl_step *s, sl_tensor *const *inputs, size_t ninputs)

@@ -101,6 +101,10 @@ struct sl_step {
     size_t peak_bytes;   /* PYNATIVE: most bytes held at once */
     /* per-run state shared with the threads */
     int current;         /* step index being run */
+    int run_begin, run_end; /* the slots a run runs: [0, nslots) but for a
+                             * data-parallel replica's two halves */
+    int update_from;     /* train: the first update's step index (the updates
+                          * run last, after every gradient), else nslots */
     sl_tensor *const *feed;
     long bad_label;      /* -1, or the sample whose label failed */
     int run_status;
@@ -139,6 +143,18 @@ int sl__step_trace(sl_step *s, sl_profiler *p, struct sl__track *track, int64_t 
 void sl__plan_group_updates(sl_step *s);
 /* GRAPH mode: assigns arena offsets; sets arena_bytes. */
 int sl__plan_arena(sl_step *s);
+
+/* Data-parallel replicas (exec/replica.c). */
+/* Points the step's parameter slots at values[node] (an array indexed by
+ * graph node id) instead of the graph's own values. */
+void sl__step_bind_params(sl_step *s, float *const *values);
+/* Runs slots [begin, end) of the step on the calling thread with the
+ * executor's team, inputs bound as sl_step_run_here; a replica runs
+ * [0, update_from) (forward, backward), then, once gradients are reduced,
+ * [update_from, nslots) with no inputs (NULL, 0). */
+int sl__step_run_slots(sl_step *s, sl_tensor *const *inputs, size_t ninputs, int begin, int end);
+/* The gradient slot update slot j reads, and its elements. */
+int sl__step_update_grad(const sl_step *s, int j);
 
 /* Runs one share of the step's current node. */
 void sl__compute_node(void *step, const sl__share *share);

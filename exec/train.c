@@ -12,13 +12,14 @@
 #include "core/options.h"
 #include "core/tensor_impl.h"
 #include "devices/device_impl.h"
+#include "exec/replica.h"
 #include "sluice/iterator.h"
 
 /* The end of the first version's fields: fixed forever (core/options.h). */
 static const size_t train_options_v1_size =
     offsetof(sl_train_options, max_steps) + sizeof(int64_t);
 _Static_assert(sizeof(sl_train_options) ==
-                   offsetof(sl_train_options, autotune_log_arg) + sizeof(void *),
+                   offsetof(sl_train_options, devices) + sizeof(const char *),
                "sl_train_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -131,15 +132,28 @@ int sl_transfer_mode_parse(const char *name, sl_transfer_mode *out)
     return SL_EINVAL;
 }
 
+int sl__model_train_devices(const sl_model *m)
+{
+    return m->replicas ? m->replicas->n : 1;
+}
+
 int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o, int64_t epochs,
                           sl__train_start *out)
 {
     const sl_checkpoint_position *d = &m->data;
     uint64_t seed = sl_dataset_get_seed(ds);
     int64_t spe = -1, g = m->global_step;
+    int ndev = sl__model_train_devices(m), saved_dev = d->devices > 1 ? d->devices : 1;
     memset(out, 0, sizeof *out);
     if (sl_dataset_get_dataset_size(ds, &spe) != SL_OK || spe == SL_DATASET_SIZE_ENDLESS)
         spe = -1;
+    if (spe > 0 && spe < ndev)
+        return sl__errf(&m->err, SL_EINVAL,
+                        "train: an epoch of the dataset holds %lld batches, fewer than the %d "
+                        "devices: a global step needs one batch per device",
+                        (long long)spe, ndev);
+    if (spe > 0)
+        spe /= ndev; /* global steps; the batches left over are dropped */
     out->steps_per_epoch = spe;
     out->run_start = g;
     if (o->resume && g > 0) {
@@ -149,13 +163,19 @@ int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o
                             "where in its data that step left off (load a checkpoint that "
                             "training wrote, or train without resume)",
                             (long long)g);
+        if (saved_dev != ndev)
+            return sl__errf(&m->err, SL_EINVAL,
+                            "train: cannot resume: the run being resumed trained on %d "
+                            "device%s at once and this one on %d; each global step read one "
+                            "batch per device, so resume with %d",
+                            saved_dev, saved_dev == 1 ? "" : "s", ndev, saved_dev);
         if (d->steps_per_epoch != spe || d->seed != seed)
             return sl__errf(&m->err, SL_EINVAL,
                             "train: cannot resume: the run being resumed read %lld batches per "
                             "epoch with seed %llu, but this dataset gives %lld with seed %llu; "
                             "resume on the same data",
-                            (long long)d->steps_per_epoch, (unsigned long long)d->seed,
-                            (long long)spe, (unsigned long long)seed);
+                            (long long)d->steps_per_epoch * ndev, (unsigned long long)d->seed,
+                            (long long)spe * ndev, (unsigned long long)seed);
         out->run_start = m->data_origin;
         out->epoch = (g - out->run_start) / spe;
         out->rows = (g - out->run_start) % spe;
@@ -166,6 +186,7 @@ int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o
         return SL_OK;
     }
     m->data.saved = spe > 0;
+    m->data.devices = ndev > 1 ? ndev : 0;
     m->data.seed = seed;
     m->data.steps_per_epoch = spe;
     m->data_origin = g;
@@ -223,6 +244,28 @@ int sl__model_nonsink_step(sl_model *m, sl_tensor *const *feed, size_t n)
     return sl__device_run(m->dev, run_step_here, &call);
 }
 
+/* Several devices: the rows held for a global step, given back. */
+static void drop_held(sl_row *held, int *nheld)
+{
+    for (int k = 0; k < *nheld; k++)
+        sl_row_clear(&held[k]);
+    *nheld = 0;
+}
+
+/* One global step on the replicas, held[r] replica r's batch. */
+static int replicas_step(sl_model *m, sl_row *held, const int *cols, float *loss)
+{
+    sl_tensor *feed[SL__MAX_REPLICAS][SL_MAX_COLUMNS];
+    sl_tensor *const *feeds[SL__MAX_REPLICAS];
+    size_t n = sl_step_num_inputs(m->train_step);
+    for (int r = 0; r < m->replicas->n; r++) {
+        for (size_t i = 0; i < n; i++)
+            feed[r][i] = held[r].columns[cols[i]];
+        feeds[r] = feed[r];
+    }
+    return sl__replicas_run_step(m->replicas, feeds, n, loss);
+}
+
 /* The seeds' non-sink mode: one batch, one step, callbacks, again. */
 static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,
                          size_t ncbs, const sl_train_options *o)
@@ -232,7 +275,8 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     sl_iterator_options io;
     sl_iterator *it = NULL;
     sl_train_info info;
-    int cols[SL_MAX_COLUMNS], rc;
+    int cols[SL_MAX_COLUMNS], rc, nheld = 0;
+    sl_row held[SL__MAX_REPLICAS]; /* several devices: a global step's batches */
     double epoch_t0, t0;
 
     sl__err_clear(&m->err);
@@ -254,7 +298,7 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     io.num_epochs = epochs;
     io.timeout_ms = sl__model_data_timeout(m);
     io.start_epoch = start.epoch;
-    io.start_rows = start.rows;
+    io.start_rows = start.rows * sl__model_train_devices(m); /* batches */
     io.profiler = o->profiler; /* without sinking, only the pipeline records */
     sl__train_autotune_options(o, &io);
     rc = sl_iterator_new(&it, ds, &io);
@@ -267,8 +311,10 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     info.step_in_epoch = start.rows;
     info.epoch_num = epochs;
     sl_dataset_get_dataset_size(ds, &info.steps_per_epoch); /* endless: -1, "unknown" */
+    if (info.steps_per_epoch > 0)
+        info.steps_per_epoch /= sl__model_train_devices(m); /* global steps */
     info.global_step = m->global_step;
-    info.batch_size = m->opts.network.batch;
+    info.batch_size = m->opts.network.batch * sl__model_train_devices(m); /* global */
     info.model = m;
     rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info);
     if (rc == SL_OK)
@@ -287,6 +333,7 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
             break;
         }
         if (next == SL_END_OF_EPOCH) {
+            drop_held(held, &nheld); /* a global step the epoch could not fill */
             info.epoch_ms = sl__now_ms() - epoch_t0;
             rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_END, &info);
             if (rc < 0 || info.epoch == epochs || atomic_load(&m->stop))
@@ -305,9 +352,24 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
                           sl_iterator_last_error(it));
             break;
         }
-        for (size_t i = 0; i < sl_step_num_inputs(m->train_step); i++)
+        if (m->replicas) {
+            /* one batch per device, then the global step */
+            held[nheld++] = row;
+            if (nheld < m->replicas->n)
+                continue;
+            rc = replicas_step(m, held, cols, &info.loss);
+            drop_held(held, &nheld);
+            if (rc == SL_ECANCELED && atomic_load(&m->stop))
+                break; /* sl_model_stop woke the replicas mid-step */
+            if (rc < 0) {
+                sl__err_prefix(&m->err, "train: epoch %lld step %lld: ", (long long)info.epoch,
+                               (long long)info.step_in_epoch + 1);
+                break;
+            }
+        }
+        for (size_t i = 0; !m->replicas && i < sl_step_num_inputs(m->train_step); i++)
             feed[i] = row.columns[cols[i]];
-        rc = sl__model_nonsink_step(m, feed, sl_step_num_inputs(m->train_step));
+        rc = m->replicas ? SL_OK : sl__model_nonsink_step(m, feed, sl_step_num_inputs(m->train_step));
         if (rc < 0) {
             /* A short last batch is the usual cause: say so. */
             int short_batch = sl__model_is_short_batch(m, row.columns[cols[0]], row.columns[cols[1]]);
@@ -319,11 +381,13 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
             sl_row_clear(&row);
             break;
         }
-        sl_row_clear(&row);
+        if (!m->replicas) {
+            sl_row_clear(&row);
+            info.loss = *(const float *)sl_step_output(m->train_step, 0, NULL);
+        }
         m->global_step++;
         info.global_step = m->global_step;
         info.step_in_epoch++;
-        info.loss = *(const float *)sl_step_output(m->train_step, 0, NULL);
         if (!isfinite(info.loss)) {
             rc = sl__errf(&m->err, SL_ENUMERIC,
                           "train: epoch %lld step %lld (global step %lld): the loss is %s; "
@@ -337,6 +401,7 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         info.epoch_ms = t0 - epoch_t0;
         rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_STEP_END, &info);
     }
+    drop_held(held, &nheld);
     /* Joins every pipeline thread, whether the loop ended or stopped. */
     sl__model_set_active(m, NULL);
     sl_iterator_free(it);
@@ -355,9 +420,33 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
     rc = sl__train_options_read(m, &o, user);
     if (rc < 0)
         return rc;
+    if (o.devices && strchr(o.devices, ',')) {
+        sl__replica_set *rs;
+        rc = sl__replicas_new(m, o.devices, &rs);
+        if (rc < 0)
+            return rc;
+        pthread_mutex_lock(&m->active_lock);
+        m->replicas = rs;
+        pthread_mutex_unlock(&m->active_lock);
+    } else if (o.devices && strcmp(o.devices, sl_device_name(m->dev)) != 0) {
+        sl__replica_set *rs;
+        /* one device: it must be the model's (the list's rules say why not) */
+        rc = sl__replicas_new(m, o.devices, &rs);
+        sl__replicas_free(rs);
+        return rc;
+    }
     if (o.dataset_sink_mode)
-        return sl__model_train_sink(m, epochs, ds, cbs, ncbs, &o);
-    return train_nonsink(m, epochs, ds, cbs, ncbs, &o);
+        rc = sl__model_train_sink(m, epochs, ds, cbs, ncbs, &o);
+    else
+        rc = train_nonsink(m, epochs, ds, cbs, ncbs, &o);
+    if (m->replicas) {
+        sl__replica_set *rs = m->replicas;
+        pthread_mutex_lock(&m->active_lock);
+        m->replicas = NULL;
+        pthread_mutex_unlock(&m->active_lock);
+        sl__replicas_free(rs);
+    }
+    return rc;
 }
 
 int sl_model_train(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback *const *cbs,

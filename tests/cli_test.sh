@@ -867,8 +867,18 @@ run bench sink --devices cpu:0,
 expect "bench sink --devices cpu:0," 2 stderr "holds an empty name"
 run bench sink --devices cpu:0,cpu:0
 expect "bench sink --devices cpu:0,cpu:0" 2 stderr "'cpu:0' is named twice"
-run train --device cpu:0,cpu:1
-expect "train --device cpu:0,cpu:1" 2 stderr "names several devices"
+# several devices: data parallel, the list checked by the library
+# (the small MNIST holds 2 batches: 1 global step an epoch)
+run train --data "$MNIST" --epochs 3 --no-eval --workers 1 --device cpu:0,cpu:1
+expect "train --device cpu:0,cpu:1" 0 stdout '^data parallel on 2 devices (cpu:0,cpu:1): .*global batch 64' stdout '^trained 3 steps'
+run train --data "$MNIST" --epochs 2 --no-eval --no-sink --workers 1 --device sim:0,sim:1
+expect "train --no-sink --device sim:0,sim:1" 0 stdout '^trained 2 steps'
+run train --data "$MNIST" --max-steps 2 --no-eval --device cpu:0,,cpu:1
+expect "train --device cpu:0,,cpu:1" 1 stderr 'item 2 is empty'
+run train --data "$MNIST" --max-steps 2 --no-eval --device cpu:0,sim:1
+expect "train --device cpu:0,sim:1" 1 stderr 'of different kinds'
+run train --data "$MNIST" --max-steps 2 --no-eval --device cpu:0,cpu:0
+expect "train --device cpu:0,cpu:0" 1 stderr 'cpu:0 is named twice'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -422,6 +422,14 @@ int tu_shorten(int sanitized, const char *test, const char *what)
 sl_dataset *tu_lenet_pipeline(const char *dir, sl_mnist_usage usage, int workers, uint64_t seed,
                               int resize, int drop_remainder, int64_t num_samples)
 {
+    return tu_lenet_pipeline_batch(dir, usage, workers, seed, resize, drop_remainder, num_samples,
+                                   32);
+}
+
+sl_dataset *tu_lenet_pipeline_batch(const char *dir, sl_mnist_usage usage, int workers,
+                                    uint64_t seed, int resize, int drop_remainder,
+                                    int64_t num_samples, int64_t batch)
+{
     sl_mnist_options mo;
     sl_dataset *ds;
     sl_op *cast, *rs, *r1, *r2, *chw;
@@ -447,7 +455,7 @@ sl_dataset *tu_lenet_pipeline(const char *dir, sl_mnist_usage usage, int workers
     ck_assert_int_eq(sl_dataset_map(ds, &chw, 1, "image", NULL, workers), SL_OK);
     if (usage == SL_MNIST_TRAIN)
         ck_assert_int_eq(sl_dataset_shuffle(ds, 10000), SL_OK);
-    ck_assert_int_eq(sl_dataset_batch(ds, 32, drop_remainder, workers), SL_OK);
+    ck_assert_int_eq(sl_dataset_batch(ds, batch, drop_remainder, workers), SL_OK);
     sl_op_release(cast);
     sl_op_release(rs);
     sl_op_release(r1);

@@ -111,6 +111,10 @@ int tu_shorten(int sanitized, const char *test, const char *what);
  * frees it. */
 sl_dataset *tu_lenet_pipeline(const char *dir, sl_mnist_usage usage, int workers, uint64_t seed,
                               int resize, int drop_remainder, int64_t num_samples);
+/* The same with another batch size. */
+sl_dataset *tu_lenet_pipeline_batch(const char *dir, sl_mnist_usage usage, int workers,
+                                    uint64_t seed, int resize, int drop_remainder,
+                                    int64_t num_samples, int64_t batch);
 /* Asserts that a and b hold the same parameters, bit for bit (as many, each
  * as long), naming the first parameter that differs and `what`. */
 void tu_assert_same_params(sl_model *a, sl_model *b, const char *what);

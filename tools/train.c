@@ -225,6 +225,8 @@ int cli_train_main(int argc, char **argv)
     }
     start_step = sl_model_global_step(model);
     sl_dataset_get_dataset_size(train, &steps_per_epoch); /* the source is set */
+    if (steps_per_epoch > 0)
+        steps_per_epoch /= a.ndevices; /* global steps: one batch per device */
     if (!a.json) {
         printf("train: %s on %s, batch %" PRId64 ", %" PRId64 " steps per epoch, %" PRId64
                " epoch%s, %s mode, lr %g, %s%s\n",
@@ -247,20 +249,27 @@ int cli_train_main(int argc, char **argv)
                                     : "");
         else
             printf("no sink on %s: the host feeds every step\n", a.device);
+        if (a.ndevices > 1)
+            printf("data parallel on %d devices (%s): a global step is one batch on each, "
+                   "global batch %d; gradients are averaged in device order before each "
+                   "update; each device's compute team has %d thread%s\n",
+                   a.ndevices, a.device, a.ndevices * (int)a.model.network.batch,
+                   a.model.context.threads, a.model.context.threads == 1 ? "" : "s");
         sl_thread_budget b;
         char line[256];
         sl_thread_budget_default(&b);
-        b.compute_threads = a.model.context.threads;
+        b.compute_threads = a.model.context.threads * a.ndevices;
         b.blas_threads = a.model.context.blas_threads;
         b.pipeline_workers = (int)a.workers;
         b.transfer_threads =
             a.train.dataset_sink_mode &&
-                    sl_model_transfer_mode(model, &a.train) == SL_TRANSFER_THREAD
+                    (a.ndevices > 1 ||
+                     sl_model_transfer_mode(model, &a.train) == SL_TRANSFER_THREAD)
                 ? 1
                 : 0;
         sl_thread_budget_format(&b, line, sizeof line);
         printf("thread budget: %s; seed %" PRIu64 "\n", line, a.model.seed);
-        if (a.train.dataset_sink_mode &&
+        if (a.train.dataset_sink_mode && a.ndevices == 1 &&
             sl_model_transfer_mode(model, &a.train) == SL_TRANSFER_INLINE)
             printf("transfer: inline, the executor copies each batch into the device queue "
                    "before its step (and, when its threads fill the CPUs, runs the pipeline's "
@@ -364,7 +373,7 @@ int cli_train_main(int argc, char **argv)
         printf("trained %" PRId64 " steps in %.1f s (%.0f samples/s)\n",
                sl_model_global_step(model) - start_step, train_ms / 1e3,
                (double)(sl_model_global_step(model) - start_step) *
-                   (double)a.model.network.batch / (train_ms / 1e3));
+                   (double)(a.model.network.batch * a.ndevices) / (train_ms / 1e3));
     nstages = sl_model_get_stage_stats(model, stages, CLI_MAX_STAGES);
     if (nstages > CLI_MAX_STAGES)
         nstages = CLI_MAX_STAGES;
@@ -391,7 +400,7 @@ int cli_train_main(int argc, char **argv)
                a.train.dataset_sink_mode ? "true" : "false", a.train.sink_size,
                sl_model_global_step(model) - start_step, train_ms / 1e3,
                (double)(sl_model_global_step(model) - start_step) *
-                   (double)a.model.network.batch / (train_ms / 1e3));
+                   (double)(a.model.network.batch * a.ndevices) / (train_ms / 1e3));
         if (a.errors.mode != SL_ERROR_SAMPLES_RAISE)
             printf(", \"samples_skipped\": %" PRId64 ", \"samples_replaced\": %" PRId64,
                    a.report.skipped, a.report.replaced);

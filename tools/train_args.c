@@ -59,7 +59,11 @@ void cli_train_usage(FILE *f)
           "                      N > 0 makes each epoch N steps of an endless traversal\n"
           "                      (epochs x N steps in all), as MindSpore's sink_size\n"
           "  --device D          cpu:0 (default) or sim:0, a model of an accelerator\n"
-          "                      across a PCIe 4.0 x16 bus (copies and launches cost time)\n"
+          "                      across a PCIe 4.0 x16 bus (copies and launches cost time);\n"
+          "                      a list (cpu:0,cpu:1) trains data parallel: each device\n"
+          "                      steps on a batch of its own, gradients are averaged, so\n"
+          "                      the global batch is --batch x the devices; --threads is\n"
+          "                      then per device (default: the CPUs shared among them)\n"
           "  --queue-capacity N  batches the device queue holds (default 4)\n"
           "  --transfer MODE     who moves batches into the device queue: thread (a\n"
           "                      transfer thread, overlapping the steps), inline (the\n"
@@ -216,6 +220,7 @@ static int parse_option(train_args *a, int opt, const char *arg)
         if (cli_parse_int64(cmd, "--threads", arg, 1, 64, &v) != 0)
             return -1;
         a->model.context.threads = (int)v;
+        a->threads_given = 1;
         return 0;
     case OPT_BLAS_THREADS:
         if (cli_parse_int64(cmd, "--blas-threads", arg, 1, 64, &v) != 0)
@@ -237,19 +242,22 @@ static int parse_option(train_args *a, int opt, const char *arg)
         }
         return cli_parse_int64(cmd, "--sink-size", arg, 1, INT64_MAX, &a->train.sink_size);
     case OPT_DEVICE: {
+        /* One device, or several of one kind for data parallel training:
+         * the model is made on the first, the library checks the list. */
         char kind[8];
         int id, end = 0;
-        if (strchr(arg, ',')) {
-            cli_error(cmd, "--device: '%s' names several devices; a model trains on one "
-                      "device for now (cpu:N or sim:N)", arg);
-            return -1;
-        }
-        if (sscanf(arg, "%7[a-z]:%d%n", kind, &id, &end) != 2 || arg[end] != '\0' ||
+        if (sscanf(arg, "%7[a-z]:%d%n", kind, &id, &end) != 2 ||
+            (arg[end] != '\0' && arg[end] != ',') ||
             (strcmp(kind, "cpu") != 0 && strcmp(kind, "sim") != 0) || id < 0 || id > 63) {
-            cli_error(cmd, "--device: '%s' is not cpu:N or sim:N (N in [0, 63])", arg);
+            cli_error(cmd, "--device: '%s' does not start with cpu:N or sim:N (N in [0, 63])",
+                      arg);
             return -1;
         }
         a->device = arg;
+        a->ndevices = 1;
+        for (const char *p = arg; (p = strchr(p, ',')); p++)
+            a->ndevices++;
+        a->train.devices = a->ndevices > 1 ? arg : NULL;
         a->model.context.device_target = strcmp(kind, "cpu") == 0 ? "CPU" : "SIM";
         a->model.context.device_id = id;
         return 0;
@@ -366,6 +374,7 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
     sl_train_options_init(&a->train);
     a->train.dataset_sink_mode = 1;
     a->device = "cpu:0";
+    a->ndevices = 1;
     a->data = CLI_DEFAULT_DATA;
     a->epochs = 1;
     a->ckpt_keep = 5;
@@ -416,8 +425,13 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
         return CLI_EXIT_USAGE;
     }
     a->model.context.save_graphs = a->save_graphs != NULL;
+    if (a->ndevices > 1 && !a->threads_given) {
+        /* the devices share the CPUs: each team gets its part */
+        int per = a->model.context.threads / a->ndevices;
+        a->model.context.threads = per > 0 ? per : 1;
+    }
     if (a->workers == 0)
-        a->workers = cli_training_workers(a->model.context.threads);
+        a->workers = cli_training_workers(a->model.context.threads * a->ndevices);
     if (a->save_graphs)
         a->model.context.save_graphs_path = a->save_graphs;
     return CLI_EXIT_OK;

@@ -14,7 +14,9 @@ typedef struct train_args {
     const char *cmd;
     sl_model_options model;
     sl_train_options train;
-    const char *device;
+    const char *device;     /* --device as given: one name, or a list */
+    int ndevices;           /* names in it */
+    int threads_given;      /* --threads was given */
     const char *data;
     int64_t epochs;
     int64_t workers;

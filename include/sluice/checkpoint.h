@@ -31,11 +31,13 @@ extern "C" {
  * start_epoch and start_rows). */
 typedef struct sl_checkpoint_position {
     int saved;               /* 1: the fields below hold a position */
-    int32_t unused0;         /* 0 */
+    int32_t devices;         /* the devices the run trained on at once (0 or 1:
+                              * one); its steps are global steps of that many
+                              * batches */
     uint64_t seed;           /* the dataset's seed (shuffle and random ops) */
-    int64_t steps_per_epoch; /* batches in one epoch of the dataset */
+    int64_t steps_per_epoch; /* (global) steps in one epoch of the dataset */
     int64_t epoch;           /* the epoch the next step reads from (0-based) */
-    int64_t rows;            /* batches of that epoch already trained on */
+    int64_t rows;            /* steps of that epoch already trained */
 } sl_checkpoint_position;
 
 /* Writes every parameter of g. On failure the message (naming the file) is

@@ -71,6 +71,18 @@ typedef struct sl_train_options {
     int32_t autotune_max_workers; /* 0 (default): the iterator's (the CPUs) */
     void (*autotune_log)(void *arg, const char *line);
     void *autotune_log_arg;
+    /* Data parallel on several devices of one kind: "cpu:0,cpu:1", the
+     * model's own device first (NULL, default: the model's device alone).
+     * Each device holds a replica of the parameters and runs forward and
+     * backward on a batch of its own; their gradients are averaged (summed
+     * in device order, so runs are bit-identical) and every replica
+     * applies the same update. A step is global: one batch per device, so
+     * the global batch is the network's batch times the devices, and
+     * sink_size, max_steps and the callbacks' steps count global steps;
+     * the loss reported is the mean over devices. Batch i of an epoch goes
+     * to device i mod N; the last batches of an epoch that do not fill a
+     * global step are dropped. Sink mode uses a transfer thread. */
+    const char *devices;
 } sl_train_options;
 
 /* Who moves batches from the pipeline into a device's queue in sink mode.
