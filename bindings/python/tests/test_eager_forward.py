@@ -138,28 +138,63 @@ def test_cross_entropy_loss_is_the_softmax_cross_entropy(mnist):
         nn.WithLossCell(net, nn.CrossEntropyLoss(reduction="none"))(x, y)
 
 
-def test_a_plain_loop_of_train_step_is_told_what_to_write(mnist):
-    """MindSpore 2's train_step(data, label) called in a plain loop: sluice
-    trains in compiled steps, so the message gives the data_sink loop that
-    does the same, which then trains."""
-    net = SmallNet()
-    net_opt = nn.SGD(net.trainable_params(), 0.01)
-    grad_fn = sluice.value_and_grad(lambda d, l: loss_cell()(net(d), l), None,
-                                    net.trainable_params())
+def plain_functional(net):
+    """MindSpore 2's functional pieces over net: grad_fn, the optimizer and
+    train_step, as the docs write them."""
+    net_opt = nn.Momentum(net.trainable_params(), 0.01, 0.9)
+
+    def forward_fn(data, label):
+        return loss_cell()(net(data), label)
+    grad_fn = sluice.value_and_grad(forward_fn, None, net.trainable_params())
 
     def train_step(data, label):
         loss, grads = grad_fn(data, label)
         net_opt(grads)
         return loss
+    return train_step, grad_fn, net_opt
+
+
+@pytest.mark.parametrize("mode", [sluice.GRAPH_MODE, sluice.PYNATIVE_MODE])
+def test_a_plain_loop_of_train_step_trains_as_data_sink(mnist, mode):
+    """MindSpore 2's train_step(data, label) called in a plain loop over the
+    dataset's batches trains exactly as data_sink(train_step) over the same
+    batches: the same losses and parameters, bit for bit."""
+    sluice.set_context(mode=mode)
     data = create_dataset(mnist)
-    x, y = first_batch(data)
-    with pytest.raises(RuntimeError, match=r"step = sluice.data_sink\(train_step, dataset, "
-                       r"sink_size=1\) and call loss = step\(\) once per batch"):
-        train_step(x, y)
-    step = sluice.data_sink(train_step, data.repeat(), sink_size=1)
-    losses = [step().item() for _ in range(3)]
-    step.close()
-    assert all(np.isfinite(losses))
+    net = SmallNet()
+    train_step, _, _ = plain_functional(net)
+    losses = []
+    batches = data.create_tuple_iterator(num_epochs=2)
+    for epoch in range(2):
+        for x, y in batches:                     # each pass is the next epoch
+            loss = train_step(x, y)
+            losses.append(float(loss))
+    assert len(losses) == 6 and loss.shape == () and f"{loss}" == str(loss.asnumpy())
+
+    sluice.set_seed(0)
+    ref_net = SmallNet()
+    ref_step, _, _ = plain_functional(ref_net)
+    sink = sluice.data_sink(ref_step, data, sink_size=1,
+                            jit_config=sluice.JitConfig() if mode == sluice.GRAPH_MODE else None)
+    ref_losses = [sink().item() for _ in range(6)]
+    sink.close()
+    assert losses == ref_losses
+    assert_same(values(net), values(ref_net))
+
+
+def test_a_plain_loops_loss_and_optimizer_are_checked(mnist):
+    net = SmallNet()
+    _, grad_fn, net_opt = plain_functional(net)
+    x, y = first_batch(create_dataset(mnist, shuffle=False))
+    loss, grads = grad_fn(x, y)
+    with pytest.raises(RuntimeError, match=r"known once the step has run.*net_opt\(grads\)"):
+        float(loss)
+    net_opt(grads)
+    loss, grads = grad_fn(x, y)          # compiled: the same optimizer runs it
+    with pytest.raises(ValueError, match="applies another optimizer"):
+        nn.SGD(net.trainable_params(), 0.1)(grads)
+    with pytest.raises(TypeError, match="value_and_grad: the function was called on list"):
+        grad_fn([1.0], y)
     with pytest.raises(ValueError, match=r"has_aux=True is not supported: fn must return the "
                        r"loss alone"):
         sluice.value_and_grad(lambda d, l: d, None, net.trainable_params(), has_aux=True)

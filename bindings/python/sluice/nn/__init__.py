@@ -257,6 +257,10 @@ class Optimizer(Cell):
 
     def __call__(self, grads):
         name = type(self).__name__
+        eager = getattr(grads, "_eager", None)
+        if eager is not None:          # the grads of value_and_grad on tensors, compiled
+            from sluice.functional import _run_eager_step
+            return _run_eager_step(*eager, self)
         if not isinstance(grads, _Grads):
             raise TypeError(f"{name}: call it with the gradients value_and_grad returned inside "
                             "the train_step given to sluice.data_sink (sluice applies "
@@ -273,6 +277,9 @@ class Optimizer(Cell):
         kind, lr, momentum = self._c_args()
         trace.g.optimizer(kind, lr, momentum)
         trace.optimizer = self
+        if getattr(trace, "eager", None) is not None:   # value_and_grad on tensors: run it
+            from sluice.functional import _run_eager_step
+            return _run_eager_step(*trace.eager, self, trace)
         return True
 
 
