@@ -195,6 +195,45 @@ def test_a_plain_loops_loss_and_optimizer_are_checked(mnist):
         nn.SGD(net.trainable_params(), 0.1)(grads)
     with pytest.raises(TypeError, match="value_and_grad: the function was called on list"):
         grad_fn([1.0], y)
-    with pytest.raises(ValueError, match=r"has_aux=True is not supported: fn must return the "
-                       r"loss alone"):
-        sluice.value_and_grad(lambda d, l: d, None, net.trainable_params(), has_aux=True)
+
+
+def test_has_aux_as_mindspore_2s_quick_start_writes_it(mnist):
+    """forward_fn returns (loss, logits) and grad_fn has_aux=True, as the
+    quick start has: the same training as without aux, in a plain loop and
+    in data_sink, and the logits are the step's forward pass."""
+    x, y = first_batch(create_dataset(mnist, shuffle=False))
+    results = []
+    for has_aux in (False, True):
+        sluice.set_seed(0)
+        net = SmallNet()
+        optimizer = nn.SGD(net.trainable_params(), 0.05)
+
+        def forward_fn(data, label):
+            logits = net(data)
+            loss = nn.CrossEntropyLoss()(logits, label)
+            return (loss, logits) if has_aux else loss
+        grad_fn = sluice.value_and_grad(forward_fn, None, optimizer.parameters, has_aux=has_aux)
+
+        def train_step(data, label):
+            if has_aux:
+                (loss, _), grads = grad_fn(data, label)
+            else:
+                loss, grads = grad_fn(data, label)
+            optimizer(grads)
+            return loss
+        losses = [float(train_step(x, y)) for _ in range(2)]
+        sink = sluice.data_sink(train_step, create_dataset(mnist).repeat(), sink_size=2)
+        losses.append(sink().item())
+        sink.close()
+        results.append((losses, values(net)))
+    assert results[0][0] == results[1][0]
+    assert_same(results[0][1], results[1][1])
+    before = net(x).asnumpy()
+    (loss, logits), grads = grad_fn(x, y)
+    optimizer(grads)
+    assert logits.shape == (32, 10)
+    assert np.array_equal(logits.asnumpy(), before)
+    assert float(loss) == pytest.approx(numpy_loss(before, y), rel=1e-5)
+    with pytest.raises(TypeError, match=r"has_aux=True fn must return a tuple \(loss, aux"):
+        sluice.value_and_grad(lambda d, l: loss_cell()(net(d), l), None,
+                              net.trainable_params(), has_aux=True)(x, y)
