@@ -123,6 +123,7 @@ EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/seed001_data_sink.py \
 	bindings/python/examples/seed004_custom_loop.py \
 	bindings/python/examples/seed004_custom_network.py \
+	bindings/python/examples/eval_while_training.py \
 	bench/python_dataset.py
 
 if SL_PYTHON

@@ -180,3 +180,36 @@ def test_ctrl_c_during_an_eval_in_a_callback(mnist, sink):
     assert settled(base) == base
     model.train(1, create_dataset(mnist), dataset_sink_mode=sink)
     assert 0.0 <= model.eval(eval_data)["accuracy"] <= 1.0
+
+
+def test_the_tutorials_script_runs(tmp_path):
+    """bindings/python/examples/eval_while_training.py, the tutorial's
+    script: an accuracy line per epoch, each that epoch's checkpoint's
+    accuracy evaluated anew by an evaluation-only Model."""
+    import importlib.util
+    import subprocess
+    import sys
+    from conftest import fashion_or_fail, python_env
+    root = fashion_or_fail()
+    example = os.path.join(os.path.dirname(__file__), "..", "examples",
+                           "eval_while_training.py")
+    ckpt_dir = tmp_path / "ckpt"
+    out = subprocess.run([sys.executable, example, "--data", root, "--epochs", "3",
+                          "--eval-per-epoch", "1", "--train-samples", "9600",
+                          "--eval-samples", "650", "--ckpt-dir", str(ckpt_dir)],
+                         check=True, capture_output=True, text=True, timeout=120,
+                         env=python_env()).stdout
+    lines = out.splitlines()
+    printed = [float(x[len("{'Accuracy': "):-1]) for x in lines if x.startswith("{'Accuracy': ")]
+    assert len(printed) == 3 and printed[0] != printed[2]
+    assert lines[-2] == f"epoch_per_eval: {{'epoch': [1, 2, 3], 'acc': {printed}}}"
+    spec = importlib.util.spec_from_file_location("eval_while_training", example)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    eval_data = script.create_dataset(root, "test", num_samples=650, drop_remainder=False)
+    for epoch, acc in enumerate(printed, 1):
+        net = nn.LeNet5(10)
+        sluice.load_param_into_net(net, sluice.load_checkpoint(
+            str(ckpt_dir / f"checkpoint_lenet-{epoch}_300.ckpt")))
+        model = Model(net, metrics={"Accuracy": Accuracy()})
+        assert model.eval(eval_data)["Accuracy"] == acc
