@@ -30,12 +30,12 @@ import operator
 from sluice import _sluice
 from sluice.context import get_seed
 from sluice.nn.cell import Cell, Parameter, _as_values, _Grads, _sym
-from sluice.nn.layers import Conv2d, Dense, Flatten, MaxPool2d, ReLU
+from sluice.nn.layers import Conv2d, Dense, Flatten, MaxPool2d, ReLU, SequentialCell
 
 __all__ = ["Cell", "Parameter", "LeNet5", "SoftmaxCrossEntropyWithLogits", "CrossEntropyLoss",
            "Optimizer",
            "Momentum", "SGD", "WithLossCell", "TrainOneStepCell", "Conv2d", "Dense", "ReLU",
-           "MaxPool2d", "Flatten", "wrap", "metrics", "Accuracy", "Loss"]
+           "MaxPool2d", "Flatten", "SequentialCell", "wrap", "metrics", "Accuracy", "Loss"]
 
 
 def __getattr__(name):

@@ -4,7 +4,8 @@ from typing import Any, Dict, Iterable, List, Tuple
 
 from sluice.nn.cell import Cell as Cell, Parameter as Parameter
 from sluice.nn.layers import (Conv2d as Conv2d, Dense as Dense, Flatten as Flatten,
-                              MaxPool2d as MaxPool2d, ReLU as ReLU)
+                              MaxPool2d as MaxPool2d, ReLU as ReLU,
+                              SequentialCell as SequentialCell)
 
 
 class LeNet5(Cell):

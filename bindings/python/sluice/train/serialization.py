@@ -13,7 +13,7 @@ import os
 import struct
 import zlib
 
-from sluice import nn
+from sluice import _sluice, nn
 
 __all__ = ["save_checkpoint", "load_checkpoint", "load_param_into_net"]
 
@@ -45,7 +45,10 @@ def _model_c(save_obj):
         params = save_obj.trainable_params()
         owners = {id(p._owner) for p in params}
         owner = params[0]._owner if params else None
-        if owner is not None and len(owners) == 1 and all(p._cname == p.name for p in params) \
+        # (a step run on tensors holds values too, but is no model: no step
+        # count or accumulators to write, so its values go from Python)
+        if isinstance(owner, _sluice.Model) and len(owners) == 1 \
+                and all(p._cname == p.name for p in params) \
                 and sorted(n for n, _ in owner.params()) == sorted(p.name for p in params):
             return owner
         return None
