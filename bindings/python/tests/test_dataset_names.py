@@ -14,9 +14,9 @@ def test_missing_module_names_list_what_exists():
         with pytest.raises(AttributeError, match=f"sluice.dataset has no '{name}': it has "
                            "Dataset, MnistDataset, ImageFolderDataset"):
             getattr(ds, name)
-    with pytest.raises(AttributeError, match="config has no 'set_num_parallel_workers': it has "
-                       "set_seed, get_seed"):
-        ds.config.set_num_parallel_workers(2)
+    with pytest.raises(AttributeError, match="config has no 'set_num_workers': it has "
+                       "set_seed, get_seed, set_num_parallel_workers"):
+        ds.config.set_num_workers(2)
     with pytest.raises(AttributeError, match="transforms has no 'Fill': it has Operation, "
                        "TypeCast, OneHot, Compose"):
         transforms.Fill
@@ -27,7 +27,7 @@ def test_missing_module_names_list_what_exists():
 
 def test_missing_dataset_methods_list_what_exists(mnist):
     d = ds.MnistDataset(mnist, usage="train")
-    for name in ("zip", "concat", "split", "project", "rename", "get_class_indexing"):
+    for name in ("zip", "concat", "split", "project", "rename"):
         with pytest.raises(AttributeError, match=f"MnistDataset has no '{name}': it has batch, "
                            ".*get_batch_size.*shuffle, skip, take"):
             getattr(d, name)
@@ -51,3 +51,42 @@ def test_len_and_get_batch_size(mnist):
     assert bool(endless) and bool(d.take(0))       # a dataset is true, empty or endless
     with pytest.raises(TypeError, match="no end .* take"):
         len(endless)
+
+
+@pytest.fixture
+def default_workers():
+    yield
+    ds.config.set_num_parallel_workers(None)
+
+
+def test_set_num_parallel_workers_is_the_default_of_later_maps(mnist, default_workers):
+    """A map or batch given no num_parallel_workers takes the config's,
+    from when it is made; the rows are the same whatever the workers."""
+    import sluice.dataset.vision as vision
+
+    def pipeline():
+        return ds.MnistDataset(mnist, usage="train").map(vision.Rescale(1 / 255, 0), "image") \
+            .batch(10)
+    before = pipeline()
+    ds.config.set_num_parallel_workers(1)
+    assert ds.config.get_num_parallel_workers() == 1
+    one = pipeline()
+    assert "workers=1" in one.describe() and "workers=1" not in before.describe()
+    assert "workers=3" in pipeline().map(vision.Rescale(2, 0), "image",
+                                         num_parallel_workers=3).describe()
+    rows = [[a.asnumpy() for a in row] for row in one.create_tuple_iterator(num_epochs=1)]
+    again = [[a.asnumpy() for a in row] for row in before.create_tuple_iterator(num_epochs=1)]
+    assert len(rows) == 10 and all((x == y).all() for r, s in zip(rows, again)
+                                   for x, y in zip(r, s))
+    with pytest.raises(ValueError, match="num must be >= 1"):
+        ds.config.set_num_parallel_workers(0)
+
+
+def test_get_class_indexing(mnist, make_image_folder):
+    root = make_image_folder(3, 2, 8, 8)
+    assert ds.ImageFolderDataset(root).get_class_indexing() == \
+        {"class_0": 0, "class_1": 1, "class_2": 2}
+    mine = {"class_2": 0, "class_0": 1, "class_1": 2}
+    assert ds.ImageFolderDataset(root, class_indexing=mine).batch(2).get_class_indexing() == mine
+    assert ds.MnistDataset(mnist).get_class_indexing() == {}
+

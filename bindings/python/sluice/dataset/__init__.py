@@ -53,6 +53,7 @@ class _Config:
 
     def __init__(self):
         self._seed = 0
+        self._workers = None    # None: the thread budget's default
 
     def set_seed(self, seed):
         """Sets the seed of datasets made from now on (default 0): the order of
@@ -67,12 +68,26 @@ class _Config:
         """The seed new datasets get (see :meth:`set_seed`)."""
         return self._seed
 
+    def set_num_parallel_workers(self, num):
+        """The workers of a map or batch given no ``num_parallel_workers``,
+        from now on (as MindSpore's; the default is the thread budget's: 2
+        on 2 or more CPUs). None goes back to that default."""
+        if num is not None:
+            num = operator.index(num)
+            if num < 1:
+                raise ValueError(f"set_num_parallel_workers: num must be >= 1, got {num}")
+        self._workers = num
+
+    def get_num_parallel_workers(self):
+        """The workers a map or batch gets without ``num_parallel_workers``."""
+        return self._workers if self._workers is not None else _sluice.default_workers()[1]
+
 
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
         raise AttributeError(f"sluice.dataset.config has no {name!r}: it has set_seed, "
-                             "get_seed (a map's workers are its num_parallel_workers)")
+                             "get_seed, set_num_parallel_workers, get_num_parallel_workers")
 
 
 #: Settings shared by datasets made later (``config.set_seed(seed)``).
@@ -98,7 +113,7 @@ def _workers(value, what):
     """num_parallel_workers: None gives the thread budget's default (2 on 2 or
     more CPUs, as `sluice train` uses); the C engine checks the range."""
     if value is None:
-        return _sluice.default_workers()[1]
+        return config.get_num_parallel_workers()
     return _int(value, f"{what}: num_parallel_workers")
 
 
@@ -358,6 +373,12 @@ class Dataset:
         """The number of classes of an ImageFolder source (None otherwise)."""
         classes = self._c.classes()
         return len(classes) if classes else None
+
+    def get_class_indexing(self):
+        """``{class name: label}`` of an ImageFolder source's classes
+        (the folders' names); ``{}`` for a source whose labels have no
+        names (MNIST)."""
+        return {name: label for name, label, _ in (self._c.classes() or [])}
 
     def describe(self):
         """One line per node, source first (``mnist(train, 60000 rows)``)."""
