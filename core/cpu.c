@@ -5,8 +5,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "sluice/status.h"
 #include "sluice/thread_budget.h" /* sl_cpus_available */
 #include "sluice/version.h"
 
@@ -78,4 +80,49 @@ int sl__cpus_available(void)
 int sl_cpus_available(void)
 {
     return sl__cpus_available();
+}
+
+uint64_t sl__thread_cpu_mask(void)
+{
+    cpu_set_t set;
+    uint64_t mask = 0;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 0;
+    for (int i = 0; i < 64; i++)
+        if (CPU_ISSET(i, &set))
+            mask |= UINT64_C(1) << i;
+    return mask;
+}
+
+int sl__thread_set_cpu_mask(uint64_t mask)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < 64; i++)
+        if (mask & (UINT64_C(1) << i))
+            CPU_SET(i, &set);
+    return mask && sched_setaffinity(0, sizeof set, &set) == 0 ? SL_OK : SL_EINVAL;
+}
+
+int sl__cpu_mask_count(uint64_t mask)
+{
+    return __builtin_popcountll(mask);
+}
+
+void sl__cpu_mask_str(uint64_t mask, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len == 0)
+        return;
+    buf[0] = '\0';
+    for (int i = 0; i < 64 && used < len; i++) {
+        int j = i;
+        if (!(mask & (UINT64_C(1) << i)))
+            continue;
+        while (j + 1 < 64 && (mask & (UINT64_C(1) << (j + 1))))
+            j++;
+        used += (size_t)snprintf(buf + used, len - used, j > i ? "%s%d-%d" : "%s%d",
+                                 used ? "," : "", i, j);
+        i = j;
+    }
 }

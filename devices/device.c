@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/cpu.h"
 #include "core/options.h"
 
 #define DEVICE_MAX_INDEX 63
@@ -29,7 +30,7 @@ static const size_t device_options_v1_size =
 /* No tail padding, so a caller's size covers only fields it knows; name the
  * last field here when one is appended. */
 _Static_assert(sizeof(sl_device_options) ==
-                   offsetof(sl_device_options, sim_launch_latency_ns) + sizeof(int64_t),
+                   offsetof(sl_device_options, sim_cores) + sizeof(int64_t),
                "sl_device_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -40,6 +41,7 @@ void sl_device_options_init_sized(sl_device_options *o, size_t size)
     d.sim_bandwidth_gbps = 25.0;
     d.sim_copy_latency_ns = 10000;
     d.sim_launch_latency_ns = 20000;
+    d.sim_cores = -1;
     sl__options_init(o, size, &d, sizeof d);
 }
 
@@ -188,6 +190,17 @@ void sl_device_get_stats(const sl_device *d, sl_device_stats *out)
 int sl__device_reads_host(const sl_device *d)
 {
     return d->iface->reads_host;
+}
+
+uint64_t sl__device_core_mask(const sl_device *d)
+{
+    return d->core_mask;
+}
+
+int sl_device_cpus(const sl_device *d, char *buf, size_t len)
+{
+    sl__cpu_mask_str(d->core_mask, buf, len);
+    return sl__cpu_mask_count(d->core_mask);
 }
 
 int sl__device_alloc(sl_device *d, size_t size, void **mem)

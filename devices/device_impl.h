@@ -78,6 +78,9 @@ struct sl_device {
     /* sim: modeled time not slept yet, per lane (copies; launches and
      * results), in ns; negative when a sleep overshot (credit). */
     _Atomic int64_t model_debt_ns[2];
+    /* CPUs reserved for the device's compute (bit i: CPU i; 0: none): the
+     * executor of a model on it runs there, the host elsewhere. */
+    uint64_t core_mask;
 };
 
 /* The kinds there are (devices/cpu.c, devices/sim.c). */
@@ -108,6 +111,8 @@ int sl__device_run(sl_device *d, int (*fn)(void *arg), void *arg);
 
 /* The iface's reads_host. */
 int sl__device_reads_host(const sl_device *d);
+/* The CPUs reserved for the device's compute (bit i: CPU i), 0 for none. */
+uint64_t sl__device_core_mask(const sl_device *d);
 
 /* The sim's two lanes, which run at once on a real card: its copy engine
  * and its compute queue. */

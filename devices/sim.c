@@ -2,13 +2,55 @@
  * memory is host memory in blocks of its own, as the cpu device's; what it
  * adds is time: each copy sleeps latency + bytes / bandwidth, and each
  * host<->device interaction (a launch, a result coming back) sleeps the
- * launch latency. The step itself still runs on the CPU. The sleeps are
+ * launch latency. The step itself runs on the CPU, on cores the sim
+ * reserves for it (sl_device_options.sim_cores): a model's executor runs
+ * there while the host's threads keep to the others, as an accelerator
+ * computes on its own silicon beside the host. The sleeps are
  * sl__device_model_delay, which counts them in modeled_ms. */
 #include "devices/device_impl.h"
 
 #include <math.h>
 
+#include "core/cpu.h"
+
 #define SIM_MAX_LATENCY_NS 1000000000LL /* 1 s: more is a mistake, not a bus */
+
+/* The cores sim:N reserves (sl_device_options.sim_cores): k of the
+ * process's CPUs, below those of sim:0..N-1, counting down from the last. */
+static int pick_cores(sl_device *d, sl__error *err)
+{
+    uint64_t cpus = sl__thread_cpu_mask(), mask = 0;
+    int64_t k = d->opts.sim_cores, skip;
+    int have = sl__cpu_mask_count(cpus);
+    if (k < -1 || k > 63)
+        return sl__errf(err, SL_EINVAL,
+                        "device \"%s\": sl_device_options.sim_cores %lld: give -1 (one core when "
+                        "the host keeps one), 0 (none) or a count of cores",
+                        d->name, (long long)k);
+    if (k == -1)
+        k = have >= 2 + d->index ? 1 : 0;
+    if (k == 0)
+        return SL_OK;
+    if ((int64_t)d->index * k + k >= have)
+        return sl__errf(err, SL_EINVAL,
+                        "device \"%s\": %lld reserved core%s for it%s leave the host none of "
+                        "this process's %d CPUs: give sim_cores 0 to share them",
+                        d->name, (long long)k, k == 1 ? "" : "s",
+                        d->index > 0 ? " and each sim below it" : "", have);
+    skip = (int64_t)d->index * k;
+    for (int i = 63; i >= 0 && k > 0; i--) {
+        if (!(cpus & (UINT64_C(1) << i)))
+            continue;
+        if (skip > 0) {
+            skip--;
+            continue;
+        }
+        mask |= UINT64_C(1) << i;
+        k--;
+    }
+    d->core_mask = mask;
+    return SL_OK;
+}
 
 static int sim_init(sl_device *d, sl__error *err)
 {
@@ -28,7 +70,7 @@ static int sim_init(sl_device *d, sl__error *err)
                         "device \"%s\": sl_device_options.sim_launch_latency_ns must be from 0 "
                         "to %lld (1 s) (got %lld)",
                         d->name, SIM_MAX_LATENCY_NS, (long long)o->sim_launch_latency_ns);
-    return SL_OK;
+    return pick_cores(d, err);
 }
 
 /* The modeled time of moving n bytes across the bus, in ns. Bandwidth in

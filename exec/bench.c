@@ -2,6 +2,7 @@
  * on one made-up batch or on real batches kept in memory, and the serial
  * reference in which the pipeline runs only between steps. */
 #include "exec/model_impl.h"
+#include "devices/device_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +24,12 @@ struct sl_bench_batches {
     sl_tensor **feed; /* (count, ninputs): owned references */
 };
 
-/* The step alone, on the threads train runs it on, with no interaction. */
+/* The step alone, on the threads train runs it on, with no interaction:
+ * the host's with the team, or a device's reserved cores. */
 static int step_here(sl_model *m, sl_tensor *const *feed, size_t n)
 {
-    int rc = sl_step_run_here(m->train_step, feed, n);
+    int rc = sl__device_core_mask(m->dev) ? sl_step_run(m->train_step, feed, n)
+                                          : sl_step_run_here(m->train_step, feed, n);
     m->global_step += rc == SL_OK;
     return rc;
 }

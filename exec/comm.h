@@ -26,6 +26,9 @@ typedef struct sl__comm_iface {
     /* Replaces buf[0..n) of every rank by the mean over ranks; returns when
      * this rank's buf holds it. SL_ECANCELED (err says why) after abort. */
     int (*allreduce_mean)(sl__comm *c, int rank, float *buf, size_t n, sl__error *err);
+    /* Optional: the time rank spent moving and summing bytes, waits for the
+     * others left out (ms, since the communicator was made); NULL: unknown. */
+    double (*work_ms)(const sl__comm *c, int rank);
     /* Wakes every waiting rank; later calls fail with status and why. The
      * first abort's reason is kept. */
     void (*abort)(sl__comm *c, int status, const char *why);
@@ -45,6 +48,12 @@ static inline int sl__comm_allreduce_mean(sl__comm *c, int rank, float *buf, siz
                                           sl__error *err)
 {
     return c->iface->allreduce_mean(c, rank, buf, n, err);
+}
+
+/* rank's time moving and summing bytes (ms), or -1 when the kind cannot say. */
+static inline double sl__comm_work_ms(const sl__comm *c, int rank)
+{
+    return c->iface->work_ms ? c->iface->work_ms(c, rank) : -1.0;
 }
 
 static inline void sl__comm_abort(sl__comm *c, int status, const char *why)

@@ -10,6 +10,8 @@
  * can be waited for (the ranks' own loops bound their waits for data). */
 #include "exec/comm.h"
 
+#include "core/clock.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@ typedef struct comm_local {
     size_t n;               /* the current allreduce's length */
     float **bufs;           /* (size) each rank's buffer */
     float *result;          /* (n_max) the mean */
+    double *work_ms;        /* (size) each rank's time summing and copying */
 } comm_local;
 
 /* Waits until every rank has arrived; SL_OK, or the abort's status. */
@@ -56,6 +59,7 @@ static int local_allreduce_mean(sl__comm *base, int rank, float *buf, size_t n, 
     comm_local *c = (comm_local *)base;
     const int size = base->size;
     size_t lo, hi;
+    double t0;
     int rc;
 
     if (rank < 0 || rank >= size || n > c->n_max)
@@ -68,6 +72,7 @@ static int local_allreduce_mean(sl__comm *base, int rank, float *buf, size_t n, 
     rc = barrier(c, err);
     if (rc < 0)
         return rc;
+    t0 = sl__now_ms();
     lo = n * (size_t)rank / (size_t)size;
     hi = n * (size_t)(rank + 1) / (size_t)size;
     for (size_t k = lo; k < hi; k++) {
@@ -76,13 +81,22 @@ static int local_allreduce_mean(sl__comm *base, int rank, float *buf, size_t n, 
             sum += c->bufs[r][k];
         c->result[k] = sum / (float)size;
     }
+    c->work_ms[rank] += sl__now_ms() - t0;
     rc = barrier(c, err);
     if (rc < 0)
         return rc;
     /* The next allreduce writes result only after its first barrier, which
      * every rank reaches after this copy. */
+    t0 = sl__now_ms();
     memcpy(buf, c->result, n * sizeof *buf);
+    c->work_ms[rank] += sl__now_ms() - t0;
     return SL_OK;
+}
+
+static double local_work_ms(const sl__comm *base, int rank)
+{
+    const comm_local *c = (const comm_local *)base;
+    return rank >= 0 && rank < base->size ? c->work_ms[rank] : -1.0;
 }
 
 static void local_abort(sl__comm *base, int status, const char *why)
@@ -104,12 +118,14 @@ static void local_free(sl__comm *base)
     pthread_mutex_destroy(&c->lock);
     free(c->bufs);
     free(c->result);
+    free(c->work_ms);
     free(c);
 }
 
 static const sl__comm_iface local_iface = {
     .kind = "local",
     .allreduce_mean = local_allreduce_mean,
+    .work_ms = local_work_ms,
     .abort = local_abort,
     .free = local_free,
 };
@@ -128,15 +144,18 @@ int sl__comm_local_new(sl__comm **out, int size, size_t n_max, sl__error *err)
     c->base.size = size;
     c->n_max = n_max;
     c->bufs = calloc((size_t)size, sizeof *c->bufs);
+    c->work_ms = calloc((size_t)size, sizeof *c->work_ms);
     c->result = malloc((n_max ? n_max : 1) * sizeof *c->result);
-    if (!c->bufs || !c->result) {
+    if (!c->bufs || !c->result || !c->work_ms) {
         free(c->bufs);
+        free(c->work_ms);
         free(c->result);
         free(c);
         return sl__errf(err, SL_ENOMEM, "communicator: out of memory for %zu floats", n_max);
     }
     if ((e = pthread_mutex_init(&c->lock, NULL)) != 0) {
         free(c->bufs);
+        free(c->work_ms);
         free(c->result);
         free(c);
         return sl__pthread_errf(err, e, "communicator: mutex");
@@ -144,6 +163,7 @@ int sl__comm_local_new(sl__comm **out, int size, size_t n_max, sl__error *err)
     if ((e = pthread_cond_init(&c->cond, NULL)) != 0) {
         pthread_mutex_destroy(&c->lock);
         free(c->bufs);
+        free(c->work_ms);
         free(c->result);
         free(c);
         return sl__pthread_errf(err, e, "communicator: condition variable");

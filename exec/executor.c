@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/cpu.h"
 #include "core/options.h"
 #include "exec/blas.h"
 
@@ -45,7 +46,13 @@ void sl_executor_options_init_sized(sl_executor_options *o, size_t size)
 static void *executor_main(void *arg)
 {
     sl_executor *ex = arg;
-    int rc = sl__team_init(&ex->team, ex->team.nthreads, ex->spin_ns);
+    int rc = SL_OK;
+    /* A device's reserved cores: set before the team starts, so that its
+     * helpers inherit them and it sizes itself to them. */
+    if (ex->cpu_mask && sl__thread_set_cpu_mask(ex->cpu_mask) != SL_OK)
+        rc = SL_EINVAL;
+    if (rc == SL_OK)
+        rc = sl__team_init(&ex->team, ex->team.nthreads, ex->spin_ns);
 
     pthread_mutex_lock(&ex->lock);
     ex->init_status = rc; /* the starter waits for this */
@@ -114,6 +121,11 @@ static void destroy_sync(sl_executor *ex)
 
 int sl_executor_new(sl_executor **out, const sl_executor_options *user)
 {
+    return sl__executor_new_on(out, user, 0);
+}
+
+int sl__executor_new_on(sl_executor **out, const sl_executor_options *user, uint64_t cpu_mask)
+{
     sl_executor_options opts;
     const sl_executor_options *o = &opts;
     sl_executor *ex;
@@ -133,6 +145,7 @@ int sl_executor_new(sl_executor **out, const sl_executor_options *user)
         return SL_ENOMEM;
     ex->team.nthreads = o->threads;
     ex->spin_ns = o->spin_ns;
+    ex->cpu_mask = cpu_mask;
     ex->blas_threads = o->blas_threads;
     /* OpenBLAS's thread count is process-wide: every executor alive must
      * agree on it (see blas.h). */

@@ -106,7 +106,7 @@ static void fuse_relu_pool(sl_step *s, int p, const int *outputs, size_t noutput
     }
 }
 
-/* The shares the team cuts an op into (exec/team.h). */
+/* The shares the team cuts an op into (devices/team.h). */
 static size_t team_shares(const sl_step *s)
 {
     const int threads = s->ex->team.nthreads;

@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/options.h"
 #include "exec/blas.h"
+#include "exec/step_impl.h"
 #include "devices/device_impl.h"
 #include "core/tensor_impl.h"
 
@@ -142,6 +143,13 @@ sl_device *sl_model_device(sl_model *m)
     return m->dev;
 }
 
+void sl_model_get_parallel_stats(const sl_model *m, sl_parallel_stats *out)
+{
+    *out = m->parallel_stats;
+    if (out->devices < 1)
+        out->devices = 1;
+}
+
 void sl_model_get_sink_stats(const sl_model *m, sl_sink_stats *out)
 {
     *out = m->sink_stats;
@@ -246,7 +254,7 @@ static int build(sl_model *m)
     eo.threads = o->context.threads;
     eo.blas_threads = o->context.blas_threads;
     eo.spin_ns = o->compute_spin_ns;
-    rc = sl_executor_new(&m->ex, &eo);
+    rc = sl__executor_new_on(&m->ex, &eo, sl__device_core_mask(m->dev));
     if (rc < 0)
         return rc == SL_ESTATE
                    ? sl__errf(&m->err, rc,

@@ -59,6 +59,7 @@ struct sl_model {
     void *staging[SL_MAX_COLUMNS];
     size_t staging_bytes[SL_MAX_COLUMNS];
     sl_sink_stats sink_stats;  /* of the last sink-mode train */
+    sl_parallel_stats parallel_stats; /* of the last train */
     sl_stage_stats stages[SL__MODEL_MAX_STAGES]; /* the same, per stage */
     size_t nstages;
     /* The seed and batches per epoch of the data global_step counts (set

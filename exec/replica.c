@@ -171,7 +171,7 @@ int sl__replicas_new(sl_model *m, const char *list, sl__replica_set **out)
             sl__errf(&m->err, rc, "train: %s", err);
             break;
         }
-        rc = sl_executor_new(&rp->ex, &eo);
+        rc = sl__executor_new_on(&rp->ex, &eo, sl__device_core_mask(rp->dev));
         if (rc < 0) {
             sl__errf(&m->err, rc, "train: device %s: cannot start its executor: %s", names[r],
                      sl_strerror(rc));
@@ -249,7 +249,7 @@ int sl__replica_step(sl__replica_set *rs, int r, sl_tensor *const *feed, size_t 
 {
     sl__replica *rp = &rs->reps[r];
     sl_step *s = rp->step;
-    double t0;
+    double t0 = sl__now_ms(), t1;
     int rc;
 
     *stepped = 0;
@@ -257,15 +257,20 @@ int sl__replica_step(sl__replica_set *rs, int r, sl_tensor *const *feed, size_t 
         rc = sl__step_run_slots(s, feed, n, 0, s->update_from);
         if (rc < 0)
             return sl__errf(&rp->err, rc, "%s", sl_step_last_error(s));
+        t1 = sl__now_ms();
+        rp->compute_ms += t1 - t0;
+        t0 = t1;
         move_grads(rp, 1);
         rp->fused[rs->ngrad] = *(const float *)sl_step_output(s, 0, NULL);
         rp->fused[rs->ngrad + 1] = 1.0f;
     } else {
         memset(rp->fused, 0, rs->nfused * sizeof(float));
     }
-    t0 = sl__now_ms();
+    t1 = sl__now_ms();
+    rp->fuse_ms += t1 - t0;
     rc = sl__comm_allreduce_mean(rs->comm, r, rp->fused, rs->nfused, &rp->err);
-    rp->allreduce_ms += sl__now_ms() - t0;
+    t0 = sl__now_ms();
+    rp->allreduce_ms += t0 - t1;
     if (rc < 0)
         return rc;
     /* 1 exactly when every replica gave 1: a sum of ones over up to 8 ranks,
@@ -273,12 +278,29 @@ int sl__replica_step(sl__replica_set *rs, int r, sl_tensor *const *feed, size_t 
     if (rp->fused[rs->ngrad + 1] != 1.0f)
         return SL_OK;
     move_grads(rp, 0);
+    t1 = sl__now_ms();
+    rp->fuse_ms += t1 - t0;
     rc = sl__step_run_slots(s, NULL, 0, s->update_from, s->nslots);
+    rp->compute_ms += sl__now_ms() - t1;
     if (rc < 0)
         return sl__errf(&rp->err, rc, "%s", sl_step_last_error(s));
     *loss = rp->fused[rs->ngrad];
     *stepped = 1;
     return SL_OK;
+}
+
+void sl__replicas_get_stats(const sl__replica_set *rs, int64_t steps, sl_parallel_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->devices = rs->n;
+    out->steps = steps;
+    for (int r = 0; r < rs->n; r++) {
+        double work = sl__comm_work_ms(rs->comm, r);
+        out->compute_ms += rs->reps[r].compute_ms / rs->n;
+        out->fuse_ms += rs->reps[r].fuse_ms / rs->n;
+        out->allreduce_ms += rs->reps[r].allreduce_ms / rs->n;
+        out->reduce_ms = out->reduce_ms < 0 || work < 0 ? -1.0 : out->reduce_ms + work / rs->n;
+    }
 }
 
 void sl__replicas_fail(sl__replica_set *rs, int r, sl__channel *ch)

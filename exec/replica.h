@@ -31,7 +31,9 @@ typedef struct sl__replica {
     void *staging[SL_MAX_COLUMNS]; /* non-sink, on a device that cannot
                                     * read host memory: its batch's blocks */
     size_t staging_bytes[SL_MAX_COLUMNS];
-    double allreduce_ms;     /* time in the communicator, this train */
+    double compute_ms;       /* this train: forward, backward, update */
+    double fuse_ms;          /* gradients into the fused buffer and back */
+    double allreduce_ms;     /* in the communicator, waiting included */
     sl__error err;
 } sl__replica;
 
@@ -76,6 +78,8 @@ void sl__replicas_fail(sl__replica_set *rs, int r, sl__channel *ch);
  * naming the device that failed first, is in the model's error. */
 int sl__replicas_run_step(sl__replica_set *rs, sl_tensor *const *const *feeds, size_t n,
                           float *loss);
+/* The replicas' times, averaged over them, and the global steps run. */
+void sl__replicas_get_stats(const sl__replica_set *rs, int64_t steps, sl_parallel_stats *out);
 /* 1 when every replica's parameters equal replica 0's, bit for bit. */
 int sl__replicas_equal(const sl__replica_set *rs);
 

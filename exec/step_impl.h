@@ -9,7 +9,7 @@
 #include "sluice/step.h"
 #include "core/pool.h"
 #include "exec/graph_impl.h"
-#include "exec/team.h"
+#include "devices/team.h"
 #include "core/trace.h"
 
 struct sl_executor {
@@ -20,6 +20,7 @@ struct sl_executor {
     int init_status;
     int blas_threads;
     int64_t spin_ns;        /* asked for (-1: the team's default) */
+    uint64_t cpu_mask;      /* the CPUs its threads run on (0: the process's) */
     pthread_mutex_t lock;   /* guards the job slot and the tickets */
     pthread_cond_t cond;    /* slot filled or freed, job done, stop (monotonic) */
     pthread_mutex_t team_lock; /* held by whoever runs on the team */
@@ -163,6 +164,10 @@ void sl__compute_updates(void *step, const sl__share *share);
 /* The elements of a group member's parameter. */
 size_t sl__update_numel(const sl_step *s, int j);
 
+/* sl_executor_new whose threads run on the CPUs of cpu_mask (bit i: CPU
+ * i; 0: wherever the process may), a device's reserved cores: the team
+ * sizes itself to them. SL_EINVAL when the system refuses the mask. */
+int sl__executor_new_on(sl_executor **out, const sl_executor_options *o, uint64_t cpu_mask);
 /* Posts job(arg) to the executor's thread: waits while the slot holds
  * another caller's job, then returns at once with the job's ticket.
  * SL_ECLOSED once the executor is being freed. */

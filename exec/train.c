@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/cpu.h"
 #include "core/options.h"
 #include "core/tensor_impl.h"
 #include "devices/device_impl.h"
@@ -205,6 +206,14 @@ static int run_step_here(void *arg)
     return sl_step_run_here(c->step, c->feed, c->n);
 }
 
+/* A device with cores of its own computes there: the step goes to the
+ * executor's thread, as a launch goes to an accelerator. */
+static int run_step_on_device(void *arg)
+{
+    step_call *c = arg;
+    return sl_step_run(c->step, c->feed, c->n);
+}
+
 /* One non-sink step: the host drives it, so it runs on the host's thread
  * with the executor's team (handing it to the executor's thread and back
  * would cost two wake-ups for nothing), as one host<->device interaction.
@@ -241,7 +250,9 @@ int sl__model_nonsink_step(sl_model *m, sl_tensor *const *feed, size_t n)
         }
         call.feed = on_device;
     }
-    return sl__device_run(m->dev, run_step_here, &call);
+    return sl__device_run(m->dev,
+                          sl__device_core_mask(m->dev) ? run_step_on_device : run_step_here,
+                          &call);
 }
 
 /* Several devices: the rows held for a global step, given back. */
@@ -415,7 +426,9 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
                         size_t ncbs, const sl_train_options *user)
 {
     sl_train_options o;
-    int rc;
+    int64_t step0;
+    uint64_t host_mask, dev_mask;
+    int rc, host_pinned;
     sl__err_clear(&m->err);
     rc = sl__train_options_read(m, &o, user);
     if (rc < 0)
@@ -435,12 +448,28 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
         sl__replicas_free(rs);
         return rc;
     }
+    /* Devices with cores of their own: the host's threads (this one, and
+     * the pipeline and transfer threads it starts, which inherit it) keep
+     * to the other CPUs while training runs. */
+    host_mask = sl__thread_cpu_mask();
+    dev_mask = sl__device_core_mask(m->dev);
+    for (int r = 1; m->replicas && r < m->replicas->n; r++)
+        dev_mask |= sl__device_core_mask(m->replicas->reps[r].dev);
+    host_pinned = dev_mask && (host_mask & ~dev_mask) &&
+                  sl__thread_set_cpu_mask(host_mask & ~dev_mask) == SL_OK;
+    step0 = m->global_step;
     if (o.dataset_sink_mode)
         rc = sl__model_train_sink(m, epochs, ds, cbs, ncbs, &o);
     else
         rc = train_nonsink(m, epochs, ds, cbs, ncbs, &o);
+    if (host_pinned)
+        sl__thread_set_cpu_mask(host_mask);
+    memset(&m->parallel_stats, 0, sizeof m->parallel_stats);
+    m->parallel_stats.devices = 1;
+    m->parallel_stats.steps = m->global_step - step0;
     if (m->replicas) {
         sl__replica_set *rs = m->replicas;
+        sl__replicas_get_stats(rs, m->global_step - step0, &m->parallel_stats);
         pthread_mutex_lock(&m->active_lock);
         m->replicas = NULL;
         pthread_mutex_unlock(&m->active_lock);

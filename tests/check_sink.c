@@ -28,7 +28,7 @@
 #include "devices/device_queue.h"
 #include "devices/channel.h"
 #include "exec/model_impl.h"
-#include "exec/team.h"
+#include "devices/team.h"
 #include "ops/op_impl.h"
 #include "pipeline/dataset_impl.h"
 #include "pipeline/source.h"
@@ -1412,8 +1412,10 @@ static sl_dataset *numbered_dataset(const char *dir)
     return ds;
 }
 
-/* Batch k (counted over both epochs) goes to queue k % 2; the ends of
- * epoch and of data reach both queues, in order after their batches.
+/* Batch k of each epoch goes to queue k % 2 (every epoch starts at queue
+ * 0, so that data-parallel replicas see the same split each epoch); the
+ * ends of epoch and of data reach both queues, in order after their
+ * batches.
  * Each queue is drained by its own thread, with one slot a queue, so the
  * transfer thread waits on each in turn. */
 START_TEST(test_channel_deals_round_robin)
@@ -1441,7 +1443,7 @@ START_TEST(test_channel_deals_round_robin)
     }
     for (int e = 0; e < 2; e++) {
         for (int b = 0; b < FEED_N / FEED_BATCH; b++, batch++)
-            want[batch % 2][nwant[batch % 2]++] = (batch * FEED_BATCH) % FEED_N;
+            want[b % 2][nwant[b % 2]++] = (batch * FEED_BATCH) % FEED_N;
         want[0][nwant[0]++] = -1;
         want[1][nwant[1]++] = -1;
     }
@@ -1463,7 +1465,8 @@ START_TEST(test_channel_deals_round_robin)
     {
         sl_device_stats st;
         sl_device_get_stats(devs[1], &st);
-        ck_assert_uint_eq(st.copies_in, 2 * 5); /* 5 batches x 2 columns */
+        /* 2 of each epoch's 5 batches, x 2 columns */
+        ck_assert_uint_eq(st.copies_in, 2 * 2 * 2);
         ck_assert_uint_eq(st.bytes_allocated, 0);
     }
     sl_device_free(devs[0]);

@@ -21,7 +21,7 @@
 #include "fault_alloc.h"
 #include "testutil.h"
 #include "exec/step_impl.h"
-#include "exec/team.h"
+#include "devices/team.h"
 
 /* --- helpers ---------------------------------------------------------- */
 

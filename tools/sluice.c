@@ -1,6 +1,6 @@
 /* sluice.c: the `sluice` program: global options and dispatch to the
  * subcommands (inspect.c, train.c, bench_pipeline.c, bench_train.c,
- * bench_sink.c, bench_eval.c). */
+ * bench_sink.c, bench_eval.c, bench_devices.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -30,7 +30,7 @@ static const command commands[] = {
     {"eval", "evaluate a checkpoint on an MNIST folder's test split",
      cli_eval_main, cli_eval_usage},
     {"bench", "benchmarks: 'bench pipeline' (dataset), 'bench train' (training), "
-              "'bench sink' (data sinking against none)",
+              "'bench sink' (data sinking against none), 'bench devices' (data parallel)",
      bench_main, bench_usage},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -45,6 +45,8 @@ static const command bench_commands[] = {
      cli_bench_sink_main, cli_bench_sink_usage},
     {"eval", "inference throughput: the test split through LeNet5's forward step",
      cli_bench_eval_main, cli_bench_eval_usage},
+    {"devices", "data parallel on several devices against one, at the same global batch",
+     cli_bench_devices_main, cli_bench_devices_usage},
 };
 #define NBENCH (sizeof bench_commands / sizeof bench_commands[0])
 

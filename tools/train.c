@@ -249,6 +249,15 @@ int cli_train_main(int argc, char **argv)
                                     : "");
         else
             printf("no sink on %s: the host feeds every step\n", a.device);
+        {
+            char cpus[128];
+            int ncpus = sl_device_cpus(sl_model_device(model), cpus, sizeof cpus);
+            if (ncpus > 0)
+                printf("cores: %s computes on CPU %s (its executor and compute threads); the "
+                       "host's pipeline, transfer and callbacks run on the other%s\n",
+                       sl_device_name(sl_model_device(model)), cpus,
+                       sl_cpus_available() - ncpus == 1 ? "" : "s");
+        }
         if (a.ndevices > 1)
             printf("data parallel on %d devices (%s): a global step is one batch on each, "
                    "global batch %d; gradients are averaged in device order before each "
@@ -259,6 +268,13 @@ int cli_train_main(int argc, char **argv)
         char line[256];
         sl_thread_budget_default(&b);
         b.compute_threads = a.model.context.threads * a.ndevices;
+        {
+            /* a team on a device's own cores runs no more threads at once */
+            char cpus[128];
+            int ncpus = sl_device_cpus(sl_model_device(model), cpus, sizeof cpus);
+            if (ncpus > 0 && a.ndevices == 1 && b.compute_threads > ncpus)
+                b.compute_threads = ncpus;
+        }
         b.blas_threads = a.model.context.blas_threads;
         b.pipeline_workers = (int)a.workers;
         b.transfer_threads =

@@ -16,7 +16,7 @@ enum {
     OPT_LOAD, OPT_RESUME, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_EVAL_EVERY, OPT_CKPT_DIR,
     OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_STAGES, OPT_PROFILE, OPT_AUTOTUNE, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
     OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_TRANSFER, OPT_POOL_IDLE_MB,
-    OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES
+    OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES, OPT_SIM_CORES
 };
 
 void cli_train_usage(FILE *f)
@@ -64,6 +64,10 @@ void cli_train_usage(FILE *f)
           "                      steps on a batch of its own, gradients are averaged, so\n"
           "                      the global batch is --batch x the devices; --threads is\n"
           "                      then per device (default: the CPUs shared among them)\n"
+          "  --sim-cores N       CPUs each sim device keeps for its compute, its executor\n"
+          "                      running there while the host's threads use the others:\n"
+          "                      auto (default: 1 when the host keeps one), 0 (share\n"
+          "                      the host's CPUs) or a count\n"
           "  --queue-capacity N  batches the device queue holds (default 4)\n"
           "  --transfer MODE     who moves batches into the device queue: thread (a\n"
           "                      transfer thread, overlapping the steps), inline (the\n"
@@ -262,6 +266,12 @@ static int parse_option(train_args *a, int opt, const char *arg)
         a->model.context.device_id = id;
         return 0;
     }
+    case OPT_SIM_CORES:
+        if (strcmp(arg, "auto") == 0) {
+            a->device_options.sim_cores = -1;
+            return 0;
+        }
+        return cli_parse_int64(cmd, "--sim-cores", arg, 0, 63, &a->device_options.sim_cores);
     case OPT_QUEUE_CAPACITY:
         return cli_parse_int64(cmd, "--queue-capacity", arg, 1, 4096, &a->train.queue_capacity);
     case OPT_TRANSFER: {
@@ -327,6 +337,7 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"no-sink", no_argument, NULL, OPT_NO_SINK},
         {"sink-size", required_argument, NULL, OPT_SINK_SIZE},
         {"device", required_argument, NULL, OPT_DEVICE},
+        {"sim-cores", required_argument, NULL, OPT_SIM_CORES},
         {"queue-capacity", required_argument, NULL, OPT_QUEUE_CAPACITY},
         {"getnext-timeout", required_argument, NULL, OPT_GETNEXT_TIMEOUT},
         {"transfer", required_argument, NULL, OPT_TRANSFER},
@@ -372,6 +383,8 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
     a->cmd = is_eval ? "eval" : "train";
     sl_model_options_init(&a->model);
     sl_train_options_init(&a->train);
+    sl_device_options_init(&a->device_options);
+    a->model.device_options = &a->device_options;
     a->train.dataset_sink_mode = 1;
     a->device = "cpu:0";
     a->ndevices = 1;

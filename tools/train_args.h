@@ -17,6 +17,7 @@ typedef struct train_args {
     const char *device;     /* --device as given: one name, or a list */
     int ndevices;           /* names in it */
     int threads_given;      /* --threads was given */
+    sl_device_options device_options; /* --sim-cores */
     const char *data;
     int64_t epochs;
     int64_t workers;

@@ -41,6 +41,15 @@ typedef struct sl_device_options {
     int64_t sim_launch_latency_ns; /* cost of each host<->device interaction
                                     * (default 20000: 20 us, a launch plus a
                                     * synchronisation as a GPU runtime pays) */
+    /* CPUs reserved for the sim's compute, as an accelerator's own silicon:
+     * its executor and compute threads run there, and while a model trains
+     * on it the host's threads (pipeline, transfer, callbacks) run on the
+     * other CPUs. sim:N takes the cores just below those of sim:0..N-1,
+     * counting down from the process's last CPU. -1 (default): one core
+     * when that leaves the host at least one, else none; 0: none (the sim
+     * computes on the host's CPUs); k > 0: k cores, or an error when that
+     * leaves the host none. Only CPUs 0..63 are reserved. */
+    int64_t sim_cores;
 } sl_device_options;
 
 /* What a device has done since it was made. */
@@ -70,6 +79,10 @@ SL_API void sl_device_free(sl_device *d);
 SL_API const char *sl_device_name(const sl_device *d);
 /* "cpu" or "sim" */
 SL_API const char *sl_device_kind(const sl_device *d);
+/* The CPUs reserved for the device's compute as a list ("1", "2-3") in buf;
+ * returns how many (0: none, the device computes on the host's CPUs, and
+ * buf is ""). */
+SL_API int sl_device_cpus(const sl_device *d, char *buf, size_t len);
 SL_API void sl_device_get_stats(const sl_device *d, sl_device_stats *out);
 
 #ifdef __cplusplus

@@ -111,11 +111,27 @@ typedef struct sl_sink_stats {
     double transfer_wait_ms; /* the transfer thread waiting for the pipeline */
 } sl_sink_stats;
 
+/* Where a train on several devices (sl_train_options.devices) spent each
+ * device's time (sl_model_get_parallel_stats), averaged over the devices. */
+typedef struct sl_parallel_stats {
+    int devices;             /* of the last train (1: the model's alone) */
+    int64_t steps;           /* global steps it ran */
+    double compute_ms;       /* forward, backward and update */
+    double fuse_ms;          /* copying gradients into the fused buffer and back */
+    double allreduce_ms;     /* in the communicator: the reduction, and waiting
+                              * for the slowest device to arrive */
+    double reduce_ms;        /* of that, summing and copying alone (-1: the
+                              * communicator cannot say) */
+} sl_parallel_stats;
+
 SL_API void sl_train_options_init_sized(sl_train_options *o, size_t size);
 static inline void sl_train_options_init(sl_train_options *o)
 {
     sl_train_options_init_sized(o, sizeof *o);
 }
+/* The last train's figures on several devices (devices 1 and zeros after
+ * a train on one, or before any). */
+SL_API void sl_model_get_parallel_stats(const sl_model *m, sl_parallel_stats *out);
 /* The last sink-mode train's figures (zeros before one). */
 SL_API void sl_model_get_sink_stats(const sl_model *m, sl_sink_stats *out);
 /* Each stage of the last sink-mode train, as it ended: the pipeline's

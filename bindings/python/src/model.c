@@ -110,6 +110,7 @@ typedef struct train_call {
     int64_t epochs;
     sl_dataset *ds;
     sl_train_options o;
+    char devices[512]; /* o.devices points here: it outlives the call */
     /* With autotune: its lines, written by the thread reading the pipeline
      * while the call runs and read once it has returned (every thread of
      * the train joined), so without a lock. */
@@ -140,19 +141,24 @@ static void free_dataset(sl_dataset *ds)
     Py_END_ALLOW_THREADS
 }
 
-/* train(epochs, dataset, callbacks, sink_mode, sink_size[, autotune]) */
+/* train(epochs, dataset, callbacks, sink_mode, sink_size[, autotune[, devices]]) */
 static PyObject *model_train(PyObject *o, PyObject *args)
 {
     slpy_model *self = (slpy_model *)o;
     slpy_dataset *ds;
     PyObject *specs, *lines = NULL;
     long long epochs, sink_size;
+    const char *devices = NULL;
     int sink, autotune = 0, r;
     train_call *t;
 
-    if (!PyArg_ParseTuple(args, "LO!OpL|p:train", &epochs, &slpy_dataset_type, &ds, &specs, &sink,
-                          &sink_size, &autotune))
+    if (!PyArg_ParseTuple(args, "LO!OpL|pz:train", &epochs, &slpy_dataset_type, &ds, &specs, &sink,
+                          &sink_size, &autotune, &devices))
         return NULL;
+    if (devices && strlen(devices) >= sizeof t->devices) {
+        PyErr_Format(PyExc_ValueError, "train: devices '%.40s...' is too long", devices);
+        return NULL;
+    }
     t = PyMem_Calloc(1, sizeof *t); /* its lines take 8 KiB: not on the stack */
     if (!t)
         return PyErr_NoMemory();
@@ -162,6 +168,10 @@ static PyObject *model_train(PyObject *o, PyObject *args)
     sl_train_options_init(&t->o);
     t->o.dataset_sink_mode = sink;
     t->o.sink_size = sink_size;
+    if (devices) {
+        snprintf(t->devices, sizeof t->devices, "%s", devices);
+        t->o.devices = t->devices;
+    }
     if (autotune) {
         t->o.autotune = 1;
         t->o.autotune_log = keep_tune_line;
@@ -503,7 +513,8 @@ static PyObject *model_load(PyObject *o, PyObject *arg)
 
 static PyMethodDef model_methods[] = {
     {"train", model_train, METH_VARARGS,
-     "train(epochs, dataset, callbacks, sink_mode, sink_size[, autotune]): sl_model_train_opts."},
+     "train(epochs, dataset, callbacks, sink_mode, sink_size[, autotune[, devices]]): "
+     "sl_model_train_opts."},
     {"autotune_log", model_autotune_log, METH_NOARGS,
      "autotune_log() -> [str]: what the tuner of the last train(autotune=True) said"},
     {"eval", model_eval, METH_O, "eval(dataset) -> (samples, accuracy, loss)"},

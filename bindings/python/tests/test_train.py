@@ -138,6 +138,31 @@ def test_sink_and_no_sink_give_the_same_parameters(small):
                               ["fc3.bias"].asnumpy())                 # it did train
 
 
+def test_several_devices_train_data_parallel(small):
+    """devices=[...]: a global step is one batch per device; sinking or
+    not, two devices give the same bits; they train (unlike one device on
+    the same batches, which takes twice the steps); bad lists raise."""
+    d = small.repeat(20)                      # 60 batches: 30 global steps an epoch
+    steps = Steps()
+    sinking, a = lenet()
+    sinking.train(1, d, callbacks=[steps], dataset_sink_mode=True, sink_size=10,
+                  devices=["cpu:0", "cpu:1"])                   # 10 global steps
+    assert [st[2] for st in steps.steps] == [10]      # one sink of 10 global steps
+    feeding, b = lenet()
+    feeding.train(1, d.take(20), dataset_sink_mode=False, devices=["cpu:0", "cpu:1"])
+    assert_same(values(a), values(b))
+    one, c = lenet()
+    one.train(1, d.take(20), dataset_sink_mode=False)
+    assert not np.array_equal(values(a)["fc3.bias"], values(c)["fc3.bias"])
+    for bad, says in [(["cpu:0", "cpu:0"], "named twice"), (["cpu:0", "sim:1"], "kinds"),
+                      (["cpu:1", "cpu:0"], "model's device first")]:
+        m, _ = lenet()
+        with pytest.raises((ValueError, RuntimeError), match=says):
+            m.train(1, d, devices=bad)
+    with pytest.raises(TypeError, match="list of device names"):
+        lenet()[0].train(1, d, devices=[0, 1])
+
+
 def test_graph_and_pynative_give_the_same_parameters(small):
     graph, a = lenet()
     graph.train(2, small, dataset_sink_mode=True)

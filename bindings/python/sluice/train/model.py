@@ -163,7 +163,7 @@ class Model:
                              f"(map transforms.TypeCast(sluice.int32) on '{label_col}')")
 
     def train(self, epoch, train_dataset, callbacks=None, dataset_sink_mode=False, sink_size=-1,
-              autotune=False):
+              autotune=False, devices=None):
         """Trains for ``epoch`` epochs over ``train_dataset``.
 
         Args:
@@ -187,6 +187,17 @@ class Model:
                 one change at a time, undone if throughput fell (but for
                 the pool's cap, which costs memory, not speed);
                 :meth:`autotune_log` then says what it changed and why.
+            devices (list of str): sluice's own: data parallel on several
+                devices of one kind, the model's own first, e.g.
+                ``["cpu:0", "cpu:1"]``. Each holds a replica of the
+                parameters and steps on a batch of its own; gradients are
+                averaged (summed in device order: runs are bit-identical)
+                before every replica applies the same update. A step is
+                global (one batch per device: the global batch is the
+                dataset's batch times the devices); the loss the callbacks
+                see is the mean over devices; the batches at the end of an
+                epoch that do not fill a global step are dropped. None (the
+                default): the model's device alone.
 
         The results are the same, bit for bit, with and without sinking.
         Callbacks see every step without sinking, one step_end per sink
@@ -199,6 +210,16 @@ class Model:
         """
         epoch = _int(epoch, "train: epoch")
         sink_size = _int(sink_size, "train: sink_size")
+        if devices is not None:
+            if isinstance(devices, str):
+                devices = [devices]
+            if (not isinstance(devices, (list, tuple)) or
+                    not all(isinstance(d, str) for d in devices)):
+                raise TypeError(f"train: devices must be a list of device names such as "
+                                f"['cpu:0', 'cpu:1'], got {devices!r}")
+            if any("," in d for d in devices):
+                raise ValueError(f"train: devices {devices!r}: give one name per item")
+            devices = ",".join(devices)
         if epoch < 1:
             raise ValueError(f"train: epoch must be >= 1, got {epoch}")
         if sink_size == 0 or sink_size < -1:
@@ -225,7 +246,7 @@ class Model:
         specs = [cb._spec() if isinstance(cb, _BuiltIn) else
                  _Hooks(cb, params, run_context, start, self._claim) for cb in callbacks]
         self._c.train(epoch, train_dataset._c, specs, sink, sink_size if sink else -1,
-                      bool(autotune))
+                      bool(autotune), devices)
 
     def autotune_log(self):
         """What the tuner of the last ``train(..., autotune=True)`` said, a

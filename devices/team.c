@@ -8,7 +8,7 @@
  * an AMD EPYC, and a caller that only yielded) held CPUs that the pipeline
  * or the helper being waited for needed: with 2 threads pinned to one CPU a
  * step took 16 times as long as with 1. */
-#include "exec/team.h"
+#include "devices/team.h"
 
 #include <sched.h>
 #include <stdlib.h>
