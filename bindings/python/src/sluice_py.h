@@ -131,6 +131,9 @@ typedef struct slpy_model {
      * Python callbacks may read and write parameters, which the lock it
      * holds would otherwise keep them from. */
     atomic_ulong job_thread;
+    /* 1 while a train on several devices runs (written and read on its
+     * thread): a callback's parameter write would reach replica 0 only. */
+    int replicated;
     PyObject *tune_log;       /* the last train's autotune lines (a list), or NULL */
 } slpy_model;
 

@@ -204,3 +204,40 @@ def test_sgd_reused_by_a_second_model_and_train_one_step_cell(small, kind):
         connected(*inputs)
     helper.close()
     assert_same(values(net), expected)
+
+
+@pytest.mark.parametrize("sink", [True, False])
+def test_training_on_two_devices_keeps_one_truth(small, sink):
+    """With a replica of the parameters per device, a callback may still
+    evaluate with a second Model over the network (nothing changes), but a
+    change to the parameters, which would reach one replica only, is
+    refused with the reason."""
+    devices = ["cpu:0", "cpu:1"]
+    net = nn.LeNet5(10)
+    opt = OPTIMIZERS["momentum"](net)
+    model = train.Model(net, loss_cell(), opt, metrics={"accuracy"})
+    seen = []
+
+    class EvalAnother(train.Callback):
+        def epoch_end(self, run_context):
+            other = train.Model(net, loss_cell(), opt, metrics={"accuracy"})
+            seen.append((other.eval(small)["accuracy"], values(net)))
+    model.train(2, small, callbacks=[EvalAnother()], dataset_sink_mode=sink, devices=devices)
+
+    sluice.set_seed(0)
+    ref_net = nn.LeNet5(10)
+    ref = Reference(ref_net)
+    train.Model(ref_net, loss_cell(), OPTIMIZERS["momentum"](ref_net)).train(
+        2, small, callbacks=[ref], dataset_sink_mode=sink, devices=devices)
+    assert_same(values(net), values(ref_net))
+    for (_, weights), expected in zip(seen, ref.seen):
+        assert_same(weights, expected)
+
+    class Change(train.Callback):
+        def epoch_end(self, run_context):
+            p = net.trainable_params()[0]
+            p.set_data(np.zeros(p.shape, np.float32))
+    with pytest.raises(RuntimeError, match="parameter 'conv1.weight': the model is training on "
+                       "several devices; a callback changing its parameters would change one "
+                       "replica only"):
+        model.train(1, small, callbacks=[Change()], dataset_sink_mode=sink, devices=devices)
