@@ -583,6 +583,16 @@ for sink in --sink --no-sink; do
         fail "train --eval-every 1 $sink --json: each epoch's result is its checkpoint's"
     fi
 done
+# On two devices the replicas hold the same values: the last epoch's
+# evaluation is the final one's.
+run train --data "$MNIST" --epochs 2 --eval-every 1 --device cpu:0,cpu:1
+if [ "$rc" -eq 0 ] &&
+    [ "$(sed -n 's/^epoch: 2 eval: //p' "$TMP/out")" = "$(sed -n 's/^eval: //p' "$TMP/out")" ] &&
+    grep -q '^epoch: 1 eval: accuracy' "$TMP/out"; then
+    pass "train --eval-every 1 on cpu:0,cpu:1"
+else
+    fail "train --eval-every 1 on cpu:0,cpu:1"
+fi
 run train --data "$MNIST" --epochs 3 --eval-every 2 --no-sink
 if [ "$rc" -eq 0 ] && [ "$(grep -c '^epoch: [0-9]* eval: ' "$TMP/out")" -eq 1 ]; then
     expect "train --eval-every 2 over 3 epochs: epoch 2's" 0 stdout '^epoch: 2 eval: accuracy'
