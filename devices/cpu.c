@@ -1,6 +1,7 @@
 /* cpu.c: the cpu device. Its memory is its own 64-byte aligned blocks
  * (never the pipeline's pool buffers), its copies are memcpy, and a step
  * runs right where it is launched, so every optional entry is NULL. */
+#include "devices/cpu_program.h"
 #include "devices/device_impl.h"
 
 #include <stdint.h>
@@ -49,4 +50,7 @@ const sl__device_iface sl__cpu_device_iface = {
     .launch = NULL,
     .result = NULL,
     .destroy = NULL,
+    .program_load = sl__cpu_program_load,
+    .program_run = sl__cpu_program_run,
+    .program_free = sl__cpu_program_free,
 };

@@ -192,6 +192,24 @@ int sl__device_reads_host(const sl_device *d)
     return d->iface->reads_host;
 }
 
+int sl__device_program_load(sl_device *d, const sl__program *p, int nthreads,
+                            sl__device_program **out, sl__error *err)
+{
+    return d->iface->program_load(d, p, nthreads, out, err);
+}
+
+int sl__device_program_run(sl_device *d, sl__device_program *dp, struct sl__team *team, int begin,
+                           int end)
+{
+    return d->iface->program_run(d, dp, team, begin, end);
+}
+
+void sl__device_program_free(sl_device *d, sl__device_program *dp)
+{
+    if (dp)
+        d->iface->program_free(d, dp);
+}
+
 uint64_t sl__device_core_mask(const sl_device *d)
 {
     return d->core_mask;

@@ -5,19 +5,35 @@
  * wrappers count what happened and fall back where an optional entry is
  * NULL.
  *
- * How a CUDA backend would fit, without touching pipeline/ or exec/:
- *   alloc/free      cudaMalloc/cudaFree for slots; host_alloc (optional)
- *                   would give pinned staging for the channel's batches.
- *   copy_in_async   cudaMemcpyAsync on a copy stream, then cudaEventRecord
- *                   into the slot's event; event_wait is
- *                   cudaStreamWaitEvent on the compute stream, so a step
- *                   starts when its slot's bytes have landed while the next
- *                   slot is still copying.
- *   launch          runs the sink's function with the compute stream
- *                   current; the step's kernels would be CUDA kernels
- *                   compiled for that stream (exec/ would pick the kernel
- *                   table by the device's kind).
+ * A device owns running a step, as a ggml backend owns graph_compute:
+ * exec/ lowers a compiled step into a program (devices/program.h: the
+ * planned slots, each with its op, attributes, shape and inputs) and hands
+ * it to program_load; it binds the input and parameter slots to device
+ * memory and calls program_run; it never picks a kernel. cpu and sim run
+ * programs with the compute team and the kernels of ops/nn
+ * (devices/cpu_program.c).
+ *
+ * A CUDA backend would be one new table, with nothing changed in exec/:
+ *   alloc/free      cudaMalloc/cudaFree for slots, parameters and arena;
+ *                   host_alloc (optional) would give pinned staging for the
+ *                   channel's batches.
+ *   copy_in/out     cudaMemcpy; copy_in_async cudaMemcpyAsync on a copy
+ *                   stream, then cudaEventRecord into the slot's event;
+ *                   event_wait cudaStreamWaitEvent on the compute stream, so
+ *                   a step starts when its slot's bytes have landed while
+ *                   the next slot is still copying.
+ *   program_load    cudaMalloc of the arena (the program's offsets stay
+ *                   valid), and the kernel each slot's op needs;
+ *   program_run     launches the slots' kernels in order on the compute
+ *                   stream (the team it is given is the host thread that
+ *                   calls it, unused); a label check would read back one
+ *                   flag at the loss;
+ *   program_free    frees them.
+ *   launch          runs the sink's loop with the compute stream current;
  *   synchronize     cudaStreamSynchronize before a result is read back.
+ * Reading a result: the loss slot's value is read through the host pointer
+ * today; a device whose memory the host cannot read (reads_host 0 and
+ * memory of its own) would copy it out first.
  * cpu and sim have no streams: their copies complete before copy_in
  * returns, so they leave copy_in_async, event_wait and synchronize NULL. */
 #ifndef SLUICE_DEVICES_DEVICE_IMPL_H
@@ -28,7 +44,10 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "devices/program.h"
 #include "sluice/device.h"
+
+struct sl__team;
 
 typedef struct sl__device_event sl__device_event; /* a kind's own completion marker */
 
@@ -65,6 +84,18 @@ typedef struct sl__device_iface {
     void (*result)(sl_device *d);
     /* Optional: frees the kind's own state (impl). */
     void (*destroy)(sl_device *d);
+    /* Required. Loads program p (which must outlive it) for runs by up to
+     * nthreads threads: its arena and scratch in the device's memory; the
+     * caller then binds input and parameter slots (out->ptr). */
+    int (*program_load)(sl_device *d, const sl__program *p, int nthreads,
+                        sl__device_program **out, sl__error *err);
+    /* Required. Runs slots [begin, end) of a loaded program with the team's
+     * threads (the caller is its thread 0); the status, and on failure a
+     * message naming the op and node in dp->err. */
+    int (*program_run)(sl_device *d, sl__device_program *dp, struct sl__team *team, int begin,
+                       int end);
+    /* Required. Frees a loaded program (NULL is ignored). */
+    void (*program_free)(sl_device *d, sl__device_program *dp);
 } sl__device_iface;
 
 struct sl_device {
@@ -108,6 +139,13 @@ int sl__device_synchronize(sl_device *d);
 /* One interaction: launch fn(arg) on the device, then its result comes
  * back; counts two interactions (there and back). */
 int sl__device_run(sl_device *d, int (*fn)(void *arg), void *arg);
+
+/* A program on d (the table's program_* entries). */
+int sl__device_program_load(sl_device *d, const sl__program *p, int nthreads,
+                            sl__device_program **out, sl__error *err);
+int sl__device_program_run(sl_device *d, sl__device_program *dp, struct sl__team *team, int begin,
+                           int end);
+void sl__device_program_free(sl_device *d, sl__device_program *dp);
 
 /* The iface's reads_host. */
 int sl__device_reads_host(const sl_device *d);

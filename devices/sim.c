@@ -7,6 +7,7 @@
  * there while the host's threads keep to the others, as an accelerator
  * computes on its own silicon beside the host. The sleeps are
  * sl__device_model_delay, which counts them in modeled_ms. */
+#include "devices/cpu_program.h"
 #include "devices/device_impl.h"
 
 #include <math.h>
@@ -133,4 +134,7 @@ const sl__device_iface sl__sim_device_iface = {
     .launch = sim_launch,
     .result = sim_result,
     .destroy = NULL,
+    .program_load = sl__cpu_program_load,
+    .program_run = sl__cpu_program_run,
+    .program_free = sl__cpu_program_free,
 };

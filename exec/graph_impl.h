@@ -6,40 +6,9 @@
 
 #include "sluice/graph.h"
 #include "core/error.h"
-#include "ops/nn/nn.h"
+#include "devices/program.h"
 
-#define SL__MAX_INPUTS 4
 
-typedef enum sl__graph_op {
-    SL__OP_INPUT = 0,
-    SL__OP_PARAM,
-    /* forward operators */
-    SL__OP_CONV2D,
-    SL__OP_MAX_POOL2D,
-    SL__OP_RELU,
-    SL__OP_DENSE,
-    SL__OP_RESHAPE,     /* a view: shares its input's buffer */
-    SL__OP_ADD,
-    SL__OP_SOFTMAX_XENT,
-    SL__OP_SOFTMAX_XENT_DENSE, /* labels float32 (N, C); attr.xent */
-    SL__OP_ARGMAX,
-    SL__OP_REDUCE_MEAN, /* the mean over trailing axes */
-    /* made by autodiff; the inputs each reads, in order */
-    SL__OP_CONV2D_DX,   /* dy, weight */
-    SL__OP_CONV2D_DW,   /* dy, the conv (its saved columns), x */
-    SL__OP_MAX_POOL2D_DX, /* dy, the pool (its saved argmax) */
-    SL__OP_RELU_DX,     /* dy, the relu (its output) */
-    SL__OP_DENSE_DX,    /* dy, weight */
-    SL__OP_DENSE_DW,    /* dy, x */
-    SL__OP_DENSE_DB,    /* dy */
-    SL__OP_SOFTMAX_XENT_DX, /* the loss (its saved probabilities), labels */
-    SL__OP_REDUCE_MEAN_DX, /* dy */
-    SL__OP_SOFTMAX_XENT_DENSE_DX, /* the loss (its saved probabilities), labels */
-    /* updates, made by the optimizer: no value, they write parameters */
-    SL__OP_MOMENTUM,    /* param, grad, accumulator */
-    SL__OP_SGD,         /* param, grad */
-    SL__OP_COUNT
-} sl__graph_op;
 
 typedef struct sl__graph_node {
     sl__graph_op op;
@@ -53,12 +22,7 @@ typedef struct sl__graph_node {
     size_t aux_bytes;   /* saved for the backward (columns, argmax,
                          * probabilities); lives as long as the value */
     size_t scratch_bytes; /* per thread, only while the node runs */
-    union {
-        sl__conv2d_dims conv;   /* conv2d and its gradients */
-        sl__pool2d_dims pool;   /* max_pool2d and its gradient */
-        struct { float lr, momentum; } opt;
-        struct { int mean; } xent;      /* softmax_xent_dense and its gradient */
-    } attr;
+    sl__op_attr attr;
     /* parameters */
     int trainable;      /* gets a gradient from sl_graph_backward */
     sl_init init;

@@ -263,9 +263,10 @@ static int build(sl_model *m)
                               sl__blas_threads())
                    : sl__errf(&m->err, rc, "model: cannot start the executor: %s",
                               sl_strerror(rc));
-    rc = sl_step_new(&m->train_step, m->g, m->ex, o->context.mode, &m->net.loss, 1, 1);
+    rc = sl__step_new_on(&m->train_step, m->g, m->ex, m->dev, o->context.mode, &m->net.loss, 1, 1);
     if (rc == SL_OK && m->net.logits >= 0)
-        rc = sl_step_new(&m->eval_step, m->g, m->ex, o->context.mode, &m->net.logits, 1, 0);
+        rc = sl__step_new_on(&m->eval_step, m->g, m->ex, m->dev, o->context.mode, &m->net.logits, 1,
+                             0);
     if (rc < 0)
         return sl__errf(&m->err, rc, "model: %s", sl_graph_last_error(m->g));
     if (o->context.save_graphs) {

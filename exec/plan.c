@@ -88,8 +88,7 @@ int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train)
     s->slots = calloc((size_t)s->nslots + 1, sizeof *s->slots);
     s->inputs = calloc(s->ninputs + 1, sizeof *s->inputs);
     s->outputs = calloc(noutputs + 1, sizeof *s->outputs);
-    s->ptr = calloc((size_t)s->nslots + 1, sizeof *s->ptr);
-    if (!s->slots || !s->inputs || !s->outputs || !s->ptr) {
+    if (!s->slots || !s->inputs || !s->outputs) {
         free(needed);
         return sl__errf(&g->err, SL_ENOMEM, "compile: out of memory");
     }

@@ -177,7 +177,8 @@ int sl__replicas_new(sl_model *m, const char *list, sl__replica_set **out)
                      sl_strerror(rc));
             break;
         }
-        rc = sl_step_new(&rp->step, m->g, rp->ex, m->opts.context.mode, &m->net.loss, 1, 1);
+        rc = sl__step_new_on(&rp->step, m->g, rp->ex, rp->dev, m->opts.context.mode, &m->net.loss,
+                             1, 1);
         if (rc < 0) {
             sl__errf(&m->err, rc, "train: device %s: %s", names[r], sl_graph_last_error(m->g));
             break;
@@ -234,7 +235,7 @@ static void move_grads(sl__replica *rp, int to)
         float *grad;
         if (!sl__graph_op_is_update(s->g->nodes[s->slots[j].node].op))
             continue;
-        grad = s->ptr[sl__step_update_grad(s, j)];
+        grad = sl__step_value(s, sl__step_update_grad(s, j));
         bytes = sl__update_numel(s, j) * sizeof(float);
         if (to)
             memcpy(rp->fused + off, grad, bytes);

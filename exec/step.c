@@ -13,7 +13,7 @@
 #include "core/tensor_impl.h"
 
 /* A posted run not yet waited for is waited for before the step is used
- * again: its inputs are bound in s->ptr until it has run. */
+ * again: its inputs are bound in the device program until it has run. */
 static void finish_posted(sl_step *s)
 {
     if (s->posted) {
@@ -27,26 +27,22 @@ void sl_step_free(sl_step *s)
     if (!s)
         return;
     finish_posted(s);
-    if (s->mode == SL_PYNATIVE_MODE && s->ptr)
-        for (int j = 0; j < s->nslots; j++)
-            if (s->slots[j].storage == SL__STORE_TEMP && s->ptr[j])
-                sl__pool_free(s->pool, s->ptr[j]);
-    if (s->pool)
-        sl__pool_release(s->pool);
-    free(s->arena);
-    free(s->scratch);
+    if (s->dp)
+        sl__device_program_free(s->dev, s->dp);
+    if (s->own_dev)
+        sl_device_free(s->dev);
+    free(s->nodes);
     free(s->slots);
     free(s->node_slot);
     free(s->inputs);
     free(s->outputs);
-    free(s->ptr);
     free(s->trace_names);
     free(s);
 }
 
 int sl__step_trace(sl_step *s, sl_profiler *p, sl__track *track, int64_t epoch, int64_t batch)
 {
-    s->trace = NULL;
+    s->dp->trace = NULL;
     if (!p)
         s->trace_owner = NULL; /* its names die with it: intern anew next time */
     if (!track)
@@ -60,19 +56,39 @@ int sl__step_trace(sl_step *s, sl_profiler *p, sl__track *track, int64_t epoch, 
             names[j] = sl__trace_intern(p, sl__slot_op_name(s, j));
         s->trace_owner = p;
     }
-    s->trace = track;
-    s->trace_epoch = epoch;
-    s->trace_batch = batch;
+    s->dp->trace_names = s->trace_names;
+    s->dp->trace = track;
+    s->dp->trace_epoch = epoch;
+    s->dp->trace_batch = batch;
     return SL_OK;
 }
 
-static void *alloc64(size_t bytes)
+/* What the device needs of each graph node (the program's nodes). */
+static int lower_nodes(sl_step *s)
 {
-    return aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64);
+    const sl_graph *g = s->g;
+    s->nodes = calloc(g->nnodes + 1, sizeof *s->nodes);
+    if (!s->nodes)
+        return SL_ENOMEM;
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const sl__graph_node *gn = &g->nodes[i];
+        sl__prog_node *pn = &s->nodes[i];
+        pn->op = gn->op;
+        pn->op_name = sl__graph_op_name(gn->op);
+        pn->name = gn->name;
+        pn->nin = gn->nin;
+        pn->dtype = gn->dtype;
+        pn->ndim = gn->ndim;
+        for (int d = 0; d < gn->ndim; d++)
+            pn->shape[d] = gn->shape[d];
+        pn->numel = gn->numel;
+        pn->attr = gn->attr;
+    }
+    return SL_OK;
 }
 
-int sl_step_new(sl_step **out, sl_graph *g, sl_executor *ex, sl_mode mode,
-                const int *outputs, size_t noutputs, int train)
+int sl__step_new_on(sl_step **out, sl_graph *g, sl_executor *ex, sl_device *dev, sl_mode mode,
+                    const int *outputs, size_t noutputs, int train)
 {
     sl_step *s;
     int rc;
@@ -87,24 +103,29 @@ int sl_step_new(sl_step **out, sl_graph *g, sl_executor *ex, sl_mode mode,
         return sl__errf(&g->err, SL_ENOMEM, "compile: out of memory");
     s->g = g;
     s->ex = ex;
+    s->dev = dev;
     s->mode = mode;
     s->train = train;
     rc = sl__plan_select(s, outputs, noutputs, train);
     if (rc == SL_OK && mode == SL_GRAPH_MODE) {
         sl__plan_group_updates(s);
         rc = sl__plan_arena(s);
-        if (rc == SL_OK && !(s->arena = alloc64(s->arena_bytes)))
-            rc = sl__errf(&g->err, SL_ENOMEM, "compile: cannot allocate the %zu-byte arena",
-                          s->arena_bytes);
-    } else if (rc == SL_OK) {
-        size_t most = 0;
+    }
+    if (rc == SL_OK && lower_nodes(s) < 0)
+        rc = sl__errf(&g->err, SL_ENOMEM, "compile: out of memory");
+    if (rc == SL_OK) {
+        /* the program: the plan, for the device to load */
+        s->prog.mode = mode;
+        s->prog.nodes = s->nodes;
+        s->prog.slots = s->slots;
+        s->prog.nslots = s->nslots;
+        s->prog.arena_bytes = s->arena_bytes;
         for (int j = 0; j < s->nslots; j++)
-            if (s->slots[j].scratch > most)
-                most = s->slots[j].scratch;
-        if (most > 0 && !(s->scratch = alloc64(most * (size_t)ex->team.nthreads)))
-            rc = sl__errf(&g->err, SL_ENOMEM, "compile: out of memory for scratch");
-        if (rc == SL_OK && !(s->pool = sl__pool_new()))
-            rc = sl__errf(&g->err, SL_ENOMEM, "compile: out of memory");
+            if (s->slots[j].scratch > s->prog.max_scratch)
+                s->prog.max_scratch = s->slots[j].scratch;
+        rc = sl__device_program_load(dev, &s->prog, ex->team.nthreads, &s->dp, &g->err);
+        if (rc < 0)
+            sl__err_prefix(&g->err, "compile: ");
     }
     if (rc < 0) {
         sl_step_free(s);
@@ -118,15 +139,32 @@ int sl_step_new(sl_step **out, sl_graph *g, sl_executor *ex, sl_mode mode,
             s->update_from = j;
             break;
         }
-    /* Pointers that never change: parameters, and arena slots. */
-    for (int j = 0; j < s->nslots; j++) {
-        sl__slot *sl = &s->slots[j];
-        if (sl->storage == SL__STORE_PARAM)
-            s->ptr[j] = g->nodes[sl->node].data;
-        else if (sl->storage == SL__STORE_TEMP && mode == SL_GRAPH_MODE)
-            s->ptr[j] = s->arena + sl->offset;
-    }
+    /* Parameters live in the graph's memory (the host's: cpu and sim read
+     * it); a replica binds its own copies (sl__step_bind_params). */
+    for (int j = 0; j < s->nslots; j++)
+        if (s->slots[j].storage == SL__STORE_PARAM)
+            s->dp->ptr[j] = g->nodes[s->slots[j].node].data;
     *out = s;
+    return SL_OK;
+}
+
+int sl_step_new(sl_step **out, sl_graph *g, sl_executor *ex, sl_mode mode, const int *outputs,
+                size_t noutputs, int train)
+{
+    sl_device *dev;
+    char err[SL_ERRMSG_LEN];
+    int rc;
+    /* A step made without a device runs on the host's cpu, a device of its own. */
+    *out = NULL;
+    rc = sl_device_new(&dev, "cpu:0", NULL, err, sizeof err);
+    if (rc < 0)
+        return sl__errf(&g->err, rc, "compile: %s", err);
+    rc = sl__step_new_on(out, g, ex, dev, mode, outputs, noutputs, train);
+    if (rc < 0) {
+        sl_device_free(dev);
+        return rc;
+    }
+    (*out)->own_dev = 1;
     return SL_OK;
 }
 
@@ -178,108 +216,31 @@ static int bind_inputs(sl_step *s, sl_tensor *const *inputs, size_t ninputs)
                             r ? "'" : "", nd->name, sl_dtype_name(t->dtype), got,
                             sl_dtype_name(nd->dtype), want);
         }
-        s->ptr[j] = t->data;
+        s->dp->ptr[j] = t->data;
     }
     return SL_OK;
 }
 
-/* Frees (PYNATIVE) the values whose last reader was slot j. */
-static void release_after(sl_step *s, int j, size_t *held)
-{
-    for (int k = 0; k <= j; k++) {
-        sl__slot *sl = &s->slots[k];
-        if (sl->storage == SL__STORE_TEMP && sl->last_use == j && s->ptr[k]) {
-            sl__pool_free(s->pool, s->ptr[k]);
-            s->ptr[k] = NULL;
-            *held -= sl->bytes;
-        }
-    }
-}
-
-/* Runs the update group that starts at slot first as one job, and shares
- * its time among the members by their parameters' sizes. */
-static void run_update_group(sl_step *s, int first, double t0)
-{
-    int last = s->slots[first].group_last;
-    double ms, units = 0.0;
-    sl__team_run(&s->ex->team, sl__compute_updates, s);
-    ms = sl__now_ms() - t0;
-    if (s->trace)
-        sl__trace_slice(s->trace, s->trace_names[first], t0, t0 + ms, s->trace_epoch,
-                        s->trace_batch);
-    for (int j = first; j <= last; j++)
-        if (s->slots[j].group_first == first)
-            units += (double)sl__update_numel(s, j);
-    for (int j = first; j <= last; j++)
-        if (s->slots[j].group_first == first && units > 0.0)
-            s->slots[j].ms += ms * (double)sl__update_numel(s, j) / units;
-}
-
-/* Runs on the executor's thread: every node in order, with the team. */
+/* Runs on the executor's thread (or a caller's, with the executor's team):
+ * the device runs the program's slots. */
 static void run_job(void *arg)
 {
     sl_step *s = arg;
-    size_t held = 0;
-    s->run_status = SL_OK;
-    s->bad_label = -1;
-    for (int j = s->run_begin; j < s->run_end; j++) {
-        sl__slot *sl = &s->slots[j];
-        const sl__graph_node *nd = &s->g->nodes[sl->node];
-        double t0;
-        if (sl->storage == SL__STORE_ALIAS) {
-            s->ptr[j] = s->ptr[sl->root];
-            continue;
-        }
-        if (sl->storage == SL__STORE_INPUT || sl->storage == SL__STORE_PARAM ||
-            sl->fused == SL__FUSED_AWAY)
-            continue;
-        if (s->mode == SL_PYNATIVE_MODE && sl->storage == SL__STORE_TEMP) {
-            if (s->ptr[j]) /* an output kept from the last run */
-                sl__pool_free(s->pool, s->ptr[j]);
-            if (!(s->ptr[j] = sl__pool_alloc(s->pool, sl->bytes))) {
-                s->run_status = sl__errf(&s->err, SL_ENOMEM, "%s '%s': out of memory (%zu bytes)",
-                                         sl__graph_op_name(nd->op), nd->name, sl->bytes);
-                return;
-            }
-            held += sl->bytes;
-            if (held > s->peak_bytes)
-                s->peak_bytes = held;
-        }
-        t0 = sl__now_ms();
-        s->current = j;
-        if (s->mode == SL_GRAPH_MODE && sl->group_first == j) {
-            run_update_group(s, j, t0);
-            j = sl->group_last;
-            continue;
-        }
-        sl__team_run(&s->ex->team, sl__compute_node, s);
-        if (s->trace) {
-            double t1 = sl__now_ms();
-            sl->ms += t1 - t0;
-            sl__trace_slice(s->trace, s->trace_names[j], t0, t1, s->trace_epoch, s->trace_batch);
-        } else {
-            sl->ms += sl__now_ms() - t0;
-        }
-        if (nd->op == SL__OP_SOFTMAX_XENT && s->bad_label >= 0) {
-            const int32_t *labels = s->ptr[sl->in[1]];
-            const sl__graph_node *logits = &s->g->nodes[s->slots[sl->in[0]].node];
-            s->run_status = sl__errf(&s->err, SL_EINVAL,
-                                     "%s '%s': label %d of sample %ld is outside [0, %lld)",
-                                     sl__graph_op_name(nd->op), nd->name,
-                                     (int)labels[s->bad_label], s->bad_label,
-                                     (long long)logits->shape[1]);
-            return;
-        }
-        if (s->mode == SL_PYNATIVE_MODE)
-            release_after(s, j, &held);
-    }
+    s->run_status = sl__device_program_run(s->dev, s->dp, &s->ex->team, s->run_begin, s->run_end);
+    if (s->run_status < 0)
+        sl__err_copy(&s->err, &s->dp->err);
 }
 
 void sl__step_bind_params(sl_step *s, float *const *values)
 {
     for (int j = 0; j < s->nslots; j++)
         if (s->slots[j].storage == SL__STORE_PARAM)
-            s->ptr[j] = values[s->slots[j].node];
+            s->dp->ptr[j] = values[s->slots[j].node];
+}
+
+size_t sl__update_numel(const sl_step *s, int j)
+{
+    return s->g->nodes[s->slots[s->slots[j].in[0]].node].numel;
 }
 
 int sl__step_update_grad(const sl_step *s, int j)
@@ -371,12 +332,12 @@ const void *sl_step_output(const sl_step *s, size_t k, sl_tensor_spec *spec)
         for (int i = 0; i < nd->ndim; i++)
             spec->shape[i] = nd->shape[i];
     }
-    return s->ptr[s->outputs[k]];
+    return s->dp->ptr[s->outputs[k]];
 }
 
 size_t sl_step_memory_bytes(const sl_step *s)
 {
-    return s->mode == SL_GRAPH_MODE ? s->arena_bytes : s->peak_bytes;
+    return s->mode == SL_GRAPH_MODE ? s->arena_bytes : s->dp->peak_bytes;
 }
 
 size_t sl_step_num_nodes(const sl_step *s)

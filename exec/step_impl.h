@@ -9,6 +9,8 @@
 #include "sluice/step.h"
 #include "core/pool.h"
 #include "exec/graph_impl.h"
+#include "devices/device_impl.h"
+#include "devices/program.h"
 #include "devices/team.h"
 #include "core/trace.h"
 
@@ -31,56 +33,6 @@ struct sl_executor {
     int stop;
 };
 
-/* Where one node's value lives. */
-typedef enum sl__storage {
-    SL__STORE_NONE = 0, /* updates: no value */
-    SL__STORE_INPUT,    /* bound at each run to the fed tensor */
-    SL__STORE_PARAM,    /* the graph's persistent values */
-    SL__STORE_ALIAS,    /* a reshape: its root's buffer */
-    SL__STORE_TEMP      /* an arena slot (GRAPH) or a malloc'd block (PYNATIVE) */
-} sl__storage;
-
-/* GRAPH mode runs some pairs of nodes as one (sl__plan_fuse): the first
- * node's work moves into the second, which reads the first's inputs. */
-typedef enum sl__fusion {
-    SL__FUSED_NONE = 0,
-    SL__FUSED_AWAY,          /* runs inside another slot: nothing to do */
-    SL__FUSED_RELU_POOL,     /* max_pool2d reading the relu's input */
-    SL__FUSED_RELU_POOL_DX,  /* relu_grad of a fused pool: from the pool's
-                              * dout, argmax and output */
-    SL__FUSED_CONV_RELU_POOL /* a fused relu + max_pool2d that also runs the
-                              * conv2d before them, one sample at a time:
-                              * reads the conv's input and weight */
-} sl__fusion;
-
-/* Samples a fused conv2d + relu + max_pool2d runs the conv on at once
- * (exec/fuse.c): LeNet's first conv's output of 8 samples is 150 KB. */
-#define SL__CONV_POOL_CHUNK 8
-
-typedef struct sl__slot {
-    int node;            /* graph node id */
-    sl__storage storage;
-    int root;            /* ALIAS: the step index owning the buffer */
-    size_t bytes;        /* TEMP: value (64-byte rounded) + aux */
-    size_t value_bytes;  /* where the aux part starts */
-    size_t scratch;      /* per-thread scratch bytes, 64-byte rounded */
-    size_t offset;       /* GRAPH: value's place in the arena */
-    size_t scratch_offset; /* GRAPH: scratch's place (nthreads of them) */
-    int last_use;        /* step index of the last reader (or this one) */
-    /* GRAPH: parameter updates that follow one another run as one job, one
-     * pass over all their parameters (sl__plan_group_updates). */
-    int group_first;     /* the group's first step index, or -1 */
-    int group_last;      /* the group's last step index (on every member) */
-    size_t group_offset; /* where this member's elements start in the group's
-                          * units, rounded up to 16 so splits stay aligned */
-    sl__fusion fused;
-    int fused_with;      /* FUSED_*: the slot whose work this one took or gave */
-    int argmax_unread;   /* a max_pool2d whose argmax (its aux) no slot reads:
-                          * a forward-only step; it pools values alone */
-    int in[SL__MAX_INPUTS]; /* step indices of the inputs */
-    double ms;           /* time spent in this node */
-} sl__slot;
-
 struct sl_step {
     sl_graph *g;
     sl_executor *ex;
@@ -93,32 +45,37 @@ struct sl_step {
     size_t ninputs;
     int *outputs;        /* step indices of the outputs */
     size_t noutputs;
-    unsigned char *arena; /* GRAPH: every TEMP value and scratch */
-    size_t arena_bytes;
-    void **ptr;          /* (nslots) where each value is during a run */
-    void *scratch;       /* PYNATIVE: one block sized for the largest node */
-    sl_pool *pool;       /* PYNATIVE: where values come from and go back to,
-                          * as an eager framework's caching allocator */
-    size_t peak_bytes;   /* PYNATIVE: most bytes held at once */
-    /* per-run state shared with the threads */
-    int current;         /* step index being run */
+    size_t arena_bytes;  /* GRAPH: every TEMP value and scratch */
+    /* The program lowered from the plan, and the device it is loaded on:
+     * the device holds the values (dp->ptr) and runs the kernels. */
+    sl_device *dev;
+    int own_dev;         /* 1: dev was opened for this step (sl_step_new) */
+    sl__prog_node *nodes; /* (graph nodes) what the device needs of each */
+    sl__program prog;
+    sl__device_program *dp;
     int run_begin, run_end; /* the slots a run runs: [0, nslots) but for a
                              * data-parallel replica's two halves */
     int update_from;     /* train: the first update's step index (the updates
                           * run last, after every gradient), else nslots */
-    sl_tensor *const *feed;
-    long bad_label;      /* -1, or the sample whose label failed */
-    int run_status;
     uint64_t ticket;     /* of the posted run (sl_step_post) */
-    /* With a profiler: the track each node's slice goes to, the names
-     * they carry (one per slot, kept by trace_owner), and the batch. */
-    struct sl__track *trace;
+    int run_status;
+    /* With a profiler: the names each node's slice carries (one per slot,
+     * kept by trace_owner). */
     const char **trace_names;
     sl_profiler *trace_owner;
-    int64_t trace_epoch, trace_batch;
     int posted;          /* 1 while a posted run has not been waited for */
     sl__error err;
 };
+
+/* sl_step_new on device dev (the step's program is loaded there; dev must
+ * outlive the step). */
+int sl__step_new_on(sl_step **out, sl_graph *g, sl_executor *ex, sl_device *dev, sl_mode mode,
+                    const int *outputs, size_t noutputs, int train);
+/* The value of slot j where the device keeps it during and after a run. */
+static inline void *sl__step_value(const sl_step *s, int j)
+{
+    return s->dp->ptr[j];
+}
 
 /* Picks the nodes to run and fills slots, storage, sizes and lifetimes. */
 int sl__plan_select(sl_step *s, const int *outputs, size_t noutputs, int train);
@@ -157,11 +114,7 @@ int sl__step_run_slots(sl_step *s, sl_tensor *const *inputs, size_t ninputs, int
 /* The gradient slot update slot j reads, and its elements. */
 int sl__step_update_grad(const sl_step *s, int j);
 
-/* Runs one share of the step's current node. */
-void sl__compute_node(void *step, const sl__share *share);
-/* Runs one share of the update group starting at the current node. */
-void sl__compute_updates(void *step, const sl__share *share);
-/* The elements of a group member's parameter. */
+/* The elements of update slot j's parameter. */
 size_t sl__update_numel(const sl_step *s, int j);
 
 /* sl_executor_new whose threads run on the CPUs of cpu_mask (bit i: CPU

@@ -18,6 +18,25 @@ Suite *make_bench_suite(void);
 
 #define EPS 1e-12
 
+/* The bus model: a non-sink step pays compute + copy + 2 launches, a step
+ * of a sink of 1000 max(compute, copy) + 2 launches / 1000. */
+START_TEST(test_bus_model_ratio)
+{
+    double saving = 0;
+    /* compute 1 ms, copy 0.015 ms, launch 0.2 ms: 1.415 / (1 + 0.0004) */
+    ck_assert_double_eq_tol(cli_bus_model_ratio(1.0, 0.015, 0.2, 1000.0, &saving),
+                            1.415 / 1.0004, 1e-9);
+    ck_assert_double_eq_tol(saving, 1.415 - 1.0004, 1e-9);
+    /* a copy longer than the compute: the sink step is the copy's */
+    ck_assert_double_eq_tol(cli_bus_model_ratio(0.5, 2.0, 0.0, 1000.0, NULL), 2.5 / 2.0, 1e-9);
+    /* a sink of one step saves only the copy hidden beside the compute */
+    ck_assert_double_eq_tol(cli_bus_model_ratio(1.0, 0.1, 0.3, 1.0, &saving), 1.7 / 1.6, 1e-9);
+    ck_assert_double_eq_tol(saving, 0.1, 1e-9);
+    /* nothing to time: no ratio */
+    ck_assert(isnan(cli_bus_model_ratio(0.0, 0.0, 0.0, 1000.0, NULL)));
+}
+END_TEST
+
 START_TEST(test_hidden_serial)
 {
     /* compute 600 ms, data 30 ms, one after the other: nothing hidden */
@@ -202,6 +221,7 @@ Suite *make_bench_suite(void)
 {
     Suite *s = suite_create("bench");
     TCase *tc = tu_tcase("core", 30), *runs = tu_tcase("runs", 120);
+    tcase_add_test(tc, test_bus_model_ratio);
     tcase_add_test(tc, test_hidden_serial);
     tcase_add_test(tc, test_hidden_perfect);
     tcase_add_test(tc, test_hidden_partial);

@@ -293,20 +293,28 @@ START_TEST(test_replicas_equal_every_step_sim)
 }
 END_TEST
 
+/* A fresh LeNet (seed 4) trained `epochs` epochs on dir's MNIST (seed 9),
+ * which must take `steps` global steps. */
+static sl_model *train_fresh(const char *dir, int sink, const char *devices, int64_t epochs,
+                             int64_t steps)
+{
+    sl_dataset *ds = tu_lenet_pipeline(dir, SL_MNIST_TRAIN, 2, 9, 1, 1, 0);
+    sl_train_options o = opts(sink, -1, devices);
+    sl_model *m = lenet("CPU", 32, 4);
+    ck_assert_msg(sl_model_train_opts(m, epochs, ds, NULL, 0, &o) == SL_OK, "%s",
+                  sl_model_last_error(m));
+    ck_assert_int_eq(sl_model_global_step(m), steps);
+    sl_dataset_free(ds);
+    return m;
+}
+
 /* Two runs, and sink against non-sink: the same bits. */
 START_TEST(test_runs_bit_identical)
 {
     char *dir = tu_mnist_dir(1024, 0);
     sl_model *m[3];
-    for (int i = 0; i < 3; i++) {
-        sl_dataset *ds = tu_lenet_pipeline(dir, SL_MNIST_TRAIN, 2, 9, 1, 1, 0);
-        sl_train_options o = opts(i < 2, -1, "cpu:0,cpu:1");
-        m[i] = lenet("CPU", 32, 4);
-        ck_assert_msg(sl_model_train_opts(m[i], 2, ds, NULL, 0, &o) == SL_OK, "%s",
-                      sl_model_last_error(m[i]));
-        ck_assert_int_eq(sl_model_global_step(m[i]), 32);
-        sl_dataset_free(ds);
-    }
+    for (int i = 0; i < 3; i++)
+        m[i] = train_fresh(dir, i < 2, "cpu:0,cpu:1", 2, 32);
     tu_assert_same_params(m[0], m[1], "two sink runs on 2 devices");
     tu_assert_same_params(m[0], m[2], "sink and non-sink on 2 devices");
     for (int i = 0; i < 3; i++)
@@ -320,15 +328,8 @@ START_TEST(test_one_device_list_is_todays_training)
 {
     char *dir = tu_mnist_dir(512, 0);
     sl_model *m[2];
-    for (int i = 0; i < 2; i++) {
-        sl_dataset *ds = tu_lenet_pipeline(dir, SL_MNIST_TRAIN, 2, 9, 1, 1, 0);
-        sl_train_options o = opts(1, -1, i ? "cpu:0" : NULL);
-        m[i] = lenet("CPU", 32, 4);
-        ck_assert_msg(sl_model_train_opts(m[i], 1, ds, NULL, 0, &o) == SL_OK, "%s",
-                      sl_model_last_error(m[i]));
-        ck_assert_int_eq(sl_model_global_step(m[i]), 16);
-        sl_dataset_free(ds);
-    }
+    for (int i = 0; i < 2; i++)
+        m[i] = train_fresh(dir, 1, i ? "cpu:0" : NULL, 1, 16);
     tu_assert_same_params(m[0], m[1], "devices \"cpu:0\" against none");
     sl_model_free(m[0]);
     sl_model_free(m[1]);

@@ -786,7 +786,7 @@ expect "bench sink --json" 0 stdout '"name": "nonsink", "device": "cpu:0", "samp
     stdout '"verdict_by_device": {"cpu:0": "'
 run bench sink --data "$MNIST" --steps 4 --repeats 1 --devices cpu:0
 expect "bench sink" 0 stdout 'sink, sink_size 1000' stdout '^hidden fraction h = ' \
-    stdout '^  cpu:0    serial reference  ' stdout '^efficiency against the CPU-time bound' \
+    stdout '^  cpu:0        serial reference  ' stdout '^efficiency against the CPU-time bound' \
     stdout '^compute only: the step over 3 real batches'
 # Two rounds: the hidden fraction of sink and of the serial reference, each
 # a median and range over rounds or the count of noisy rounds, never a bare
@@ -877,10 +877,27 @@ run bench sink --devices cpu:0,
 expect "bench sink --devices cpu:0," 2 stderr "holds an empty name"
 run bench sink --devices cpu:0,cpu:0
 expect "bench sink --devices cpu:0,cpu:0" 2 stderr "'cpu:0' is named twice"
+run bench devices --data "$MNIST" --steps 2 --repeats 1 --json
+expect "bench devices --json" 0 stdout '"devices": "cpu:0,cpu:1", "global_batch": 64.*"ratio": [0-9.]*.*"reduce_work_ms_per_step": [0-9.]*}$'
+run bench devices --devices cpu:0
+expect "bench devices --devices cpu:0" 2 stderr 'give two devices or more'
+run bench devices --batch 63
+expect "bench devices --batch 63" 2 stderr 'does not split evenly among the 2 devices'
+run bench sink --devices sim:0@fast
+expect "bench sink --devices sim:0@fast" 2 stderr 'sim:N@LATus'
+run bench sink --data "$MNIST" --steps 4 --repeats 1 --workers 1 --devices sim:0@100us --json
+expect "bench sink --devices sim:0@100us --json" 0 stdout '"bus_model_by_device": {"sim:0@100us": {"copy_ms": 0.0152, "launch_ms": 0.1000, '
 # several devices: data parallel, the list checked by the library
 # (the small MNIST holds 2 batches: 1 global step an epoch)
 run train --data "$MNIST" --epochs 3 --no-eval --workers 1 --device cpu:0,cpu:1
 expect "train --device cpu:0,cpu:1" 0 stdout '^data parallel on 2 devices (cpu:0,cpu:1): .*global batch 64' stdout '^trained 3 steps'
+if command -v taskset >/dev/null 2>&1; then
+    # on one CPU, 2 devices of 1 thread each are more threads than CPUs: say so
+    timeout -k 10 "$LIMIT" taskset -c 0 "$SLUICE" train --data "$MNIST" --epochs 1 --no-eval \
+        --workers 1 --threads 1 --device cpu:0,cpu:1 >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    expect "train --device cpu:0,cpu:1 on one CPU" 0 stdout '^note: 2 devices x 1 compute thread on 1 CPUs: their threads take turns'
+fi
 run train --data "$MNIST" --epochs 2 --no-eval --no-sink --workers 1 --device sim:0,sim:1
 expect "train --no-sink --device sim:0,sim:1" 0 stdout '^trained 2 steps'
 run train --data "$MNIST" --max-steps 2 --no-eval --device cpu:0,,cpu:1

@@ -61,3 +61,14 @@ void cli_spread_of(const double *v, size_t n, int skip_noise, cli_spread *out)
     out->kept = k;
     free(kept);
 }
+
+double cli_bus_model_ratio(double t_compute, double t_copy, double t_launch, double steps_per_sink,
+                           double *saving)
+{
+    double nonsink = t_compute + t_copy + 2.0 * t_launch;
+    double sink = (t_compute > t_copy ? t_compute : t_copy) +
+                  (steps_per_sink >= 1.0 ? 2.0 * t_launch / steps_per_sink : 2.0 * t_launch);
+    if (saving)
+        *saving = nonsink - sink;
+    return sink > 0.0 ? nonsink / sink : NAN;
+}

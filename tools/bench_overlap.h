@@ -37,6 +37,18 @@ double cli_hidden_per_percent(double t_compute, double t_data);
 double cli_cpu_time_bound(double t_compute, double t_data, double w_compute, double w_data,
                           int cpus);
 
+/* The bus model's prediction of what sinking saves on a device across a
+ * bus, where the pipeline runs ahead in its threads either way: a non-sink
+ * step pays t_compute + t_copy (its batch copied in) + 2 x t_launch (the
+ * launch and the result coming back); a step of a sink of steps_per_sink
+ * steps pays max(t_compute, t_copy) (a transfer thread copies the next
+ * batch while this one computes) + 2 x t_launch / steps_per_sink. Returns
+ * the non-sink time over the sink time (the speed-up sinking predicts);
+ * *saving_ms (may be NULL) gets the time a step saves. NaN unless the
+ * sink time is > 0. Any one time unit. */
+double cli_bus_model_ratio(double t_compute, double t_copy, double t_launch, double steps_per_sink,
+                           double *saving);
+
 /* A summary of per-round values: the median, min and max of those kept.
  * NaN values are left out and counted in `noise`; with skip_noise, so are
  * the values cli_hidden_is_noise flags. With none kept, median, min and

@@ -25,7 +25,7 @@
 
 #define CMD "bench"
 #define MAX_REPEATS CLI_BENCH_MAX_REPEATS
-#define MAX_DEVICES 4
+#define MAX_DEVICES 6
 
 enum {
     OPT_STEPS = 256, OPT_REPEATS, OPT_DATA, OPT_WORKERS, OPT_THREADS, OPT_DEVICES,
@@ -108,7 +108,11 @@ void cli_bench_sink_usage(FILE *f)
           "Options:\n"
           "  --steps N           steps per run (default 1875: one epoch)\n"
           "  --repeats N         rounds (default 3)\n"
-          "  --devices LIST      comma list (default cpu:0,sim:0)\n"
+          "  --devices LIST      comma list (default cpu:0,sim:0); sim:N@LATus is the\n"
+          "                      sim with a launch latency of LAT microseconds (a loaded\n"
+          "                      host driver), e.g. sim:0,sim:0@200us,sim:0@2000us: for\n"
+          "                      each sim the bus model's predicted sink/non-sink ratio\n"
+          "                      is printed beside the measured one\n"
           "  --data DIR          MNIST folder (default " CLI_DEFAULT_DATA ")\n"
           "  --workers N         pipeline workers per map (default 1 when the\n"
           "                      compute threads fill every CPU, else 2)\n"
@@ -156,10 +160,21 @@ static int parse_devices(bench_args *a, const char *list)
                 cli_error(CMD, "--devices: '%s' is named twice", tok);
                 return -1;
             }
-        if (sscanf(tok, "%7[a-z]:%d%n", kind, &id, &end) != 2 || tok[end] != '\0' ||
+        if (sscanf(tok, "%7[a-z]:%d%n", kind, &id, &end) != 2 ||
             (strcmp(kind, "cpu") != 0 && strcmp(kind, "sim") != 0) || id < 0 || id > 63) {
             cli_error(CMD, "--devices: '%s' is not cpu:N or sim:N", tok);
             return -1;
+        }
+        if (tok[end] != '\0') {
+            /* sim:N@LATus: the sim with another launch latency */
+            long long us;
+            int tail = 0;
+            if (strcmp(kind, "sim") != 0 || sscanf(tok + end, "@%lldus%n", &us, &tail) != 1 ||
+                tok[end + tail] != '\0' || us < 0 || us > 1000000) {
+                cli_error(CMD, "--devices: '%s' is not cpu:N, sim:N or sim:N@LATus (a launch "
+                          "latency of 0 to 1000000 us)", tok);
+                return -1;
+            }
         }
         if (a->ndevices == MAX_DEVICES) {
             cli_error(CMD, "--devices: at most %d", MAX_DEVICES);
@@ -234,17 +249,32 @@ static int parse_args(int argc, char **argv, bench_args *a)
     return cli_bench_args_end(CMD, bad, argc, argv, a->threads, &a->workers);
 }
 
+/* The launch latency a device item asks for ("sim:0@200us"), in ns; -1:
+ * the device's default. */
+static int64_t item_latency_ns(const char *device)
+{
+    const char *at = strchr(device, '@');
+    long long us;
+    return at && sscanf(at, "@%lldus", &us) == 1 ? (int64_t)us * 1000 : -1;
+}
+
 static sl_model *make_model(const bench_args *a, const char *device)
 {
     sl_model_options o;
+    sl_device_options dopts;
     int id = 0;
     sl_model_options_init(&o);
+    sl_device_options_init(&dopts);
+    if (item_latency_ns(device) >= 0)
+        dopts.sim_launch_latency_ns = item_latency_ns(device);
+    o.device_options = &dopts;
     o.context.threads = (int)a->threads;
     o.context.device_target = strncmp(device, "sim", 3) == 0 ? "SIM" : "CPU";
     sscanf(device + 4, "%d", &id);
     o.context.device_id = id;
     return cli_bench_model_new(CMD, &o);
 }
+
 
 /* Trains `steps` steps in the run's mode and fills r (but its times). */
 static int run_training(const bench_args *a, sl_model *m, size_t device, sl_dataset *ds,
@@ -390,6 +420,35 @@ static double median_of(const run_result *runs, size_t n, int field)
     return cli_bench_median(v, n);
 }
 
+/* The bus model's figures for sim item d (cli_bus_model_ratio): the
+ * prediction from the median compute-only step and the device's copy and
+ * launch costs, against the measured sink (sink_size 1000) over non-sink
+ * ratio, the median of the rounds' own pairs. */
+typedef struct bus_figures {
+    double copy_ms, launch_ms, saving_ms, predicted, measured;
+} bus_figures;
+
+static void bus_model(run_result (*res)[MAX_REPEATS], size_t rounds, const char *device,
+                      int64_t steps, bus_figures *out)
+{
+    sl_device_options d;
+    double ratios[MAX_REPEATS];
+    /* a batch: 32 images of 1x32x32 float32 and 32 int32 labels */
+    const double bytes = 32.0 * 32 * 32 * 4 + 32.0 * 4;
+    sl_device_options_init(&d);
+    out->launch_ms = (double)(item_latency_ns(device) >= 0 ? item_latency_ns(device)
+                                                           : d.sim_launch_latency_ns) / 1e6;
+    out->copy_ms = ((double)d.sim_copy_latency_ns + bytes / d.sim_bandwidth_gbps) / 1e6;
+    out->predicted = cli_bus_model_ratio(median_of(res[RUN_COMPUTE], rounds, 0), out->copy_ms,
+                                         out->launch_ms, steps < 1000 ? (double)steps : 1000.0,
+                                         &out->saving_ms);
+    for (size_t r = 0; r < rounds; r++) {
+        double t_sink = per_step(&res[RUN_SINK_1000][r], 0);
+        ratios[r] = t_sink > 0 ? per_step(&res[RUN_NONSINK][r], 0) / t_sink : NAN;
+    }
+    out->measured = cli_bench_median(ratios, rounds);
+}
+
 static int is_cpu(const char *device)
 {
     return strncmp(device, "cpu", 3) == 0;
@@ -436,7 +495,7 @@ static void json_spread(const cli_spread *s)
 static void text_spread(const char *device, const char *title, const cli_spread *s,
                         size_t rounds, int is_h, int serial)
 {
-    printf("  %-8s %-22s ", device, title);
+    printf("  %-12s %-22s ", device, title);
     if (s->kept == 0) {
         printf("no result: noise in %zu of %zu round%s (", s->noise, rounds,
                rounds == 1 ? "" : "s");
@@ -449,7 +508,7 @@ static void text_spread(const char *device, const char *title, const cli_spread 
     printf("%.2f", s->median);
     if (rounds == 1 && serial)
         printf("  (one round: it overlaps nothing by construction, so its distance from 0\n"
-               "  %-8s %-22s        is the noise of this round's figures)\n",
+               "  %-12s %-22s        is the noise of this round's figures)\n",
                "", "");
     else if (rounds == 1 && is_h && s->median < 0.0)
         printf("  (one round: the run took longer than its parts one after the other, so "
@@ -480,7 +539,7 @@ int cli_bench_sink_main(int argc, char **argv)
     cli_pipeline pl;
     cli_kind kind;
     sl_thread_budget budget;
-    char budget_line[256], transfer_line[256];
+    char budget_line[256], transfer_line[256], cores_line[512];
     size_t nconf, rounds;
     int rc = parse_args(argc, argv, &a), exit_code = CLI_EXIT_FAIL;
 
@@ -563,6 +622,7 @@ int cli_bench_sink_main(int argc, char **argv)
     budget.pipeline_workers = (int)a.workers;
     budget.transfer_threads = 0;
     transfer_line[0] = '\0';
+    cores_line[0] = '\0';
     for (size_t d = 0; d < a.ndevices; d++) {
         sl_train_options to;
         sl_transfer_mode t;
@@ -573,6 +633,17 @@ int cli_bench_sink_main(int argc, char **argv)
         sl_train_options_init(&to);
         to.transfer = (int32_t)a.transfer;
         t = sl_model_transfer_mode(m, &to);
+        {
+            /* who owns which core: a sim computes on its own while it trains */
+            char cpus[128];
+            if (sl_device_cpus(sl_model_device(m), cpus, sizeof cpus) > 0) {
+                size_t cu = strlen(cores_line);
+                snprintf(cores_line + cu, sizeof cores_line - cu,
+                         "%s%s computes on CPU %s, the host's threads on the others while it "
+                         "trains",
+                         cu ? "; " : "", a.devices[d], cpus);
+            }
+        }
         sl_model_free(m);
         budget.transfer_threads += t == SL_TRANSFER_THREAD;
         snprintf(transfer_line + used, sizeof transfer_line - used, "%s%s %s", d ? ", " : "",
@@ -583,17 +654,18 @@ int cli_bench_sink_main(int argc, char **argv)
         printf("{\"steps\": %" PRId64 ", \"repeats\": %" PRId64 ", \"batch\": 32, \"cpus\": %d"
                ", \"thread_budget\": \"%s\", \"transfer\": \"%s\", \"order\": \"rotating\""
                ", \"fresh_model_per_run\": true, \"compute_batches\": %" PRId64
-               ", \"cpu_path\": \"%s\", \"blas_core\": \"%s\", \"runs\": [",
+               ", \"cpu_path\": \"%s\", \"blas_core\": \"%s\", \"cores\": \"%s\", \"runs\": [",
                a.steps, a.repeats, budget.cpus, budget_line, transfer_line,
-               sl_bench_batches_count(batches), sl_cpu_path(), sl_blas_core());
+               sl_bench_batches_count(batches), sl_cpu_path(), sl_blas_core(), cores_line);
     else
         printf("LeNet5, batch 32, %" PRId64 " steps per run, medians of %" PRId64
                " round%s\neach run from a fresh model (the same initial parameters), the "
-               "order rotating by round\nthread budget: %s\ntransfer: %s\n"
+               "order rotating by round\nthread budget: %s\ntransfer: %s\n%s%s%s"
                "compute only: the step over %" PRId64 " real batches of the pipeline, kept "
                "in memory, cycled\nOpenBLAS core: %s\n\n"
-               "%-8s %-22s %11s %9s %11s %12s %12s %12s\n",
+               "%-12s %-22s %11s %9s %11s %12s %12s %12s\n",
                a.steps, a.repeats, a.repeats == 1 ? "" : "s", budget_line, transfer_line,
+               cores_line[0] ? "cores: " : "", cores_line, cores_line[0] ? "\n" : "",
                sl_bench_batches_count(batches), sl_blas_core(), "device", "run", "samples/s",
                "ms/step", "CPU ms/step", "interactions", "GetNext ms", "chan-full ms");
     for (size_t d = 0; d < a.ndevices; d++)
@@ -615,7 +687,7 @@ int cli_bench_sink_main(int argc, char **argv)
                     printf("%s%.4f", r ? ", " : "", per_step(&res[d][run][r], 4));
                 printf("]}");
             } else {
-                printf("%-8s %-22s %11.0f %9.4f %11.4f %12.0f %12.1f %12.1f\n", a.devices[d],
+                printf("%-12s %-22s %11.0f %9.4f %11.4f %12.0f %12.1f %12.1f\n", a.devices[d],
                        run_titles[run], sps, ms_step, median_of(res[d][run], rounds, 4),
                        median_of(res[d][run], rounds, 1), median_of(res[d][run], rounds, 2),
                        median_of(res[d][run], rounds, 3));
@@ -653,7 +725,7 @@ int cli_bench_sink_main(int argc, char **argv)
         if (a.json)
             printf("}");
         else if (tc > 0.0 && td > 0.0)
-            printf("  %-8s (data is %.1f%% of compute here: 1%% of noise in a run moves h by "
+            printf("  %-12s (data is %.1f%% of compute here: 1%% of noise in a run moves h by "
                    "%.2f)\n",
                    "", 100.0 * td / tc, cli_hidden_per_percent(tc, td));
     }
@@ -689,6 +761,39 @@ int cli_bench_sink_main(int argc, char **argv)
         }
         if (a.json)
             printf("}");
+        n++;
+    }
+    /* What sinking saves on a sim, by the bus model, against what it saved. */
+    if (a.json)
+        printf("}, \"bus_model_by_device\": {");
+    for (size_t d = 0, n = 0; d < a.ndevices; d++) {
+        bus_figures bf;
+        if (is_cpu(a.devices[d]))
+            continue;
+        bus_model(res[d], rounds, a.devices[d], a.steps, &bf);
+        if (a.json) {
+            printf("%s\"%s\": {\"copy_ms\": %.4f, \"launch_ms\": %.4f, \"saving_ms_per_step\": ",
+                   n ? ", " : "", a.devices[d], bf.copy_ms, bf.launch_ms);
+            json_number(bf.saving_ms, 4);
+            printf(", \"predicted_ratio\": ");
+            json_number(bf.predicted, 3);
+            printf(", \"measured_ratio\": ");
+            json_number(bf.measured, 3);
+            printf("}");
+        } else {
+            if (n == 0)
+                printf("\nwhat sinking saves across the bus (sink_size 1000 against non-sink): "
+                       "a non-sink step pays\nits batch's copy and a launch and a result on top "
+                       "of the compute-only step; a sink\ncopies beside computing and pays two "
+                       "interactions per 1000 steps:\n");
+            printf("  %-12s copy %.3f ms, launch %.3f ms: saves %.3f ms a step; predicted "
+                   "%.2fx, measured %.2fx",
+                   a.devices[d], bf.copy_ms, bf.launch_ms, bf.saving_ms, bf.predicted,
+                   bf.measured);
+            if (isfinite(bf.predicted) && isfinite(bf.measured))
+                printf(" (%+.0f%%)", 100.0 * (bf.measured / bf.predicted - 1.0));
+            printf("\n");
+        }
         n++;
     }
     if (a.json) {

@@ -264,6 +264,13 @@ int cli_train_main(int argc, char **argv)
                    "update; each device's compute team has %d thread%s\n",
                    a.ndevices, a.device, a.ndevices * (int)a.model.network.batch,
                    a.model.context.threads, a.model.context.threads == 1 ? "" : "s");
+        if (a.ndevices > 1 && a.ndevices * a.model.context.threads > sl_cpus_available())
+            printf("note: %d devices x %d compute thread%s on %d CPUs: their threads take turns "
+                   "on the CPUs, so each global step takes about as long as the devices' steps "
+                   "one after another; expect no gain over %d device%s\n",
+                   a.ndevices, a.model.context.threads,
+                   a.model.context.threads == 1 ? "" : "s", sl_cpus_available(),
+                   sl_cpus_available(), sl_cpus_available() == 1 ? "" : "s");
         sl_thread_budget b;
         char line[256];
         sl_thread_budget_default(&b);

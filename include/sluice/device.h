@@ -9,11 +9,14 @@
  *          interaction (launching a step or a sink, returning its result)
  *          takes the launch latency. The delays are slept (in quanta: the
  *          totals are the model's, single short delays are not); the
- *          step's arithmetic still runs on the CPU's kernels. The
- *          defaults model a PCIe 4.0 x16 card (see sl_device_options).
+ *          step's arithmetic runs on the CPU's kernels, on cores reserved
+ *          for the sim (sim_cores) while the host's threads use the
+ *          others, as a card computes beside its host. The defaults model
+ *          a PCIe 4.0 x16 card (see sl_device_options).
  *
- * Behind the handle each kind is a table of functions (devices/device_impl.h);
- * the queues, the transfer thread and the executor use only that table, so a
+ * Behind the handle each kind is a table of functions (devices/device_impl.h)
+ * that owns memory, copies and running a compiled step (a program); the
+ * queues, the transfer thread and the executor use only that table, so a
  * new kind (CUDA, say) is a new table, not a change to pipeline/ or exec/. */
 #ifndef SLUICE_DEVICE_H
 #define SLUICE_DEVICE_H

@@ -1,39 +1,40 @@
-/* compute.c: runs one node of a step on one thread's share. Ops split their
- * outputs (samples, rows, channels or elements) between threads; ops too
- * small to gain from it run on thread 0 alone. */
-#include "exec/step_impl.h"
+/* cpu_compute.c: the cpu device's kernel dispatch (cpu and sim): runs one
+ * slot of a loaded program on one thread's share. Ops split their outputs
+ * (samples, rows, channels or elements) between threads; ops too small to
+ * gain from it run on thread 0 alone. */
+#include "devices/cpu_program.h"
 
 /* Below this much work (elements, or multiply-adds for dense) an op runs on
  * one thread: waking a second would cost more than it saves. */
 #define MIN_SPLIT_ELEMENTS 8192
 #define MIN_SPLIT_MACS 200000
 
-static float *f32(const sl_step *s, int j)
+static float *f32(const sl__device_program *s, int j)
 {
     return s->ptr[j];
 }
 
-static void *aux(const sl_step *s, int j)
+static void *aux(const sl__device_program *s, int j)
 {
-    return (unsigned char *)s->ptr[j] + s->slots[j].value_bytes;
+    return (unsigned char *)s->ptr[j] + s->prog->slots[j].value_bytes;
 }
 
-static const sl__graph_node *gnode(const sl_step *s, int j)
+static const sl__prog_node *gnode(const sl__device_program *s, int j)
 {
-    return &s->g->nodes[s->slots[j].node];
+    return &s->prog->nodes[s->prog->slots[j].node];
 }
 
 /* Slot j, a pool fused with its relu and the conv before them (exec/fuse.c;
  * GRAPH mode only): samples [b, e), a chunk at a time through the conv
  * into this worker's scratch, then through the relu and the pool. */
-static void conv_relu_pool(const sl_step *s, int j, int worker, size_t b, size_t e)
+static void conv_relu_pool(const sl__device_program *s, int j, int worker, size_t b, size_t e)
 {
-    const sl__slot *sl = &s->slots[j];
+    const sl__slot *sl = &s->prog->slots[j];
     sl__conv2d_dims conv = gnode(s, sl->fused_with)->attr.conv;
     sl__pool2d_dims pool = gnode(s, j)->attr.pool;
     const size_t in_len = conv.c * conv.h * conv.w, out_len = pool.c * pool.oh * pool.ow;
     const float *x = f32(s, sl->in[0]), *w = f32(s, sl->in[1]);
-    float *out = f32(s, j), *one = (float *)(s->arena + sl->scratch_offset) +
+    float *out = f32(s, j), *one = (float *)(sl__cpu_arena(s) + sl->scratch_offset) +
                                    (size_t)worker * sl->scratch / sizeof(float);
     int32_t *argmax = sl->argmax_unread ? NULL : (int32_t *)aux(s, j);
     for (size_t i = b; i < e; i += SL__CONV_POOL_CHUNK) {
@@ -57,12 +58,12 @@ static sl__grain big_enough(size_t work, size_t least, sl__grain grain)
  * the other to wait on. Splits by output channel (conv2d_grad_weight) and
  * the dense ops stay one piece per thread: each piece rereads the whole
  * input, or becomes a matrix product too thin to run at full speed. */
-void sl__compute_node(void *arg, const sl__share *sh)
+void sl__cpu_compute_node(void *arg, const sl__share *sh)
 {
-    sl_step *s = arg;
+    sl__device_program *s = arg;
     int j = s->current;
-    const sl__slot *sl = &s->slots[j];
-    const sl__graph_node *nd = gnode(s, j);
+    const sl__slot *sl = &s->prog->slots[j];
+    const sl__prog_node *nd = gnode(s, j);
     const int *in = sl->in;
     size_t b, e;
 
@@ -76,9 +77,9 @@ void sl__compute_node(void *arg, const sl__share *sh)
     }
     case SL__OP_CONV2D_DX: {
         const sl__conv2d_dims *d = &nd->attr.conv;
-        float *scratch = s->mode == SL_GRAPH_MODE
-                             ? (float *)(s->arena + sl->scratch_offset)
-                             : (float *)s->scratch;
+        float *scratch = s->prog->mode == SL_GRAPH_MODE
+                             ? (float *)(sl__cpu_arena(s) + sl->scratch_offset)
+                             : (float *)sl__cpu_scratch(s);
         sl__share_range(sh, SL__GRAIN_SHARE, d->n, 1, &b, &e);
         if (b < e)
             sl__conv2d_backward_input(f32(s, j), scratch + (size_t)sh->worker * sl->scratch / sizeof(float),
@@ -89,7 +90,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
         /* in[1]: the forward conv, for its columns; none when it was fused
          * into a pool (exec/fuse.c fuses only convs without columns) */
         const sl__conv2d_dims *d = &nd->attr.conv;
-        const float *cols = s->slots[in[1]].fused == SL__FUSED_AWAY ? NULL : aux(s, in[1]);
+        const float *cols = s->prog->slots[in[1]].fused == SL__FUSED_AWAY ? NULL : aux(s, in[1]);
         sl__share_range(sh, SL__GRAIN_THREAD, d->oc, 1, &b, &e);
         if (b < e)
             sl__conv2d_backward_weight(f32(s, j), f32(s, in[0]), cols, f32(s, in[2]), d, b, e);
@@ -142,7 +143,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
             sl__add_forward(f32(s, j), f32(s, in[0]), f32(s, in[1]), b, e);
         break;
     case SL__OP_DENSE: {
-        const sl__graph_node *w = gnode(s, in[1]);
+        const sl__prog_node *w = gnode(s, in[1]);
         size_t n = (size_t)nd->shape[0], out = (size_t)w->shape[0], inf = (size_t)w->shape[1];
         sl__share_range(sh, big_enough(n * out * inf, MIN_SPLIT_MACS, SL__GRAIN_THREAD), n, 1, &b,
                         &e);
@@ -152,7 +153,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
         break;
     }
     case SL__OP_DENSE_DX: {
-        const sl__graph_node *w = gnode(s, in[1]);
+        const sl__prog_node *w = gnode(s, in[1]);
         size_t n = (size_t)nd->shape[0], out = (size_t)w->shape[0], inf = (size_t)w->shape[1];
         sl__share_range(sh, big_enough(n * out * inf, MIN_SPLIT_MACS, SL__GRAIN_THREAD), n, 1, &b,
                         &e);
@@ -161,7 +162,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
         break;
     }
     case SL__OP_DENSE_DW: {
-        const sl__graph_node *x = gnode(s, in[1]);
+        const sl__prog_node *x = gnode(s, in[1]);
         size_t n = (size_t)x->shape[0], out = (size_t)nd->shape[0], inf = (size_t)nd->shape[1];
         sl__share_range(sh, big_enough(n * out * inf, MIN_SPLIT_MACS, SL__GRAIN_THREAD), out, 1,
                         &b, &e);
@@ -171,7 +172,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
         break;
     }
     case SL__OP_DENSE_DB: {
-        const sl__graph_node *dy = gnode(s, in[0]);
+        const sl__prog_node *dy = gnode(s, in[0]);
         size_t n = (size_t)dy->shape[0], out = (size_t)nd->shape[0];
         if (sh->index == 0)
             sl__dense_backward_bias(f32(s, j), f32(s, in[0]), n, out, 0, out);
@@ -179,7 +180,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
     }
     case SL__OP_SOFTMAX_XENT:
         if (sh->index == 0) {
-            const sl__graph_node *logits = gnode(s, in[0]);
+            const sl__prog_node *logits = gnode(s, in[0]);
             long rc = sl__softmax_xent_forward(f32(s, j), aux(s, j), f32(s, in[0]),
                                                (const int32_t *)s->ptr[in[1]],
                                                (size_t)logits->shape[0],
@@ -195,7 +196,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
         break;
     case SL__OP_SOFTMAX_XENT_DENSE:
         if (sh->index == 0) {
-            const sl__graph_node *logits = gnode(s, in[0]);
+            const sl__prog_node *logits = gnode(s, in[0]);
             sl__softmax_xent_dense_forward(f32(s, j), aux(s, j), f32(s, in[0]), f32(s, in[1]),
                                            (size_t)logits->shape[0], (size_t)logits->shape[1],
                                            nd->attr.xent.mean);
@@ -209,7 +210,7 @@ void sl__compute_node(void *arg, const sl__share *sh)
         break;
     case SL__OP_ARGMAX:
         if (sh->index == 0) {
-            const sl__graph_node *x = gnode(s, in[0]);
+            const sl__prog_node *x = gnode(s, in[0]);
             sl__argmax_forward(s->ptr[j], f32(s, in[0]), (size_t)x->shape[0],
                                (size_t)x->shape[1], 0, (size_t)x->shape[0]);
         }
@@ -253,16 +254,16 @@ void sl__compute_node(void *arg, const sl__share *sh)
     }
 }
 
-size_t sl__update_numel(const sl_step *s, int j)
+size_t sl__cpu_update_numel(const sl__device_program *s, int j)
 {
-    return gnode(s, s->slots[j].in[0])->numel;
+    return gnode(s, s->prog->slots[j].in[0])->numel;
 }
 
 /* The update of elements [b, e) of member j's parameter. */
-static void update_range(const sl_step *s, int j, size_t b, size_t e)
+static void update_range(const sl__device_program *s, int j, size_t b, size_t e)
 {
-    const sl__graph_node *nd = gnode(s, j);
-    const int *in = s->slots[j].in;
+    const sl__prog_node *nd = gnode(s, j);
+    const int *in = s->prog->slots[j].in;
     if (nd->op == SL__OP_MOMENTUM)
         sl__momentum_update(f32(s, in[0]), f32(s, in[2]), f32(s, in[1]), nd->attr.opt.lr,
                             nd->attr.opt.momentum, b, e);
@@ -274,19 +275,20 @@ static void update_range(const sl_step *s, int j, size_t b, size_t e)
  * at a multiple of 16); a share takes its part of that range and updates
  * the pieces of each parameter that fall in it. Every element gets the
  * same arithmetic as from its own update node, so results do not change. */
-void sl__compute_updates(void *arg, const sl__share *sh)
+void sl__cpu_compute_updates(void *arg, const sl__share *sh)
 {
-    sl_step *s = arg;
-    int first = s->current, last = s->slots[first].group_last;
-    size_t total = s->slots[last].group_offset + sl__update_numel(s, last), b, e;
+    sl__device_program *s = arg;
+    const sl__slot *slots = s->prog->slots;
+    int first = s->current, last = slots[first].group_last;
+    size_t total = slots[last].group_offset + sl__cpu_update_numel(s, last), b, e;
 
     sl__share_range(sh, big_enough(total, MIN_SPLIT_ELEMENTS, SL__GRAIN_SHARE), total, 16, &b,
                     &e);
     for (int j = first; j <= last && b < e; j++) {
-        size_t lo = s->slots[j].group_offset, hi;
-        if (s->slots[j].group_first != first) /* a parameter between two updates */
+        size_t lo = slots[j].group_offset, hi;
+        if (slots[j].group_first != first) /* a parameter between two updates */
             continue;
-        hi = lo + sl__update_numel(s, j);
+        hi = lo + sl__cpu_update_numel(s, j);
         if (hi <= b || lo >= e)
             continue;
         update_range(s, j, (b > lo ? b : lo) - lo, (e < hi ? e : hi) - lo);
