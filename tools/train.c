@@ -136,7 +136,7 @@ static int eval_at_epoch_end(void *self, const sl_train_info *info)
     if (info->epoch % e->a->eval_every != 0)
         return 0;
     if (e->n == e->cap)
-        return SL_EINVAL; /* cannot happen: cap is the epochs over N */
+        return SL_EINVAL; /* cannot happen: cap is one more than the epochs over N */
     rc = sl_model_eval(info->model, e->test, &m);
     if (rc < 0)
         return rc; /* the model's message names the batch and what failed */
@@ -336,9 +336,9 @@ int cli_train_main(int argc, char **argv)
     if (rc == SL_OK && a.eval_every) {
         evals.a = &a;
         evals.test = test;
-        evals.cap = (size_t)(a.epochs / a.eval_every);
-        evals.epoch = calloc(evals.cap + 1, sizeof *evals.epoch);
-        evals.metrics = calloc(evals.cap + 1, sizeof *evals.metrics);
+        evals.cap = (size_t)(a.epochs / a.eval_every) + 1; /* never 0, for calloc */
+        evals.epoch = calloc(evals.cap, sizeof *evals.epoch);
+        evals.metrics = calloc(evals.cap, sizeof *evals.metrics);
         if (!evals.epoch || !evals.metrics)
             rc = SL_ENOMEM;
         cbs[ncbs].self = &evals;
