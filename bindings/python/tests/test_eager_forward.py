@@ -309,3 +309,18 @@ def test_mindspore_2_quick_start_trains_in_a_plain_loop(mnist, tmp_path):
     assert np.array_equal(fresh(x).asnumpy(), model(x).asnumpy())
     with pytest.raises(TypeError, match="SequentialCell: item '1' is a int, not a Cell"):
         nn.SequentialCell(nn.ReLU(), 3)
+
+
+def test_tensor_equality_is_refused_rather_than_identity():
+    """pred == label between Tensors was Python's identity, False for two
+    tensors of equal values, where MindSpore compares element by element:
+    a silently wrong answer, now a TypeError saying what to write. A
+    Tensor stays hashable, by identity."""
+    a = sluice.Tensor(np.arange(4, dtype=np.int32))
+    b = sluice.Tensor(np.arange(4, dtype=np.int32))
+    for compare in (lambda: a == b, lambda: a != b, lambda: a == 1):
+        with pytest.raises(TypeError, match=r"no element-wise (==|!=): compare its values as "
+                           r"numpy arrays, t.asnumpy\(\) (==|!=) u.asnumpy\(\)"):
+            compare()
+    assert (a.asnumpy() == b.asnumpy()).all()
+    assert {a: 1}[a] == 1 and a is not b and len({a, b}) == 2
