@@ -499,11 +499,11 @@ static int pad_batch(sl_model *m, const sl_tensor *image, const sl_tensor *label
 int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
 {
     sl_iterator_options io;
-    sl_iterator *it = NULL;
+    sl_iterator *it = NULL, *training;
     int64_t classes = m->opts.network.num_classes, correct = 0, seen = 0;
     double loss_sum = 0.0;
     const char *roles[2];
-    int cols[2], image_col, label_col, rc;
+    int cols[2], image_col, label_col, rc, in_training;
 
     sl__err_clear(&m->err);
     memset(out, 0, sizeof *out);
@@ -525,10 +525,23 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
     label_col = cols[1];
     sl_iterator_options_init(&io);
     io.timeout_ms = sl__model_data_timeout(m);
+    /* Called from a callback of the model's own training (evaluating while
+     * training, seed 004), it runs between two steps or sinks on the
+     * current weights. A stop asked of that training is then kept, not
+     * cleared, and its iterator is again the one sl_model_stop wakes once
+     * eval is done. */
+    pthread_mutex_lock(&m->active_lock);
+    training = m->active;
+    in_training = m->active || m->active_channel;
+    pthread_mutex_unlock(&m->active_lock);
+    if (in_training && atomic_load(&m->stop))
+        return sl__errf(&m->err, SL_ECANCELED,
+                        "eval: the training that called it is stopping");
     rc = sl_iterator_new(&it, ds, &io);
     if (rc < 0)
         return sl__errf(&m->err, rc, "eval: %s", sl_dataset_last_error(ds));
-    atomic_store(&m->stop, 0);
+    if (!in_training)
+        atomic_store(&m->stop, 0);
     sl__model_set_active(m, it);
     for (int64_t batch = 1;; batch++) {
         sl_row row;
@@ -604,7 +617,7 @@ int sl_model_eval(sl_model *m, sl_dataset *ds, sl_metrics *out)
         if (rc < 0)
             break;
     }
-    sl__model_set_active(m, NULL);
+    sl__model_set_active(m, training);
     sl_iterator_free(it);
     if (rc < 0)
         return rc;

@@ -631,6 +631,134 @@ START_TEST(test_model_from_graph)
 }
 END_TEST
 
+/* Evaluating while training (seed 004): a callback's sl_model_eval at each
+ * epoch's end. */
+#define EVAL_EPOCHS 3
+
+typedef struct eval_in_epoch_end {
+    sl_model *m;
+    sl_dataset *test;
+    int stop_first;                   /* asks the training to stop, then evals */
+    int epochs;                       /* epoch_end calls */
+    int rc[EVAL_EPOCHS];
+    sl_metrics seen[EVAL_EPOCHS];
+    float *params[EVAL_EPOCHS];       /* every parameter, at that epoch's end */
+} eval_in_epoch_end;
+
+static size_t all_params_len(sl_model *m)
+{
+    sl_graph *g = sl_model_graph(m);
+    size_t total = 0, n;
+    for (size_t i = 0; i < sl_graph_num_params(g); i++) {
+        sl_graph_param_data(g, sl_graph_param_at(g, i), &n);
+        total += n;
+    }
+    return total;
+}
+
+/* Copies every parameter of m into (to_model 0) or out of (1) flat. */
+static void copy_params(sl_model *m, float *flat, int to_model)
+{
+    sl_graph *g = sl_model_graph(m);
+    size_t at = 0, n;
+    for (size_t i = 0; i < sl_graph_num_params(g); i++) {
+        float *v = sl_graph_param_data(g, sl_graph_param_at(g, i), &n);
+        if (to_model)
+            memcpy(v, flat + at, n * sizeof *v);
+        else
+            memcpy(flat + at, v, n * sizeof *v);
+        at += n;
+    }
+}
+
+static int eval_at_epoch_end(void *self, const sl_train_info *info)
+{
+    eval_in_epoch_end *e = self;
+    int i = e->epochs++;
+    (void)info;
+    ck_assert_int_lt(i, EVAL_EPOCHS);
+    e->params[i] = malloc(all_params_len(e->m) * sizeof(float));
+    ck_assert_ptr_nonnull(e->params[i]);
+    copy_params(e->m, e->params[i], 0);
+    if (e->stop_first)
+        sl_model_stop(e->m);
+    e->rc[i] = sl_model_eval(e->m, e->test, &e->seen[i]);
+    return 0;
+}
+
+static void eval_while_training(int sink)
+{
+    tmp_mnist t = make_mnist(128, 40);
+    sl_model_options o;
+    sl_train_options to;
+    sl_model *m, *ref;
+    sl_dataset *ds, *test;
+    eval_in_epoch_end e;
+    sl_callback cb;
+    sl_callback *cbs[1] = {&cb};
+    sl_model_options_init(&o);
+    sl_train_options_init(&to);
+    to.dataset_sink_mode = sink;
+    m = model_with(&o);
+    ref = model_with(&o);
+    ds = mnist_pipeline(t.dir, SL_MNIST_TRAIN, 2, 0, 1, 1);      /* 4 batches an epoch */
+    test = mnist_pipeline(t.dir, SL_MNIST_TEST, 2, 0, 1, 0);     /* 32 and a short 8 */
+    memset(&e, 0, sizeof e);
+    e.m = m;
+    e.test = test;
+    memset(&cb, 0, sizeof cb);
+    cb.self = &e;
+    cb.epoch_end = eval_at_epoch_end;
+    ck_assert_msg(sl_model_train_opts(m, EVAL_EPOCHS, ds, cbs, 1, &to) == SL_OK, "%s",
+                  sl_model_last_error(m));
+    ck_assert_int_eq(e.epochs, EVAL_EPOCHS);
+    /* the training went on as if nothing had evaluated */
+    ck_assert_msg(sl_model_train_opts(ref, EVAL_EPOCHS, ds, NULL, 0, &to) == SL_OK, "%s",
+                  sl_model_last_error(ref));
+    tu_assert_same_params(m, ref, "trained with and without evaluating at epoch ends");
+    for (int i = 0; i < EVAL_EPOCHS; i++) {
+        sl_metrics again;
+        ck_assert_int_eq(e.rc[i], SL_OK);
+        ck_assert_int_eq(e.seen[i].samples, 40);
+        /* each is that epoch's weights', evaluated anew */
+        copy_params(ref, e.params[i], 1);
+        ck_assert_msg(sl_model_eval(ref, test, &again) == SL_OK, "%s", sl_model_last_error(ref));
+        ck_assert_msg(again.accuracy == e.seen[i].accuracy && again.loss == e.seen[i].loss,
+                      "epoch %d: evaluated %.9g %.9g in training, %.9g %.9g after", i + 1,
+                      e.seen[i].accuracy, e.seen[i].loss, again.accuracy, again.loss);
+        free(e.params[i]);
+    }
+    ck_assert_msg(e.seen[0].loss != e.seen[EVAL_EPOCHS - 1].loss,
+                  "the weights did not change between the evaluations");
+
+    /* a stop asked of the training is kept: eval refuses, training ends there */
+    memset(&e, 0, sizeof e);
+    e.m = m;
+    e.test = test;
+    e.stop_first = 1;
+    ck_assert_int_eq(sl_model_train_opts(m, EVAL_EPOCHS, ds, cbs, 1, &to), SL_OK);
+    ck_assert_int_eq(e.epochs, 1);
+    ck_assert_int_eq(e.rc[0], SL_ECANCELED);
+    free(e.params[0]);
+    sl_dataset_free(test);
+    sl_dataset_free(ds);
+    sl_model_free(ref);
+    sl_model_free(m);
+    drop_mnist(&t);
+}
+
+START_TEST(test_eval_while_training_without_sinking)
+{
+    eval_while_training(0);
+}
+END_TEST
+
+START_TEST(test_eval_while_training_sinking)
+{
+    eval_while_training(1);
+}
+END_TEST
+
 Suite *make_train_suite(void)
 {
     Suite *s = suite_create("train");
@@ -649,6 +777,11 @@ Suite *make_train_suite(void)
     tcase_add_test(tc, test_checkpoint_callback);
     tcase_add_test(tc, test_model_from_graph);
     tcase_add_test(tc, test_node_flops);
+    suite_add_tcase(s, tc);
+
+    tc = tu_tcase("eval_while_training", 300);
+    tcase_add_test(tc, test_eval_while_training_without_sinking);
+    tcase_add_test(tc, test_eval_while_training_sinking);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -544,6 +544,65 @@ for transfer in thread inline; do
         fail "train --transfer $transfer: the host-fed run's epoch-end losses and accuracy"
     fi
 done
+# --eval-every N: the test split evaluated at the end of every N-th epoch,
+# on that epoch's weights (each result is `sluice eval` of the epoch's
+# checkpoint), while the training prints a run's losses without it;
+# sinking or not.
+for sink in --sink --no-sink; do
+    rm -rf "$TMP/evck"
+    run train --data "$MNIST" --epochs 3 --lr 0.05 $sink --no-eval
+    grep '^epoch: [0-9]* step: ' "$TMP/out" >"$TMP/plain.losses"
+    run train --data "$MNIST" --epochs 3 --lr 0.05 $sink --eval-every 1 --ckpt-dir "$TMP/evck" \
+        --ckpt-keep 0
+    expect "train --eval-every 1 $sink" 0 \
+        stdout '^epoch: 1 eval: accuracy [0-9.]* ([0-9]*/20), loss [0-9.]*$' \
+        stdout '^epoch: 3 eval: accuracy [0-9.]* ([0-9]*/20), loss [0-9.]*$'
+    grep '^epoch: [0-9]* step: ' "$TMP/out" >"$TMP/evals.losses"
+    if [ "$rc" -eq 0 ] && cmp -s "$TMP/plain.losses" "$TMP/evals.losses"; then
+        pass "train --eval-every 1 $sink: the losses of a run without it"
+    else
+        fail "train --eval-every 1 $sink: the losses of a run without it"
+    fi
+    run train --data "$MNIST" --epochs 3 --lr 0.05 $sink --eval-every 1 --json
+    cp "$TMP/out" "$TMP/evals.json"
+    same=$rc
+    for e in 1 2 3; do
+        want=$(grep -o "{\"epoch\": $e, \"accuracy\": [0-9.]*, \"loss\": [0-9.]*}" \
+            "$TMP/evals.json" | sed 's/^.*"accuracy"/"accuracy"/; s/}$//')
+        run eval --data "$MNIST" --load "$TMP/evck/lenet-${e}_3.ckpt" --json
+        got=$(grep -o '"test_accuracy": [0-9.]*, "test_loss": [0-9.]*' "$TMP/out" | sed 's/test_//g')
+        if [ "$rc" -ne 0 ] || [ -z "$want" ] || [ "$want" != "$got" ]; then
+            echo "    epoch $e: --eval-every gave '$want', the epoch's checkpoint '$got'"
+            same=1
+        fi
+    done
+    rc=$same
+    if [ "$rc" -eq 0 ]; then
+        pass "train --eval-every 1 $sink --json: each epoch's result is its checkpoint's"
+    else
+        fail "train --eval-every 1 $sink --json: each epoch's result is its checkpoint's"
+    fi
+done
+# On two devices the replicas hold the same values: the last epoch's
+# evaluation is the final one's.
+run train --data "$MNIST" --epochs 2 --eval-every 1 --device cpu:0,cpu:1
+if [ "$rc" -eq 0 ] &&
+    [ "$(sed -n 's/^epoch: 2 eval: //p' "$TMP/out")" = "$(sed -n 's/^eval: //p' "$TMP/out")" ] &&
+    grep -q '^epoch: 1 eval: accuracy' "$TMP/out"; then
+    pass "train --eval-every 1 on cpu:0,cpu:1"
+else
+    fail "train --eval-every 1 on cpu:0,cpu:1"
+fi
+run train --data "$MNIST" --epochs 3 --eval-every 2 --no-sink
+if [ "$rc" -eq 0 ] && [ "$(grep -c '^epoch: [0-9]* eval: ' "$TMP/out")" -eq 1 ]; then
+    expect "train --eval-every 2 over 3 epochs: epoch 2's" 0 stdout '^epoch: 2 eval: accuracy'
+else
+    fail "train --eval-every 2 over 3 epochs: epoch 2's"
+fi
+run train --data "$MNIST" --eval-every 1 --no-eval
+expect "train --eval-every with --no-eval" 2 stderr '^sluice: train: --eval-every evaluates on the test split, which --no-eval skips'
+run train --data "$MNIST" --eval-every 0
+expect "train --eval-every 0" 2 stderr '^sluice: train: --eval-every: 0 is out of range'
 run train --data "$MNIST" --transfer sometimes
 expect "train --transfer sometimes" 2 stderr "--transfer: 'sometimes' is not auto, thread or inline"
 run train --data "$MNIST" --device sim:0 --transfer inline

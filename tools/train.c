@@ -1,6 +1,7 @@
 /* train.c: `sluice train` and `sluice eval`: LeNet5 (or an MLP) on an MNIST
  * folder with the seeds' preprocessing, through sl_model. Training prints
- * the seeds' LossMonitor lines, then evaluates on the test split. The
+ * the seeds' LossMonitor lines (with --eval-every, the test accuracy every N-th
+ * epoch too), then evaluates on the test split. The
  * command lines are train_args.c's. */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -116,6 +117,49 @@ static void print_eval(const train_args *a, const sl_metrics *m)
            (int64_t)(m->accuracy * (double)m->samples + 0.5), m->samples, m->loss);
 }
 
+/* --eval-every N: the test split evaluated at the end of every N-th epoch,
+ * from the training's callback, on that moment's weights (evaluating while
+ * training, seed 004); each result is kept for --json. */
+typedef struct epoch_evals {
+    const train_args *a;
+    sl_dataset *test;
+    size_t n, cap;
+    int64_t *epoch;
+    sl_metrics *metrics;
+} epoch_evals;
+
+static int eval_at_epoch_end(void *self, const sl_train_info *info)
+{
+    epoch_evals *e = self;
+    sl_metrics m;
+    int rc;
+    if (info->epoch % e->a->eval_every != 0)
+        return 0;
+    if (e->n == e->cap)
+        return SL_EINVAL; /* cannot happen: cap is one more than the epochs over N */
+    rc = sl_model_eval(info->model, e->test, &m);
+    if (rc < 0)
+        return rc; /* the model's message names the batch and what failed */
+    e->epoch[e->n] = info->epoch;
+    e->metrics[e->n++] = m;
+    if (!e->a->json) {
+        printf("epoch: %" PRId64 " eval: accuracy %.4f (%" PRId64 "/%" PRId64 "), loss %.4f\n",
+               info->epoch, m.accuracy, (int64_t)(m.accuracy * (double)m.samples + 0.5),
+               m.samples, m.loss);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+static void epoch_evals_json(FILE *f, const epoch_evals *e)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < e->n; i++)
+        fprintf(f, "%s{\"epoch\": %" PRId64 ", \"accuracy\": %.6f, \"loss\": %.6f}",
+                i ? ", " : "", e->epoch[i], e->metrics[i].accuracy, e->metrics[i].loss);
+    fputc(']', f);
+}
+
 static int run_eval(const train_args *a, sl_model *model, sl_dataset *test, sl_metrics *metrics)
 {
     int rc = sl_model_eval(model, test, metrics);
@@ -149,10 +193,11 @@ int cli_train_main(int argc, char **argv)
     train_args a;
     sl_model *model = NULL;
     sl_dataset *train = NULL, *test = NULL;
-    sl_callback cbs[5];
-    sl_callback *list[5];
+    sl_callback cbs[6];
+    sl_callback *list[6];
     size_t ncbs = 0;
     progress prog;
+    epoch_evals evals;
     sl_metrics metrics;
     sl_pool_stats pool;
     double t0, train_ms;
@@ -164,6 +209,7 @@ int cli_train_main(int argc, char **argv)
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
     memset(cbs, 0, sizeof cbs);
+    memset(&evals, 0, sizeof evals);
     /* Both splits first: a missing test split should not wait for the end
      * of training to be reported. */
     if (make_dataset(&a, SL_MNIST_TRAIN, &train) != 0 ||
@@ -287,6 +333,18 @@ int cli_train_main(int argc, char **argv)
         if (rc == SL_OK)
             ncbs++;
     }
+    if (rc == SL_OK && a.eval_every) {
+        evals.a = &a;
+        evals.test = test;
+        evals.cap = (size_t)(a.epochs / a.eval_every) + 1; /* never 0, for calloc */
+        evals.epoch = calloc(evals.cap, sizeof *evals.epoch);
+        evals.metrics = calloc(evals.cap, sizeof *evals.metrics);
+        if (!evals.epoch || !evals.metrics)
+            rc = SL_ENOMEM;
+        cbs[ncbs].self = &evals;
+        cbs[ncbs].epoch_end = eval_at_epoch_end;
+        ncbs++;
+    }
     if (a.max_steps > 0)
         a.train.max_steps = a.max_steps;
     for (size_t i = 0; i < ncbs; i++)
@@ -372,6 +430,10 @@ int cli_train_main(int argc, char **argv)
         if (!a.no_eval)
             printf(", \"test_samples\": %" PRId64 ", \"test_accuracy\": %.6f, \"test_loss\": %.6f",
                    metrics.samples, metrics.accuracy, metrics.loss);
+        if (a.eval_every) {
+            printf(", \"eval_per_epoch\": ");
+            epoch_evals_json(stdout, &evals);
+        }
         sl_dataset_get_pool_stats(train, &pool);
         printf(", \"train_pool\": ");
         cli_pool_json(stdout, &pool);
@@ -394,6 +456,8 @@ out:
     sl_model_free(model);
     sl_dataset_free(train);
     sl_dataset_free(test);
+    free(evals.epoch);
+    free(evals.metrics);
     return exit_code;
 }
 

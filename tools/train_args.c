@@ -13,7 +13,7 @@
 enum {
     OPT_MODEL = 256, OPT_DATA, OPT_EPOCHS, OPT_BATCH, OPT_MODE, OPT_LR, OPT_MOMENTUM,
     OPT_OPTIMIZER, OPT_SEED, OPT_WORKERS, OPT_THREADS, OPT_BLAS_THREADS, OPT_SAVE,
-    OPT_LOAD, OPT_RESUME, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_CKPT_DIR,
+    OPT_LOAD, OPT_RESUME, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_EVAL_EVERY, OPT_CKPT_DIR,
     OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_STAGES, OPT_PROFILE, OPT_AUTOTUNE, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
     OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_TRANSFER, OPT_POOL_IDLE_MB,
     OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES, OPT_SIM_CORES
@@ -112,6 +112,10 @@ void cli_train_usage(FILE *f)
           "                      earlier run's files in DIR too (0: all); a killed\n"
           "                      save's temporary files there go at the start\n"
           "  --save-graphs DIR   write the compiled steps as .ir and .dot files\n"
+          "  --eval-every N      also evaluate on the test split at the end of every\n"
+          "                      N-th epoch, on that moment's weights, printing\n"
+          "                      'epoch: E eval: accuracy ...' (evaluating while\n"
+          "                      training; the training goes on exactly as without)\n"
           "  --no-eval           skip the evaluation\n"
           "  --json              print the result as one JSON object (no loss lines)\n"
           "  -h, --help          show this help and exit\n",
@@ -289,6 +293,8 @@ static int parse_option(train_args *a, int opt, const char *arg)
     case OPT_LOG_EVERY: return cli_parse_int64(cmd, "--log-every", arg, 1, INT64_MAX, &a->log_every);
     case OPT_MAX_STEPS: return cli_parse_int64(cmd, "--max-steps", arg, 1, INT64_MAX, &a->max_steps);
     case OPT_NO_EVAL: a->no_eval = 1; return 0;
+    case OPT_EVAL_EVERY:
+        return cli_parse_int64(cmd, "--eval-every", arg, 1, 100000, &a->eval_every);
     case OPT_CKPT_DIR: a->ckpt_dir = arg; return 0;
     case OPT_CKPT_STEPS:
         return cli_parse_int64(cmd, "--ckpt-steps", arg, 1, INT64_MAX, &a->ckpt_steps);
@@ -344,6 +350,7 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"log-every", required_argument, NULL, OPT_LOG_EVERY},
         {"max-steps", required_argument, NULL, OPT_MAX_STEPS},
         {"no-eval", no_argument, NULL, OPT_NO_EVAL},
+        {"eval-every", required_argument, NULL, OPT_EVAL_EVERY},
         {"ckpt-dir", required_argument, NULL, OPT_CKPT_DIR},
         {"ckpt-steps", required_argument, NULL, OPT_CKPT_STEPS},
         {"ckpt-keep", required_argument, NULL, OPT_CKPT_KEEP},
@@ -412,6 +419,11 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
     }
     if (a->resume && a->load) {
         cli_error(a->cmd, "--resume loads its checkpoint: give --resume or --load, not both");
+        return CLI_EXIT_USAGE;
+    }
+    if (a->eval_every && a->no_eval) {
+        cli_error(a->cmd, "--eval-every evaluates on the test split, which --no-eval skips: "
+                          "give one of them");
         return CLI_EXIT_USAGE;
     }
     a->train.resume = a->resume != NULL;

@@ -26,6 +26,7 @@ typedef struct train_args {
     int64_t log_every;       /* 0: one line at each epoch's end */
     int64_t max_steps;       /* 0: no limit */
     int no_eval;
+    int64_t eval_every;      /* --eval-every N: 0, or evaluate every N-th epoch */
     const char *ckpt_dir;
     int64_t ckpt_steps;
     int64_t ckpt_keep;

@@ -109,7 +109,12 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_ops.py \
 	bindings/python/tests/test_train.py \
 	bindings/python/tests/test_trace.py \
-	bindings/python/tests/test_custom_loop.py
+	bindings/python/tests/test_custom_loop.py \
+	bindings/python/tests/test_shared_params.py \
+	bindings/python/tests/test_eval_while_training.py \
+	bindings/python/tests/test_eval_models.py \
+	bindings/python/tests/test_eager_forward.py \
+	bindings/python/tests/test_dataset_names.py
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/lenet_torch.py \
@@ -118,6 +123,7 @@ EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/seed001_data_sink.py \
 	bindings/python/examples/seed004_custom_loop.py \
 	bindings/python/examples/seed004_custom_network.py \
+	bindings/python/examples/eval_while_training.py \
 	bench/python_dataset.py
 
 if SL_PYTHON

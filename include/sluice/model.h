@@ -148,7 +148,10 @@ SL_API sl_device *sl_model_device(sl_model *m);
 SL_API void sl_model_stop(sl_model *m);
 /* Runs the network over one pass of dataset: accuracy and mean loss. A
  * last batch smaller than the model's batch is padded, and only its real
- * rows are counted. */
+ * rows are counted. A callback of the model's own training may call it
+ * (evaluating while training): it runs between two steps or sinks on the
+ * current weights, the training's pipeline and device queue left as they
+ * are; SL_ECANCELED if that training was asked to stop. */
 SL_API int sl_model_eval(sl_model *m, sl_dataset *dataset, sl_metrics *out);
 
 SL_API int sl_model_save(sl_model *m, const char *path);

@@ -14,9 +14,12 @@ and ``sluice.JitConfig``). The seed's step reads unchanged::
 sluice does not differentiate Python: :func:`sluice.data_sink` traces
 ``train_step`` once on symbolic tensors shaped like the dataset's batches,
 ``grad_fn`` appends the backward of the C graph and ``net_opt(grads)`` the
-optimizer's updates, and the compiled step runs in C. So ``grad_fn`` and
-``net_opt`` only work inside a function given to data_sink; called on data
-they raise an error saying so.
+optimizer's updates, and the compiled step runs in C. Called on tensors in
+a plain Python loop (``loss = train_step(data, label)``), ``grad_fn``
+traces its function the same way (once per shapes) and returns a loss and
+grads; ``net_opt(grads)`` then appends its updates, compiles the step the
+first time and runs it on those tensors, which gives the loss its value:
+the same step, bit for bit, as data_sink's.
 
 :class:`GradOperation` (also ``sluice.ops.GradOperation``) is the same
 backward for a training Cell written as MindSpore's TrainOneStepCell is
@@ -25,7 +28,8 @@ weights)(data, label, sens)`` in its construct.
 """
 import numpy as np
 
-from sluice.nn.cell import Parameter, _Grads, _Sym, _trace_of
+from sluice import _sluice
+from sluice.nn.cell import Parameter, _Grads, _Sym, _Trace, _is_data, _trace_of
 
 __all__ = ["value_and_grad", "JitConfig", "GradOperation"]
 
@@ -73,25 +77,153 @@ def _weights(weights, what):
     return weights
 
 
+class _StepValue:
+    """The loss (or, with has_aux, an aux output) value_and_grad returns
+    when called on tensors (a train_step in a plain loop): known once the
+    optimizer applied to its grads has run the step; then it reads as that
+    output of the step, a sluice.Tensor."""
+
+    def __init__(self):
+        self._value = None
+
+    def _tensor(self):
+        if self._value is None:
+            raise RuntimeError("value_and_grad: this loss (or aux output) is known once the "
+                               "step has run, which it does when the optimizer is applied to "
+                               "the grads returned with it (net_opt(grads)): read it after "
+                               "that")
+        return self._value
+
+    shape = property(lambda self: self._tensor().shape)
+    dtype = property(lambda self: self._tensor().dtype)
+
+    def asnumpy(self):
+        return self._tensor().asnumpy()
+
+    def item(self):
+        return self._tensor().item()
+
+    def __float__(self):
+        return float(self._tensor().item())
+
+    def __array__(self, dtype=None):
+        a = self.asnumpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __format__(self, spec):
+        return format(self.asnumpy(), spec) if spec else str(self)
+
+    def __str__(self):
+        return str(self.asnumpy()) if self._value is not None else "<loss of a step not run>"
+
+    __repr__ = __str__
+
+
+class _CompiledGrads(tuple):
+    """The grads value_and_grad returns on tensors of shapes whose step is
+    compiled already: the optimizer it was compiled with runs it."""
+
+    def __new__(cls, grad_fn, specs, arrays, values):
+        self = super().__new__(cls, ())
+        self._eager = (grad_fn, specs, arrays, values)
+        return self
+
+
+def _run_eager_step(grad_fn, specs, arrays, values, optimizer, trace=None):
+    """Runs the step of value_and_grad called on tensors, now that optimizer
+    is applied to its grads: compiled from trace (forward, backward and the
+    optimizer's updates; its outputs the loss and any aux outputs) the first
+    time for these shapes, then kept on grad_fn. The parameters' current
+    values go in, as for any Model; values (_StepValue) get the outputs."""
+    from sluice import context
+    from sluice.train.tracing import claim
+    entry = grad_fn._compiled.get(specs)
+    if entry is None:
+        step = trace.g.make_step([trace.loss] + trace.aux, train=True,
+                                 mode=context.get_context("mode"))
+        owned = [(p, p.name) for p, _ in trace.params.values()]
+        entry = grad_fn._compiled[specs] = (step, owned, optimizer, 1 + len(trace.aux))
+    step, owned, compiled_for, _ = entry
+    if optimizer is not compiled_for:
+        raise ValueError(f"{type(optimizer).__name__}: this grad_fn's step on tensors of these "
+                         f"shapes applies another optimizer ({type(compiled_for).__name__}); "
+                         "apply the same one at every call")
+    claim(step, owned, optimizer)
+    for value, out in zip(values, step.run(arrays)):
+        value._value = out
+    return True
+
+
 class _GradFn:
     """What value_and_grad returns: called inside a traced step, it runs fn,
-    appends the backward of its loss and returns (loss, grads)."""
+    appends the backward of its loss and returns (loss, grads). Called on
+    tensors (a train_step in a plain Python loop), it returns a loss and
+    grads whose step runs when the optimizer is applied to them."""
 
-    def __init__(self, fn, weights):
+    def __init__(self, fn, weights, has_aux=False):
         self.fn = fn
         self.weights = weights
+        self.has_aux = has_aux
+        self._compiled = {}     # input specs -> (step, owned, optimizer, outputs)
+
+    def _split(self, out, trace):
+        """(loss, aux outputs) of what fn returned: with has_aux a tuple
+        whose first item is the loss, the rest traced tensors."""
+        if not self.has_aux:
+            return out, ()
+        if not isinstance(out, tuple) or not out:
+            raise TypeError(f"value_and_grad: with has_aux=True fn must return a tuple (loss, "
+                            f"aux...), it returned a {type(out).__name__}")
+        bad = [type(a).__name__ for a in out[1:] if not isinstance(a, _Sym)]
+        if bad:
+            raise TypeError(f"value_and_grad: fn's aux outputs must be tensors it computed, got "
+                            f"{', '.join(bad)}")
+        return out[0], out[1:]
+
+    def _on_tensors(self, args):
+        """MindSpore 2's train_step(data, label) called in a plain loop: fn
+        traced on symbolic tensors of the arguments' shapes (once per
+        shapes), its backward appended; the optimizer applied to the grads
+        appends its updates and runs the compiled step on the arguments
+        (_run_eager_step), which gives the loss its value."""
+        arrays = [np.asarray(a.asnumpy() if isinstance(a, _sluice.Tensor) else a)
+                  for a in args]
+        bad = [str(a.dtype) for a in arrays if a.dtype.name not in ("float32", "int32")]
+        if bad:
+            raise TypeError(f"value_and_grad: inputs must be float32 or int32, got "
+                            f"{', '.join(bad)}")
+        specs = tuple((a.dtype.name, a.shape) for a in arrays)
+        entry = self._compiled.get(specs)
+        if entry is not None:
+            values = [_StepValue() for _ in range(entry[3])]
+            grads = _CompiledGrads(self, specs, arrays, values)
+        else:
+            t = _Trace()
+            inputs = [t.input(f"input{i}", a.dtype.name, a.shape)
+                      for i, a in enumerate(arrays)]
+            loss, aux = self._split(self.fn(*inputs), t)
+            grads = _backward(t, loss, self.weights, "value_and_grad")
+            t.aux = [a._node for a in aux]
+            values = [_StepValue() for _ in range(1 + len(aux))]
+            t.eager = (self, specs, arrays, values)
+        return (tuple(values) if self.has_aux else values[0]), grads
 
     def __call__(self, *args):
         trace = _trace_of(args)
+        if trace is None and args and all(_is_data(a) for a in args):
+            return self._on_tensors(args)
         if trace is None:
-            raise RuntimeError("value_and_grad: the function was called on data; sluice "
-                               "computes gradients in compiled steps only: call it inside the "
-                               "train_step given to sluice.data_sink")
+            kinds = ", ".join(sorted({type(a).__name__ for a in args})) or "nothing"
+            raise TypeError(f"value_and_grad: the function was called on {kinds}: call it on "
+                            "sluice.Tensor or numpy arrays (a train_step in a plain loop, whose "
+                            "step runs when net_opt(grads) is applied) or inside the train_step "
+                            "given to sluice.data_sink")
         if trace.loss is not None:
             raise ValueError("value_and_grad: the step already computed gradients; sluice "
                              "computes one backward per step")
-        loss = self.fn(*args)
-        return loss, _backward(trace, loss, self.weights, "value_and_grad")
+        out = self.fn(*args)
+        loss, _ = self._split(out, trace)
+        return out, _backward(trace, loss, self.weights, "value_and_grad")
 
 
 def value_and_grad(fn, grad_position=None, weights=None, has_aux=False):
@@ -105,20 +237,22 @@ def value_and_grad(fn, grad_position=None, weights=None, has_aux=False):
             not of the inputs).
         weights: the parameters (``network.trainable_params()``): every
             parameter the loss depends on.
-        has_aux: False only.
+        has_aux: True: fn returns ``(loss, aux...)`` (MindSpore 2's quick
+            start returns ``(loss, logits)``); the function then returns
+            ``((loss, aux...), grads)``, the gradients of the loss alone.
 
-    The function works inside a step that :func:`sluice.data_sink` traces;
-    its grads go to the optimizer (``net_opt(grads)``).
+    The function works inside a step that :func:`sluice.data_sink` traces,
+    or called on tensors in a plain loop (the step runs when the optimizer
+    is applied to the grads); its grads go to the optimizer
+    (``net_opt(grads)``).
     """
     if grad_position is not None:
         raise ValueError("value_and_grad: sluice computes gradients of the weights only; give "
                          f"grad_position=None (got {grad_position!r})")
-    if has_aux:
-        raise ValueError("value_and_grad: has_aux=True is not supported; fn returns the loss")
     weights = _weights(weights, "value_and_grad")
     if not callable(fn):
         raise TypeError(f"value_and_grad: fn must be callable, got {type(fn).__name__}")
-    return _GradFn(fn, weights)
+    return _GradFn(fn, weights, bool(has_aux))
 
 
 class JitConfig:

@@ -111,6 +111,7 @@ typedef struct train_call {
     sl_dataset *ds;
     sl_train_options o;
     char devices[512]; /* o.devices points here: it outlives the call */
+    slpy_model *owner; /* its replicated flag, set while the call runs */
     /* With autotune: its lines, written by the thread reading the pipeline
      * while the call runs and read once it has returned (every thread of
      * the train joined), so without a lock. */
@@ -126,7 +127,10 @@ static void keep_tune_line(void *arg, const char *line)
 static int train_fn(slpy_call *call)
 {
     train_call *t = (train_call *)call;
-    int rc = sl_model_train_opts(call->m, t->epochs, t->ds, call->list, call->ncbs, &t->o);
+    int rc;
+    t->owner->replicated = t->o.devices && strchr(t->o.devices, ',') != NULL;
+    rc = sl_model_train_opts(call->m, t->epochs, t->ds, call->list, call->ncbs, &t->o);
+    t->owner->replicated = 0;
     if (rc < 0)
         snprintf(call->msg, sizeof call->msg, "%s", sl_model_last_error(call->m));
     return rc;
@@ -164,6 +168,7 @@ static PyObject *model_train(PyObject *o, PyObject *args)
         return PyErr_NoMemory();
     t->call.what = "train";
     t->call.fn = train_fn;
+    t->owner = self;
     t->epochs = epochs;
     sl_train_options_init(&t->o);
     t->o.dataset_sink_mode = sink;
@@ -237,6 +242,7 @@ static PyObject *model_eval(PyObject *o, PyObject *arg)
     memset(&e, 0, sizeof e);
     e.call.what = "eval";
     e.call.fn = eval_fn;
+    e.call.in_training = 1; /* evaluating while training (seed 004) */
     e.ds = slpy_dataset_copy_c((slpy_dataset *)arg);
     if (!e.ds)
         return NULL;
@@ -438,6 +444,15 @@ static PyObject *set_param(PyObject *o, PyObject *args, int any)
                          name, sl_shape_str(want, sizeof want, spec.ndim, spec.shape),
                          sl_dtype_name(sl_tensor_dtype(t)),
                          sl_shape_str(got, sizeof got, sl_tensor_ndim(t), sl_tensor_shape(t)));
+        } else if (locked == 0 && self->replicated &&
+                   memcmp(data, sl_tensor_data(t), numel * sizeof(float)) != 0) {
+            /* from a callback of a train on several devices: the other
+             * replicas would keep the old values and train on apart */
+            PyErr_Format(PyExc_RuntimeError,
+                         "parameter '%s': the model is training on several devices; a "
+                         "callback changing its parameters would change one replica only "
+                         "(set them before train, or train on one device)",
+                         name);
         } else {
             memcpy(data, sl_tensor_data(t), numel * sizeof(float));
             res = Py_NewRef(Py_None);
@@ -486,6 +501,13 @@ static PyObject *save_or_load(PyObject *o, PyObject *arg, int load)
     if (locked < 0) {
         Py_DECREF(path);
         return NULL;
+    }
+    if (load && locked == 0 && self->replicated) {
+        Py_DECREF(path);
+        return PyErr_Format(PyExc_RuntimeError,
+                            "load a checkpoint: the model is training on several devices; a "
+                            "callback loading parameters would change one replica only (load "
+                            "before train, or train on one device)");
     }
     Py_BEGIN_ALLOW_THREADS
     rc = load ? sl_model_load(self->m, PyBytes_AS_STRING(path))

@@ -33,7 +33,8 @@ int slpy_model_lock(slpy_model *self, int in_callback, const char *what)
             return 0;
         PyErr_Format(PyExc_RuntimeError,
                      "%s: not from a callback of the model's own training (the model is busy "
-                     "with it)",
+                     "with it; model.eval may be called there, or make another Model over "
+                     "the network to train)",
                      what);
         return -1;
     }
@@ -124,6 +125,16 @@ int slpy_model_run(slpy_model *self, slpy_call *call)
     call->rc = SL_OK;
     call->msg[0] = '\0';
     call->interrupted = 0;
+    if (call->in_training && in_model_call(self)) {
+        /* From a callback of the model's training, on its thread: the
+         * training waits for the callback, so the call runs here. The
+         * thread that waits for the training runs the signal handlers;
+         * Ctrl-C stops the model, which ends this call too. */
+        Py_BEGIN_ALLOW_THREADS
+        call->rc = call->fn(call);
+        Py_END_ALLOW_THREADS
+        return 0;
+    }
     locked = slpy_model_lock(self, 0, call->what);
     if (locked < 0)
         return -1;

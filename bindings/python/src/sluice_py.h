@@ -131,6 +131,9 @@ typedef struct slpy_model {
      * Python callbacks may read and write parameters, which the lock it
      * holds would otherwise keep them from. */
     atomic_ulong job_thread;
+    /* 1 while a train on several devices runs (written and read on its
+     * thread): a callback's parameter write would reach replica 0 only. */
+    int replicated;
     PyObject *tune_log;       /* the last train's autotune lines (a list), or NULL */
 } slpy_model;
 
@@ -172,6 +175,7 @@ typedef struct slpy_call {
     int rc;                  /* fn's result */
     char msg[1024];          /* sl_model_last_error() when rc < 0 */
     int interrupted;         /* a signal handler raised (Ctrl-C): m was stopped */
+    int in_training;         /* may run from a callback of m's own training */
     /* The first exception a Python callback (or writing a line to
      * sys.stdout) raised; it stopped the call. */
     PyObject *exc_type, *exc_value, *exc_tb;
@@ -188,7 +192,9 @@ typedef struct slpy_call {
  * handlers every 100 ms. A handler that raises (KeyboardInterrupt) stops
  * the model (sl_model_stop) and the thread is waited for all the same.
  * Returns 0 with call->rc set, or -1 with an exception: the handler's,
- * else the one a callback raised, else a failure to start. */
+ * else the one a callback raised, else a failure to start. A call with
+ * in_training set, made from a callback of the model's own training, runs
+ * there and then, between two steps or sinks (eval while training). */
 int slpy_model_run(slpy_model *self, slpy_call *call);
 /* The callbacks of call from a list of specs: a Python callable (called
  * as fn(hook, epoch, epoch_num, global_step, step_in_epoch,

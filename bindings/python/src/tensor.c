@@ -330,6 +330,31 @@ static PySequenceMethods tensor_as_sequence = {
     .sq_length = tensor_len,
 };
 
+/* t == u: refused rather than Python's identity, which would answer False
+ * where a MindSpore or numpy user means element by element. <, <= ... are
+ * Python's TypeError already. */
+static PyObject *tensor_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if (op != Py_EQ && op != Py_NE)
+        Py_RETURN_NOTIMPLEMENTED;
+    return PyErr_Format(PyExc_TypeError,
+                        "sluice.Tensor has no element-wise %s: compare its values as numpy "
+                        "arrays, t.asnumpy() %s u.asnumpy() (numpy.asarray(t) shares its "
+                        "memory, no copy)%s",
+                        op == Py_EQ ? "==" : "!=", op == Py_EQ ? "==" : "!=",
+                        PyObject_TypeCheck(a, &slpy_tensor_type) &&
+                                PyObject_TypeCheck(b, &slpy_tensor_type)
+                            ? "; 'is' tells whether two are the same object"
+                            : "");
+}
+
+/* Hashable by identity, as before it had a comparison. */
+static Py_hash_t tensor_hash(PyObject *o)
+{
+    Py_hash_t h = (Py_hash_t)((uintptr_t)o >> 4);
+    return h == -1 ? -2 : h;
+}
+
 static PyObject *tensor_repr(PyObject *o)
 {
     sl_tensor *t = ((slpy_tensor *)o)->t;
@@ -378,6 +403,8 @@ PyTypeObject slpy_tensor_type = {
     .tp_str = tensor_str,
     .tp_as_sequence = &tensor_as_sequence,
     .tp_as_buffer = &tensor_as_buffer,
+    .tp_richcompare = tensor_richcompare,
+    .tp_hash = tensor_hash,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Tensor(array)\n--\n\n"
               "A dense, contiguous tensor made by sluice (a batch, a column of a row).\n\n"

@@ -53,6 +53,7 @@ class _Config:
 
     def __init__(self):
         self._seed = 0
+        self._workers = None    # None: the thread budget's default
 
     def set_seed(self, seed):
         """Sets the seed of datasets made from now on (default 0): the order of
@@ -67,9 +68,38 @@ class _Config:
         """The seed new datasets get (see :meth:`set_seed`)."""
         return self._seed
 
+    def set_num_parallel_workers(self, num):
+        """The workers of a map or batch given no ``num_parallel_workers``,
+        from now on (as MindSpore's; the default is the thread budget's: 2
+        on 2 or more CPUs). None goes back to that default."""
+        if num is not None:
+            num = operator.index(num)
+            if num < 1:
+                raise ValueError(f"set_num_parallel_workers: num must be >= 1, got {num}")
+        self._workers = num
+
+    def get_num_parallel_workers(self):
+        """The workers a map or batch gets without ``num_parallel_workers``."""
+        return self._workers if self._workers is not None else _sluice.default_workers()[1]
+
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(f"sluice.dataset.config has no {name!r}: it has set_seed, "
+                             "get_seed, set_num_parallel_workers, get_num_parallel_workers")
+
 
 #: Settings shared by datasets made later (``config.set_seed(seed)``).
 config = _Config()
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"sluice.dataset has no {name!r}: it has {', '.join(__all__)}, and "
+                         "the modules transforms and vision (sources: MnistDataset, "
+                         "ImageFolderDataset)")
 
 
 def _int(value, name):
@@ -83,7 +113,7 @@ def _workers(value, what):
     """num_parallel_workers: None gives the thread budget's default (2 on 2 or
     more CPUs, as `sluice train` uses); the C engine checks the range."""
     if value is None:
-        return _sluice.default_workers()[1]
+        return config.get_num_parallel_workers()
     return _int(value, f"{what}: num_parallel_workers")
 
 
@@ -154,18 +184,21 @@ class Dataset:
     :meth:`create_dict_iterator`, :meth:`to_torch` or a ``for`` loop (one
     epoch of tuples)."""
 
-    __slots__ = ("_c",)
+    __slots__ = ("_c", "_batch_size")
 
     def __init__(self, _c):
         if not isinstance(_c, _sluice.Dataset):
             raise TypeError("Dataset is made by a source (MnistDataset, ImageFolderDataset) "
                             "and its methods")
         self._c = _c
+        self._batch_size = 1    # the last batch node's, as get_batch_size says
 
     def _with(self, method, *args):
         c = self._c.copy()
         getattr(c, method)(*args)
-        return Dataset(c)
+        out = Dataset(c)
+        out._batch_size = args[0] if method == "batch" else self._batch_size
+        return out
 
     # --- nodes ---------------------------------------------------------------
 
@@ -219,11 +252,18 @@ class Dataset:
         the seed (``config.set_seed``)."""
         return self._with("shuffle", _int(buffer_size, "shuffle: buffer_size"))
 
-    def batch(self, batch_size, drop_remainder=False, num_parallel_workers=None):
+    def batch(self, batch_size, drop_remainder=False, num_parallel_workers=None, **kwargs):
         """Stacks ``batch_size`` rows (1 to 2^24) into contiguous
         ``(batch_size, ...)`` tensors; the last short batch of an epoch is
         dropped when ``drop_remainder`` is true. Rows of a batch must agree
-        in shape and type. ``num_parallel_workers`` as in :meth:`map`."""
+        in shape and type. ``num_parallel_workers`` as in :meth:`map`.
+        MindSpore's other arguments (``per_batch_map``, ``pad_info``, ...)
+        raise TypeError naming what batch takes."""
+        if kwargs:
+            raise TypeError(f"batch: sluice has no {', '.join(map(repr, kwargs))} argument; "
+                            "batch takes batch_size, drop_remainder and num_parallel_workers "
+                            "(rows of a batch must agree in shape: pad or resize them in a "
+                            "map first)")
         return self._with("batch", _int(batch_size, "batch: batch_size"), bool(drop_remainder),
                           _workers(num_parallel_workers, "batch"))
 
@@ -281,12 +321,40 @@ class Dataset:
                           _int(max_bad_samples, "set_error_samples: max_bad_samples"),
                           float(max_bad_fraction))
 
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        have = sorted(n for n in dir(type(self)) if not n.startswith("_"))
+        raise AttributeError(f"{type(self).__name__} has no {name!r}: it has "
+                             f"{', '.join(have)}")
+
+    def __add__(self, other):
+        raise TypeError("Dataset: + (concat) is not supported; sluice's dataset operations "
+                        "are map, shuffle, batch, repeat, take and skip")
+
+    def __bool__(self):
+        return True     # a dataset, even an empty or endless one (not len()'s truth)
+
+    def __len__(self):
+        """MindSpore's ``len(dataset)``: :meth:`get_dataset_size`; TypeError
+        for a dataset without end."""
+        size = self.get_dataset_size()
+        if size < 0:
+            raise TypeError("len(): the dataset has no end (repeat without a count): "
+                            "take(n) bounds it")
+        return size
+
     # --- what it holds ---------------------------------------------------------
 
     def get_dataset_size(self):
         """Rows (or batches) per epoch, from the files' headers alone; -1 for
         an epoch without end (an endless repeat no take bounds)."""
         return self._c.get_dataset_size()
+
+    def get_batch_size(self):
+        """The rows of a batch: the last ``batch`` node's batch_size (a
+        last short batch has fewer), 1 without one, as MindSpore's."""
+        return self._batch_size
 
     def get_col_names(self):
         """The column names, in row order (``['image', 'label']``)."""
@@ -305,6 +373,12 @@ class Dataset:
         """The number of classes of an ImageFolder source (None otherwise)."""
         classes = self._c.classes()
         return len(classes) if classes else None
+
+    def get_class_indexing(self):
+        """``{class name: label}`` of an ImageFolder source's classes
+        (the folders' names); ``{}`` for a source whose labels have no
+        names (MNIST)."""
+        return {name: label for name, label, _ in (self._c.classes() or [])}
 
     def describe(self):
         """One line per node, source first (``mnist(train, 60000 rows)``)."""
@@ -398,6 +472,9 @@ class TorchLoader:
         self._num_epochs = num_epochs
         self._from_dlpack = from_dlpack
         self._it = None
+
+    def __bool__(self):
+        return True     # a dataset, even an empty or endless one (not len()'s truth)
 
     def __len__(self):
         n = self._dataset.get_dataset_size()

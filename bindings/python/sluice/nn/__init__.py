@@ -16,11 +16,13 @@ every parameter. Anything else is refused with ValueError (or TypeError,
 AttributeError for a layer sluice does not have), naming it.
 
 A network's parameters start from the seed of :func:`sluice.set_seed` at
-the time the network is made (as MindSpore's initializers do). Once a
-:class:`~sluice.train.Model` is made with the network, the values live in
-that model: :meth:`Parameter.asnumpy` reads them as training left them. A
-later Model made with the same network starts from those values and holds
-them from then on.
+the time the network is made (as MindSpore's initializers do). They are
+one truth: once a :class:`~sluice.train.Model` is made with the network,
+the values live in the model that last computed with them, and
+:meth:`Parameter.asnumpy` reads them as training left them. Every other
+Model over the network takes them before it computes (and a training
+Model takes them back after each of its Python callbacks' hooks), so no
+two Models hold divergent copies.
 """
 import math
 import operator
@@ -28,11 +30,12 @@ import operator
 from sluice import _sluice
 from sluice.context import get_seed
 from sluice.nn.cell import Cell, Parameter, _as_values, _Grads, _sym
-from sluice.nn.layers import Conv2d, Dense, Flatten, MaxPool2d, ReLU
+from sluice.nn.layers import Conv2d, Dense, Flatten, MaxPool2d, ReLU, SequentialCell
 
-__all__ = ["Cell", "Parameter", "LeNet5", "SoftmaxCrossEntropyWithLogits", "Optimizer",
+__all__ = ["Cell", "Parameter", "LeNet5", "SoftmaxCrossEntropyWithLogits", "CrossEntropyLoss",
+           "Optimizer",
            "Momentum", "SGD", "WithLossCell", "TrainOneStepCell", "Conv2d", "Dense", "ReLU",
-           "MaxPool2d", "Flatten", "wrap", "metrics", "Accuracy", "Loss"]
+           "MaxPool2d", "Flatten", "SequentialCell", "wrap", "metrics", "Accuracy", "Loss"]
 
 
 def __getattr__(name):
@@ -171,6 +174,44 @@ class SoftmaxCrossEntropyWithLogits(Cell):
         return loss
 
 
+class CrossEntropyLoss(SoftmaxCrossEntropyWithLogits):
+    """MindSpore 2's CrossEntropyLoss over logits (N, C): against class
+    indices (int32 (N)) the sparse softmax cross-entropy, against class
+    probabilities (float32 (N, C)) the dense one; the same graph as
+    :class:`SoftmaxCrossEntropyWithLogits` with ``sparse`` chosen by the
+    labels' type.
+
+    Args:
+        weight: None only (every class weighs the same).
+        ignore_index (int): MindSpore's -100 by default; a label outside
+            [0, C) is not ignored but fails the step, naming it.
+        reduction (str): "mean" (the default), or "none" against class
+            probabilities (a loss per sample). "sum" is refused.
+        label_smoothing (float): 0.0 only.
+    """
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        if weight is not None:
+            raise ValueError("CrossEntropyLoss: weight must be None: sluice weighs every class "
+                             "alike")
+        if label_smoothing != 0.0:
+            raise ValueError("CrossEntropyLoss: label_smoothing must be 0.0: sluice's loss has "
+                             "no smoothing (smooth the labels into class probabilities instead)")
+        if reduction not in ("mean", "none"):
+            raise ValueError(f"CrossEntropyLoss: reduction must be 'mean' or 'none' (against "
+                             f"class probabilities), got {reduction!r}")
+        super().__init__(sparse=reduction == "mean", reduction=reduction)
+        self.ignore_index = operator.index(ignore_index)
+
+    def construct(self, logits, labels):
+        labels_sym = _sym(labels, "CrossEntropyLoss (labels)")
+        self.sparse = labels_sym.dtype == "int32"
+        if self.sparse and self.reduction != "mean":
+            raise ValueError("CrossEntropyLoss: against class indices sluice computes the mean "
+                             "loss (reduction='mean'); 'none' takes class probabilities")
+        return super().construct(logits, labels)
+
+
 def _is_traced(network):
     """True for a user's Cell with a construct (traced), False for LeNet5."""
     return isinstance(network, Cell) and not isinstance(network, LeNet5) and \
@@ -216,6 +257,10 @@ class Optimizer(Cell):
 
     def __call__(self, grads):
         name = type(self).__name__
+        eager = getattr(grads, "_eager", None)
+        if eager is not None:          # the grads of value_and_grad on tensors, compiled
+            from sluice.functional import _run_eager_step
+            return _run_eager_step(*eager, self)
         if not isinstance(grads, _Grads):
             raise TypeError(f"{name}: call it with the gradients value_and_grad returned inside "
                             "the train_step given to sluice.data_sink (sluice applies "
@@ -232,6 +277,9 @@ class Optimizer(Cell):
         kind, lr, momentum = self._c_args()
         trace.g.optimizer(kind, lr, momentum)
         trace.optimizer = self
+        if getattr(trace, "eager", None) is not None:   # value_and_grad on tensors: run it
+            from sluice.functional import _run_eager_step
+            return _run_eager_step(*trace.eager, self, trace)
         return True
 
 

@@ -4,7 +4,8 @@ from typing import Any, Dict, Iterable, List, Tuple
 
 from sluice.nn.cell import Cell as Cell, Parameter as Parameter
 from sluice.nn.layers import (Conv2d as Conv2d, Dense as Dense, Flatten as Flatten,
-                              MaxPool2d as MaxPool2d, ReLU as ReLU)
+                              MaxPool2d as MaxPool2d, ReLU as ReLU,
+                              SequentialCell as SequentialCell)
 
 
 class LeNet5(Cell):
@@ -22,6 +23,12 @@ class SoftmaxCrossEntropyWithLogits(Cell):
     reduction: str
     def __init__(self, sparse: bool = ..., reduction: str = ...) -> None: ...
     def construct(self, logits: Any, labels: Any) -> Any: ...
+
+
+class CrossEntropyLoss(SoftmaxCrossEntropyWithLogits):
+    ignore_index: int
+    def __init__(self, weight: None = ..., ignore_index: int = ..., reduction: str = ...,
+                 label_smoothing: float = ...) -> None: ...
 
 
 class Optimizer(Cell):

@@ -18,9 +18,10 @@ sluice never trains something other than what was written. A training
 Cell (seed 004's own TrainOneStepCell) also calls ops.GradOperation, an
 optimizer on its grads, ops.Fill, ops.DType, ops.Shape and ops.depend.
 
-A training cell called on data (sluice.Tensor or numpy arrays) instead of
-traced tensors runs one step on them: it is traced for their shapes and
-compiled once (``_eager_step``).
+A cell called on data (sluice.Tensor or numpy arrays) instead of traced
+tensors runs on them now: a training cell one training step, a network
+its forward pass on the current weights (``net(x)``, inference). It is
+traced for their shapes and compiled once (``_eager_step``).
 """
 import numpy as np
 
@@ -216,10 +217,11 @@ class Cell:
                 return _eager_step(self, args)
             raise RuntimeError(
                 f"sluice.nn: {type(self).__name__} was called on {_kinds(args, kwargs)} outside "
-                "a traced step. sluice compiles networks and runs them in C, not from Python: "
-                "train with sluice.train.Model, sluice.data_sink(train_step, dataset) or a "
-                "DatasetHelper, which call it on symbolic tensors, or call a training cell "
-                "(TrainOneStepCell) on tensors")
+                "a traced step. Outside one a cell runs on data given positionally as "
+                "sluice.Tensor or numpy arrays (net(x): a forward pass on the current "
+                "weights; a TrainOneStepCell's call: one training step); inside, "
+                "sluice.train.Model, sluice.data_sink(train_step, dataset) and a "
+                "DatasetHelper call it on symbolic tensors")
         if type(self).construct is Cell.construct:
             raise NotImplementedError(f"sluice.nn: {type(self).__name__} has no construct() "
                                       "to trace")
@@ -250,12 +252,21 @@ def _kinds(args, kwargs):
 
 
 def _eager_step(cell, args):
-    """cell(*args) on data (sluice.Tensor or numpy arrays): a training
-    cell's one step, compiled for the arguments' dtypes and shapes the
-    first time they are seen (then kept on the cell) and run now on the CPU
-    executor. Returns the loss, a sluice.Tensor."""
+    """cell(*args) on data (sluice.Tensor or numpy arrays), run now on the
+    CPU executor: a training cell's one step (returns the loss), or a
+    network's forward pass on its current weights (returns what construct
+    returns, as sluice.Tensors), compiled for the arguments' dtypes and
+    shapes the first time they are seen (then kept on the cell), as
+    MindSpore's jit compiles on the first call per shape."""
     from sluice import context
     from sluice.train.tracing import claim, trace_fn
+    from sluice.nn import LeNet5
+    if isinstance(cell, LeNet5):
+        raise TypeError("sluice.nn: the built-in LeNet5 runs compiled whole inside a Model and "
+                        "cannot be called on tensors: evaluate it with "
+                        "sluice.train.Model(net, metrics={'accuracy'}).eval(dataset), or write "
+                        "it as a Cell of sluice.nn layers (seed 001's LeNet5), which runs on "
+                        "tensors")
     arrays = [np.asarray(a.asnumpy() if isinstance(a, _sluice.Tensor) else a) for a in args]
     specs = tuple((a.dtype.name, a.shape) for a in arrays)
     cache = cell.__dict__.setdefault("_sl_eager", {})
@@ -271,19 +282,25 @@ def _eager_step(cell, args):
         if bad:
             raise TypeError(f"sluice.nn: {what}: inputs must be float32 or int32, got "
                             f"{', '.join(bad)}")
-        not_a_step = (f"sluice.nn: {type(cell).__name__} was called on data outside a traced "
-                      "step, and it is not a training step (computing gradients and applying "
-                      "an optimizer), the one kind of cell sluice runs eagerly: train with "
-                      "sluice.train.Model, sluice.data_sink or a DatasetHelper, or call a "
-                      "TrainOneStepCell on tensors")
+        not_a_step = (f"sluice.nn: {type(cell).__name__} was called on data: it computes "
+                      "gradients but is not a whole training step (the loss, its gradients "
+                      "and an optimizer applied to them, returning the loss); a forward "
+                      "network's call, or a TrainOneStepCell's, runs on tensors")
         t, _ = trace_fn(cell, [(n, d, shape) for n, (d, shape) in zip(names, specs)],
-                        f"sluice.nn: {what}", not_a_step)
-        step = t.g.make_step([t.loss], train=True, mode=context.get_context("mode"))
+                        f"sluice.nn: {what}", not_a_step, forward_ok=True)
+        mode = context.get_context("mode")
+        if t.outputs is not None:      # a forward pass: its outputs, no updates
+            step = t.g.make_step([o._node for o in t.outputs], train=False, mode=mode)
+            single = not t.outputs_tuple
+        else:
+            step = t.g.make_step([t.loss], train=True, mode=mode)
+            single = True
         owned = [(p, p.name) for p, _ in t.params.values()]
-        entry = cache[specs] = (step, owned, t.optimizer)
-    step, owned, optimizer = entry
-    claim(step, owned, optimizer)
-    return step.run(arrays)[0]
+        entry = cache[specs] = (step, owned, t.optimizer, single)
+    step, owned, optimizer, single = entry
+    claim(step, owned, optimizer)   # the parameters' current values, wherever they are
+    outs = step.run(arrays)
+    return outs[0] if single else tuple(outs)
 
 
 # --- tracing ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import operator
 from sluice.common.initializer import Initializer, initializer
 from sluice.nn.cell import Cell, Parameter, _as_values, _sym
 
-__all__ = ["Conv2d", "Dense", "ReLU", "MaxPool2d", "Flatten"]
+__all__ = ["Conv2d", "Dense", "ReLU", "MaxPool2d", "Flatten", "SequentialCell"]
 
 
 def _int(value, what, low=1):
@@ -177,3 +177,36 @@ class Flatten(Cell):
     def construct(self, x):
         x = _sym(x, "Flatten")
         return x._trace.op("Flatten", x._trace.g.flatten, x._node)
+
+
+class SequentialCell(Cell):
+    """Cells called in order, each one's output the next one's input, as
+    ``mindspore.nn.SequentialCell``: given as arguments, as a list, or as a
+    dict (OrderedDict) of names to cells. Without names they are named
+    ``0``, ``1``, ... (their parameters ``0.weight``, ``2.bias``, ...).
+    Indexing and ``len()`` give the cells."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], dict):
+            named = [(str(name), cell) for name, cell in args[0].items()]
+        else:
+            cells = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+            named = [(str(i), cell) for i, cell in enumerate(cells)]
+        for name, cell in named:
+            if not isinstance(cell, Cell):
+                raise TypeError(f"SequentialCell: item {name!r} is a {type(cell).__name__}, "
+                                "not a Cell")
+            setattr(self, name, cell)      # registered, its parameters prefixed by name
+        self._sl_order = [cell for _, cell in named]
+
+    def __getitem__(self, index):
+        return self._sl_order[index]
+
+    def __len__(self):
+        return len(self._sl_order)
+
+    def construct(self, x):
+        for cell in self._sl_order:
+            x = cell(x)
+        return x

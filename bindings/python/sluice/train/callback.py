@@ -117,7 +117,7 @@ class _Hooks:
     epoch_num, global_step, step_in_epoch, steps_per_epoch, loss, step_ms,
     epoch_ms) -> stop?"""
 
-    def __init__(self, callback, cb_params, run_context, start_step):
+    def __init__(self, callback, cb_params, run_context, start_step, after=None):
         self._methods = [getattr(callback, new, None) or getattr(callback, old, None)
                          for new, old in _HOOKS]
         if not any(callable(m) for m in self._methods):
@@ -126,6 +126,7 @@ class _Hooks:
         self._params = cb_params
         self._run_context = run_context
         self._start_step = start_step
+        self._after = after    # run after each hook the callback has
 
     def __call__(self, hook, epoch, epoch_num, global_step, step_in_epoch, steps_per_epoch,
                  loss, step_ms, epoch_ms):
@@ -141,7 +142,11 @@ class _Hooks:
             p.epoch_time_ms = epoch_ms
             if p.cur_step_num > 0:
                 p.net_outputs = _loss_tensor(loss)
-            method(self._run_context)
+            try:
+                method(self._run_context)
+            finally:
+                if self._after is not None:
+                    self._after()
         return self._run_context.get_stop_requested()
 
 

@@ -57,8 +57,13 @@ class Model:
 
     The model is compiled now, with :func:`sluice.set_context`'s mode and
     device and the network's seed; its executor's threads live as long as
-    it does. It takes over the network's parameter values (see
-    :mod:`sluice.nn`); its optimizer's accumulators start at zero.
+    it does. The network's parameters are one truth, whatever the number
+    of Models over it: each Model takes their current values before it
+    trains, evaluates or saves, and after each hook of a callback of its
+    own training (which may have used another Model over the network), so
+    two Models never compute on divergent copies. The optimizer's
+    accumulators (Momentum's) move with it the same way; a new optimizer's
+    start at zero.
     Training and evaluation run in C without the GIL; Ctrl-C stops them
     (KeyboardInterrupt) after joining every thread they started.
     """
@@ -73,9 +78,6 @@ class Model:
         if not isinstance(network, nn.LeNet5) and not traced:
             raise TypeError(f"Model: network must be a sluice.nn network (LeNet5, or a Cell "
                             f"with a construct), got {type(network).__name__}")
-        if traced and (loss_fn is None or optimizer is None):
-            raise ValueError("Model: a network of your own is compiled with its loss and "
-                             "optimizer: give loss_fn and optimizer")
         if loss_fn is not None and not isinstance(loss_fn, nn.SoftmaxCrossEntropyWithLogits):
             raise TypeError("Model: loss_fn must be SoftmaxCrossEntropyWithLogits")
         if loss_fn is not None and not traced and not loss_fn.sparse:
@@ -107,7 +109,7 @@ class Model:
             device_id=context.get_context("device_id"),
             save_graphs=context.get_context("save_graphs"),
             save_graphs_path=context.get_context("save_graphs_path"))
-        network._adopt(self._c)
+        self._claim()
 
     def _ensure(self, dataset, what):
         """Compiles a network of the user's (tracing it with the dataset's
@@ -119,11 +121,19 @@ class Model:
         self._claim()
 
     def _claim(self):
-        """Makes the C model hold the latest parameter values (a traced
-        network's may have moved to another model since)."""
+        """Makes the C model hold the network's latest parameter values
+        (and the optimizer's accumulators), wherever they are now: another
+        Model over the same network may have taken them since, even from a
+        callback of this model's training. Every C call of the model is
+        preceded by this, so no model computes on a stale copy."""
+        from sluice.train.tracing import claim, claim_moments
         if self._owned is not None:
-            from sluice.train.tracing import claim
             claim(self._c, self._owned, self.optimizer)
+        elif self._c is not None:
+            if self.network._owner is not self._c:
+                self.network._adopt(self._c)
+            names = [name for name, _, _ in self.network._params()]
+            claim_moments(self._c, self.optimizer, {name: name for name in names})
 
     def _check_dataset(self, dataset, what, exact_batch, needs_end=False):
         """ValueError unless dataset's rows hold the network's image and label
@@ -231,8 +241,10 @@ class Model:
         run_context = RunContext(params)
         self._ensure(train_dataset, "train")
         start = self._c.global_step()
+        # After a Python hook the model takes the values back: the hook may
+        # have made, trained or evaluated another Model over the network.
         specs = [cb._spec() if isinstance(cb, _BuiltIn) else
-                 _Hooks(cb, params, run_context, start) for cb in callbacks]
+                 _Hooks(cb, params, run_context, start, self._claim) for cb in callbacks]
         self._c.train(epoch, train_dataset._c, specs, sink, sink_size if sink else -1,
                       bool(autotune), devices)
 
@@ -261,7 +273,9 @@ class Model:
         """Runs the network over one pass of ``valid_dataset`` and returns
         ``{name: value}`` for the model's metrics (``{"accuracy": 0.87}``).
         A last batch smaller than the network's is padded and only its real
-        rows count.
+        rows count. A callback of this model's own training may call it
+        (evaluating while training): it runs between two steps or sinks on
+        the current weights, and the training goes on as it would have.
 
         Args:
             valid_dataset (Dataset): as for :meth:`train`; the last batch may

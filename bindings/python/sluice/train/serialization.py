@@ -13,7 +13,7 @@ import os
 import struct
 import zlib
 
-from sluice import nn
+from sluice import _sluice, nn
 
 __all__ = ["save_checkpoint", "load_checkpoint", "load_param_into_net"]
 
@@ -26,10 +26,13 @@ def _model_c(save_obj):
     """The C model whose save() writes save_obj, or None for a Cell of the
     user's whose values no single model holds (written from Python)."""
     from sluice.train.model import Model
-    if isinstance(save_obj, Model):
-        return save_obj._c
     if isinstance(save_obj, nn.TrainOneStepCell):
-        return save_obj._get_model()._c
+        save_obj = save_obj._get_model()
+    if isinstance(save_obj, Model):
+        if save_obj._c is None:   # a Cell of the user's, not compiled yet
+            return _model_c(save_obj.network)
+        save_obj._claim()   # the network's latest values, wherever they are
+        return save_obj._c
     if isinstance(save_obj, nn.LeNet5):
         if save_obj._owner is None:
             raise ValueError("save_checkpoint: the network is in no Model yet (its values live "
@@ -42,7 +45,10 @@ def _model_c(save_obj):
         params = save_obj.trainable_params()
         owners = {id(p._owner) for p in params}
         owner = params[0]._owner if params else None
-        if owner is not None and len(owners) == 1 and all(p._cname == p.name for p in params) \
+        # (a step run on tensors holds values too, but is no model: no step
+        # count or accumulators to write, so its values go from Python)
+        if isinstance(owner, _sluice.Model) and len(owners) == 1 \
+                and all(p._cname == p.name for p in params) \
                 and sorted(n for n, _ in owner.params()) == sorted(p.name for p in params):
             return owner
         return None
@@ -86,7 +92,8 @@ def save_checkpoint(save_obj, ckpt_file_name):
     if model_c is not None:
         model_c.save(path)
     else:
-        _write(path, [(p.name, p.asnumpy()) for p in save_obj.trainable_params()])
+        net = getattr(save_obj, "network", save_obj)   # a Model not compiled yet: its network
+        _write(path, [(p.name, p.asnumpy()) for p in net.trainable_params()])
 
 
 def _read(path):

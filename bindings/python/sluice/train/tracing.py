@@ -21,7 +21,7 @@ from sluice import context
 from sluice.dataset import Dataset
 from sluice.nn.cell import Cell, _Sym, _Trace
 
-__all__ = ["trace_network", "trace_fn", "trace_step", "claim", "check_epoch", "TracedStep"]
+__all__ = ["trace_network", "trace_fn", "trace_step", "claim", "claim_moments", "check_epoch", "TracedStep"]
 
 
 def check_epoch(dataset, what, needs_end=False):
@@ -39,9 +39,14 @@ def check_epoch(dataset, what, needs_end=False):
                          "epoch never ends" + (": give sink_size > 0" if what != "eval" else ""))
 
 
-def _input_specs(dataset, what):
-    """[(name, dtype, shape)] of the dataset's columns, all fixed."""
+def _input_specs(dataset, what, short_last_batch=False):
+    """[(name, dtype, shape)] of the dataset's columns, all fixed. With
+    short_last_batch (evaluation, which pads a last short batch), a batch
+    size known only with data is the dataset's batch_size."""
     specs = list(zip(dataset.get_col_names(), dataset.output_types(), dataset.output_shapes()))
+    if short_last_batch:
+        specs = [(name, dtype, [dataset.get_batch_size()] + shape[1:]
+                  if shape and shape[0] < 0 else shape) for name, dtype, shape in specs]
     for name, _, shape in specs:
         if any(d < 0 for d in shape):
             raise ValueError(f"{what}: the dataset's column {name!r} has shape {list(shape)}, "
@@ -89,16 +94,24 @@ def claim(model_c, owned, optimizer):
         if p._owner is not model_c:
             model_c.set_param(name, p.asnumpy())
             p._owner, p._cname, p._data = model_c, name, None
+    claim_moments(model_c, optimizer, {id(p): name for p, name in owned})
+
+
+def claim_moments(model_c, optimizer, names):
+    """Makes model_c hold the optimizer's accumulators (``moments.<name>``
+    for names {key: name in model_c}, the key naming one parameter across
+    models), copied from the model that held them last. An optimizer that
+    keeps none (SGD) only records the holder."""
     held = getattr(optimizer, "_held", None)
     if optimizer is None or (held is not None and held[0] is model_c):
         return
-    if held is not None:
+    if held is not None and optimizer._c_args()[0] == "momentum":
         prev, prev_names = held
-        for p, name in owned:
-            if id(p) in prev_names:
+        for key, name in names.items():
+            if key in prev_names:
                 model_c.set_state("moments." + name,
-                                  prev.get_state("moments." + prev_names[id(p)]))
-    optimizer._held = (model_c, {id(p): name for p, name in owned})
+                                  prev.get_state("moments." + prev_names[key]))
+    optimizer._held = (model_c, dict(names))
 
 
 def feed_columns(names, what):
@@ -119,11 +132,22 @@ def feed_columns(names, what):
 def trace_network(network, loss_fn, optimizer, dataset, what):
     """Model's compilation of a user's Cell: the dataset's image and label
     columns in (feed_columns), ``loss_fn(network(image), label)``, backward
-    and the optimizer. The step's inputs take the columns' names. Returns
-    (model_c, owned)."""
-    specs = {name: (dtype, shape) for name, dtype, shape in _input_specs(dataset, what)}
+    and the optimizer. The step's inputs take the columns' names. Without
+    an optimizer (a Model that evaluates only) the updates are plain SGD's,
+    which never run; without a loss_fn the step's loss is the sparse mean
+    one, which evaluation computes anyway. Compiled for evaluation (what is "eval"), a last short
+    batch is padded to the dataset's batch size. Returns (model_c, owned)."""
+    specs = {name: (dtype, shape)
+             for name, dtype, shape in _input_specs(dataset, what, what == "eval")}
     t = _Trace(seed=network._seed)
     image_col, label_col = feed_columns(specs, what)
+    if loss_fn is None:
+        from sluice.nn import SoftmaxCrossEntropyWithLogits
+        if specs[label_col][0] != "int32":
+            raise ValueError(f"{what}: the dataset's labels ({label_col!r}) are "
+                             f"{specs[label_col][0]}; accuracy counts int32 class indices "
+                             f"(map transforms.TypeCast(sluice.int32) on {label_col!r})")
+        loss_fn = SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     inputs = {"image": t.input(image_col, *specs[image_col]),
               "label": t.input(label_col, *specs[label_col])}
     logits = network(inputs["image"])
@@ -132,31 +156,40 @@ def trace_network(network, loss_fn, optimizer, dataset, what):
                         f"{type(logits).__name__}, not a traced tensor")
     loss = loss_fn(logits, inputs["label"])
     _check_loss(loss, what)
-    used = {id(p) for p, _ in t.params.values()}
-    params = network.trainable_params()
-    unused = [p.name for p in params if id(p) not in used]
-    if unused:
-        raise ValueError(f"{what}: construct() does not use the parameters {unused}; sluice "
-                         "updates every parameter of the network")
-    if {id(p) for p in optimizer.parameters} != {id(p) for p in params}:
-        raise ValueError(f"{what}: the optimizer must update exactly the network's "
-                         "trainable_params()")
-    t.g.backward(loss._node)
     t.loss = loss._node
-    t.g.optimizer(*optimizer._c_args())
-    t.optimizer = optimizer
+    if optimizer is not None:
+        used = {id(p) for p, _ in t.params.values()}
+        params = network.trainable_params()
+        unused = [p.name for p in params if id(p) not in used]
+        if unused:
+            raise ValueError(f"{what}: construct() does not use the parameters {unused}; "
+                             "sluice updates every parameter of the network")
+        if {id(p) for p in optimizer.parameters} != {id(p) for p in params}:
+            raise ValueError(f"{what}: the optimizer must update exactly the network's "
+                             "trainable_params()")
+        t.g.backward(loss._node)
+        t.g.optimizer(*optimizer._c_args())
+        t.optimizer = optimizer
+    else:
+        # A C model compiles a training step, which needs updates: plain
+        # SGD's, which never run (Model.train refuses without an optimizer),
+        # as the built-in LeNet5's evaluation-only Model has Momentum's.
+        t.g.backward(loss._node)
+        t.g.optimizer("sgd", 0.01, 0.0)
     return _make_model(t, inputs, logits._node, loss._node, context.get_context("mode"))
 
 
-def trace_fn(fn, specs, what, not_a_step=None):
+def trace_fn(fn, specs, what, not_a_step=None, forward_ok=False):
     """Traces one training step written by the user, fn(*inputs) on traced
     inputs of specs [(name, dtype, shape)]: a plain train_step(*columns), or
     a Cell whose construct is one (seed 004's own TrainOneStepCell). It must
     compute the gradients (a value_and_grad function, or
     ops.GradOperation's), apply an optimizer to them and return the loss;
     otherwise ValueError, or RuntimeError(not_a_step) when given and fn
-    computed no gradients or applied no optimizer. Returns the finished
-    _Trace and {name: traced input}."""
+    computed no gradients or applied no optimizer. With forward_ok, fn may
+    instead compute neither (a network's forward pass): the trace's
+    ``outputs`` then hold what it returned, a tensor or a tuple of them.
+    Returns the finished _Trace and {name: traced input}."""
     is_cell = isinstance(fn, Cell)
     try:
         inspect.signature(fn.construct if is_cell else fn).bind(*(n for n, _, _ in specs))
@@ -172,6 +205,14 @@ def trace_fn(fn, specs, what, not_a_step=None):
     t = _Trace(seed=fn._seed if is_cell else 0)
     inputs = {name: t.input(name, dtype, shape) for name, dtype, shape in specs}
     out = fn(*inputs.values())
+    t.outputs = None
+    if forward_ok and t.loss is None and t.optimizer is None and t.grads is None:
+        outs = out if isinstance(out, tuple) else (out,)
+        if not outs or not all(isinstance(o, _Sym) for o in outs):
+            raise TypeError(f"{what}: construct returned {out!r}; sluice runs a cell that "
+                            "returns a tensor or a tuple of tensors")
+        t.outputs, t.outputs_tuple = outs, isinstance(out, tuple)
+        return t, inputs
     if not_a_step is not None and (t.loss is None or t.optimizer is None):
         raise RuntimeError(not_a_step)
     if t.loss is None:

@@ -12,6 +12,13 @@ from sluice import _sluice
 __all__ = ["Operation", "TypeCast", "OneHot", "Compose"]
 
 
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"sluice.dataset.transforms has no {name!r}: it has "
+                         f"{', '.join(__all__)} (image operators: sluice.dataset.vision)")
+
+
 class Operation:
     """The base of sluice's operators: one C operator, applied by
     :meth:`sluice.dataset.Dataset.map` to every row in the engine's worker
