@@ -64,12 +64,17 @@ int sl_dataset_helper_new(sl_dataset_helper **out, sl_model *m, sl_dataset *ds,
                                     "dataset helper", &h->f);
     } else {
         sl_iterator_options io;
+        sl__cpu_affinity saved;
+        int pinned;
         rc = sl__model_map_columns(m, m->train_step, ds, "dataset helper", h->cols);
         if (rc == SL_OK) {
             sl_iterator_options_init(&io);
             io.num_epochs = epoch_num;
             io.timeout_ms = sl__model_data_timeout(m);
+            /* the pipeline's threads start off a sim's own cores */
+            pinned = sl__model_host_pin(m, &saved);
             rc = sl_iterator_new(&h->it, ds, &io);
+            sl__model_host_unpin(&saved, pinned);
             if (rc < 0)
                 sl__errf(&m->err, rc, "dataset helper: %s", sl_dataset_last_error(ds));
         }

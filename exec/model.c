@@ -129,6 +129,24 @@ void sl_model_stop(sl_model *m)
     pthread_mutex_unlock(&m->active_lock);
 }
 
+int sl__model_host_pin(sl_model *m, sl__cpu_affinity *saved)
+{
+    uint64_t dev_mask = sl__device_core_mask(m->dev);
+    sl__cpu_affinity host;
+    for (int r = 1; m->replicas && r < m->replicas->n; r++)
+        dev_mask |= sl__device_core_mask(m->replicas->reps[r].dev);
+    if (!dev_mask || sl__thread_affinity_get(saved) != SL_OK)
+        return 0;
+    host = *saved;
+    return sl__cpu_affinity_remove(&host, dev_mask) > 0 && sl__thread_affinity_set(&host) == SL_OK;
+}
+
+void sl__model_host_unpin(const sl__cpu_affinity *saved, int pinned)
+{
+    if (pinned)
+        sl__thread_affinity_set(saved);
+}
+
 void sl__model_set_active_channel(sl_model *m, sl__channel *f)
 {
     pthread_mutex_lock(&m->active_lock);

@@ -10,6 +10,7 @@
 #include "sluice/device.h"
 #include "sluice/iterator.h"
 #include "sluice/model.h"
+#include "core/cpu.h"
 #include "core/error.h"
 #include "devices/channel.h"
 #include "pipeline/consumer_team.h"
@@ -85,6 +86,12 @@ typedef struct sl__train_start {
  * counts. sink_size > 0: epochs are sink_size steps, not the dataset's. */
 int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o, int64_t epochs,
                           sl__train_start *out);
+/* Devices with cores of their own (a sim's): keeps the calling thread, and
+ * the threads it starts until sl__model_host_unpin (pipeline, transfer,
+ * which inherit it), off those cores. Returns 1 when it narrowed the
+ * thread's affinity (saved in *saved), else 0. */
+int sl__model_host_pin(sl_model *m, sl__cpu_affinity *saved);
+void sl__model_host_unpin(const sl__cpu_affinity *saved, int pinned);
 /* The devices a train with options o steps on at once: 1, or the replicas'. */
 int sl__model_train_devices(const sl_model *m);
 

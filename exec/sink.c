@@ -101,15 +101,26 @@ static int sink_loop_replica(sl__sink_run *r)
     sl_step *step = rs->reps[r->rank].step;
     size_t n = sl_step_num_inputs(step);
 
+    /* With a profiler, replica 0 records its GetNext, steps and ops (the
+     * others run the same steps beside it). */
+    if (r->rank == 0 && m->trace_profiler && !m->exec_track)
+        m->exec_track = sl__track_open(m->trace_profiler, "executor");
     while (r->steps_wanted < 0 || r->steps < r->steps_wanted) {
         sl_tensor *feed[SL_MAX_COLUMNS];
         sl__dq_slot *slot = NULL;
-        double waited;
+        sl__track *track = r->rank == 0 ? m->exec_track : NULL;
+        double waited, t0 = track ? sl__now_ms() : 0, t1 = 0;
         float loss = 0;
         int rc, stepped = 0;
         if (atomic_load(&m->stop))
             return SL_OK;
         rc = sl__channel_get_next(r->f, (size_t)r->rank, &slot, r->timeout_ms, &waited, &r->err);
+        if (track && rc == SL_OK) {
+            t1 = sl__now_ms();
+            sl__trace_slice(track, "GetNext", t0, t1, slot->epoch, slot->in_epoch);
+            if (sl__step_trace(step, m->trace_profiler, track, slot->epoch, slot->in_epoch) < 0)
+                track = NULL; /* no memory for the names: the step goes untraced */
+        }
         r->getnext_wait_ms += waited;
         if (!r->called) {
             r->first_wait_ms = waited;
@@ -124,6 +135,10 @@ static int sink_loop_replica(sl__sink_run *r)
         {
             int step_rc = sl__replica_step(rs, r->rank, rc == SL_OK ? feed : NULL, n, &stepped,
                                            &loss);
+            if (track && rc == SL_OK) {
+                sl__trace_slice(track, "step", t1, sl__now_ms(), slot->epoch, slot->in_epoch);
+                sl__step_trace(step, m->trace_profiler, NULL, 0, 0);
+            }
             if (slot)
                 sl__dq_release(sl__channel_queue(r->f, (size_t)r->rank), slot);
             if (step_rc == SL_ECANCELED && (atomic_load(&m->stop) || atomic_load(&rs->failed) >= 0))
@@ -326,7 +341,8 @@ int sl__sink_start_channel(sl_model *m, sl_dataset *ds, const sl_train_options *
 {
     sl__channel_options fo;
     sl_step *step = m->train_step;
-    int rc;
+    sl__cpu_affinity saved;
+    int rc, pinned;
 
     memset(&fo, 0, sizeof fo);
     fo.profiler = m->trace_profiler; /* set by a sink-mode train only */
@@ -373,6 +389,8 @@ int sl__sink_start_channel(sl_model *m, sl_dataset *ds, const sl_train_options *
         sl_graph_node_spec(m->g, node, &fo.specs[i]);
         fo.names[i] = sl_graph_node_name(m->g, node);
     }
+    /* the pipeline's and transfer's threads start off a sim's own cores */
+    pinned = sl__model_host_pin(m, &saved);
     if (m->replicas) {
         sl_device *devs[SL__MAX_REPLICAS];
         for (int k = 0; k < m->replicas->n; k++)
@@ -381,6 +399,7 @@ int sl__sink_start_channel(sl_model *m, sl_dataset *ds, const sl_train_options *
     } else {
         rc = sl__channel_new(out, ds, &m->dev, 1, &fo, &m->err);
     }
+    sl__model_host_unpin(&saved, pinned);
     if (rc < 0)
         sl__err_prefix(&m->err, "%s: ", what);
     return rc;

@@ -434,7 +434,6 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
     sl_train_options o;
     int64_t step0;
     sl__cpu_affinity host_before;
-    uint64_t dev_mask;
     int rc, host_pinned;
     sl__err_clear(&m->err);
     rc = sl__train_options_read(m, &o, user);
@@ -461,22 +460,13 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
     /* Devices with cores of their own: the host's threads (this one, and
      * the pipeline and transfer threads it starts, which inherit it) keep
      * to the other CPUs while training runs. */
-    dev_mask = sl__device_core_mask(m->dev);
-    for (int r = 1; m->replicas && r < m->replicas->n; r++)
-        dev_mask |= sl__device_core_mask(m->replicas->reps[r].dev);
-    host_pinned = 0;
-    if (dev_mask && sl__thread_affinity_get(&host_before) == SL_OK) {
-        sl__cpu_affinity host = host_before;
-        host_pinned = sl__cpu_affinity_remove(&host, dev_mask) > 0 &&
-                      sl__thread_affinity_set(&host) == SL_OK;
-    }
+    host_pinned = sl__model_host_pin(m, &host_before);
     step0 = m->global_step;
     if (o.dataset_sink_mode)
         rc = sl__model_train_sink(m, epochs, ds, cbs, ncbs, &o);
     else
         rc = train_nonsink(m, epochs, ds, cbs, ncbs, &o);
-    if (host_pinned)
-        sl__thread_affinity_set(&host_before);
+    sl__model_host_unpin(&host_before, host_pinned);
     memset(&m->parallel_stats, 0, sizeof m->parallel_stats);
     m->parallel_stats.devices = 1;
     m->parallel_stats.steps = m->global_step - step0;

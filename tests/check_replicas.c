@@ -650,6 +650,44 @@ START_TEST(test_learning_rate_change_reaches_compiled_steps)
 }
 END_TEST
 
+/* With a profiler, a 2-device sink train records replica 0's executor:
+ * its GetNext, its steps and their ops. */
+START_TEST(test_profile_of_two_devices_has_the_executor)
+{
+    char *dir = tu_mnist_dir(320, 0), *tmp = tu_mkdtemp(), *path = tu_path(tmp, "trace.json");
+    sl_dataset *ds = tu_lenet_pipeline(dir, SL_MNIST_TRAIN, 1, 4, 1, 1, 0);
+    sl_train_options o = opts(1, -1, "cpu:0,cpu:1");
+    sl_model *m = lenet("CPU", 32, 6);
+    sl_profiler *p;
+    char err[256];
+    void *text;
+    size_t len;
+    ck_assert_int_eq(sl_profiler_new(&p, 100000), SL_OK);
+    o.profiler = p;
+    ck_assert_msg(sl_model_train_opts(m, 1, ds, NULL, 0, &o) == SL_OK, "%s",
+                  sl_model_last_error(m));
+    ck_assert_int_eq(sl_profiler_write_trace(p, path, err, sizeof err), SL_OK);
+    ck_assert_int_eq(tu_read_file(path, &text, &len), 0);
+    text = realloc(text, len + 1);
+    ck_assert_ptr_nonnull(text);
+    ((char *)text)[len] = '\0';
+    ck_assert_msg(strstr(text, "\"name\": \"executor\""), "no executor track");
+    ck_assert_msg(strstr(text, "\"name\": \"GetNext\""), "no GetNext slice");
+    ck_assert_msg(strstr(text, "\"name\": \"step\""), "no step slice");
+    ck_assert_msg(strstr(text, "\"name\": \"conv2d_grad_weight\"") ||
+                      strstr(text, "\"name\": \"dense\""),
+                  "no op slices");
+    free(text);
+    free(path);
+    sl_model_free(m);
+    sl_profiler_free(p);
+    sl_dataset_free(ds);
+    tu_rmtree(tmp);
+    free(tmp);
+    tu_mnist_dir_drop(dir);
+}
+END_TEST
+
 /* sl_model_stop from a callback ends a 2-device sink train. */
 static int stop_at_3(void *self, const sl_train_info *info)
 {
@@ -886,6 +924,7 @@ Suite *make_replicas_suite(void)
     tcase_add_test(tc, test_three_devices_deal_each_epoch_alike);
     tcase_add_test(tc, test_stop_from_another_thread_is_not_an_error);
     tcase_add_test(tc, test_learning_rate_change_reaches_compiled_steps);
+    tcase_add_test(tc, test_profile_of_two_devices_has_the_executor);
     suite_add_tcase(s, tc);
     tcase_add_test(tc, test_sim_trains_on_its_own_core);
     suite_add_tcase(s, tc);
