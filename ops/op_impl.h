@@ -69,6 +69,33 @@ int sl__op_resize_is_linear(const sl_op *op);
  * Rescales; it holds a reference to each. */
 int sl__op_resize_rescale_new(sl_op **out, sl_op *resize, sl_op *const *rescales, size_t n);
 
+/* in (a uint8 or float32 image; consumed) resized to (out_h, out_w) as the
+ * Resize op resizes, for ops whose output size changes per image (a
+ * RandomResizedCrop's box, the shorter side of Resize(int)); messages name
+ * the op `name`. */
+int sl__resize_image(const char *name, sl_tensor *in, int64_t out_h, int64_t out_w,
+                     sl_interp interp, sl_tensor **out, sl__op_ctx *ctx);
+
+/* ImageNet-style geometry, for the pipeline's planning (decode fused with
+ * the crop and resize after it) and the tests. */
+/* Draws a RandomResizedCrop op's box (top, left, height, width) for an h x
+ * w image from rng (ops/vision/random_resized_crop.c says how). */
+void sl__rrc_draw_box(const sl_op *op, int64_t h, int64_t w, sl_rng *rng, int64_t box[4]);
+int sl__op_is_random_resized_crop(const sl_op *op);
+/* A RandomResizedCrop op's output size and interpolation. */
+void sl__rrc_size(const sl_op *op, int64_t *height, int64_t *width, sl_interp *interp);
+/* in (consumed) cut to box (top, left, height, width), which lies inside
+ * it; in itself when box is the whole image. */
+int sl__crop_copy(const char *name, sl_tensor *in, const int64_t box[4], sl_tensor **out,
+                  sl__op_ctx *ctx);
+/* 1 and its window if op is a CenterCrop, else 0. */
+int sl__op_center_crop_size(const sl_op *op, int64_t *height, int64_t *width);
+/* 1 and its size if op is a shorter-side Resize, else 0. */
+int sl__op_shorter_side_size(const sl_op *op, int64_t *size, sl_interp *interp);
+/* The output size of a shorter-side Resize to size of an h x w image;
+ * SL_ESHAPE when the longer side would pass INT32_MAX. */
+int sl__shorter_side_dims(int64_t size, int64_t h, int64_t w, int64_t *out_h, int64_t *out_w);
+
 /* The most bytes one output of op may need if op is a Decode (max_pixels
  * x channels), else 0: what a pipeline's decode budget must hold at least. */
 uint64_t sl__op_decode_max_bytes(const sl_op *op);
