@@ -146,7 +146,11 @@ typedef enum cli_step_kind {
     CLI_STEP_NORMALIZE,
     CLI_STEP_HWC2CHW,
     CLI_STEP_FLIP,
-    CLI_STEP_CROP
+    CLI_STEP_CROP,
+    CLI_STEP_RANDOM_RESIZED_CROP,
+    CLI_STEP_CENTER_CROP,
+    CLI_STEP_SHORTER_SIDE,
+    CLI_STEP_COLOR_ADJUST
 } cli_step_kind;
 
 #define CLI_MAX_STEPS 16
@@ -154,12 +158,14 @@ typedef enum cli_step_kind {
 
 typedef struct cli_step {
     cli_step_kind kind;
-    int64_t height, width;   /* resize, crop */
+    int64_t height, width;   /* resize, crops; shorter side: height */
     int64_t padding;         /* crop */
     double scale, shift;     /* rescale */
     double prob;             /* flip */
     double mean[CLI_MAX_CHANNELS], std[CLI_MAX_CHANNELS]; /* normalize */
     size_t channels;         /* normalize */
+    double area[2], ratio[2]; /* random resized crop: scale and ratio ranges */
+    double color[4];         /* color adjust: brightness, contrast, saturation, hue */
 } cli_step;
 
 /* Everything needed to build a pipeline, except the worker count (which

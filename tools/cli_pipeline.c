@@ -204,6 +204,25 @@ static int make_step_op(const cli_step *s, sl_op **op, char *err, size_t err_len
         return sl_op_random_horizontal_flip_new(op, s->prob, err, err_len);
     case CLI_STEP_CROP:
         return sl_op_random_crop_new(op, s->height, s->width, s->padding, err, err_len);
+    case CLI_STEP_RANDOM_RESIZED_CROP:
+        return sl_op_random_resized_crop_new(op, s->height, s->width, s->area[0], s->area[1],
+                                             s->ratio[0], s->ratio[1], SL_INTER_LINEAR,
+                                             SL_RRC_ATTEMPTS, err, err_len);
+    case CLI_STEP_CENTER_CROP:
+        return sl_op_center_crop_new(op, s->height, s->width, err, err_len);
+    case CLI_STEP_SHORTER_SIDE:
+        return sl_op_resize_shorter_side_new(op, s->height, SL_INTER_LINEAR, err, err_len);
+    case CLI_STEP_COLOR_ADJUST: {
+        /* MindSpore's factors: f gives [max(0, 1 - f), 1 + f], hue [-f, f] */
+        double r[4][2];
+        for (int k = 0; k < 3; k++) {
+            r[k][0] = s->color[k] < 1.0 ? 1.0 - s->color[k] : 0.0;
+            r[k][1] = 1.0 + s->color[k];
+        }
+        r[3][0] = -s->color[3];
+        r[3][1] = s->color[3];
+        return sl_op_random_color_adjust_new(op, r[0], r[1], r[2], r[3], err, err_len);
+    }
     }
     snprintf(err, err_len, "unknown step %d", (int)s->kind);
     return SL_EINVAL;
