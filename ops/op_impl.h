@@ -44,6 +44,9 @@ struct sl_op {
     const sl_op_iface *iface;
     atomic_int refs;
     int random; /* draws from ctx->rng */
+    /* A fused op's random one is this many places after its first: it is
+     * seeded as that op would be alone (0 for any other op). */
+    int rng_offset;
 };
 
 /* Allocates an op struct of `size` bytes (>= sizeof(sl_op)), zeroed, with
@@ -58,9 +61,22 @@ int sl__op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
  * ops[0], ..., ops[*used - 1] in a single pass, with the same results and
  * the same error messages as running them one after another; or NULL with
  * *used = 1 when ops[0] fuses with nothing. Fused today: a bilinear Resize
- * followed by Rescales (a uint8 image is resized straight into float32).
+ * followed by Rescales (a uint8 image is resized straight into float32),
+ * with the same values; and a Decode followed by a crop and/or resize
+ * (sl__op_fuse_decode), whose values are close but not equal (it decodes
+ * less).
  * SL_ENOMEM, or SL_OK. */
 int sl__op_fuse(sl_op *const *ops, size_t nops, sl_op **fused, size_t *used);
+/* Decode fused with the geometry after it (ops/vision/decode_fused.c):
+ * when decode is a Decode and next[0..n) starts with a RandomResizedCrop,
+ * a bilinear Resize (to a size, or of the shorter side) maybe followed by
+ * a CenterCrop, or a CenterCrop, *fused is the op doing them in one pass
+ * from the JPEG's header and *used the number of ops of next it took;
+ * otherwise NULL and 0. SL_ENOMEM, or SL_OK. */
+int sl__op_fuse_decode(sl_op *decode, sl_op *const *next, size_t n, sl_op **fused,
+                       size_t *used);
+/* "decode+random_resized_crop", ... for a fused decode, else NULL. */
+const char *sl__op_fused_name(const sl_op *op);
 /* 1 and the op's float32 parameters if op is a Rescale, else 0. */
 int sl__op_rescale_params(const sl_op *op, float *rescale, float *shift);
 /* 1 if op is a bilinear Resize. */
