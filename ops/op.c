@@ -40,6 +40,8 @@ void sl_op_release(sl_op *op)
 const char *sl_op_name(const sl_op *op)
 {
     const char *custom = sl__op_custom_name(op), *fused = sl__op_fused_name(op);
+    if (!fused)
+        fused = sl__op_normalize_chw_name(op);
     return custom ? custom : fused ? fused : op->iface->name;
 }
 
@@ -142,6 +144,15 @@ int sl__op_fuse(sl_op *const *ops, size_t nops, sl_op **fused, size_t *used)
         if (rc == SL_OK && *fused)
             *used = 1 + taken;
         return rc;
+    }
+    if (nops >= 2) {
+        size_t taken;
+        int rc = sl__op_fuse_normalize_chw(ops, nops, fused, &taken);
+        if (rc != SL_OK || *fused) {
+            if (*fused)
+                *used = taken;
+            return rc;
+        }
     }
     if (nops < 2 || !sl__op_resize_is_linear(ops[0]))
         return SL_OK;

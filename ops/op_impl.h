@@ -75,8 +75,19 @@ int sl__op_fuse(sl_op *const *ops, size_t nops, sl_op **fused, size_t *used);
  * otherwise NULL and 0. SL_ENOMEM, or SL_OK. */
 int sl__op_fuse_decode(sl_op *decode, sl_op *const *next, size_t n, sl_op **fused,
                        size_t *used);
+/* 1 and the parameters of a Normalize op (mean and 1/std, channels each),
+ * of a RandomHorizontalFlip, or whether op is a HWC2CHW; else 0. */
+int sl__op_normalize_params(const sl_op *op, int *channels, const float **mean,
+                            const float **inv_std);
+int sl__op_flip_prob(const sl_op *op, double *p);
+int sl__op_is_hwc2chw(const sl_op *op);
+/* The op that runs [RandomHorizontalFlip,] Normalize, HWC2CHW in one pass
+ * (ops/vision/normalize_chw.c) when ops[0..n) start so, with *used the
+ * ops it took; else NULL and 0. SL_ENOMEM, or SL_OK. */
+int sl__op_fuse_normalize_chw(sl_op *const *ops, size_t n, sl_op **fused, size_t *used);
 /* "decode+random_resized_crop", ... for a fused decode, else NULL. */
 const char *sl__op_fused_name(const sl_op *op);
+const char *sl__op_normalize_chw_name(const sl_op *op);
 /* 1 and the op's float32 parameters if op is a Rescale, else 0. */
 int sl__op_rescale_params(const sl_op *op, float *rescale, float *shift);
 /* 1 if op is a bilinear Resize. */

@@ -1,5 +1,6 @@
 /* check_imagenet_ops.c: the ImageNet-style operators (RandomResizedCrop,
- * CenterCrop, Resize of the shorter side, RandomColorAdjust) against
+ * CenterCrop, Resize of the shorter side; RandomColorAdjust is in
+ * check_color_adjust.c) and the one-pass flip + Normalize + HWC2CHW, against
  * references written here: torchvision's get_params transcribed on the same
  * draws, crop-then-Resize through the existing ops, padded windows cut by
  * hand, per-pixel colour formulas; their boundaries (boxes at every border,
@@ -486,226 +487,111 @@ START_TEST(test_resize_shorter_side_refusals)
 }
 END_TEST
 
-/* --- RandomColorAdjust ----------------------------------------------------- */
+/* --- Flip, Normalize, HWC2CHW in one pass ---------------------------------- */
 
-static const double ID[2] = {1.0, 1.0}, HUE0[2] = {0.0, 0.0};
-
-static sl_op *make_color(const double b[2], const double c[2], const double s[2],
-                         const double h[2])
+/* Runs ops one after another as a map does: op k is seeded with (seed, 0,
+ * 0, k + its rng_offset). */
+static sl_tensor *run_chain(sl_op **ops, size_t n, const sl_tensor *in, uint64_t seed,
+                            char *msg, size_t len, int *status)
 {
-    sl_op *op;
-    char err[256];
-    int rc = sl_op_random_color_adjust_new(&op, b, c, s, h, err, sizeof err);
-    ck_assert_msg(rc == SL_OK, "%s", err);
-    return op;
-}
-
-static int grey(const uint8_t *p)
-{
-    return (int)floor(0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2] + 0.5);
-}
-
-static int clamp_round(double v)
-{
-    return v <= 0 ? 0 : v >= 255 ? 255 : (int)floor(v + 0.5);
-}
-
-START_TEST(test_color_identity_and_single)
-{
-    static const double half[2] = {0.5, 0.5}, zero[2] = {0.0, 0.0}, three[2] = {3.0, 3.0};
-    sl_tensor *in = new_image(SL_UINT8, 3, 9, 11, 3), *out;
-    const uint8_t *s = sl_tensor_data(in), *o;
-    size_t n = 9 * 11;
-    double mean = 0;
-    sl_op *op = make_color(ID, ID, ID, HUE0);
-    ck_assert_str_eq(sl_op_name(op), "random_color_adjust");
-    ck_assert_int_eq(sl_op_apply(op, in, &out, 3, NULL, 0), SL_OK);
-    ck_assert(same_bytes(in, out));
-    sl_tensor_release(out);
-    sl_op_release(op);
-
-    op = make_color(half, ID, ID, HUE0); /* brightness 0.5 */
-    ck_assert_int_eq(sl_op_apply(op, in, &out, 3, NULL, 0), SL_OK);
-    o = sl_tensor_data(out);
-    for (size_t i = 0; i < 3 * n; i++)
-        ck_assert_int_eq(o[i], clamp_round(s[i] * 0.5));
-    sl_tensor_release(out);
-    sl_op_release(op);
-
-    op = make_color(ID, ID, zero, HUE0); /* saturation 0: each pixel's grey */
-    ck_assert_int_eq(sl_op_apply(op, in, &out, 3, NULL, 0), SL_OK);
-    o = sl_tensor_data(out);
-    for (size_t i = 0; i < n; i++)
-        for (int k = 0; k < 3; k++)
-            ck_assert_int_eq(o[3 * i + k], grey(s + 3 * i));
-    sl_tensor_release(out);
-    sl_op_release(op);
-
-    op = make_color(ID, zero, ID, HUE0); /* contrast 0: the mean grey */
-    for (size_t i = 0; i < n; i++)
-        mean += grey(s + 3 * i);
-    mean = floor(mean / (double)n + 0.5);
-    ck_assert_int_eq(sl_op_apply(op, in, &out, 3, NULL, 0), SL_OK);
-    o = sl_tensor_data(out);
-    for (size_t i = 0; i < 3 * n; i++)
-        ck_assert_int_eq(o[i], (int)mean);
-    sl_tensor_release(out);
-    sl_op_release(op);
-
-    /* contrast 3: away from the mean, rounded first (125.43 -> 125 here) */
-    op = make_color(ID, three, ID, HUE0);
-    ck_assert_int_eq(sl_op_apply(op, in, &out, 3, NULL, 0), SL_OK);
-    o = sl_tensor_data(out);
-    for (size_t i = 0; i < 3 * n; i++)
-        ck_assert_int_eq(o[i], clamp_round(-2.0 * mean + s[i] * 3.0));
-    sl_tensor_release(out);
-    sl_op_release(op);
-    sl_tensor_release(in);
-}
-END_TEST
-
-/* Hue by half a turn: red <-> cyan, green <-> magenta, greys unchanged; a
- * turn by h then by -h comes back within a level. */
-START_TEST(test_color_hue)
-{
-    static const double half[2] = {0.5, 0.5}, third[2] = {1.0 / 3.0, 1.0 / 3.0};
-    static const uint8_t px[][3] = {{255, 0, 0}, {0, 255, 0}, {77, 77, 77}, {255, 0, 0}};
-    static const uint8_t turned[][3] = {{0, 255, 255}, {255, 0, 255}, {77, 77, 77}, {0, 255, 0}};
-    int64_t shape[3] = {1, 1, 3};
-    for (size_t i = 0; i < 4; i++) {
-        sl_op *op = make_color(ID, ID, ID, i == 3 ? third : half);
-        sl_tensor *in, *out;
-        ck_assert_int_eq(sl_tensor_new(&in, SL_UINT8, 3, shape), SL_OK);
-        memcpy(sl_tensor_data(in), px[i], 3);
-        ck_assert_int_eq(sl_op_apply(op, in, &out, 0, NULL, 0), SL_OK);
-        ck_assert_msg(memcmp(sl_tensor_data(out), turned[i], 3) == 0, "pixel %zu: %d %d %d", i,
-                      ((uint8_t *)sl_tensor_data(out))[0], ((uint8_t *)sl_tensor_data(out))[1],
-                      ((uint8_t *)sl_tensor_data(out))[2]);
-        sl_tensor_release(out);
-        sl_tensor_release(in);
-        sl_op_release(op);
-    }
-    {
-        static const double there[2] = {0.2, 0.2}, back[2] = {-0.2, -0.2};
-        sl_op *a = make_color(ID, ID, ID, there), *b = make_color(ID, ID, ID, back);
-        sl_tensor *in = new_image(SL_UINT8, 3, 16, 16, 3), *mid, *out;
-        int changed = 0;
-        ck_assert_int_eq(sl_op_apply(a, in, &mid, 0, NULL, 0), SL_OK);
-        ck_assert_int_eq(sl_op_apply(b, mid, &out, 0, NULL, 0), SL_OK);
-        for (size_t i = 0; i < sl_tensor_nbytes(in); i++) {
-            int d = (int)((uint8_t *)sl_tensor_data(out))[i] - ((uint8_t *)sl_tensor_data(in))[i];
-            ck_assert_msg(abs(d) <= 1, "byte %zu off by %d", i, d);
-            changed += ((uint8_t *)sl_tensor_data(mid))[i] != ((uint8_t *)sl_tensor_data(in))[i];
+    sl__error err;
+    sl__op_ctx ctx;
+    sl_tensor *t = sl_tensor_retain((sl_tensor *)in);
+    memset(&ctx, 0, sizeof ctx);
+    sl__err_clear(&err);
+    ctx.err = &err;
+    *status = SL_OK;
+    for (size_t k = 0; k < n; k++) {
+        sl_tensor *next;
+        sl__rng_seed(&ctx.rng, seed, 0, 0, k + (size_t)ops[k]->rng_offset);
+        *status = sl__op_run(ops[k], t, &next, &ctx);
+        if (*status != SL_OK) {
+            snprintf(msg, len, "%s", err.msg);
+            return NULL;
         }
-        ck_assert_int_gt(changed, 300);
-        sl_tensor_release(out);
-        sl_tensor_release(mid);
-        sl_tensor_release(in);
-        sl_op_release(a);
-        sl_op_release(b);
+        t = next;
     }
+    return t;
 }
-END_TEST
 
-/* The order is drawn per sample: brightness 2 then contrast 0 gives the
- * mean grey of the brightened image, the other order twice the mean grey.
- * Both orders occur, each as the seed's shuffle says, and the factor is
- * drawn within its range. */
-START_TEST(test_color_order_and_factors)
+START_TEST(test_normalize_chw_fused)
 {
-    static const double two[2] = {2.0, 2.0}, zero[2] = {0.0, 0.0}, range[2] = {0.5, 1.5};
-    int64_t shape[3] = {1, 2, 3};
-    /* the first pixel saturates when brightened, so the orders differ */
-    static const uint8_t px[6] = {200, 100, 50, 100, 20, 30};
-    sl_op *op = make_color(two, zero, ID, HUE0), *br = make_color(range, ID, ID, HUE0);
-    sl_tensor *in;
-    int first = 0, second = 0;
-    double lo = 10, hi = 0;
-    ck_assert_int_eq(sl_tensor_new(&in, SL_UINT8, 3, shape), SL_OK);
-    memcpy(sl_tensor_data(in), px, 6);
-    for (uint64_t seed = 0; seed < 200; seed++) {
-        sl_tensor *out;
-        sl_rng rng;
-        int order[4] = {0, 1, 2, 3}, bright_first;
-        uint8_t bright[6];
-        int m_bright = 0, m_plain;
-        for (int i = 0; i < 6; i++)
-            bright[i] = (uint8_t)(px[i] * 2 > 255 ? 255 : px[i] * 2);
-        sl__rng_seed(&rng, seed, 0, 0, 0);
-        for (int i = 3; i > 0; i--) {
-            int j = (int)sl__rng_below(&rng, (uint64_t)i + 1), t = order[i];
-            order[i] = order[j];
-            order[j] = t;
-        }
-        bright_first = 0;
-        for (int i = 0; i < 4; i++) {
-            if (order[i] == 0) {
-                bright_first = 1;
-                break;
+    static const double mean[3] = {123.675, 116.28, 103.53}, std[3] = {58.395, 57.12, 57.375};
+    static const double probs[] = {0.0, 0.5, 1.0};
+    sl_op *ops[3], *fused, *seq[1];
+    size_t used;
+    int flipped = 0, kept = 0, rc;
+    char m1[600] = "", m2[600] = "";
+    ck_assert_int_eq(sl_op_normalize_new(&ops[1], mean, std, 3, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_hwc2chw_new(&ops[2], NULL, 0), SL_OK);
+    for (size_t pi = 0; pi < 3; pi++) {
+        ck_assert_int_eq(sl_op_random_horizontal_flip_new(&ops[0], probs[pi], NULL, 0), SL_OK);
+        ck_assert_int_eq(sl__op_fuse(ops, 3, &fused, &used), SL_OK);
+        ck_assert_ptr_nonnull(fused);
+        ck_assert_int_eq(used, 3);
+        ck_assert_str_eq(sl_op_name(fused), "random_horizontal_flip+normalize+hwc2chw");
+        ck_assert_int_eq(fused->random, 1);
+        seq[0] = fused;
+        for (uint64_t seed = 0; seed < 40; seed++) {
+            sl_tensor *in = new_image(SL_UINT8, 3, 7 + (int64_t)(seed % 5),
+                                      9 + (int64_t)(seed % 3), 3);
+            sl_tensor *want = run_chain(ops, 3, in, seed, m1, sizeof m1, &rc);
+            sl_tensor *got = run_chain(seq, 1, in, seed, m2, sizeof m2, &rc);
+            ck_assert_ptr_nonnull(want);
+            ck_assert_ptr_nonnull(got);
+            ck_assert_int_eq(sl_tensor_dtype(got), SL_FLOAT32);
+            ck_assert_int_eq(sl_tensor_shape(got)[0], 3);
+            ck_assert_msg(same_bytes(got, want), "p %g seed %llu", probs[pi],
+                          (unsigned long long)seed);
+            if (pi == 1) {
+                /* flipped or not: the first value of the first plane */
+                float plain = ((float)((uint8_t *)sl_tensor_data(in))[0] - (float)mean[0]) *
+                              (float)(1.0 / std[0]);
+                if (((float *)sl_tensor_data(got))[0] == plain)
+                    kept++;
+                else
+                    flipped++;
             }
-            if (order[i] == 1)
-                break;
+            sl_tensor_release(got);
+            sl_tensor_release(want);
+            sl_tensor_release(in);
         }
-        m_bright = (int)floor((grey(bright) + grey(bright + 3)) / 2.0 + 0.5);
-        m_plain = (int)floor((grey(px) + grey(px + 3)) / 2.0 + 0.5);
-        ck_assert_int_ne(m_bright, 2 * m_plain);
-        ck_assert_int_eq(sl_op_apply(op, in, &out, seed, NULL, 0), SL_OK);
-        for (int i = 0; i < 6; i++)
-            ck_assert_int_eq(((uint8_t *)sl_tensor_data(out))[i],
-                             bright_first ? m_bright : 2 * m_plain);
-        first += bright_first;
-        second += !bright_first;
-        sl_tensor_release(out);
-        /* one factor for the whole image, in [0.5, 1.5] */
-        ck_assert_int_eq(sl_op_apply(br, in, &out, seed, NULL, 0), SL_OK);
-        {
-            double f = ((uint8_t *)sl_tensor_data(out))[3] / 100.0;
-            ck_assert(f >= 0.495 && f <= 1.505);
-            lo = fmin(lo, f);
-            hi = fmax(hi, f);
-        }
-        sl_tensor_release(out);
+        sl_op_release(fused);
+        sl_op_release(ops[0]);
     }
-    ck_assert_int_gt(first, 60);
-    ck_assert_int_gt(second, 60);
-    ck_assert(lo < 0.6 && hi > 1.4);
-    sl_tensor_release(in);
-    sl_op_release(op);
-    sl_op_release(br);
-}
-END_TEST
+    ck_assert_int_gt(flipped, 10);
+    ck_assert_int_gt(kept, 10);
 
-START_TEST(test_color_refusals)
-{
-    static const double bad_lo[2] = {-0.1, 1.0}, swapped[2] = {1.5, 0.5}, hue_big[2] = {-0.6, 0};
-    sl_op *op = NULL;
-    sl_tensor *in, *out;
-    char msg[256];
-    ck_assert_int_eq(sl_op_random_color_adjust_new(&op, bad_lo, ID, ID, HUE0, msg, sizeof msg),
-                     SL_EINVAL);
-    ck_assert_msg(strstr(msg, "random_color_adjust") && strstr(msg, "brightness") &&
-                      strstr(msg, "-0.1"),
-                  "%s", msg);
-    ck_assert_int_eq(sl_op_random_color_adjust_new(&op, ID, swapped, ID, HUE0, msg, sizeof msg),
-                     SL_EINVAL);
-    ck_assert_msg(strstr(msg, "contrast") && strstr(msg, "(1.5, 0.5)"), "%s", msg);
-    ck_assert_int_eq(sl_op_random_color_adjust_new(&op, ID, ID, swapped, HUE0, msg, sizeof msg),
-                     SL_EINVAL);
-    ck_assert_msg(strstr(msg, "saturation"), "%s", msg);
-    ck_assert_int_eq(sl_op_random_color_adjust_new(&op, ID, ID, ID, hue_big, msg, sizeof msg),
-                     SL_EINVAL);
-    ck_assert_msg(strstr(msg, "hue") && strstr(msg, "-0.6"), "%s", msg);
-    ck_assert_ptr_null(op);
-    op = make_color(ID, ID, ID, HUE0);
-    in = new_image(SL_UINT8, 3, 4, 4, 1);
-    ck_assert_int_eq(sl_op_apply(op, in, &out, 0, msg, sizeof msg), SL_ESHAPE);
-    ck_assert_msg(strstr(msg, "random_color_adjust") && strstr(msg, "(4, 4, 1)"), "%s", msg);
-    sl_tensor_release(in);
-    in = new_image(SL_FLOAT32, 3, 4, 4, 3);
-    ck_assert_int_eq(sl_op_apply(op, in, &out, 0, msg, sizeof msg), SL_ESHAPE);
-    ck_assert_msg(strstr(msg, "float32"), "%s", msg);
-    sl_tensor_release(in);
-    sl_op_release(op);
+    /* without the flip; a float32 or 1-channel input runs the separate ops,
+     * with their values and messages */
+    ck_assert_int_eq(sl__op_fuse(ops + 1, 2, &fused, &used), SL_OK);
+    ck_assert_ptr_nonnull(fused);
+    ck_assert_int_eq(used, 2);
+    ck_assert_int_eq(fused->random, 0);
+    seq[0] = fused;
+    {
+        sl_tensor *in = new_image(SL_FLOAT32, 3, 5, 4, 3);
+        sl_tensor *want = run_chain(ops + 1, 2, in, 0, m1, sizeof m1, &rc);
+        sl_tensor *got = run_chain(seq, 1, in, 0, m2, sizeof m2, &rc);
+        ck_assert(want && got && same_bytes(got, want));
+        sl_tensor_release(got);
+        sl_tensor_release(want);
+        sl_tensor_release(in);
+        in = new_image(SL_UINT8, 3, 5, 4, 1);
+        ck_assert_ptr_null(run_chain(ops + 1, 2, in, 0, m1, sizeof m1, &rc));
+        ck_assert_ptr_null(run_chain(seq, 1, in, 0, m2, sizeof m2, &rc));
+        ck_assert_int_eq(rc, SL_ESHAPE);
+        ck_assert_str_eq(m1, m2);
+        sl_tensor_release(in);
+    }
+    sl_op_release(fused);
+    /* a flip and a Normalize without HWC2CHW stay apart */
+    ck_assert_int_eq(sl_op_random_horizontal_flip_new(&ops[0], 0.5, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl__op_fuse(ops, 2, &fused, &used), SL_OK);
+    ck_assert_ptr_null(fused);
+    sl_op_release(ops[0]);
+    sl_op_release(ops[1]);
+    sl_op_release(ops[2]);
 }
 END_TEST
 
@@ -721,14 +607,11 @@ Suite *make_imagenet_ops_suite(void)
     tcase_add_test(core, test_rrc_pixels_are_crop_then_resize);
     tcase_add_test(core, test_center_crop);
     tcase_add_test(core, test_resize_shorter_side);
-    tcase_add_test(core, test_color_identity_and_single);
-    tcase_add_test(core, test_color_hue);
-    tcase_add_test(core, test_color_order_and_factors);
+    tcase_add_test(core, test_normalize_chw_fused);
     suite_add_tcase(s, core);
     tcase_add_test(limits, test_rrc_refusals);
     tcase_add_test(limits, test_center_crop_refusals);
     tcase_add_test(limits, test_resize_shorter_side_refusals);
-    tcase_add_test(limits, test_color_refusals);
     suite_add_tcase(s, limits);
     return s;
 }
