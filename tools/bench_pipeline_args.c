@@ -19,7 +19,8 @@
 enum {
     OPT_DATA = 256, OPT_USAGE, OPT_WORKERS, OPT_REPEATS, OPT_EPOCHS, OPT_SEED, OPT_JSON, OPT_PROFILE,
     OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_CROP,
-    OPT_RANDOM_RESIZED_CROP, OPT_CENTER_CROP, OPT_SHORTER_SIDE, OPT_COLOR_ADJUST,
+    OPT_RANDOM_RESIZED_CROP, OPT_CENTER_CROP, OPT_SHORTER_SIDE, OPT_COLOR_ADJUST, OPT_PRESET,
+    OPT_NO_DECODE_FUSION,
     OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
     OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS, OPT_POOL_IDLE_MB, OPT_ERROR_SAMPLES,
     OPT_MAX_BAD_SAMPLES, OPT_QUEUE_CAPACITY, OPT_AUTOTUNE
@@ -64,6 +65,15 @@ void cli_bench_pipeline_usage(FILE *f)
           "  --profile DIR       write DIR/trace.json: a timeline (Chrome trace) of the\n"
           "                      last run, a slice per chunk of each stage's threads\n"
           "  -h, --help          show this help and exit\n"
+          "\n"
+          "  --preset NAME       an ImageFolder pipeline by name (instead of op options):\n"
+          "                      imagenet-train: RandomResizedCrop 224 (scale 0.08..1,\n"
+          "                      ratio 3/4..4/3), RandomHorizontalFlip 0.5, Normalize\n"
+          "                      (ImageNet mean/std), HWC2CHW; imagenet-eval: Resize of\n"
+          "                      the shorter side to 256, CenterCrop 224, Normalize,\n"
+          "                      HWC2CHW. Decoding fuses with the crop (it decodes less)\n"
+          "  --no-decode-fusion  decode whole images, then crop and resize them (the\n"
+          "                      separate ops' exact pixels; slower)\n"
           "\n"
           "Op options replace the default ops, in the order given; they apply to the\n"
           "`image` column (numbers may be written as fractions, e.g. 1/255):\n"
@@ -315,6 +325,14 @@ static int parse_option(cli_bench_pipeline_args *a, int opt, const char *arg)
     case OPT_QUEUE_CAPACITY:
         return cli_parse_int64(CMD, "--queue-capacity", arg, 1, 4096, &a->queue_capacity);
     case OPT_AUTOTUNE: a->autotune = 1; return 0;
+    case OPT_NO_DECODE_FUSION: a->no_decode_fusion = 1; return 0;
+    case OPT_PRESET:
+        if (strcmp(arg, "imagenet-train") != 0 && strcmp(arg, "imagenet-eval") != 0) {
+            cli_error(CMD, "--preset: expected imagenet-train or imagenet-eval, got '%s'", arg);
+            return -1;
+        }
+        a->preset = arg;
+        return 0;
     case OPT_RESIZE:
     case OPT_HWC2CHW:
     case OPT_CENTER_CROP:
@@ -382,6 +400,8 @@ int cli_bench_pipeline_parse(int argc, char **argv, cli_bench_pipeline_args *a)
         {"center-crop", required_argument, NULL, OPT_CENTER_CROP},
         {"shorter-side", required_argument, NULL, OPT_SHORTER_SIDE},
         {"color-adjust", required_argument, NULL, OPT_COLOR_ADJUST},
+        {"preset", required_argument, NULL, OPT_PRESET},
+        {"no-decode-fusion", no_argument, NULL, OPT_NO_DECODE_FUSION},
         {"label-int32", no_argument, NULL, OPT_LABEL_INT32},
         {"shuffle", required_argument, NULL, OPT_SHUFFLE},
         {"batch", required_argument, NULL, OPT_BATCH},
@@ -428,6 +448,11 @@ int cli_bench_pipeline_parse(int argc, char **argv, cli_bench_pipeline_args *a)
     }
     if (cli_check_error_samples(CMD, &a->errors) != 0)
         return CLI_EXIT_USAGE;
+    if (a->preset && a->ops_given) {
+        cli_error(CMD, "--preset %s gives the ops: give op options or a preset, not both",
+                  a->preset);
+        return CLI_EXIT_USAGE;
+    }
     return CLI_EXIT_OK;
 }
 
@@ -439,6 +464,8 @@ void cli_bench_pipeline_make(const cli_bench_pipeline_args *a, cli_kind kind, cl
         p->label_int32 = a->label_int32;
         memcpy(p->steps, a->steps, a->nsteps * sizeof a->steps[0]);
         p->nsteps = a->nsteps;
+    } else if (a->preset) {
+        cli_pipeline_imagenet(p, strcmp(a->preset, "imagenet-train") == 0);
     }
     if (a->shuffle_given)
         p->shuffle = a->shuffle;
@@ -453,6 +480,7 @@ void cli_bench_pipeline_make(const cli_bench_pipeline_args *a, cli_kind kind, cl
     p->errors = a->errors;
     p->seed = (uint64_t)a->seed;
     p->pool_idle_mb = a->pool_idle_mb;
+    p->no_decode_fusion = a->no_decode_fusion;
 }
 
 /* The largest worker count of the runs, the one the machine is probed at. */

@@ -181,6 +181,47 @@ void cli_pipeline_default(cli_pipeline *p, const char *dir, cli_kind kind,
     }
 }
 
+void cli_pipeline_imagenet(cli_pipeline *p, int train)
+{
+    static const double mean[3] = {0.485 * 255, 0.456 * 255, 0.406 * 255};
+    static const double std[3] = {0.229 * 255, 0.224 * 255, 0.225 * 255};
+    cli_step s;
+
+    p->label_int32 = 0;
+    p->nsteps = 0;
+    memset(&s, 0, sizeof s);
+    if (train) {
+        s.kind = CLI_STEP_RANDOM_RESIZED_CROP;
+        s.height = s.width = 224;
+        s.area[0] = SL_RRC_SCALE_MIN;
+        s.area[1] = SL_RRC_SCALE_MAX;
+        s.ratio[0] = SL_RRC_RATIO_MIN;
+        s.ratio[1] = SL_RRC_RATIO_MAX;
+        add_step(p, s);
+        memset(&s, 0, sizeof s);
+        s.kind = CLI_STEP_FLIP;
+        s.prob = 0.5;
+        add_step(p, s);
+    } else {
+        s.kind = CLI_STEP_SHORTER_SIDE;
+        s.height = 256;
+        add_step(p, s);
+        memset(&s, 0, sizeof s);
+        s.kind = CLI_STEP_CENTER_CROP;
+        s.height = s.width = 224;
+        add_step(p, s);
+    }
+    memset(&s, 0, sizeof s);
+    s.kind = CLI_STEP_NORMALIZE;
+    s.channels = 3;
+    memcpy(s.mean, mean, sizeof mean);
+    memcpy(s.std, std, sizeof std);
+    add_step(p, s);
+    memset(&s, 0, sizeof s);
+    s.kind = CLI_STEP_HWC2CHW;
+    add_step(p, s);
+}
+
 void cli_pipeline_clear_ops(cli_pipeline *p)
 {
     p->label_int32 = 0;
@@ -327,6 +368,7 @@ int cli_pipeline_source(const char *cmd, const cli_pipeline *p, int workers, sl_
     }
     if (p->pool_idle_mb >= 0)
         sl_dataset_set_pool_idle_limit(ds, (size_t)p->pool_idle_mb << 20);
+    sl_dataset_set_decode_fusion(ds, !p->no_decode_fusion);
     *out = ds;
     return SL_OK;
 }

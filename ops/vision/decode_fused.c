@@ -16,12 +16,14 @@
  * Each output pixel maps to the original image exactly as the separate ops
  * map it (OpenCV's half-pixel centres within the box, clamped to the box's
  * edge pixels), then into the scaled image (scaled pixel j covers original
- * pixels [8j/N, 8(j+1)/N)), and is sampled bilinearly in floating point.
+ * pixels [8j/N, 8(j+1)/N)), and is sampled there with the Resize op's
+ * fixed-point bilinear kernels (sl__resize_plan_at).
  * So the results differ from decode-then-transform only by what decoding at
  * N/8 averages (the DCT's low-pass against bilinear's 2x2 taps) and by
  * rounding: none at N = 8 with integer positions (a CenterCrop alone is
  * exact). Where a CenterCrop reaches past the resized image, zeros. */
 #include "ops/vision/decode_impl.h"
+#include "ops/vision/resize_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -168,26 +170,14 @@ static void valid_range(int64_t o, int64_t c, int64_t r, int64_t *lo, int64_t *h
         *hi = *lo;
 }
 
-typedef struct axis_tab {
-    size_t *i0;  /* first sample, relative to the decoded region */
-    size_t *i1;  /* second sample */
-    float *w1;   /* its weight */
-} axis_tab;
-
-static void fill_axis(axis_tab *t, int64_t lo, int64_t hi, int64_t c, int64_t r, int64_t b,
-                      int64_t n, int scale, int64_t limit, int64_t first, int64_t count)
+/* Positions, relative to the decoded region [first, first + count), of
+ * the valid outputs [lo, hi) along one axis. */
+static void fill_positions(double *pos, int64_t lo, int64_t hi, int64_t c, int64_t r, int64_t b,
+                           int64_t n, int scale, int64_t limit, int64_t first, int64_t count)
 {
     for (int64_t d = lo; d < hi; d++) {
         double s = scaled_pos(d, c, r, b, n, scale, limit) - (double)first;
-        int64_t i = (int64_t)s;
-        double a = s - (double)i;
-        if (i >= count - 1) {
-            i = count - 1;
-            a = 0.0;
-        }
-        t->i0[d] = (size_t)i;
-        t->i1[d] = (size_t)(i + 1 < count ? i + 1 : i);
-        t->w1[d] = (float)a;
+        pos[d - lo] = s < 0 ? 0 : s > (double)(count - 1) ? (double)(count - 1) : s;
     }
 }
 
@@ -199,10 +189,13 @@ static int fused_decode(fused_job *job, const sl_tensor *in, const decode_fused_
     int64_t c = f->rgb ? 3 : 1, shape[3], ylo, yhi, xlo, xhi, row0, row1, col0, col1;
     int64_t hs, ws, rows, cols;
     JDIMENSION xoff, cw;
+    size_t need;
     fused_geom g;
-    axis_tab ty, tx;
-    size_t stride, region_bytes, tab_bytes;
+    double *ys, *xs;
+    sl__resize_plan *plan = NULL;
+    size_t stride, region_bytes, tab_bytes, scratch_bytes, window_bytes;
     uint8_t *region, *dst;
+    void *scratch;
     int scale, rc, cmyk;
 
     sl__decode_err_init(cinfo, &job->jerr);
@@ -267,20 +260,24 @@ static int fused_decode(fused_job *job, const sl_tensor *in, const decode_fused_
     }
     stride = (size_t)cols * (size_t)c;
     region_bytes = (size_t)rows * stride;
-    tab_bytes = (size_t)(g.oh + g.ow) * (2 * sizeof(size_t) + sizeof(float));
-    /* CMYK rows are read into a row of 4 samples a pixel after the region */
-    job->block = ctx->pool ? sl__pool_alloc(ctx->pool, tab_bytes + region_bytes + (size_t)cols * 4)
-                           : malloc(tab_bytes + region_bytes + (size_t)cols * 4);
+    /* one block: positions, the region, a CMYK row, the resampler's rows
+     * and, when a CenterCrop pads, the window before it is placed */
+    tab_bytes = (size_t)(g.oh + g.ow) * sizeof(double);
+    scratch_bytes = sl__resize_u8_scratch_size((size_t)(xhi - xlo) * (size_t)c);
+    window_bytes = (yhi - ylo == g.oh && xhi - xlo == g.ow)
+                       ? 0
+                       : (size_t)(yhi - ylo) * (size_t)(xhi - xlo) * (size_t)c;
+    need = tab_bytes + region_bytes + (size_t)cols * 4 + scratch_bytes + window_bytes + 16;
+    job->block = ctx->pool ? sl__pool_alloc(ctx->pool, need) : malloc(need);
     if (!job->block)
         return sl__errf(err, SL_ENOMEM, "decode: cannot allocate %zu bytes for a %lldx%lld region",
-                        tab_bytes + region_bytes, (long long)cols, (long long)rows);
-    ty.i0 = job->block;
-    ty.i1 = ty.i0 + g.oh;
-    tx.i0 = ty.i1 + g.oh;
-    tx.i1 = tx.i0 + g.ow;
-    ty.w1 = (float *)(tx.i1 + g.ow);
-    tx.w1 = ty.w1 + g.oh;
-    region = (uint8_t *)(tx.w1 + g.ow);
+                        need, (long long)cols, (long long)rows);
+    ys = job->block;
+    xs = ys + g.oh;
+    region = (uint8_t *)(xs + g.ow);
+    /* the scratch rows hold int16: keep them aligned */
+    scratch = (void *)(((uintptr_t)(region + region_bytes + (size_t)cols * 4) + 15) &
+                       ~(uintptr_t)15);
 
     if (row0 > 0)
         jpeg_skip_scanlines(cinfo, (JDIMENSION)row0);
@@ -303,23 +300,30 @@ static int fused_decode(fused_job *job, const sl_tensor *in, const decode_fused_
         return sl__errf(err, rc, "decode: cannot allocate a %lldx%lld image", (long long)g.ow,
                         (long long)g.oh);
     dst = job->out->data;
-    memset(dst, 0, (size_t)g.oh * (size_t)g.ow * (size_t)c);
-    fill_axis(&ty, ylo, yhi, g.cy, g.rh, g.by, g.bh, scale, hs, row0, rows);
-    fill_axis(&tx, xlo, xhi, g.cx, g.rw, g.bx, g.bw, scale, ws, col0, cols);
-    for (int64_t y = ylo; y < yhi; y++) {
-        const uint8_t *r0 = region + ty.i0[y] * stride, *r1 = region + ty.i1[y] * stride;
-        float b = ty.w1[y], a = 1.0f - b;
-        uint8_t *o = dst + (size_t)y * (size_t)g.ow * (size_t)c;
-        for (int64_t x = xlo; x < xhi; x++) {
-            size_t p0 = tx.i0[x] * (size_t)c, p1 = tx.i1[x] * (size_t)c;
-            float q = tx.w1[x], p = 1.0f - q;
-            for (int64_t k = 0; k < c; k++) {
-                float v = a * (p * r0[p0 + k] + q * r0[p1 + k]) +
-                          b * (p * r1[p0 + k] + q * r1[p1 + k]);
-                o[x * c + k] = (uint8_t)(v + 0.5f);
-            }
-        }
+    if (yhi <= ylo || xhi <= xlo) {
+        memset(dst, 0, (size_t)g.oh * (size_t)g.ow * (size_t)c);
+        return SL_OK;
     }
+    fill_positions(ys, ylo, yhi, g.cy, g.rh, g.by, g.bh, scale, hs, row0, rows);
+    fill_positions(xs, xlo, xhi, g.cx, g.rw, g.bx, g.bw, scale, ws, col0, cols);
+    /* OpenCV's fixed-point bilinear kernels, at these positions */
+    plan = sl__resize_plan_at(rows, cols, c, yhi - ylo, xhi - xlo, ys, xs);
+    if (!plan)
+        return sl__errf(err, SL_ENOMEM, "decode: cannot allocate a resampling plan");
+    if (window_bytes == 0) {
+        sl__resize_u8_rows(sl__resize_best_path(), dst, region, plan, g.oh, g.ow, NULL, scratch,
+                           scratch_bytes);
+    } else {
+        uint8_t *window = (uint8_t *)scratch + scratch_bytes;
+        size_t wrow = (size_t)(xhi - xlo) * (size_t)c, orow = (size_t)g.ow * (size_t)c;
+        sl__resize_u8_rows(sl__resize_best_path(), window, region, plan, yhi - ylo, xhi - xlo,
+                           NULL, scratch, scratch_bytes);
+        memset(dst, 0, (size_t)g.oh * orow);
+        for (int64_t y = ylo; y < yhi; y++)
+            memcpy(dst + (size_t)y * orow + (size_t)xlo * (size_t)c,
+                   window + (size_t)(y - ylo) * wrow, wrow);
+    }
+    free(plan);
     /* The rows below the region are never decoded. */
     return SL_OK;
 }

@@ -91,16 +91,15 @@ static void plan_gather(sl__resize_plan *p)
     }
 }
 
-sl__resize_plan *sl__resize_plan_new(int64_t in_h, int64_t in_w, int64_t c, int64_t out_h,
-                                     int64_t out_w)
+/* A plan's block with its arrays placed, for out_h x out_w outputs. */
+static sl__resize_plan *plan_alloc(int64_t in_h, int64_t in_w, int64_t c, int64_t out_h,
+                                   int64_t out_w)
 {
     size_t ow = (size_t)out_w, oh = (size_t)out_h;
     size_t nblk = ow * (size_t)c / 8;
     size_t size = sizeof(sl__resize_plan) + ow * (2 * sizeof(size_t) + 2 * sizeof(int32_t)) +
                   oh * (2 * sizeof(int64_t) + 2 * sizeof(int16_t)) +
                   nblk * (sizeof(size_t) + 16 * sizeof(int16_t) + 32);
-    double xscale = 1.0 / ((double)out_w / (double)in_w);
-    double yscale = 1.0 / ((double)out_h / (double)in_h);
     sl__resize_plan *p = malloc(size);
     if (!p)
         return NULL;
@@ -120,6 +119,28 @@ sl__resize_plan *sl__resize_plan_new(int64_t in_h, int64_t in_w, int64_t c, int6
     p->b1 = p->b0 + oh;
     p->blk_mask = (uint8_t *)(p->b1 + oh);
     p->nblk = nblk;
+    return p;
+}
+
+/* The rows every output row reads, and whether they are all of them. */
+static void plan_rows(sl__resize_plan *p, int64_t out_h)
+{
+    p->row_lo = p->row0[0];
+    p->row_hi = p->row1[out_h - 1];
+    p->dense = 1;
+    for (int64_t y = 0; y + 1 < out_h; y++)
+        if (p->row0[y + 1] > p->row1[y] + 1)
+            p->dense = 0;
+}
+
+sl__resize_plan *sl__resize_plan_new(int64_t in_h, int64_t in_w, int64_t c, int64_t out_h,
+                                     int64_t out_w)
+{
+    double xscale = 1.0 / ((double)out_w / (double)in_w);
+    double yscale = 1.0 / ((double)out_h / (double)in_h);
+    sl__resize_plan *p = plan_alloc(in_h, in_w, c, out_h, out_w);
+    if (!p)
+        return NULL;
     for (int64_t x = 0; x < out_w; x++) {
         int64_t s0;
         float f;
@@ -139,12 +160,34 @@ sl__resize_plan *sl__resize_plan_new(int64_t in_h, int64_t in_w, int64_t c, int6
         p->b0[y] = (int16_t)fixed_weight(1.0f - f);
         p->b1[y] = (int16_t)fixed_weight(f);
     }
-    p->row_lo = p->row0[0];
-    p->row_hi = p->row1[out_h - 1];
-    p->dense = 1;
-    for (int64_t y = 0; y + 1 < out_h; y++)
-        if (p->row0[y + 1] > p->row1[y] + 1)
-            p->dense = 0;
+    plan_rows(p, out_h);
+    plan_gather(p);
+    return p;
+}
+
+sl__resize_plan *sl__resize_plan_at(int64_t in_h, int64_t in_w, int64_t c, int64_t out_h,
+                                    int64_t out_w, const double *ys, const double *xs)
+{
+    sl__resize_plan *p = plan_alloc(in_h, in_w, c, out_h, out_w);
+    if (!p)
+        return NULL;
+    for (int64_t x = 0; x < out_w; x++) {
+        int64_t s0 = (int64_t)xs[x];
+        float f = (float)(xs[x] - (double)s0);
+        p->ofs0[x] = (size_t)(s0 * c);
+        p->ofs1[x] = (size_t)((s0 + 1 < in_w ? s0 + 1 : s0) * c);
+        p->a0[x] = fixed_weight(1.0f - f);
+        p->a1[x] = fixed_weight(f);
+    }
+    for (int64_t y = 0; y < out_h; y++) {
+        int64_t s0 = (int64_t)ys[y];
+        float f = (float)(ys[y] - (double)s0);
+        p->row0[y] = s0;
+        p->row1[y] = s0 + 1 < in_h ? s0 + 1 : s0;
+        p->b0[y] = (int16_t)fixed_weight(1.0f - f);
+        p->b1[y] = (int16_t)fixed_weight(f);
+    }
+    plan_rows(p, out_h);
     plan_gather(p);
     return p;
 }
