@@ -124,8 +124,12 @@ sl_tensor *ref_same_scale(const sl_tensor *jpeg, const ref_geom *g, int rgb)
     /* the smallest n/8 at which the box keeps its resized size */
     ny = (8 * g->rh + g->bh - 1) / g->bh;
     nx = (8 * g->rw + g->bw - 1) / g->bw;
-    n = (g->rh == g->bh && g->rw == g->bw) ? 8 : (int)(ny > nx ? ny : nx);
-    n = n > 8 ? 8 : n < 1 ? 1 : n;
+    /* of 1, 2, 4, 8: the scales libjpeg-turbo decodes fast */
+    n = 1;
+    while (n < 8 && n < (ny > nx ? ny : nx))
+        n *= 2;
+    if (g->rh == g->bh && g->rw == g->bw)
+        n = 8;
     cinfo.err = jpeg_std_error(&jerr);
     jpeg_create_decompress(&cinfo);
     jpeg_mem_src(&cinfo, sl_tensor_data(jpeg), (unsigned long)sl_tensor_nbytes(jpeg));

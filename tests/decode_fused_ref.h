@@ -1,7 +1,7 @@
 /* decode_fused_ref.h: references for the fused decode's tests
  * (check_decode_fused.c, check_decode_photos.c). The separate ops give one
  * reference (decode, then crop and resize); the other decodes the whole
- * image at the fused op's N/8 scale with libjpeg and samples it in double
+ * image at the fused op's N/8 scale (N of 1, 2, 4, 8) with libjpeg and samples it in double
  * precision at the positions the separate ops sample, so that only the
  * region the fused op decodes (jpeg_crop_scanline, jpeg_skip_scanlines) and
  * its float rounding can differ. */

@@ -4,9 +4,10 @@
  * CenterCrop, or a CenterCrop alone. The geometry is known from the JPEG's
  * header, so only what the output needs is decoded:
  *
- * - at the smallest scale N/8 (libjpeg-turbo's DCT scaling) at which the
- *   box still has at least as many pixels as its resized size, so the
- *   resampling never enlarges what a full decode would have shrunk;
+ * - at the smallest scale N/8 of 1/8, 1/4, 1/2, 1 (libjpeg-turbo's DCT
+ *   scaling, where it has SIMD IDCTs) at which the box still has at least
+ *   as many pixels as its resized size, so the resampling never enlarges
+ *   what a full decode would have shrunk;
  * - only the columns the output reads (jpeg_crop_scanline, which widens
  *   them to whole iMCUs) and the rows (jpeg_skip_scanlines above them, and
  *   no decoding below them).
@@ -132,12 +133,29 @@ static int plan_geometry(const decode_fused_op *f, int64_t h, int64_t w, sl_rng 
     return SL_OK;
 }
 
-/* The smallest N in [1, 8] with box * N / 8 >= resized size on both axes. */
+/* The smallest N of 1, 2, 4, 8 with box * N / 8 >= resized size on both
+ * axes. Only those scales have libjpeg-turbo's SIMD IDCTs: 3/8, 5/8, 6/8
+ * and 7/8 go through plain C IDCTs (12x12 and 14x14 ones for subsampled
+ * chroma), slower than decoding at 8/8. */
 static int pick_scale(const fused_geom *g)
 {
     int64_t ny = (8 * g->rh + g->bh - 1) / g->bh, nx = (8 * g->rw + g->bw - 1) / g->bw;
-    int64_t n = ny > nx ? ny : nx;
-    return n >= 8 ? 8 : n < 1 ? 1 : (int)n;
+    int64_t need = ny > nx ? ny : nx;
+    int n = 1;
+    while (n < 8 && n < need)
+        n *= 2;
+    return n;
+}
+
+/* Scratch sizes rounded up to a quarter of their power of two: images of
+ * many sizes then share a few pool classes, so their blocks are reused
+ * rather than mapped and zeroed by the system image after image. */
+static size_t coarse_size(size_t n)
+{
+    size_t step = 64;
+    while (step * 8 < n)
+        step *= 2;
+    return (n + step - 1) / step * step;
 }
 
 /* Source position, in the scaled image, of output index d along one axis:
@@ -267,7 +285,8 @@ static int fused_decode(fused_job *job, const sl_tensor *in, const decode_fused_
     window_bytes = (yhi - ylo == g.oh && xhi - xlo == g.ow)
                        ? 0
                        : (size_t)(yhi - ylo) * (size_t)(xhi - xlo) * (size_t)c;
-    need = tab_bytes + region_bytes + (size_t)cols * 4 + scratch_bytes + window_bytes + 16;
+    need = coarse_size(tab_bytes + region_bytes + (size_t)cols * 4 + scratch_bytes +
+                       window_bytes + 16);
     job->block = ctx->pool ? sl__pool_alloc(ctx->pool, need) : malloc(need);
     if (!job->block)
         return sl__errf(err, SL_ENOMEM, "decode: cannot allocate %zu bytes for a %lldx%lld region",

@@ -76,6 +76,26 @@ static int normalize_chw_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl
         return rc;
     }
     plane = (size_t)h * (size_t)w;
+    if (c == 3) {
+        /* one pass over each row, its pixels read in order and the three
+         * planes written in order */
+        float m0 = f->mean[0], m1 = f->mean[1], m2 = f->mean[2];
+        float s0 = f->inv_std[0], s1 = f->inv_std[1], s2 = f->inv_std[2];
+        for (int64_t y = 0; y < h; y++) {
+            const uint8_t *src = (const uint8_t *)in->data + (size_t)y * (size_t)w * 3;
+            float *d0 = (float *)res->data + (size_t)y * (size_t)w, *d1 = d0 + plane,
+                  *d2 = d1 + plane;
+            for (int64_t x = 0; x < w; x++) {
+                int64_t dx = flip ? w - 1 - x : x;
+                d0[dx] = ((float)src[3 * x] - m0) * s0;
+                d1[dx] = ((float)src[3 * x + 1] - m1) * s1;
+                d2[dx] = ((float)src[3 * x + 2] - m2) * s2;
+            }
+        }
+        sl_tensor_release(in);
+        *out = res;
+        return SL_OK;
+    }
     for (int64_t k = 0; k < c; k++) {
         float m = f->mean[k], s = f->inv_std[k];
         float *dst = (float *)res->data + (size_t)k * plane;
