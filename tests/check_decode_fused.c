@@ -37,7 +37,7 @@ Suite *make_decode_fused_suite(void);
  * the issue's 1.5 for pictures with soft edges; step edges with +-7
  * levels of noise are the worst case for decoding at N/8. */
 #define SOFT_MEAN_BOUND 1.5
-#define HARD_MEAN_BOUND 4.0 /* seen: 3.2 */
+#define HARD_MEAN_BOUND 4.0 /* seen: 2.9 */
 
 typedef struct jpeg_kind {
     int comps;       /* 1 grey, 3 YCbCr, 4 CMYK */
