@@ -398,6 +398,66 @@ START_TEST(test_fused_errors)
 }
 END_TEST
 
+/* Files cut anywhere, or with bytes flipped, through each fused form (crop
+ * alone, resize + crop, a random box): an error naming the decode or, for
+ * damage libjpeg cannot see in the rows read, an image; never a crash
+ * (the sanitizer build runs this too). */
+START_TEST(test_fused_damaged_files)
+{
+    static const jpeg_kind kinds2[] = {{3, 2, 0}, {3, 2, 1}, {4, 1, 0}, {1, 1, 1}};
+    sl_op *decode, *center, *shorter, *rrc, *fused[3], *ops[2];
+    int failed = 0;
+    ck_assert_int_eq(sl_op_decode_new(&decode, 1, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_center_crop_new(&center, 64, 64, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_op_resize_shorter_side_new(&shorter, 80, SL_INTER_LINEAR, NULL, 0),
+                     SL_OK);
+    ck_assert_int_eq(sl_op_random_resized_crop_new(&rrc, 48, 48, 0.08, 1, 0.75, 1.33,
+                                                   SL_INTER_LINEAR, 10, NULL, 0),
+                     SL_OK);
+    ops[0] = center;
+    fused[0] = ref_fuse(decode, ops, 1);
+    ops[0] = shorter;
+    ops[1] = center;
+    fused[1] = ref_fuse(decode, ops, 2);
+    ops[0] = rrc;
+    fused[2] = ref_fuse(decode, ops, 1);
+    for (size_t k = 0; k < sizeof kinds2 / sizeof kinds2[0]; k++) {
+        sl_tensor *jpeg = encode(331, 247, &kinds2[k], PICT_SOFT, (uint32_t)k);
+        size_t n = sl_tensor_nbytes(jpeg);
+        for (size_t cut = 0; cut < 24; cut++) {
+            int64_t shape[1];
+            sl_tensor *bad, *out;
+            char msg[512];
+            /* cut short, or a run of bytes overwritten in the middle */
+            shape[0] = cut < 12 ? (int64_t)(n * (cut + 1) / 13) : (int64_t)n;
+            ck_assert_int_eq(sl_tensor_new(&bad, SL_UINT8, 1, shape), SL_OK);
+            memcpy(sl_tensor_data(bad), sl_tensor_data(jpeg), (size_t)shape[0]);
+            if (cut >= 12)
+                memset((uint8_t *)sl_tensor_data(bad) + n * (cut - 11) / 13, 0x5a, 40);
+            for (int f = 0; f < 3; f++) {
+                int rc = sl_op_apply(fused[f], bad, &out, cut, msg, sizeof msg);
+                if (rc == SL_OK) {
+                    sl_tensor_release(out);
+                } else {
+                    ck_assert_int_eq(rc, SL_EFORMAT);
+                    ck_assert_msg(strstr(msg, "decode:"), "%s", msg);
+                    failed++;
+                }
+            }
+            sl_tensor_release(bad);
+        }
+        sl_tensor_release(jpeg);
+    }
+    ck_assert_int_gt(failed, 100);
+    for (int f = 0; f < 3; f++)
+        sl_op_release(fused[f]);
+    sl_op_release(rrc);
+    sl_op_release(shorter);
+    sl_op_release(center);
+    sl_op_release(decode);
+}
+END_TEST
+
 /* In a pipeline: ImageFolder's decode (its own map node) fuses with the
  * user's RandomResizedCrop in the next node, draws the same boxes (the
  * rows stay within the bound of the same pipeline run on decoded
@@ -503,6 +563,7 @@ Suite *make_decode_fused_suite(void)
     tcase_add_test(core, test_eval_transforms);
     tcase_add_test(core, test_fuse_patterns);
     tcase_add_test(core, test_fused_errors);
+    tcase_add_test(core, test_fused_damaged_files);
     tcase_add_test(core, test_pipeline_fuses_across_nodes);
     suite_add_tcase(s, core);
     return s;
