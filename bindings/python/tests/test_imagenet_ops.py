@@ -250,3 +250,14 @@ def test_imagenet_pipelines_deterministic(make_image_folder):
     d = d.map([vision.Resize(30), vision.CenterCrop(28)], input_columns="image").batch(4)
     rows = [img for img, _ in d.create_tuple_iterator(num_epochs=1, output_numpy=True)]
     assert [b.shape for b in rows] == [(4, 28, 28, 3)] * 3
+    # the decode fused with the resize and crop (the default) against the
+    # separate ops: the same shapes, close values (36x48 -> 30x40 is within
+    # 2x, so decoded at full scale: rounding only)
+    exact = [img for img, _ in d.set_decode_fusion(False).create_tuple_iterator(
+        num_epochs=1, output_numpy=True)]
+    diff = [np.abs(a.astype(int) - b.astype(int)) for a, b in zip(rows, exact)]
+    assert max(x.max() for x in diff) <= 1
+    plain = ds.ImageFolderDataset(root, decode=True, shuffle=False)
+    by_hand = [vision.CenterCrop(28)(vision.Resize(30)(img))
+               for img, _ in plain.create_tuple_iterator(num_epochs=1, output_numpy=True)]
+    assert all(np.array_equal(e, h) for e, h in zip(np.concatenate(exact), by_hand))
