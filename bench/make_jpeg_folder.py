@@ -11,6 +11,13 @@ frequency blotching and mild per-pixel grain, so every file is a genuine
 Without the dataset a synthetic smooth pattern (sinusoids per class) is drawn
 instead.
 
+With --photos DIR the pictures are cut from the real photographs in DIR
+(every *.jpg under it, e.g. Debian's mate-backgrounds in
+/usr/share/backgrounds/mate/nature): class c takes photograph c (so at most
+as many classes as photographs), each image a --size (or --size..--max-size)
+window at a random place of it, re-encoded at --quality: real content,
+real entropy-coded sizes.
+
 The same arguments always give the same pixels (the per-image random numbers
 come from numpy's seeded PCG64; PIL/libjpeg encoding is deterministic).  The
 tool refuses to write into a non-empty folder unless --force is given.
@@ -154,6 +161,8 @@ def main():
     ap.add_argument("--data", default=FASHION, help="Fashion-MNIST folder (default %(default)s)")
     ap.add_argument("--synthetic", action="store_true", help="draw synthetic patterns even "
                     "if Fashion-MNIST is present")
+    ap.add_argument("--photos", metavar="DIR", help="cut the images from the photographs "
+                    "(*.jpg) under DIR, one photograph per class")
     ap.add_argument("--force", action="store_true", help="write into a non-empty folder "
                     "(removes the classes an earlier run of this tool made there)")
     a = ap.parse_args()
@@ -163,7 +172,19 @@ def main():
         ap.error("--max-size must be at least --size in both dimensions")
 
     t0 = time.perf_counter()
-    fashion = None if a.synthetic else load_fashion(a.data)
+    photos = None
+    if a.photos:
+        paths = sorted(os.path.join(r, f) for r, _, fs in os.walk(a.photos) for f in fs
+                       if f.lower().endswith((".jpg", ".jpeg")))
+        if len(paths) < a.classes:
+            sys.exit(f"error: --photos {a.photos}: {len(paths)} photographs, fewer than "
+                     f"--classes {a.classes}")
+        photos = [Image.open(p).convert("RGB") for p in paths[:a.classes]]
+        small = [p for p, im in zip(paths, photos)
+                 if im.width < (a.max_size or a.size)[0] or im.height < (a.max_size or a.size)[1]]
+        if small:
+            sys.exit(f"error: {small[0]} is smaller than the largest image asked for")
+    fashion = None if a.synthetic or photos else load_fashion(a.data)
     picks = None
     if fashion is not None:
         imgs, labs = fashion
@@ -190,6 +211,14 @@ def main():
             if a.max_size is not None:
                 size = (int(rng.integers(a.size[0], a.max_size[0] + 1)),
                         int(rng.integers(a.size[1], a.max_size[1] + 1)))
+            path = os.path.join(d, f"{i:05d}.jpg")
+            if photos is not None:
+                im = photos[c]
+                x = int(rng.integers(0, im.width - size[0] + 1))
+                y = int(rng.integers(0, im.height - size[1] + 1))
+                im.crop((x, y, x + size[0], y + size[1])).save(path, "JPEG", quality=a.quality)
+                total += os.path.getsize(path)
+                continue
             if picks is not None:
                 shape = upscale(imgs[picks[c][i]], size)
             else:
@@ -202,17 +231,20 @@ def main():
         json.dump({"classes": names, "per_class": a.per_class, "size": list(a.size),
                    "max_size": list(a.max_size) if a.max_size is not None else None,
                    "quality": a.quality, "seed": a.seed,
-                   "source": "fashion-mnist" if picks is not None else "synthetic"}, f)
+                   "source": ("photos:" + a.photos) if photos is not None else
+                   "fashion-mnist" if picks is not None else "synthetic"}, f)
         f.write("\n")
 
     n = a.classes * a.per_class
-    src = (f"Fashion-MNIST train ({a.data}), class folder = label"
+    src = (f"windows of the photographs in {a.photos}, one per class" if photos is not None
+           else f"Fashion-MNIST train ({a.data}), class folder = label"
            if picks is not None else "synthetic smooth patterns")
     print(f"made {n} JPEGs in {a.out}: {a.classes} classes ({names[0]} .. {names[-1]}) "
           f"x {a.per_class}, {a.size[0]}x{a.size[1]}"
           + (f" to {a.max_size[0]}x{a.max_size[1]}" if a.max_size is not None else "")
           + f" RGB, quality {a.quality}, seed {a.seed}")
-    print(f"content: {src}, tinted RGB over gradient backgrounds")
+    print(f"content: {src}" + ("" if photos is not None else
+                                ", tinted RGB over gradient backgrounds"))
     print(f"size: {total / 2**20:.1f} MiB, mean {total / n / 1024:.1f} KiB per file; "
           f"took {time.perf_counter() - t0:.1f} s")
     return 0

@@ -30,6 +30,18 @@ as a DataLoader over a map-style Dataset of the folder's files (num_workers =
 thread, against sluice's closest decode-only pipeline.  Make a folder with
 bench/make_jpeg_folder.py.  This mode also needs python3-pil.
 
+--preset imagenet-train | imagenet-eval (with --image-folder) times ImageNet's
+transforms instead, written with PIL as torchvision applies them to PIL
+images (torchvision itself is not a Debian package):
+
+    imagenet-train: RandomResizedCrop(224) (torchvision's get_params, then
+        crop and resize with PIL's bilinear), RandomHorizontalFlip(0.5),
+        ToTensor, Normalize(ImageNet)
+    imagenet-eval: Resize(256) (shorter side; longer int(256 * long / short)),
+        CenterCrop(224) (offsets rounded as torchvision), ToTensor, Normalize
+
+and passes the same --preset to `sluice bench pipeline`.
+
 Requires only Debian's python3-torch and python3-numpy; run with
 /usr/bin/python3 (not the python3 first on PATH).
 """
@@ -232,13 +244,54 @@ def list_image_folder(root):
     return classes, samples
 
 
+def rrc_box(h, w, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+    """torchvision.transforms.RandomResizedCrop.get_params, as it is."""
+    import math
+    area = h * w
+    log_ratio = torch.log(torch.tensor(ratio))
+    for _ in range(10):
+        target_area = area * torch.empty(1).uniform_(scale[0], scale[1]).item()
+        aspect_ratio = math.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1]).item())
+        cw = int(round(math.sqrt(target_area * aspect_ratio)))
+        ch = int(round(math.sqrt(target_area / aspect_ratio)))
+        if 0 < cw <= w and 0 < ch <= h:
+            i = torch.randint(0, h - ch + 1, size=(1,)).item()
+            j = torch.randint(0, w - cw + 1, size=(1,)).item()
+            return i, j, ch, cw
+    in_ratio = w / h
+    if in_ratio < min(ratio):
+        cw, ch = w, int(round(w / min(ratio)))
+    elif in_ratio > max(ratio):
+        ch, cw = h, int(round(h * max(ratio)))
+    else:
+        cw, ch = w, h
+    return (h - ch) // 2, (w - cw) // 2, ch, cw
+
+
+def imagenet_geometry(img, preset):
+    """torchvision's PIL path for the preset's crop and resize."""
+    if preset == "imagenet-train":
+        i, j, ch, cw = rrc_box(img.height, img.width)
+        return img.crop((j, i, j + cw, i + ch)).resize((IMG_HW, IMG_HW), Image.BILINEAR)
+    w, h = img.size                                      # Resize(256): the shorter side
+    if w <= h:
+        size = (256, int(256 * h / w))
+    else:
+        size = (int(256 * w / h), 256)
+    img = img.resize(size, Image.BILINEAR)
+    top = int(round((img.height - IMG_HW) / 2.0))         # CenterCrop(224)
+    left = int(round((img.width - IMG_HW) / 2.0))
+    return img.crop((left, top, left + IMG_HW, top + IMG_HW))
+
+
 class JpegFolder(Dataset):
     """Map-style dataset: read bytes, PIL decode, the torchvision-style
     transforms, per sample (what torchvision.datasets.ImageFolder +
     Resize/RandomHorizontalFlip/ToTensor/Normalize do, without needing
-    torchvision)."""
-    def __init__(self, samples):
+    torchvision; with a preset, ImageNet's transforms)."""
+    def __init__(self, samples, preset=None):
         self.samples = samples
+        self.preset = preset
         self.mean = torch.tensor(IMAGENET_MEAN).view(3, 1, 1)
         self.std = torch.tensor(IMAGENET_STD).view(3, 1, 1)
 
@@ -256,8 +309,11 @@ class JpegFolder(Dataset):
         # centres) that sluice implements.  Same geometry, not the same pixels,
         # and PIL reads ~1.14x more taps here (256 -> 224).  It is the path
         # people use: torchvision's Resize on a PIL image calls exactly this.
-        img = img.resize((IMG_HW, IMG_HW), Image.BILINEAR)
-        if torch.rand(1).item() < 0.5:                  # RandomHorizontalFlip(0.5)
+        if self.preset:
+            img = imagenet_geometry(img, self.preset)
+        else:
+            img = img.resize((IMG_HW, IMG_HW), Image.BILINEAR)
+        if self.preset != "imagenet-eval" and torch.rand(1).item() < 0.5:  # flip 0.5
             img = img.transpose(Image.FLIP_LEFT_RIGHT)
         # ToTensor: HWC uint8 -> CHW float in [0, 1]; then Normalize.  On the
         # 0..1 scale this equals sluice's (x - 255*mean) / (255*std).
@@ -317,7 +373,7 @@ def main_image_folder(a):
             f"{BATCH} (make one with bench/make_jpeg_folder.py)")
         return 2
     nb = n // BATCH
-    ds = JpegFolder(samples)
+    ds = JpegFolder(samples, a.preset)
     x0, y0 = ds[0]
     if tuple(x0.shape) != (3, IMG_HW, IMG_HW) or x0.dtype != torch.float32:
         log(f"error: transform gave {tuple(x0.shape)} {x0.dtype}")
@@ -349,8 +405,9 @@ def main_image_folder(a):
         sl = sd = None
         sl_err = sd_err = "skipped (--no-sluice)"
     else:
+        preset = ["--preset", a.preset] if a.preset else []
         sl, sl_err = run_sluice(a.sluice, a.repeats,
-                                ["--data", root] + shlex.split(a.sluice_args))
+                                ["--data", root] + preset + shlex.split(a.sluice_args))
         sd, sd_err = run_sluice(a.sluice, a.repeats, ["--data", root] + SLUICE_DECODE_ARGS)
         for what, out, err in (("pipeline", sl, sl_err), ("decode", sd, sd_err)):
             if err:
@@ -376,7 +433,8 @@ def main_image_folder(a):
             sd["medians"][1]["images_per_s"] / pil_decode
 
     if a.json:
-        print(json.dumps({"image_folder": root, "files": n, "classes": len(classes),
+        print(json.dumps({"image_folder": root, "preset": a.preset, "files": n,
+                          "classes": len(classes),
                           "batch": BATCH, "batches": nb, "torch": torch.__version__,
                           "pil": PIL.__version__, "num_threads": torch.get_num_threads(),
                           "repeats": a.repeats, "torch_bench_s": torch_s,
@@ -391,10 +449,12 @@ def main_image_folder(a):
     print(f"ImageFolder {root}: {n} files, {len(classes)} classes -> {nb} batches of "
           f"{BATCH} (drop_last); torch {torch.__version__}, PIL {PIL.__version__}, "
           f"num_threads={torch.get_num_threads()}, median of {a.repeats}, epoch incl. startup")
-    print(f"pipeline: decode RGB, resize {IMG_HW}x{IMG_HW} bilinear, random hflip 0.5, "
-          f"normalize ImageNet, CHW, batch {BATCH}\n(torch: PIL bilinear, antialiased "
-          f"support filter; sluice: OpenCV-style INTER_LINEAR; same sizes, not the same "
-          f"pixels)")
+    what = {None: f"resize {IMG_HW}x{IMG_HW} bilinear, random hflip 0.5",
+            "imagenet-train": f"RandomResizedCrop {IMG_HW}, random hflip 0.5",
+            "imagenet-eval": f"Resize 256 (shorter side), CenterCrop {IMG_HW}"}[a.preset]
+    print(f"pipeline: decode RGB, {what}, normalize ImageNet, CHW, batch {BATCH}\n"
+          f"(torch: PIL bilinear, antialiased support filter; sluice: OpenCV-style "
+          f"INTER_LINEAR, decoding at N/8 where it fuses; same sizes, not the same pixels)")
     print(f"{'configuration':<36}{'images/s':>12}{'first batch ms':>16}")
     rows = [(r["config"], r["images_per_s"], r["first_batch_ms"]) for r in results]
     if sl:
@@ -445,7 +505,12 @@ def main():
     ap.add_argument("--image-folder", metavar="DIR", help="instead of MNIST, compare the "
                     "ImageFolder JPEG pipeline (decode, resize 224, flip, normalize) on DIR "
                     "(one sub-folder per class; see bench/make_jpeg_folder.py)")
+    ap.add_argument("--preset", choices=("imagenet-train", "imagenet-eval"),
+                    help="with --image-folder: ImageNet's train or eval transforms, here and "
+                    "in sluice")
     a = ap.parse_args()
+    if a.preset and a.image_folder is None:
+        ap.error("--preset applies to --image-folder")
     if a.repeats < 1 or a.chunk % BATCH:
         ap.error("--repeats must be >= 1 and --chunk a multiple of 32")
     if a.image_folder is not None:

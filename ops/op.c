@@ -39,8 +39,10 @@ void sl_op_release(sl_op *op)
 
 const char *sl_op_name(const sl_op *op)
 {
-    const char *custom = sl__op_custom_name(op);
-    return custom ? custom : op->iface->name;
+    const char *custom = sl__op_custom_name(op), *fused = sl__op_fused_name(op);
+    if (!fused)
+        fused = sl__op_normalize_chw_name(op);
+    return custom ? custom : fused ? fused : op->iface->name;
 }
 
 int sl__op_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
@@ -136,6 +138,22 @@ int sl__op_fuse(sl_op *const *ops, size_t nops, sl_op **fused, size_t *used)
     float s, b;
     *fused = NULL;
     *used = 1;
+    if (nops >= 2 && sl__op_decode_max_bytes(ops[0]) > 0) {
+        size_t taken;
+        int rc = sl__op_fuse_decode(ops[0], ops + 1, nops - 1, fused, &taken);
+        if (rc == SL_OK && *fused)
+            *used = 1 + taken;
+        return rc;
+    }
+    if (nops >= 2) {
+        size_t taken;
+        int rc = sl__op_fuse_normalize_chw(ops, nops, fused, &taken);
+        if (rc != SL_OK || *fused) {
+            if (*fused)
+                *used = taken;
+            return rc;
+        }
+    }
     if (nops < 2 || !sl__op_resize_is_linear(ops[0]))
         return SL_OK;
     while (1 + n < nops && n < SL__RESCALE_FUSE_MAX && sl__op_rescale_params(ops[1 + n], &s, &b))

@@ -44,6 +44,9 @@ struct sl_op {
     const sl_op_iface *iface;
     atomic_int refs;
     int random; /* draws from ctx->rng */
+    /* A fused op's random one is this many places after its first: it is
+     * seeded as that op would be alone (0 for any other op). */
+    int rng_offset;
 };
 
 /* Allocates an op struct of `size` bytes (>= sizeof(sl_op)), zeroed, with
@@ -58,9 +61,33 @@ int sl__op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
  * ops[0], ..., ops[*used - 1] in a single pass, with the same results and
  * the same error messages as running them one after another; or NULL with
  * *used = 1 when ops[0] fuses with nothing. Fused today: a bilinear Resize
- * followed by Rescales (a uint8 image is resized straight into float32).
+ * followed by Rescales (a uint8 image is resized straight into float32),
+ * with the same values; and a Decode followed by a crop and/or resize
+ * (sl__op_fuse_decode), whose values are close but not equal (it decodes
+ * less).
  * SL_ENOMEM, or SL_OK. */
 int sl__op_fuse(sl_op *const *ops, size_t nops, sl_op **fused, size_t *used);
+/* Decode fused with the geometry after it (ops/vision/decode_fused.c):
+ * when decode is a Decode and next[0..n) starts with a RandomResizedCrop,
+ * a bilinear Resize (to a size, or of the shorter side) maybe followed by
+ * a CenterCrop, or a CenterCrop, *fused is the op doing them in one pass
+ * from the JPEG's header and *used the number of ops of next it took;
+ * otherwise NULL and 0. SL_ENOMEM, or SL_OK. */
+int sl__op_fuse_decode(sl_op *decode, sl_op *const *next, size_t n, sl_op **fused,
+                       size_t *used);
+/* 1 and the parameters of a Normalize op (mean and 1/std, channels each),
+ * of a RandomHorizontalFlip, or whether op is a HWC2CHW; else 0. */
+int sl__op_normalize_params(const sl_op *op, int *channels, const float **mean,
+                            const float **inv_std);
+int sl__op_flip_prob(const sl_op *op, double *p);
+int sl__op_is_hwc2chw(const sl_op *op);
+/* The op that runs [RandomHorizontalFlip,] Normalize, HWC2CHW in one pass
+ * (ops/vision/normalize_chw.c) when ops[0..n) start so, with *used the
+ * ops it took; else NULL and 0. SL_ENOMEM, or SL_OK. */
+int sl__op_fuse_normalize_chw(sl_op *const *ops, size_t n, sl_op **fused, size_t *used);
+/* "decode+random_resized_crop", ... for a fused decode, else NULL. */
+const char *sl__op_fused_name(const sl_op *op);
+const char *sl__op_normalize_chw_name(const sl_op *op);
 /* 1 and the op's float32 parameters if op is a Rescale, else 0. */
 int sl__op_rescale_params(const sl_op *op, float *rescale, float *shift);
 /* 1 if op is a bilinear Resize. */
@@ -68,6 +95,33 @@ int sl__op_resize_is_linear(const sl_op *op);
 /* The fused op of a bilinear Resize and n (1 to SL__RESCALE_FUSE_MAX)
  * Rescales; it holds a reference to each. */
 int sl__op_resize_rescale_new(sl_op **out, sl_op *resize, sl_op *const *rescales, size_t n);
+
+/* in (a uint8 or float32 image; consumed) resized to (out_h, out_w) as the
+ * Resize op resizes, for ops whose output size changes per image (a
+ * RandomResizedCrop's box, the shorter side of Resize(int)); messages name
+ * the op `name`. */
+int sl__resize_image(const char *name, sl_tensor *in, int64_t out_h, int64_t out_w,
+                     sl_interp interp, sl_tensor **out, sl__op_ctx *ctx);
+
+/* ImageNet-style geometry, for the pipeline's planning (decode fused with
+ * the crop and resize after it) and the tests. */
+/* Draws a RandomResizedCrop op's box (top, left, height, width) for an h x
+ * w image from rng (ops/vision/random_resized_crop.c says how). */
+void sl__rrc_draw_box(const sl_op *op, int64_t h, int64_t w, sl_rng *rng, int64_t box[4]);
+int sl__op_is_random_resized_crop(const sl_op *op);
+/* A RandomResizedCrop op's output size and interpolation. */
+void sl__rrc_size(const sl_op *op, int64_t *height, int64_t *width, sl_interp *interp);
+/* in (consumed) cut to box (top, left, height, width), which lies inside
+ * it; in itself when box is the whole image. */
+int sl__crop_copy(const char *name, sl_tensor *in, const int64_t box[4], sl_tensor **out,
+                  sl__op_ctx *ctx);
+/* 1 and its window if op is a CenterCrop, else 0. */
+int sl__op_center_crop_size(const sl_op *op, int64_t *height, int64_t *width);
+/* 1 and its size if op is a shorter-side Resize, else 0. */
+int sl__op_shorter_side_size(const sl_op *op, int64_t *size, sl_interp *interp);
+/* The output size of a shorter-side Resize to size of an h x w image;
+ * SL_ESHAPE when the longer side would pass INT32_MAX. */
+int sl__shorter_side_dims(int64_t size, int64_t h, int64_t w, int64_t *out_h, int64_t *out_w);
 
 /* The most bytes one output of op may need if op is a Decode (max_pixels
  * x channels), else 0: what a pipeline's decode budget must hold at least. */

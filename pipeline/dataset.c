@@ -79,6 +79,7 @@ int sl_dataset_copy(sl_dataset **out, const sl_dataset *src)
         sl__source_retain(ds->source);
     ds->seed = src->seed;
     ds->decode_budget = src->decode_budget;
+    ds->no_decode_fusion = src->no_decode_fusion;
     ds->error_samples = src->error_samples;
     ds->schema = src->schema;
     {
@@ -161,6 +162,11 @@ uint64_t sl_dataset_get_seed(const sl_dataset *ds)
 void sl_dataset_set_decode_budget(sl_dataset *ds, uint64_t bytes)
 {
     ds->decode_budget = bytes;
+}
+
+void sl_dataset_set_decode_fusion(sl_dataset *ds, int enable)
+{
+    ds->no_decode_fusion = !enable;
 }
 
 static void set_source(sl_dataset *ds, sl__source *src)

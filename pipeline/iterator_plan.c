@@ -341,10 +341,15 @@ int sl__stages_build(sl_iterator *it)
                 return SL_ENOMEM;
             st->nsteps = i - first;
             st->per_sample = !it->nodes[first].after_batch;
-            for (size_t k = first; k < i && rc == SL_OK; k++) {
+            for (size_t k = first; k < i; k++) {
                 st->steps[k - first].node = &it->nodes[k];
                 st->steps[k - first].salt = it->nodes[k].position;
-                rc = sl__map_step_plan(&st->steps[k - first]);
+            }
+            /* in order: a step may take the first ops of the next one */
+            for (size_t k = first; k < i && rc == SL_OK; k++) {
+                rc = sl__map_step_plan(&st->steps[k - first],
+                                       k + 1 < i ? &st->steps[k + 1 - first] : NULL,
+                                       it->fuse_decode);
                 schema_after(&schema, &it->nodes[k]);
             }
             if (rc != SL_OK)

@@ -19,22 +19,45 @@ static void name_row(const sl__map_work *w, const sl__node *node, const sl__row 
         w->source->iface->describe(w->source, row->index, buf, len);
 }
 
-int sl__map_step_plan(sl__map_step *step)
+int sl__map_step_plan(sl__map_step *step, sl__map_step *next, int fuse_decode)
 {
     const sl__node *node = step->node;
     step->nops = 0;
-    step->ops = malloc(node->nops * sizeof *step->ops);
-    step->first = malloc(node->nops * sizeof *step->first);
-    if (!step->ops || !step->first)
+    step->ops = malloc((node->nops + 1) * sizeof *step->ops);
+    step->rng_salt = malloc((node->nops + 1) * sizeof *step->rng_salt);
+    if (!step->ops || !step->rng_salt)
         return SL_ENOMEM;
-    for (size_t k = 0; k < node->nops;) {
+    for (size_t k = step->skip; k < node->nops;) {
         sl_op *fused;
         size_t used;
-        int rc = sl__op_fuse(node->ops + k, node->nops - k, &fused, &used);
+        int rc;
+        if (!fuse_decode && sl__op_decode_max_bytes(node->ops[k]) > 0) {
+            step->ops[step->nops] = sl_op_retain(node->ops[k]);
+            step->rng_salt[step->nops] = step->salt * 64 + k;
+            step->nops++;
+            k++;
+            continue;
+        }
+        if (k + 1 == node->nops && next && next->node->column == node->column &&
+            next->node->after_batch == node->after_batch) {
+            /* the last op may fuse with the start of the next node */
+            rc = sl__op_fuse_decode(node->ops[k], next->node->ops, next->node->nops, &fused,
+                                    &used);
+            if (rc != SL_OK)
+                return rc;
+            if (fused) {
+                step->ops[step->nops] = fused;
+                step->rng_salt[step->nops] = next->salt * 64 + (uint64_t)fused->rng_offset - 1;
+                step->nops++;
+                next->skip = used;
+                break;
+            }
+        }
+        rc = sl__op_fuse(node->ops + k, node->nops - k, &fused, &used);
         if (rc != SL_OK)
             return rc;
         step->ops[step->nops] = fused ? fused : sl_op_retain(node->ops[k]);
-        step->first[step->nops] = k;
+        step->rng_salt[step->nops] = step->salt * 64 + k + (fused ? (uint64_t)fused->rng_offset : 0);
         step->nops++;
         k += used;
     }
@@ -46,9 +69,9 @@ void sl__map_step_clear(sl__map_step *step)
     for (size_t k = 0; k < step->nops; k++)
         sl_op_release(step->ops[k]);
     free(step->ops);
-    free(step->first);
+    free(step->rng_salt);
     step->ops = NULL;
-    step->first = NULL;
+    step->rng_salt = NULL;
     step->nops = 0;
 }
 
@@ -103,7 +126,7 @@ static int map_row(const sl__map_work *w, sl__row *row, sl__op_ctx *ctx,
             int rc;
             if (op->random)
                 sl__rng_seed(&ctx->rng, w->seed, (uint64_t)row->epoch, (uint64_t)row->index,
-                             step->salt * 64 + step->first[k]);
+                             step->rng_salt[k]);
             rc = sl__op_run(op, t, &next, ctx);
             if (rc != SL_OK) {
                 give_back_budget(ctx);

@@ -110,16 +110,25 @@ typedef struct sl__map_step {
     const sl__node *node; /* ops and column; owned by the iterator */
     uint64_t salt;        /* position of the node, so random ops differ */
     /* The node's ops as they run, where a run of ops that fuse is one op
-     * (sl__op_fuse): nops references, and for each the index in node->ops
-     * of its first op (random ops, never fused, seed with it). Owned. */
+     * (sl__op_fuse): nops references, and for each the last word of the
+     * seed of its random op (the node's salt * 64 + the op's index in
+     * node->ops, as if it ran alone). Owned. */
     sl_op **ops;          /* (nops,) */
-    size_t *first;        /* (nops,) */
+    uint64_t *rng_salt;   /* (nops,) */
     size_t nops;
+    /* node->ops before this index were fused into the step before (a
+     * Decode there fused with the crop or resize that begins this node). */
+    size_t skip;
 } sl__map_step;
 
-/* Fills step->ops and step->first from step->node. SL_ENOMEM, or SL_OK;
- * sl__map_step_clear frees them either way. */
-int sl__map_step_plan(sl__map_step *step);
+/* Fills step->ops and step->rng_salt from step->node (after step->skip).
+ * When next (the following step of the same stage, or NULL) maps the same
+ * column and this node ends with a Decode, the Decode fuses with the
+ * geometry at the start of next's node (sl__op_fuse_decode) and next->skip
+ * says how many of its ops it took: so plan the steps in order (a Decode
+ * fuses with nothing when fuse_decode is 0). SL_ENOMEM,
+ * or SL_OK; sl__map_step_clear frees them either way. */
+int sl__map_step_plan(sl__map_step *step, sl__map_step *next, int fuse_decode);
 void sl__map_step_clear(sl__map_step *step);
 
 typedef struct sl__map_work {

@@ -389,6 +389,23 @@ expect "bench pipeline without batch" 0 stdout '"batches": 64, "images": 64'
 run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 1 --batch 2
 expect "bench pipeline image folder" 0 stdout '"kind": "image_folder"' \
     stdout '"batches": 2, "images": 4'
+run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 2 --batch 2 \
+    --random-resized-crop 6x5,0.5,1,0.5,2 --flip 0.5 --color-adjust 0.4,0.4,0.4,0.1 \
+    --normalize 1,2,3:4,5,6 --hwc2chw
+expect "bench pipeline ImageNet train ops" 0 stdout '"batches": 2, "images": 4' \
+    stdout 'random_resized_crop, random_horizontal_flip, random_color_adjust, normalize'
+run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 1 --batch 2 \
+    --shorter-side 10 --center-crop 7x9
+expect "bench pipeline ImageNet eval ops" 0 stdout '"batches": 2, "images": 4' \
+    stdout 'resize_shorter_side, center_crop'
+run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 2 --batch 2 --preset imagenet-train
+expect "bench pipeline --preset imagenet-train" 0 stdout '"batches": 2, "images": 4' \
+    stdout 'random_resized_crop, random_horizontal_flip, normalize, hwc2chw'
+run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 1 --batch 2 --preset imagenet-eval
+expect "bench pipeline --preset imagenet-eval" 0 stdout '"batches": 2, "images": 4' \
+    stdout 'resize_shorter_side, center_crop, normalize, hwc2chw'
+run bench pipeline --data "$MNIST" --repeats 1 --preset imagenet-eval
+expect "bench pipeline --preset on MNIST" 2 stderr '^sluice: bench: --preset imagenet-eval is for an ImageFolder'
 run bench pipeline --data "$BAD_IMAGES" --repeats 1 --workers 1 --batch 1
 expect "bench pipeline corrupt JPEG" 1 stderr '^sluice: bench: .*broken\.jpg'
 # The images are 8x8: a limit of 63 pixels refuses the first one read, naming
@@ -436,7 +453,10 @@ for bad in "--workers 0" "--workers 1,,2" "--workers x" "--repeats 0" "--repeats
     "--decode-max-pixels 4294967297" "--pool-idle-mb -1" "--pool-idle-mb 1048577" \
     "--pool-idle-mb 1M" "--error-samples drop" "--max-bad-samples 1" \
     "--error-samples skip --max-bad-samples -1" "--error-samples skip --max-bad-samples 101%" \
-    "--error-samples skip --max-bad-samples x%"; do
+    "--error-samples skip --max-bad-samples x%" "--random-resized-crop 8,0.9,0.1" \
+    "--random-resized-crop 8,1" "--random-resized-crop 8,0.1,1,0,1" "--center-crop 0" \
+    "--shorter-side 0" "--color-adjust 1,1,1" "--color-adjust 1,1,1,0.6" \
+    "--color-adjust -1,0,0,0" "--preset imagenet" "--preset imagenet-train --flip 0.5"; do
     # shellcheck disable=SC2086 # word splitting of $bad is the point
     run bench pipeline --data "$MNIST" $bad
     expect "bench pipeline $bad" 2 stderr '^sluice: bench: '

@@ -317,6 +317,11 @@ int cli_bench_pipeline_main(int argc, char **argv)
                   "give --usage test", a.data);
         return CLI_EXIT_FAIL;
     }
+    if (kind == CLI_KIND_MNIST && a.preset) {
+        cli_error(CMD, "--preset %s is for an ImageFolder of colour JPEGs; %s is an MNIST folder",
+                  a.preset, a.data);
+        return CLI_EXIT_USAGE;
+    }
     kind_name = kind == CLI_KIND_MNIST ? "mnist" : "image_folder";
     cli_bench_pipeline_make(&a, kind, &p);
     p.report = &report; /* quiet until the first timed run */

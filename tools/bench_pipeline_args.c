@@ -19,6 +19,8 @@
 enum {
     OPT_DATA = 256, OPT_USAGE, OPT_WORKERS, OPT_REPEATS, OPT_EPOCHS, OPT_SEED, OPT_JSON, OPT_PROFILE,
     OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_CROP,
+    OPT_RANDOM_RESIZED_CROP, OPT_CENTER_CROP, OPT_SHORTER_SIDE, OPT_COLOR_ADJUST, OPT_PRESET,
+    OPT_NO_DECODE_FUSION,
     OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
     OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS, OPT_POOL_IDLE_MB, OPT_ERROR_SAMPLES,
     OPT_MAX_BAD_SAMPLES, OPT_QUEUE_CAPACITY, OPT_AUTOTUNE
@@ -64,6 +66,15 @@ void cli_bench_pipeline_usage(FILE *f)
           "                      last run, a slice per chunk of each stage's threads\n"
           "  -h, --help          show this help and exit\n"
           "\n"
+          "  --preset NAME       an ImageFolder pipeline by name (instead of op options):\n"
+          "                      imagenet-train: RandomResizedCrop 224 (scale 0.08..1,\n"
+          "                      ratio 3/4..4/3), RandomHorizontalFlip 0.5, Normalize\n"
+          "                      (ImageNet mean/std), HWC2CHW; imagenet-eval: Resize of\n"
+          "                      the shorter side to 256, CenterCrop 224, Normalize,\n"
+          "                      HWC2CHW. Decoding fuses with the crop (it decodes less)\n"
+          "  --no-decode-fusion  decode whole images, then crop and resize them (the\n"
+          "                      separate ops' exact pixels; slower)\n"
+          "\n"
           "Op options replace the default ops, in the order given; they apply to the\n"
           "`image` column (numbers may be written as fractions, e.g. 1/255):\n"
           "  --resize H[xW]      bilinear resize\n"
@@ -72,6 +83,14 @@ void cli_bench_pipeline_usage(FILE *f)
           "  --hwc2chw           HWC to CHW\n"
           "  --flip P            random horizontal flip with probability P\n"
           "  --crop H[xW][,PAD]  random crop after padding PAD zeros on every side\n"
+          "  --random-resized-crop H[xW][,SMIN,SMAX[,RMIN,RMAX]]  RandomResizedCrop to\n"
+          "                      HxW: area fraction in [SMIN, SMAX] (default 0.08,1),\n"
+          "                      width/height in [RMIN, RMAX] (default 3/4,4/3)\n"
+          "  --center-crop H[xW] the central window (zeros where it passes the image)\n"
+          "  --shorter-side N    bilinear resize of the shorter side to N, keeping the\n"
+          "                      aspect ratio (MindSpore's Resize(N))\n"
+          "  --color-adjust B,C,S,H  RandomColorAdjust: brightness, contrast and\n"
+          "                      saturation factors in [max(0, 1-x), 1+x], hue in [-H, H]\n"
           "  --label-int32       cast `label` to int32 (part of the default MNIST ops)\n"
           "Options that adjust the rest of the default pipeline:\n"
           "  --shuffle N         shuffle buffer size, 0 for none\n"
@@ -172,6 +191,82 @@ static int parse_crop(cli_bench_pipeline_args *a, const char *arg)
     return add_step(a, &s);
 }
 
+static int parse_random_resized_crop(cli_bench_pipeline_args *a, const char *arg)
+{
+    const char *comma = strchr(arg, ',');
+    char size[64];
+    size_t len = comma ? (size_t)(comma - arg) : strlen(arg), n = 0;
+    double v[4];
+    cli_step s;
+
+    memset(&s, 0, sizeof s);
+    s.kind = CLI_STEP_RANDOM_RESIZED_CROP;
+    s.area[0] = SL_RRC_SCALE_MIN;
+    s.area[1] = SL_RRC_SCALE_MAX;
+    s.ratio[0] = SL_RRC_RATIO_MIN;
+    s.ratio[1] = SL_RRC_RATIO_MAX;
+    if (len >= sizeof size) {
+        cli_error(CMD, "--random-resized-crop: expected H[xW][,SMIN,SMAX[,RMIN,RMAX]], got '%s'",
+                  arg);
+        return -1;
+    }
+    memcpy(size, arg, len);
+    size[len] = '\0';
+    if (cli_parse_hw(CMD, "--random-resized-crop", size, &s.height, &s.width) != 0)
+        return -1;
+    if (comma) {
+        if (cli_parse_double_list(CMD, "--random-resized-crop", comma + 1, v, 4, &n) != 0)
+            return -1;
+        if (n != 2 && n != 4) {
+            cli_error(CMD, "--random-resized-crop: expected SMIN,SMAX or SMIN,SMAX,RMIN,RMAX "
+                      "after the size, got %zu numbers in '%s'", n, arg);
+            return -1;
+        }
+        s.area[0] = v[0];
+        s.area[1] = v[1];
+        if (n == 4) {
+            s.ratio[0] = v[2];
+            s.ratio[1] = v[3];
+        }
+    }
+    {
+        /* the library's own bounds, refused here as usage errors */
+        char err[256];
+        sl_op *op;
+        if (sl_op_random_resized_crop_new(&op, s.height, s.width, s.area[0], s.area[1],
+                                          s.ratio[0], s.ratio[1], SL_INTER_LINEAR,
+                                          SL_RRC_ATTEMPTS, err, sizeof err) != SL_OK) {
+            cli_error(CMD, "--random-resized-crop: %s", err);
+            return -1;
+        }
+        sl_op_release(op);
+    }
+    return add_step(a, &s);
+}
+
+static int parse_color_adjust(cli_bench_pipeline_args *a, const char *arg)
+{
+    static const char *const names[4] = {"brightness", "contrast", "saturation", "hue"};
+    size_t n = 0;
+    cli_step s;
+
+    memset(&s, 0, sizeof s);
+    s.kind = CLI_STEP_COLOR_ADJUST;
+    if (cli_parse_double_list(CMD, "--color-adjust", arg, s.color, 4, &n) != 0)
+        return -1;
+    if (n != 4) {
+        cli_error(CMD, "--color-adjust: expected B,C,S,H (four factors), got '%s'", arg);
+        return -1;
+    }
+    for (int k = 0; k < 4; k++)
+        if (s.color[k] < 0.0 || (k == 3 && s.color[k] > 0.5)) {
+            cli_error(CMD, "--color-adjust: %s %g must be >= 0%s", names[k], s.color[k],
+                      k == 3 ? " and <= 0.5" : "");
+            return -1;
+        }
+    return add_step(a, &s);
+}
+
 static int parse_simple_step(cli_bench_pipeline_args *a, int opt, const char *arg)
 {
     cli_step s;
@@ -185,6 +280,16 @@ static int parse_simple_step(cli_bench_pipeline_args *a, int opt, const char *ar
         break;
     case OPT_HWC2CHW:
         s.kind = CLI_STEP_HWC2CHW;
+        break;
+    case OPT_CENTER_CROP:
+        s.kind = CLI_STEP_CENTER_CROP;
+        if (cli_parse_hw(CMD, "--center-crop", arg, &s.height, &s.width) != 0)
+            return -1;
+        break;
+    case OPT_SHORTER_SIDE:
+        s.kind = CLI_STEP_SHORTER_SIDE;
+        if (cli_parse_int64(CMD, "--shorter-side", arg, 1, INT64_C(1) << 24, &s.height) != 0)
+            return -1;
         break;
     case OPT_FLIP:
         s.kind = CLI_STEP_FLIP;
@@ -220,9 +325,21 @@ static int parse_option(cli_bench_pipeline_args *a, int opt, const char *arg)
     case OPT_QUEUE_CAPACITY:
         return cli_parse_int64(CMD, "--queue-capacity", arg, 1, 4096, &a->queue_capacity);
     case OPT_AUTOTUNE: a->autotune = 1; return 0;
+    case OPT_NO_DECODE_FUSION: a->no_decode_fusion = 1; return 0;
+    case OPT_PRESET:
+        if (strcmp(arg, "imagenet-train") != 0 && strcmp(arg, "imagenet-eval") != 0) {
+            cli_error(CMD, "--preset: expected imagenet-train or imagenet-eval, got '%s'", arg);
+            return -1;
+        }
+        a->preset = arg;
+        return 0;
     case OPT_RESIZE:
     case OPT_HWC2CHW:
+    case OPT_CENTER_CROP:
+    case OPT_SHORTER_SIDE:
     case OPT_FLIP: return parse_simple_step(a, opt, arg);
+    case OPT_RANDOM_RESIZED_CROP: return parse_random_resized_crop(a, arg);
+    case OPT_COLOR_ADJUST: return parse_color_adjust(a, arg);
     case OPT_RESCALE: return parse_rescale(a, arg);
     case OPT_NORMALIZE: return parse_normalize(a, arg);
     case OPT_CROP: return parse_crop(a, arg);
@@ -279,6 +396,12 @@ int cli_bench_pipeline_parse(int argc, char **argv, cli_bench_pipeline_args *a)
         {"hwc2chw", no_argument, NULL, OPT_HWC2CHW},
         {"flip", required_argument, NULL, OPT_FLIP},
         {"crop", required_argument, NULL, OPT_CROP},
+        {"random-resized-crop", required_argument, NULL, OPT_RANDOM_RESIZED_CROP},
+        {"center-crop", required_argument, NULL, OPT_CENTER_CROP},
+        {"shorter-side", required_argument, NULL, OPT_SHORTER_SIDE},
+        {"color-adjust", required_argument, NULL, OPT_COLOR_ADJUST},
+        {"preset", required_argument, NULL, OPT_PRESET},
+        {"no-decode-fusion", no_argument, NULL, OPT_NO_DECODE_FUSION},
         {"label-int32", no_argument, NULL, OPT_LABEL_INT32},
         {"shuffle", required_argument, NULL, OPT_SHUFFLE},
         {"batch", required_argument, NULL, OPT_BATCH},
@@ -325,6 +448,11 @@ int cli_bench_pipeline_parse(int argc, char **argv, cli_bench_pipeline_args *a)
     }
     if (cli_check_error_samples(CMD, &a->errors) != 0)
         return CLI_EXIT_USAGE;
+    if (a->preset && a->ops_given) {
+        cli_error(CMD, "--preset %s gives the ops: give op options or a preset, not both",
+                  a->preset);
+        return CLI_EXIT_USAGE;
+    }
     return CLI_EXIT_OK;
 }
 
@@ -336,6 +464,8 @@ void cli_bench_pipeline_make(const cli_bench_pipeline_args *a, cli_kind kind, cl
         p->label_int32 = a->label_int32;
         memcpy(p->steps, a->steps, a->nsteps * sizeof a->steps[0]);
         p->nsteps = a->nsteps;
+    } else if (a->preset) {
+        cli_pipeline_imagenet(p, strcmp(a->preset, "imagenet-train") == 0);
     }
     if (a->shuffle_given)
         p->shuffle = a->shuffle;
@@ -350,6 +480,7 @@ void cli_bench_pipeline_make(const cli_bench_pipeline_args *a, cli_kind kind, cl
     p->errors = a->errors;
     p->seed = (uint64_t)a->seed;
     p->pool_idle_mb = a->pool_idle_mb;
+    p->no_decode_fusion = a->no_decode_fusion;
 }
 
 /* The largest worker count of the runs, the one the machine is probed at. */

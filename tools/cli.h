@@ -146,7 +146,11 @@ typedef enum cli_step_kind {
     CLI_STEP_NORMALIZE,
     CLI_STEP_HWC2CHW,
     CLI_STEP_FLIP,
-    CLI_STEP_CROP
+    CLI_STEP_CROP,
+    CLI_STEP_RANDOM_RESIZED_CROP,
+    CLI_STEP_CENTER_CROP,
+    CLI_STEP_SHORTER_SIDE,
+    CLI_STEP_COLOR_ADJUST
 } cli_step_kind;
 
 #define CLI_MAX_STEPS 16
@@ -154,12 +158,14 @@ typedef enum cli_step_kind {
 
 typedef struct cli_step {
     cli_step_kind kind;
-    int64_t height, width;   /* resize, crop */
+    int64_t height, width;   /* resize, crops; shorter side: height */
     int64_t padding;         /* crop */
     double scale, shift;     /* rescale */
     double prob;             /* flip */
     double mean[CLI_MAX_CHANNELS], std[CLI_MAX_CHANNELS]; /* normalize */
     size_t channels;         /* normalize */
+    double area[2], ratio[2]; /* random resized crop: scale and ratio ranges */
+    double color[4];         /* color adjust: brightness, contrast, saturation, hue */
 } cli_step;
 
 /* Everything needed to build a pipeline, except the worker count (which
@@ -181,6 +187,7 @@ typedef struct cli_pipeline {
     cli_error_samples errors; /* what bad samples do (default raise) */
     cli_bad_report *report;  /* where they are reported (NULL: nowhere) */
     int64_t pool_idle_mb;    /* the dataset's pool idle limit in MiB; -1: the library's */
+    int no_decode_fusion;    /* keep Decode apart from the crop/resize after it */
 } cli_pipeline;
 
 /* Fills p with the default pipeline of kind for dir: for MNIST the seeds'
@@ -191,6 +198,11 @@ typedef struct cli_pipeline {
  * the source shuffled (MindSpore's default), seed 0. */
 void cli_pipeline_default(cli_pipeline *p, const char *dir, cli_kind kind,
                           sl_mnist_usage usage);
+/* Replaces the image steps with ImageNet's training transform
+ * (RandomResizedCrop 224, flip 0.5, Normalize with ImageNet's mean/std on
+ * the 0..255 scale, HWC2CHW) or, with train 0, its evaluation transform
+ * (Resize of the shorter side to 256, CenterCrop 224, Normalize, HWC2CHW). */
+void cli_pipeline_imagenet(cli_pipeline *p, int train);
 /* Drops the default ops (label cast and image steps) so the command line
  * can give its own. */
 void cli_pipeline_clear_ops(cli_pipeline *p);

@@ -181,6 +181,47 @@ void cli_pipeline_default(cli_pipeline *p, const char *dir, cli_kind kind,
     }
 }
 
+void cli_pipeline_imagenet(cli_pipeline *p, int train)
+{
+    static const double mean[3] = {0.485 * 255, 0.456 * 255, 0.406 * 255};
+    static const double std[3] = {0.229 * 255, 0.224 * 255, 0.225 * 255};
+    cli_step s;
+
+    p->label_int32 = 0;
+    p->nsteps = 0;
+    memset(&s, 0, sizeof s);
+    if (train) {
+        s.kind = CLI_STEP_RANDOM_RESIZED_CROP;
+        s.height = s.width = 224;
+        s.area[0] = SL_RRC_SCALE_MIN;
+        s.area[1] = SL_RRC_SCALE_MAX;
+        s.ratio[0] = SL_RRC_RATIO_MIN;
+        s.ratio[1] = SL_RRC_RATIO_MAX;
+        add_step(p, s);
+        memset(&s, 0, sizeof s);
+        s.kind = CLI_STEP_FLIP;
+        s.prob = 0.5;
+        add_step(p, s);
+    } else {
+        s.kind = CLI_STEP_SHORTER_SIDE;
+        s.height = 256;
+        add_step(p, s);
+        memset(&s, 0, sizeof s);
+        s.kind = CLI_STEP_CENTER_CROP;
+        s.height = s.width = 224;
+        add_step(p, s);
+    }
+    memset(&s, 0, sizeof s);
+    s.kind = CLI_STEP_NORMALIZE;
+    s.channels = 3;
+    memcpy(s.mean, mean, sizeof mean);
+    memcpy(s.std, std, sizeof std);
+    add_step(p, s);
+    memset(&s, 0, sizeof s);
+    s.kind = CLI_STEP_HWC2CHW;
+    add_step(p, s);
+}
+
 void cli_pipeline_clear_ops(cli_pipeline *p)
 {
     p->label_int32 = 0;
@@ -204,6 +245,25 @@ static int make_step_op(const cli_step *s, sl_op **op, char *err, size_t err_len
         return sl_op_random_horizontal_flip_new(op, s->prob, err, err_len);
     case CLI_STEP_CROP:
         return sl_op_random_crop_new(op, s->height, s->width, s->padding, err, err_len);
+    case CLI_STEP_RANDOM_RESIZED_CROP:
+        return sl_op_random_resized_crop_new(op, s->height, s->width, s->area[0], s->area[1],
+                                             s->ratio[0], s->ratio[1], SL_INTER_LINEAR,
+                                             SL_RRC_ATTEMPTS, err, err_len);
+    case CLI_STEP_CENTER_CROP:
+        return sl_op_center_crop_new(op, s->height, s->width, err, err_len);
+    case CLI_STEP_SHORTER_SIDE:
+        return sl_op_resize_shorter_side_new(op, s->height, SL_INTER_LINEAR, err, err_len);
+    case CLI_STEP_COLOR_ADJUST: {
+        /* MindSpore's factors: f gives [max(0, 1 - f), 1 + f], hue [-f, f] */
+        double r[4][2];
+        for (int k = 0; k < 3; k++) {
+            r[k][0] = s->color[k] < 1.0 ? 1.0 - s->color[k] : 0.0;
+            r[k][1] = 1.0 + s->color[k];
+        }
+        r[3][0] = -s->color[3];
+        r[3][1] = s->color[3];
+        return sl_op_random_color_adjust_new(op, r[0], r[1], r[2], r[3], err, err_len);
+    }
     }
     snprintf(err, err_len, "unknown step %d", (int)s->kind);
     return SL_EINVAL;
@@ -308,6 +368,7 @@ int cli_pipeline_source(const char *cmd, const cli_pipeline *p, int workers, sl_
     }
     if (p->pool_idle_mb >= 0)
         sl_dataset_set_pool_idle_limit(ds, (size_t)p->pool_idle_mb << 20);
+    sl_dataset_set_decode_fusion(ds, !p->no_decode_fusion);
     *out = ds;
     return SL_OK;
 }

@@ -107,6 +107,7 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_stats.py \
 	bindings/python/tests/test_threads.py \
 	bindings/python/tests/test_ops.py \
+	bindings/python/tests/test_imagenet_ops.py \
 	bindings/python/tests/test_train.py \
 	bindings/python/tests/test_trace.py \
 	bindings/python/tests/test_custom_loop.py \

@@ -82,6 +82,14 @@ SL_API uint64_t sl_dataset_get_seed(const sl_dataset *ds);
  * by default), so however many workers decode, together they never hold
  * more than one image of the largest size allowed. */
 SL_API void sl_dataset_set_decode_budget(sl_dataset *ds, uint64_t bytes);
+/* 1 (the default): a Decode followed, in its map or at the start of the
+ * next map on the same column, by a RandomResizedCrop, a bilinear Resize
+ * (maybe then a CenterCrop) or a CenterCrop runs as one op that decodes
+ * only what the output needs, at the smallest of the scales 1/8, 1/4, 1/2
+ * and 1 still at least the output's resolution (docs/pipeline.md says how
+ * its pixels differ from the separate ops'). 0: the separate ops, pixel
+ * for pixel. */
+SL_API void sl_dataset_set_decode_fusion(sl_dataset *ds, int enable);
 
 /* The size sl_dataset_get_dataset_size gives an epoch that never ends (a
  * repeat(-1) that no take bounds). It travels in the out-parameter, never

@@ -71,6 +71,52 @@ SL_API int sl_op_random_crop_new(sl_op **out, int64_t height, int64_t width,
 /* (H, W, C) or (H, W): mirrors left-right with probability p. */
 SL_API int sl_op_random_horizontal_flip_new(sl_op **out, double p, char *err,
                                             size_t err_len);
+/* --- ImageNet-style transforms (MindSpore's, sampling as torchvision) --- */
+
+/* RandomResizedCrop's defaults, as MindSpore's and torchvision's. */
+#define SL_RRC_SCALE_MIN 0.08
+#define SL_RRC_SCALE_MAX 1.0
+#define SL_RRC_RATIO_MIN (3.0 / 4.0)
+#define SL_RRC_RATIO_MAX (4.0 / 3.0)
+#define SL_RRC_ATTEMPTS 10
+
+/* (H, W, C) or (H, W), uint8 or float32 -> (height, width[, C]): a box of
+ * area H*W*s (s uniform in [scale_min, scale_max]) and aspect ratio r
+ * (log r uniform in [log ratio_min, log ratio_max]) is drawn up to
+ * max_attempts times until it fits, placed uniformly; otherwise the central
+ * box of the whole image with its ratio clamped into [ratio_min,
+ * ratio_max]. The box is then resized with interp as Resize does.
+ * 0 <= scale_min <= scale_max (scale_max > 0), 0 < ratio_min <= ratio_max,
+ * 1 <= max_attempts <= 1000. */
+SL_API int sl_op_random_resized_crop_new(sl_op **out, int64_t height, int64_t width,
+                                         double scale_min, double scale_max, double ratio_min,
+                                         double ratio_max, sl_interp interp, int max_attempts,
+                                         char *err, size_t err_len);
+/* The box (top, left, height, width) a RandomResizedCrop op draws for an
+ * image of h x w pixels when applied with seed (as sl_op_apply seeds it).
+ * SL_EINVAL (message in err) when op is not a RandomResizedCrop or a side
+ * is < 1. */
+SL_API int sl_op_random_resized_crop_box(const sl_op *op, int64_t h, int64_t w, uint64_t seed,
+                                         int64_t box[4], char *err, size_t err_len);
+/* (H, W, C) or (H, W), any dtype -> the central (height, width) window,
+ * at top = floor((H - height) / 2), left = floor((W - width) / 2) as
+ * MindSpore places it; where the window is larger than the image it is
+ * padded with zeros (the odd pixel on the top / left side). */
+SL_API int sl_op_center_crop_new(sl_op **out, int64_t height, int64_t width, char *err,
+                                 size_t err_len);
+/* (H, W, C) or (H, W), uint8 or float32: the shorter side resized to size,
+ * the longer one to lround(longer / shorter * size) computed in float32
+ * (MindSpore's Resize with an int size); equal sides both become size. */
+SL_API int sl_op_resize_shorter_side_new(sl_op **out, int64_t size, sl_interp interp,
+                                         char *err, size_t err_len);
+/* (H, W, 3) uint8 RGB -> the same with brightness, contrast, saturation and
+ * hue changed by factors drawn uniformly from [lo, hi] of each range, in a
+ * random order (as MindSpore and torchvision). A range of (1, 1) (hue: (0,
+ * 0)) leaves that adjustment out. brightness, contrast, saturation: 0 <= lo
+ * <= hi; hue: -0.5 <= lo <= hi <= 0.5 (a fraction of the colour wheel). */
+SL_API int sl_op_random_color_adjust_new(sl_op **out, const double brightness[2],
+                                         const double contrast[2], const double saturation[2],
+                                         const double hue[2], char *err, size_t err_len);
 /* Integer labels, scalar or (N,) -> (num_classes) or (N, num_classes), same
  * dtype; a label outside [0, num_classes) is an error. */
 SL_API int sl_op_one_hot_new(sl_op **out, int64_t num_classes, char *err, size_t err_len);

@@ -14,13 +14,9 @@
  * why the default is 2^26). In a pipeline, the output's bytes are taken
  * from the iterator's decode budget before the tensor is allocated
  * (sl_dataset_set_decode_budget; the map gives them back, nodes.c). */
-#include "ops/op_impl.h"
+#include "ops/vision/decode_impl.h"
 
-#include <setjmp.h>
-#include <stdio.h> /* jpeglib.h needs FILE */
 #include <string.h>
-
-#include <jpeglib.h>
 
 #include "core/byte_budget.h"
 
@@ -30,22 +26,16 @@ typedef struct decode_op {
     uint64_t max_pixels; /* width x height above this is refused from the header */
 } decode_op;
 
-typedef struct decode_err {
-    struct jpeg_error_mgr pub; /* first, so libjpeg's pointer is ours */
-    jmp_buf jump;
-    char msg[JMSG_LENGTH_MAX];
-} decode_err;
-
 /* What must outlive a longjmp lives here, not in decode_jpeg's locals. */
 typedef struct decode_job {
     struct jpeg_decompress_struct cinfo;
-    decode_err jerr;
+    sl__decode_err jerr;
     sl_tensor *out;
 } decode_job;
 
 static void decode_error_exit(j_common_ptr cinfo)
 {
-    decode_err *e = (decode_err *)cinfo->err;
+    sl__decode_err *e = (sl__decode_err *)cinfo->err;
     e->pub.format_message(cinfo, e->msg);
     longjmp(e->jump, 1);
 }
@@ -60,6 +50,14 @@ static void decode_emit_message(j_common_ptr cinfo, int msg_level)
 static void decode_output_message(j_common_ptr cinfo)
 {
     (void)cinfo; /* never print */
+}
+
+void sl__decode_err_init(struct jpeg_decompress_struct *cinfo, sl__decode_err *e)
+{
+    cinfo->err = jpeg_std_error(&e->pub);
+    e->pub.error_exit = decode_error_exit;
+    e->pub.emit_message = decode_emit_message;
+    e->pub.output_message = decode_output_message;
 }
 
 static int decode_check(int ndim, const int64_t *shape, sl_dtype dtype, sl__error *err)
@@ -89,7 +87,7 @@ static int decode_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spe
 /* Converts a row of w CMYK pixels to RGB (or gray when rgb is 0) with
  * MindSpore's formulas; Adobe files store the inks inverted. Gray uses
  * libjpeg's own RGB weights (0.299, 0.587, 0.114 in 16-bit fixed point). */
-static void cmyk_row(uint8_t *dst, const JSAMPLE *src, size_t w, int adobe, int rgb)
+void sl__cmyk_row(uint8_t *dst, const JSAMPLE *src, size_t w, int adobe, int rgb)
 {
     for (size_t x = 0; x < w; x++) {
         int c = src[4 * x], m = src[4 * x + 1], y = src[4 * x + 2], k = src[4 * x + 3];
@@ -117,7 +115,7 @@ static void cmyk_row(uint8_t *dst, const JSAMPLE *src, size_t w, int adobe, int 
  * (core/byte_budget.h), waiting for other workers to give bytes back. A
  * worker that already holds bytes for this row (a second image in it) does
  * not wait: two such workers could wait on each other for ever. */
-static int take_budget(sl__op_ctx *ctx, uint64_t need, unsigned w, unsigned h)
+int sl__decode_take_budget(sl__op_ctx *ctx, uint64_t need, unsigned w, unsigned h)
 {
     int rc = sl__byte_budget_take(ctx->budget, need, ctx->budget_held == 0);
     switch (rc) {
@@ -142,6 +140,29 @@ static int take_budget(sl__op_ctx *ctx, uint64_t need, unsigned w, unsigned h)
     }
 }
 
+int sl__decode_check_header(struct jpeg_decompress_struct *cinfo, int rgb, uint64_t max_pixels,
+                            sl__error *err)
+{
+    /* The header alone says how big the image is: refuse a bomb (a few
+     * hundred bytes declaring 16384x16384) here, before libjpeg allocates
+     * its buffers and before the output tensor exists. libjpeg itself
+     * caps each side at JPEG_MAX_DIMENSION (65500). */
+    uint64_t pixels = (uint64_t)cinfo->image_width * cinfo->image_height;
+    if (pixels > max_pixels)
+        return sl__errf(err, SL_EFORMAT,
+                        "decode: the JPEG is too large: its header declares %ux%u = %llu "
+                        "pixels, more than max_pixels = %llu; raise the limit if such images "
+                        "are expected (Decode's max_pixels, ImageFolder's decode_max_pixels, "
+                        "--decode-max-pixels)",
+                        (unsigned)cinfo->image_width, (unsigned)cinfo->image_height,
+                        (unsigned long long)pixels, (unsigned long long)max_pixels);
+    if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK)
+        cinfo->out_color_space = JCS_CMYK;
+    else
+        cinfo->out_color_space = rgb ? JCS_RGB : JCS_GRAYSCALE;
+    return SL_OK;
+}
+
 /* Decodes data[0..len) into job->out. On failure job->out may hold a
  * half-written tensor, which the caller releases. */
 static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len,
@@ -151,41 +172,23 @@ static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len,
     sl__error *err = ctx->err;
     int rgb = d->rgb;
     int64_t shape[3];
-    uint64_t pixels;
     size_t stride;
     int rc;
 
-    cinfo->err = jpeg_std_error(&job->jerr.pub);
-    job->jerr.pub.error_exit = decode_error_exit;
-    job->jerr.pub.emit_message = decode_emit_message;
-    job->jerr.pub.output_message = decode_output_message;
+    sl__decode_err_init(cinfo, &job->jerr);
     if (setjmp(job->jerr.jump))
         return sl__errf(err, SL_EFORMAT, "decode: cannot decode JPEG (%s)", job->jerr.msg);
 
     jpeg_create_decompress(cinfo);
     jpeg_mem_src(cinfo, data, (unsigned long)len);
     jpeg_read_header(cinfo, TRUE);
-    /* The header alone says how big the image is: refuse a bomb (a few
-     * hundred bytes declaring 16384x16384) here, before libjpeg allocates
-     * its buffers and before the output tensor exists. libjpeg itself
-     * caps each side at JPEG_MAX_DIMENSION (65500). */
-    pixels = (uint64_t)cinfo->image_width * cinfo->image_height;
-    if (pixels > d->max_pixels)
-        return sl__errf(err, SL_EFORMAT,
-                        "decode: the JPEG is too large: its header declares %ux%u = %llu "
-                        "pixels, more than max_pixels = %llu; raise the limit if such images "
-                        "are expected (Decode's max_pixels, ImageFolder's decode_max_pixels, "
-                        "--decode-max-pixels)",
-                        (unsigned)cinfo->image_width, (unsigned)cinfo->image_height,
-                        (unsigned long long)pixels, (unsigned long long)d->max_pixels);
-    if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK)
-        cinfo->out_color_space = JCS_CMYK;
-    else
-        cinfo->out_color_space = rgb ? JCS_RGB : JCS_GRAYSCALE;
+    rc = sl__decode_check_header(cinfo, rgb, d->max_pixels, err);
+    if (rc != SL_OK)
+        return rc;
     jpeg_calc_output_dimensions(cinfo); /* sizes only: allocates nothing */
     if (ctx->budget) {
         uint64_t need = (uint64_t)cinfo->output_width * cinfo->output_height * (rgb ? 3 : 1);
-        rc = take_budget(ctx, need, cinfo->output_width, cinfo->output_height);
+        rc = sl__decode_take_budget(ctx, need, cinfo->output_width, cinfo->output_height);
         if (rc != SL_OK)
             return rc;
     }
@@ -212,7 +215,7 @@ static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len,
                 return sl__errf(err, SL_EFORMAT,
                                 "decode: cannot decode JPEG (no rows after row %u)",
                                 (unsigned)cinfo->output_scanline);
-            cmyk_row(dst, cmyk[0], cinfo->output_width, cinfo->saw_Adobe_marker, rgb);
+            sl__cmyk_row(dst, cmyk[0], cinfo->output_width, cinfo->saw_Adobe_marker, rgb);
         }
         return SL_OK;
     }
@@ -233,6 +236,23 @@ static int decode_jpeg(decode_job *job, const unsigned char *data, size_t len,
     return SL_OK;
 }
 
+int sl__decode_check_bytes(const sl_tensor *in, sl__error *err)
+{
+    const unsigned char *data = in->data;
+    int rc = decode_check(in->ndim, in->shape, in->dtype, err);
+    if (rc != SL_OK)
+        return rc;
+    /* Every JPEG starts with SOI (FF D8) and another marker. */
+    if (in->numel < 4 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF) {
+        if (in->numel >= 4)
+            return sl__errf(err, SL_EFORMAT,
+                            "decode: not a JPEG (%zu bytes starting %02X %02X %02X %02X)",
+                            in->numel, data[0], data[1], data[2], data[3]);
+        return sl__errf(err, SL_EFORMAT, "decode: not a JPEG (only %zu bytes)", in->numel);
+    }
+    return SL_OK;
+}
+
 static int decode_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
 {
     const decode_op *d = (const decode_op *)op;
@@ -241,20 +261,8 @@ static int decode_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ct
     int rc;
 
     *out = NULL;
-    rc = decode_check(in->ndim, in->shape, in->dtype, ctx->err);
+    rc = sl__decode_check_bytes(in, ctx->err);
     if (rc != SL_OK) {
-        sl_tensor_release(in);
-        return rc;
-    }
-    /* Every JPEG starts with SOI (FF D8) and another marker. */
-    if (in->numel < 4 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF) {
-        if (in->numel >= 4)
-            rc = sl__errf(ctx->err, SL_EFORMAT,
-                          "decode: not a JPEG (%zu bytes starting %02X %02X %02X %02X)",
-                          in->numel, data[0], data[1], data[2], data[3]);
-        else
-            rc = sl__errf(ctx->err, SL_EFORMAT, "decode: not a JPEG (only %zu bytes)",
-                          in->numel);
         sl_tensor_release(in);
         return rc;
     }
@@ -295,6 +303,15 @@ int sl_op_decode_new_limited(sl_op **out, int rgb, uint64_t max_pixels, char *er
     ((decode_op *)*out)->rgb = rgb;
     ((decode_op *)*out)->max_pixels = max_pixels;
     return SL_OK;
+}
+
+int sl__op_decode_params(const sl_op *op, int *rgb, uint64_t *max_pixels)
+{
+    if (op->iface != &decode_iface)
+        return 0;
+    *rgb = ((const decode_op *)op)->rgb;
+    *max_pixels = ((const decode_op *)op)->max_pixels;
+    return 1;
 }
 
 uint64_t sl__op_decode_max_bytes(const sl_op *op)

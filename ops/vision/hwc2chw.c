@@ -129,3 +129,8 @@ int sl_op_hwc2chw_new(sl_op **out, char *err, size_t err_len)
         return sl__err_out(err, err_len, rc, "hwc2chw: out of memory");
     return SL_OK;
 }
+
+int sl__op_is_hwc2chw(const sl_op *op)
+{
+    return op->iface == &hwc2chw_iface;
+}

@@ -195,3 +195,15 @@ int sl_op_normalize_new(sl_op **out, const double *mean, const double *std, int 
     }
     return SL_OK;
 }
+
+int sl__op_normalize_params(const sl_op *op, int *channels, const float **mean,
+                            const float **inv_std)
+{
+    const normalize_op *n = (const normalize_op *)op;
+    if (op->iface != &normalize_iface)
+        return 0;
+    *channels = n->channels;
+    *mean = n->coef;
+    *inv_std = n->coef + n->channels;
+    return 1;
+}

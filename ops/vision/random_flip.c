@@ -150,6 +150,14 @@ static const sl_op_iface random_flip_iface = {
     .destroy = NULL,
 };
 
+int sl__op_flip_prob(const sl_op *op, double *p)
+{
+    if (op->iface != &random_flip_iface)
+        return 0;
+    *p = ((const random_flip_op *)op)->p;
+    return 1;
+}
+
 int sl_op_random_horizontal_flip_new(sl_op **out, double p, char *err, size_t err_len)
 {
     int rc;

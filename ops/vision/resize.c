@@ -128,19 +128,22 @@ static void build_xtab(resize_xtab *t, int64_t in_w, int64_t out_w, int64_t c)
 /* The op's cached plan when it fits this input; otherwise a new one, which
  * becomes the cached one if there is none yet (*owned tells the caller to
  * free it after use). The cached plan is never replaced, so readers need
- * no lock: it is published once and freed with the op. */
-static sl__resize_plan *plan_get(resize_op *r, int64_t in_h, int64_t in_w, int64_t c, int *owned)
+ * no lock: it is published once and freed with the op. Without an op (r
+ * NULL: a size that changes per image) the plan is always the caller's. */
+static sl__resize_plan *plan_get(resize_op *r, int64_t in_h, int64_t in_w, int64_t c,
+                                 int64_t out_h, int64_t out_w, int *owned)
 {
-    sl__resize_plan *p = atomic_load_explicit(&r->plan, memory_order_acquire);
+    sl__resize_plan *p = r ? atomic_load_explicit(&r->plan, memory_order_acquire) : NULL;
     sl__resize_plan *expected = NULL;
     *owned = 0;
     if (p && p->in_h == in_h && p->in_w == in_w && p->c == c)
         return p;
-    p = sl__resize_plan_new(in_h, in_w, c, r->height, r->width);
+    p = sl__resize_plan_new(in_h, in_w, c, out_h, out_w);
     if (!p)
         return NULL;
-    if (!atomic_compare_exchange_strong_explicit(&r->plan, &expected, p, memory_order_acq_rel,
-                                                 memory_order_acquire))
+    if (!r || !atomic_compare_exchange_strong_explicit(&r->plan, &expected, p,
+                                                       memory_order_acq_rel,
+                                                       memory_order_acquire))
         *owned = 1;
     return p;
 }
@@ -277,9 +280,11 @@ static void free_scratch(sl__op_ctx *ctx, void *block)
         free(block);
 }
 
-static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
+/* in resized to (out_h, out_w) with interp; messages name the op `name`;
+ * r (NULL: none) is the Resize op whose cached plan may serve. */
+static int resize_to(resize_op *r, const char *name, sl_tensor *in, int64_t out_h,
+                     int64_t out_w, sl_interp interp, sl_tensor **out, sl__op_ctx *ctx)
 {
-    const resize_op *r = (const resize_op *)op;
     resize_stack stack;
     void *block = NULL; /* scratch for wide outputs: pool block, or heap without a pool */
     resize_xtab t;
@@ -288,25 +293,25 @@ static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ct
     float *rows;
     size_t rows_size; /* bytes at rows */
     int64_t h, w, c, shape[3];
-    size_t ow = (size_t)r->width, row_n;
+    size_t ow = (size_t)out_w, row_n;
     sl_tensor *res = NULL;
     int rc;
 
     *out = NULL;
-    rc = resize_check("resize", in->ndim, in->shape, in->dtype, &h, &w, &c, ctx->err);
+    rc = resize_check(name, in->ndim, in->shape, in->dtype, &h, &w, &c, ctx->err);
     if (rc != SL_OK)
         goto fail;
-    if (h == r->height && w == r->width) {
+    if (h == out_h && w == out_w) {
         *out = in; /* both interpolations are the identity at equal sizes */
         return SL_OK;
     }
-    shape[0] = r->height;
-    shape[1] = r->width;
+    shape[0] = out_h;
+    shape[1] = out_w;
     shape[2] = c;
     rc = sl__tensor_alloc(&res, ctx->pool, in->dtype, in->ndim, shape);
     if (rc != SL_OK) {
-        sl__errf(ctx->err, rc, "resize: cannot allocate a (%lld, %lld, %lld) %s image",
-                 (long long)r->height, (long long)r->width, (long long)c,
+        sl__errf(ctx->err, rc, "%s: cannot allocate a (%lld, %lld, %lld) %s image", name,
+                 (long long)out_h, (long long)out_w, (long long)c,
                  sl_dtype_name(in->dtype));
         goto fail;
     }
@@ -323,8 +328,8 @@ static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ct
         size_t need = ow * (sizeof(size_t) + 2 * sizeof(float)) + 2 * row_n * sizeof(float);
         block = ctx->pool ? sl__pool_alloc(ctx->pool, need) : malloc(need);
         if (!block) {
-            rc = sl__errf(ctx->err, SL_ENOMEM, "resize: cannot allocate %zu bytes of scratch",
-                          need);
+            rc = sl__errf(ctx->err, SL_ENOMEM, "%s: cannot allocate %zu bytes of scratch",
+                          name, need);
             goto fail;
         }
         t.ofs = block;
@@ -333,22 +338,22 @@ static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ct
         rows = t.w1 + ow;
         rows_size = 2 * row_n * sizeof(float);
     }
-    if (r->interp == SL_INTER_NEAREST) {
-        resize_nearest(res, in, h, w, r->height, r->width, c, t.ofs);
+    if (interp == SL_INTER_NEAREST) {
+        resize_nearest(res, in, h, w, out_h, out_w, c, t.ofs);
     } else if (in->dtype == SL_UINT8) {
-        plan = plan_get((resize_op *)op, h, w, c, &plan_owned);
+        plan = plan_get(r, h, w, c, out_h, out_w, &plan_owned);
         if (!plan) {
-            rc = sl__errf(ctx->err, SL_ENOMEM, "resize: cannot allocate its plan");
+            rc = sl__errf(ctx->err, SL_ENOMEM, "%s: cannot allocate its plan", name);
             goto fail;
         }
         /* the int16 rows fit in the room of the float rows */
-        sl__resize_u8_rows(sl__resize_best_path(), res->data, in->data, plan, r->height, r->width,
+        sl__resize_u8_rows(sl__resize_best_path(), res->data, in->data, plan, out_h, out_w,
                        NULL, rows, rows_size);
         if (plan_owned)
             free(plan);
     } else {
-        build_xtab(&t, w, r->width, c);
-        resize_bilinear_f32(res, in, h, w, r->height, r->width, c, &t, rows);
+        build_xtab(&t, w, out_w, c);
+        resize_bilinear_f32(res, in, h, w, out_h, out_w, c, &t, rows);
     }
     free_scratch(ctx, block);
     sl_tensor_release(in);
@@ -360,6 +365,18 @@ fail:
     sl_tensor_release(res);
     sl_tensor_release(in);
     return rc;
+}
+
+static int resize_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
+{
+    resize_op *r = (resize_op *)op;
+    return resize_to(r, "resize", in, r->height, r->width, r->interp, out, ctx);
+}
+
+int sl__resize_image(const char *name, sl_tensor *in, int64_t out_h, int64_t out_w,
+                     sl_interp interp, sl_tensor **out, sl__op_ctx *ctx)
+{
+    return resize_to(NULL, name, in, out_h, out_w, interp, out, ctx);
 }
 
 static void resize_destroy(sl_op *op)
@@ -488,7 +505,7 @@ static int resize_rescale_run(const sl_op *op, sl_tensor *in, sl_tensor **out, s
         }
         scratch = block;
     }
-    plan = plan_get(r, h, w, c, &plan_owned);
+    plan = plan_get(r, h, w, c, r->height, r->width, &plan_owned);
     if (!plan) {
         rc = sl__errf(ctx->err, SL_ENOMEM, "resize: cannot allocate its plan");
         goto fail;

@@ -89,6 +89,11 @@ typedef struct sl__resize_plan {
  * it), or NULL without memory. */
 sl__resize_plan *sl__resize_plan_new(int64_t in_h, int64_t in_w, int64_t c, int64_t out_h,
                                      int64_t out_w);
+/* A plan sampling output column x at source position xs[x] and row y at
+ * ys[y] (each in [0, in - 1]) with the same fixed-point weights: for
+ * resamplings that are not a whole image's (Decode fused with a crop). */
+sl__resize_plan *sl__resize_plan_at(int64_t in_h, int64_t in_w, int64_t c, int64_t out_h,
+                                    int64_t out_w, const double *ys, const double *xs);
 /* Bytes of scratch sl__resize_u8_rows needs for rows of row_n elements: two
  * resampled int16 rows, and a uint8 row for the plain path's chain. */
 size_t sl__resize_u8_scratch_size(size_t row_n);

@@ -385,6 +385,19 @@ static PyObject *dataset_set_decode_budget(PyObject *o, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *dataset_set_decode_fusion(PyObject *o, PyObject *arg)
+{
+    slpy_dataset *self = (slpy_dataset *)o;
+    int enable = PyObject_IsTrue(arg);
+    PyThreadState *ts;
+    if (enable < 0)
+        return NULL;
+    ts = begin_call(self);
+    sl_dataset_set_decode_fusion(self->ds, enable);
+    end_call(self, ts);
+    Py_RETURN_NONE;
+}
+
 static PyObject *dataset_set_error_samples(PyObject *o, PyObject *args)
 {
     slpy_dataset *self = (slpy_dataset *)o;
@@ -540,6 +553,7 @@ static PyMethodDef dataset_methods[] = {
     {"skip", dataset_skip, METH_VARARGS, "skip(n)"},
     {"set_seed", dataset_set_seed, METH_O, "set_seed(seed)"},
     {"set_decode_budget", dataset_set_decode_budget, METH_O, "set_decode_budget(bytes)"},
+    {"set_decode_fusion", dataset_set_decode_fusion, METH_O, "set_decode_fusion(enable)"},
     {"set_error_samples", dataset_set_error_samples, METH_VARARGS,
      "set_error_samples(mode, max_bad_samples, max_bad_fraction): mode 0 raise, 1 skip, "
      "2 replace"},

@@ -185,6 +185,83 @@ static PyObject *op_random_horizontal_flip(PyObject *self, PyObject *args)
     return made(rc, op, "RandomHorizontalFlip", err);
 }
 
+static PyObject *op_random_resized_crop(PyObject *self, PyObject *args)
+{
+    long long h, w;
+    double s0, s1, r0, r1;
+    int interp, attempts;
+    sl_op *op;
+    char err[256] = "";
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "LLddddii:op_random_resized_crop", &h, &w, &s0, &s1, &r0, &r1,
+                          &interp, &attempts))
+        return NULL;
+    rc = sl_op_random_resized_crop_new(&op, h, w, s0, s1, r0, r1, (sl_interp)interp, attempts,
+                                       err, sizeof err);
+    return made(rc, op, "RandomResizedCrop", err);
+}
+
+static PyObject *op_random_resized_crop_box(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    long long h, w;
+    unsigned long long seed;
+    int64_t box[4];
+    char err[256] = "";
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!LLK:op_random_resized_crop_box", &slpy_op_type, &obj, &h, &w,
+                          &seed))
+        return NULL;
+    rc = sl_op_random_resized_crop_box(((slpy_op *)obj)->op, h, w, seed, box, err, sizeof err);
+    if (rc != SL_OK)
+        return made(rc, NULL, "RandomResizedCrop", err);
+    return Py_BuildValue("(LLLL)", (long long)box[0], (long long)box[1], (long long)box[2],
+                         (long long)box[3]);
+}
+
+static PyObject *op_center_crop(PyObject *self, PyObject *args)
+{
+    long long h, w;
+    sl_op *op;
+    char err[256] = "";
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "LL:op_center_crop", &h, &w))
+        return NULL;
+    rc = sl_op_center_crop_new(&op, h, w, err, sizeof err);
+    return made(rc, op, "CenterCrop", err);
+}
+
+static PyObject *op_resize_shorter_side(PyObject *self, PyObject *args)
+{
+    long long size;
+    int interp;
+    sl_op *op;
+    char err[256] = "";
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "Li:op_resize_shorter_side", &size, &interp))
+        return NULL;
+    rc = sl_op_resize_shorter_side_new(&op, size, (sl_interp)interp, err, sizeof err);
+    return made(rc, op, "Resize", err);
+}
+
+static PyObject *op_random_color_adjust(PyObject *self, PyObject *args)
+{
+    double b[2], c[2], s[2], h[2];
+    sl_op *op;
+    char err[256] = "";
+    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "(dd)(dd)(dd)(dd):op_random_color_adjust", &b[0], &b[1], &c[0],
+                          &c[1], &s[0], &s[1], &h[0], &h[1]))
+        return NULL;
+    rc = sl_op_random_color_adjust_new(&op, b, c, s, h, err, sizeof err);
+    return made(rc, op, "RandomColorAdjust", err);
+}
+
 static PyObject *op_one_hot(PyObject *self, PyObject *args)
 {
     long long n;
@@ -391,6 +468,16 @@ PyMethodDef slpy_op_functions[] = {
      "op_random_crop(height, width, padding) -> Op"},
     {"op_random_horizontal_flip", op_random_horizontal_flip, METH_VARARGS,
      "op_random_horizontal_flip(prob) -> Op"},
+    {"op_random_resized_crop", op_random_resized_crop, METH_VARARGS,
+     "op_random_resized_crop(height, width, scale_min, scale_max, ratio_min, ratio_max, interp, "
+     "max_attempts) -> Op"},
+    {"op_random_resized_crop_box", op_random_resized_crop_box, METH_VARARGS,
+     "op_random_resized_crop_box(op, height, width, seed) -> (top, left, height, width)"},
+    {"op_center_crop", op_center_crop, METH_VARARGS, "op_center_crop(height, width) -> Op"},
+    {"op_resize_shorter_side", op_resize_shorter_side, METH_VARARGS,
+     "op_resize_shorter_side(size, interp) -> Op"},
+    {"op_random_color_adjust", op_random_color_adjust, METH_VARARGS,
+     "op_random_color_adjust((b0, b1), (c0, c1), (s0, s1), (h0, h1)) -> Op"},
     {"op_one_hot", op_one_hot, METH_VARARGS, "op_one_hot(num_classes) -> Op"},
     {"op_custom", op_custom, METH_VARARGS,
      "op_custom(callable, name) -> Op: calls callable(Tensor) in the map workers, with the GIL"},

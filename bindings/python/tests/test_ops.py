@@ -16,7 +16,6 @@ def image(h=6, w=5, c=3, dtype=np.uint8):
 def test_refused_arguments():
     for make, word in [(lambda: vision.Resize((0, 32)), "Resize"),
                        (lambda: vision.Resize((32, -1)), "Resize"),
-                       (lambda: vision.Resize(32), "aspect"),
                        (lambda: vision.Resize((32, 32), interpolation=7), "interpolation"),
                        (lambda: vision.Rescale(float("inf"), 0), "Rescale"),
                        (lambda: vision.Rescale(1, float("nan")), "Rescale"),

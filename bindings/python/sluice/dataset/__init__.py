@@ -293,6 +293,15 @@ class Dataset:
             raise ValueError(f"set_decode_budget: nbytes must be >= 0, got {nbytes}")
         return self._with("set_decode_budget", nbytes)
 
+    def set_decode_fusion(self, enable):
+        """A new dataset whose Decode, when a RandomResizedCrop, Resize or
+        CenterCrop follows it (in its map or at the start of the next one),
+        decodes only what the output needs, at 1/2, 1/4 or 1/8 scale where
+        the output is that much smaller (True, the default; values close to
+        the separate ops', not equal where it scales down), or decodes whole
+        images and runs the ops as written (False: MindSpore's values)."""
+        return self._with("set_decode_fusion", bool(enable))
+
     _ERROR_SAMPLES = {"raise": 0, "skip": 1, "replace": 2}
 
     def set_error_samples(self, mode, max_bad_samples=-1, max_bad_fraction=0.01):

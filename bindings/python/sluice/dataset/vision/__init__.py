@@ -11,7 +11,7 @@ from sluice import _sluice
 from sluice.dataset.transforms import Operation
 
 __all__ = ["Inter", "Decode", "Resize", "Rescale", "Normalize", "HWC2CHW", "RandomCrop",
-           "RandomHorizontalFlip"]
+           "RandomHorizontalFlip", "RandomResizedCrop", "CenterCrop", "RandomColorAdjust"]
 
 
 class Inter(enum.IntEnum):
@@ -60,16 +60,18 @@ class Decode(Operation):
 
 
 class Resize(Operation):
-    """Resizes (H, W, C) or (H, W) images, uint8 or float32, to
-    ``size = (height, width)``. LINEAR reproduces OpenCV's INTER_LINEAR
-    (what MindSpore's Resize returns) value for value for uint8.
-
-    An int ``size`` resizes the shorter side in MindSpore, keeping the aspect
-    ratio; sluice's engine makes fixed shapes, so it refuses an int: give
-    (height, width).
+    """Resizes (H, W, C) or (H, W) images, uint8 or float32. LINEAR
+    reproduces OpenCV's INTER_LINEAR (what MindSpore's Resize returns) value
+    for value for uint8.
 
     Args:
-        size ((int, int)): (height, width) of the output.
+        size (int or (int, int)): (height, width) of the output; or an int,
+            the length of the shorter side, the longer one becoming
+            ``round(longer / shorter * size)`` (in float32, halves away from
+            zero: MindSpore's arithmetic; torchvision truncates, so its
+            longer side can be one pixel less). Images then keep their
+            aspect ratio and differ in size: crop them (CenterCrop) before
+            a batch.
         interpolation (Inter): ``Inter.LINEAR`` (bilinear, the default) or
             ``Inter.NEAREST`` (OpenCV's INTER_NEAREST).
     """
@@ -77,9 +79,9 @@ class Resize(Operation):
     __slots__ = ()
 
     def __init__(self, size, interpolation=Inter.LINEAR):
-        if isinstance(size, int):
-            raise ValueError("Resize: an int size keeps the aspect ratio in MindSpore, which "
-                             "sluice's fixed-shape Resize cannot do; give (height, width)")
+        if isinstance(size, int) and not isinstance(size, bool):
+            self._op = _sluice.op_resize_shorter_side(size, int(interpolation))
+            return
         h, w = _size(size, "Resize")
         self._op = _sluice.op_resize(h, w, int(interpolation))
 
@@ -156,3 +158,100 @@ class RandomHorizontalFlip(Operation):
 
     def __init__(self, prob=0.5):
         self._op = _sluice.op_random_horizontal_flip(float(prob))
+
+
+def _pair(value, what, name):
+    """(min, max) from a 2-sequence of numbers."""
+    try:
+        lo, hi = value
+        return float(lo), float(hi)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what}: {name} must be a (min, max) pair, got {value!r}") from None
+
+
+class RandomResizedCrop(Operation):
+    """Crops a random box of the image and resizes it to ``size``: the
+    ImageNet training crop. The box is drawn as torchvision's
+    ``RandomResizedCrop.get_params`` draws it: up to ``max_attempts`` times
+    an area fraction uniform in ``scale`` and an aspect ratio (width /
+    height) log-uniform in ``ratio``; the first box that fits is placed
+    uniformly; otherwise the whole image, its ratio clamped into ``ratio``,
+    centred. Drawn per sample from the dataset's seed.
+
+    Args:
+        size (int or (int, int)): the output, (height, width); an int for a
+            square.
+        scale ((float, float)): the box's area as a fraction of the
+            image's, 0 <= min <= max (default (0.08, 1.0)).
+        ratio ((float, float)): the box's width / height, 0 < min <= max
+            (default (3/4, 4/3)).
+        interpolation (Inter): of the resize (default ``Inter.BILINEAR``).
+        max_attempts (int): draws before the fallback (default 10).
+    """
+
+    __slots__ = ()
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
+                 interpolation=Inter.BILINEAR, max_attempts=10):
+        h, w = _size(size, "RandomResizedCrop")
+        s0, s1 = _pair(scale, "RandomResizedCrop", "scale")
+        r0, r1 = _pair(ratio, "RandomResizedCrop", "ratio")
+        self._op = _sluice.op_random_resized_crop(h, w, s0, s1, r0, r1, int(interpolation),
+                                                  operator.index(max_attempts))
+
+    def get_box(self, height, width, seed):
+        """The box (top, left, height, width) this operator draws for a
+        ``height`` x ``width`` image when called with ``seed`` (as
+        ``Operation.__call__``'s seed)."""
+        return _sluice.op_random_resized_crop_box(self._op, operator.index(height),
+                                                  operator.index(width), operator.index(seed))
+
+
+class CenterCrop(Operation):
+    """Crops the central ``size`` window (an int for a square, or (height,
+    width)), as MindSpore: its top-left corner at ``floor((H - height) /
+    2)``, ``floor((W - width) / 2)``; where the window is larger than the
+    image, zeros fill the rest (the odd row or column on top / left).
+    torchvision rounds those offsets half to even: when ``H - height`` is 3
+    modulo 4 its window lies one row lower. Any dtype."""
+
+    __slots__ = ()
+
+    def __init__(self, size):
+        h, w = _size(size, "CenterCrop")
+        self._op = _sluice.op_center_crop(h, w)
+
+
+def _factor_range(value, what, name, centre, bound):
+    """MindSpore's factor argument: f gives [max(lo, centre - f), centre + f]
+    (f >= 0, and f <= bound for hue), or a (min, max) pair."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        f = float(value)
+        if not f >= 0 or (bound is not None and f > bound):
+            top = "" if bound is None else f" and <= {bound}"
+            raise ValueError(f"{what}: {name} must be >= 0{top}, got {value!r}")
+        lo = centre - f if centre == 0 else max(0.0, centre - f)
+        return lo, centre + f
+    return _pair(value, what, name)
+
+
+class RandomColorAdjust(Operation):
+    """Changes brightness, contrast, saturation and hue of a uint8 RGB image
+    (H, W, 3) by factors drawn per sample, in a random order (MindSpore's
+    RandomColorAdjust, torchvision's ColorJitter). Each of brightness,
+    contrast and saturation is a float f, for factors in [max(0, 1 - f),
+    1 + f], or a (min, max) pair; hue is a float f in [0, 0.5], for turns in
+    [-f, f] of the colour wheel, or a pair within [-0.5, 0.5]. The defaults
+    change nothing. Each step rounds to the nearest level (MindSpore's
+    arithmetic; torchvision truncates); hue turns in float HSV.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, brightness=(1, 1), contrast=(1, 1), saturation=(1, 1), hue=(0, 0)):
+        what = "RandomColorAdjust"
+        self._op = _sluice.op_random_color_adjust(
+            _factor_range(brightness, what, "brightness", 1.0, None),
+            _factor_range(contrast, what, "contrast", 1.0, None),
+            _factor_range(saturation, what, "saturation", 1.0, None),
+            _factor_range(hue, what, "hue", 0.0, 0.5))

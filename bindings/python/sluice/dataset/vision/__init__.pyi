@@ -19,8 +19,7 @@ class Decode(Operation):
 
 
 class Resize(Operation):
-    def __init__(self, size: Union[Tuple[int, int], Sequence[int]],
-                 interpolation: Inter = ...) -> None: ...
+    def __init__(self, size: _Size, interpolation: Inter = ...) -> None: ...
 
 
 class Rescale(Operation):
@@ -43,3 +42,22 @@ class RandomCrop(Operation):
 
 class RandomHorizontalFlip(Operation):
     def __init__(self, prob: float = ...) -> None: ...
+
+
+_Range = Union[float, Tuple[float, float], Sequence[float]]
+
+
+class RandomResizedCrop(Operation):
+    def __init__(self, size: _Size, scale: Tuple[float, float] = ...,
+                 ratio: Tuple[float, float] = ..., interpolation: Inter = ...,
+                 max_attempts: int = ...) -> None: ...
+    def get_box(self, height: int, width: int, seed: int) -> Tuple[int, int, int, int]: ...
+
+
+class CenterCrop(Operation):
+    def __init__(self, size: _Size) -> None: ...
+
+
+class RandomColorAdjust(Operation):
+    def __init__(self, brightness: _Range = ..., contrast: _Range = ...,
+                 saturation: _Range = ..., hue: _Range = ...) -> None: ...

@@ -2,8 +2,9 @@
 image operators of :mod:`sluice.dataset.vision` (``import
 mindspore.dataset.vision.c_transforms as CV``). The same classes: sluice's
 operators all run in C."""
-from sluice.dataset.vision import (HWC2CHW, Decode, Inter, Normalize, RandomCrop,
-                                   RandomHorizontalFlip, Rescale, Resize)
+from sluice.dataset.vision import (HWC2CHW, CenterCrop, Decode, Inter, Normalize,
+                                   RandomColorAdjust, RandomCrop, RandomHorizontalFlip,
+                                   RandomResizedCrop, Rescale, Resize)
 
 __all__ = ["Inter", "Decode", "Resize", "Rescale", "Normalize", "HWC2CHW", "RandomCrop",
-           "RandomHorizontalFlip"]
+           "RandomHorizontalFlip", "RandomResizedCrop", "CenterCrop", "RandomColorAdjust"]
