@@ -75,6 +75,11 @@ int sl__op_fuse(sl_op *const *ops, size_t nops, sl_op **fused, size_t *used);
  * otherwise NULL and 0. SL_ENOMEM, or SL_OK. */
 int sl__op_fuse_decode(sl_op *decode, sl_op *const *next, size_t n, sl_op **fused,
                        size_t *used);
+/* A fused decode made by sl__op_fuse_decode decodes at a reduced scale
+ * where the output allows (allow 1, as made) or always at full scale
+ * (allow 0: the separate ops' pixels to within 1 level). Any other op is
+ * left as it is. */
+void sl__op_decode_fused_allow_scaling(sl_op *op, int allow);
 /* 1 and the parameters of a Normalize op (mean and 1/std, channels each),
  * of a RandomHorizontalFlip, or whether op is a HWC2CHW; else 0. */
 int sl__op_normalize_params(const sl_op *op, int *channels, const float **mean,

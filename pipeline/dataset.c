@@ -79,7 +79,7 @@ int sl_dataset_copy(sl_dataset **out, const sl_dataset *src)
         sl__source_retain(ds->source);
     ds->seed = src->seed;
     ds->decode_budget = src->decode_budget;
-    ds->no_decode_fusion = src->no_decode_fusion;
+    ds->decode_fusion = src->decode_fusion;
     ds->error_samples = src->error_samples;
     ds->schema = src->schema;
     {
@@ -164,9 +164,12 @@ void sl_dataset_set_decode_budget(sl_dataset *ds, uint64_t bytes)
     ds->decode_budget = bytes;
 }
 
-void sl_dataset_set_decode_fusion(sl_dataset *ds, int enable)
+void sl_dataset_set_decode_fusion(sl_dataset *ds, int mode)
 {
-    ds->no_decode_fusion = !enable;
+    /* stored off by one, so that a zeroed dataset fuses crops (the default) */
+    ds->decode_fusion = (mode < SL_DECODE_FUSION_OFF || mode > SL_DECODE_FUSION_SCALED
+                             ? SL_DECODE_FUSION_CROP
+                             : mode) - SL_DECODE_FUSION_CROP;
 }
 
 static void set_source(sl_dataset *ds, sl__source *src)

@@ -49,7 +49,7 @@ struct sl_dataset {
     size_t nnodes, cap;
     uint64_t seed;
     uint64_t decode_budget; /* sl_dataset_set_decode_budget; 0: automatic */
-    int no_decode_fusion;   /* sl_dataset_set_decode_fusion(ds, 0) */
+    int decode_fusion;      /* SL_DECODE_FUSION_* (sl_dataset_set_decode_fusion) */
     sl_error_samples_options error_samples; /* sl_dataset_set_error_samples */
     sl_pool *pool;      /* buffers for the rows of every iterator made from it:
                          * a new iterator starts with warm, recycled memory */

@@ -168,7 +168,7 @@ int sl__iterator_new_lending(sl_iterator **out, sl_dataset *ds, const sl_iterato
     it->pool = ds->pool;
     sl__pool_retain(it->pool);
     it->bad = ds->error_samples;
-    it->fuse_decode = !ds->no_decode_fusion;
+    it->fuse_decode = ds->decode_fusion + SL_DECODE_FUSION_CROP; /* stored off by one */
     rc = sl__nodes_copy(&it->nodes, ds->nodes, ds->nnodes);
     if (rc == SL_OK) {
         it->nnodes = ds->nnodes;

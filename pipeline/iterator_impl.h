@@ -140,7 +140,7 @@ struct sl_iterator {
      * sl_dataset_set_decode_budget); made only when a map decodes. */
     int has_decode_budget;
     sl__byte_budget decode_budget;
-    int fuse_decode; /* sl_dataset_set_decode_fusion */
+    int fuse_decode; /* SL_DECODE_FUSION_* (sl_dataset_set_decode_fusion) */
     atomic_int stop;
     atomic_int interrupted; /* sl_iterator_interrupt was called */
     sl__stage *stages;

@@ -46,6 +46,7 @@ int sl__map_step_plan(sl__map_step *step, sl__map_step *next, int fuse_decode)
             if (rc != SL_OK)
                 return rc;
             if (fused) {
+                sl__op_decode_fused_allow_scaling(fused, fuse_decode == SL_DECODE_FUSION_SCALED);
                 step->ops[step->nops] = fused;
                 step->rng_salt[step->nops] = next->salt * 64 + (uint64_t)fused->rng_offset - 1;
                 step->nops++;
@@ -56,6 +57,8 @@ int sl__map_step_plan(sl__map_step *step, sl__map_step *next, int fuse_decode)
         rc = sl__op_fuse(node->ops + k, node->nops - k, &fused, &used);
         if (rc != SL_OK)
             return rc;
+        if (fused)
+            sl__op_decode_fused_allow_scaling(fused, fuse_decode == SL_DECODE_FUSION_SCALED);
         step->ops[step->nops] = fused ? fused : sl_op_retain(node->ops[k]);
         step->rng_salt[step->nops] = step->salt * 64 + k + (fused ? (uint64_t)fused->rng_offset : 0);
         step->nops++;

@@ -554,10 +554,77 @@ START_TEST(test_pipeline_fuses_across_nodes)
 }
 END_TEST
 
+/* The modes of sl_dataset_set_decode_fusion on images shrunk 8x (400x320
+ * to 50x40): the default (crop) decodes at full scale, the separate ops'
+ * pixels within 1 level; scaled decodes at 1/8 and differs more. */
+static sl_dataset *shrink_pipeline(const char *dir, int mode)
+{
+    sl_image_folder_options o;
+    sl_dataset *ds;
+    sl_op *resize;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
+    sl_image_folder_options_init(&o);
+    o.dataset_dir = dir;
+    o.decode = 1;
+    o.num_parallel_workers = 1;
+    o.sampler.shuffle = 0;
+    ck_assert_int_eq(sl_dataset_image_folder(ds, &o), SL_OK);
+    ck_assert_int_eq(sl_op_resize_new(&resize, 40, 50, SL_INTER_LINEAR, NULL, 0), SL_OK);
+    if (mode >= 0)
+        sl_dataset_set_decode_fusion(ds, mode);
+    ck_assert_int_eq(sl_dataset_map(ds, &resize, 1, "image", NULL, 1), SL_OK);
+    sl_op_release(resize);
+    ck_assert_int_eq(sl_dataset_batch(ds, 4, 1, 1), SL_OK);
+    return ds;
+}
+
+START_TEST(test_decode_fusion_modes)
+{
+    char *dir = tu_mkdtemp();
+    sl_tensor **rows[3];
+    size_t n[3];
+    double mean[2];
+    int max[2];
+    ck_assert_int_eq(tu_make_image_folder(dir, 1, 4, 400, 320), 0);
+    /* -1: the default; then scaled; then off (the separate ops) */
+    {
+        const int modes[3] = {-1, SL_DECODE_FUSION_SCALED, SL_DECODE_FUSION_OFF};
+        for (int i = 0; i < 3; i++) {
+            sl_dataset *ds = shrink_pipeline(dir, modes[i]);
+            rows[i] = collect(ds, &n[i]);
+            ck_assert_int_eq(n[i], 1);
+            sl_dataset_free(ds);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        const uint8_t *f = sl_tensor_data(rows[i][0]), *g = sl_tensor_data(rows[2][0]);
+        double sum = 0;
+        max[i] = 0;
+        for (size_t k = 0; k < sl_tensor_nbytes(rows[2][0]); k++) {
+            int d = abs((int)f[k] - g[k]);
+            sum += d;
+            max[i] = d > max[i] ? d : max[i];
+        }
+        mean[i] = sum / (double)sl_tensor_nbytes(rows[2][0]);
+    }
+    printf("decode fusion modes, 8x shrink: crop (default) mean %.3f max %d; scaled mean %.3f "
+           "max %d\n", mean[0], max[0], mean[1], max[1]);
+    ck_assert_msg(max[0] <= 1, "the default differs from the separate ops by %d levels", max[0]);
+    ck_assert_msg(mean[1] > mean[0] && max[1] > 1, "scaled decoded at full scale too");
+    for (int i = 0; i < 3; i++) {
+        sl_tensor_release(rows[i][0]);
+        free(rows[i]);
+    }
+    tu_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *make_decode_fused_suite(void)
 {
     Suite *s = suite_create("decode_fused");
     TCase *core = tu_tcase("core", 240);
+    tcase_add_test(core, test_decode_fusion_modes);
     tcase_add_test(core, test_train_transform);
     tcase_add_test(core, test_crops_at_every_border);
     tcase_add_test(core, test_eval_transforms);

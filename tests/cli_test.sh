@@ -903,6 +903,8 @@ run bench devices --devices cpu:0
 expect "bench devices --devices cpu:0" 2 stderr 'give two devices or more'
 run bench devices --batch 63
 expect "bench devices --batch 63" 2 stderr 'does not split evenly among the 2 devices'
+run bench pipeline --decode-fusion fast
+expect "bench pipeline --decode-fusion fast" 2 stderr "expected off, crop or scaled, got 'fast'"
 run bench sink --devices sim:0@fast
 expect "bench sink --devices sim:0@fast" 2 stderr 'sim:N@LATus'
 run bench sink --data "$MNIST" --steps 4 --repeats 1 --workers 1 --devices sim:0@100us --json

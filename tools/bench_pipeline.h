@@ -29,7 +29,7 @@ typedef struct cli_bench_pipeline_args {
     /* Pipeline overrides; the *_given flags say which defaults to replace. */
     int ops_given;       /* any op option: the command line's ops replace the defaults */
     const char *preset;  /* --preset: imagenet-train or imagenet-eval (NULL: none) */
-    int no_decode_fusion; /* --no-decode-fusion */
+    int decode_fusion;    /* --decode-fusion: SL_DECODE_FUSION_* - 1 (0: crop) */
     int label_int32;
     cli_step steps[CLI_MAX_STEPS];
     size_t nsteps;

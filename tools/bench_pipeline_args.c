@@ -20,7 +20,7 @@ enum {
     OPT_DATA = 256, OPT_USAGE, OPT_WORKERS, OPT_REPEATS, OPT_EPOCHS, OPT_SEED, OPT_JSON, OPT_PROFILE,
     OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_CROP,
     OPT_RANDOM_RESIZED_CROP, OPT_CENTER_CROP, OPT_SHORTER_SIDE, OPT_COLOR_ADJUST, OPT_PRESET,
-    OPT_NO_DECODE_FUSION,
+    OPT_NO_DECODE_FUSION, OPT_DECODE_FUSION,
     OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
     OPT_NUM_SAMPLES, OPT_DECODE_MAX_PIXELS, OPT_POOL_IDLE_MB, OPT_ERROR_SAMPLES,
     OPT_MAX_BAD_SAMPLES, OPT_QUEUE_CAPACITY, OPT_AUTOTUNE
@@ -72,8 +72,13 @@ void cli_bench_pipeline_usage(FILE *f)
           "                      (ImageNet mean/std), HWC2CHW; imagenet-eval: Resize of\n"
           "                      the shorter side to 256, CenterCrop 224, Normalize,\n"
           "                      HWC2CHW. Decoding fuses with the crop (it decodes less)\n"
-          "  --no-decode-fusion  decode whole images, then crop and resize them (the\n"
-          "                      separate ops' exact pixels; slower)\n"
+          "  --decode-fusion M   how a Decode runs with the crop or resize after it:\n"
+          "                      crop (default: only the rows and columns the output\n"
+          "                      reads, the separate ops' pixels within 1 level),\n"
+          "                      scaled (also at 1/2, 1/4 or 1/8 scale where the output\n"
+          "                      is that much smaller: faster, pixels differ where the\n"
+          "                      separate ops alias) or off (the separate ops)\n"
+          "  --no-decode-fusion  the same as --decode-fusion off\n"
           "\n"
           "Op options replace the default ops, in the order given; they apply to the\n"
           "`image` column (numbers may be written as fractions, e.g. 1/255):\n"
@@ -325,7 +330,19 @@ static int parse_option(cli_bench_pipeline_args *a, int opt, const char *arg)
     case OPT_QUEUE_CAPACITY:
         return cli_parse_int64(CMD, "--queue-capacity", arg, 1, 4096, &a->queue_capacity);
     case OPT_AUTOTUNE: a->autotune = 1; return 0;
-    case OPT_NO_DECODE_FUSION: a->no_decode_fusion = 1; return 0;
+    case OPT_NO_DECODE_FUSION: a->decode_fusion = SL_DECODE_FUSION_OFF - SL_DECODE_FUSION_CROP; return 0;
+    case OPT_DECODE_FUSION:
+        if (strcmp(arg, "off") == 0)
+            a->decode_fusion = SL_DECODE_FUSION_OFF - SL_DECODE_FUSION_CROP;
+        else if (strcmp(arg, "crop") == 0)
+            a->decode_fusion = 0;
+        else if (strcmp(arg, "scaled") == 0)
+            a->decode_fusion = SL_DECODE_FUSION_SCALED - SL_DECODE_FUSION_CROP;
+        else {
+            cli_error(CMD, "--decode-fusion: expected off, crop or scaled, got '%s'", arg);
+            return -1;
+        }
+        return 0;
     case OPT_PRESET:
         if (strcmp(arg, "imagenet-train") != 0 && strcmp(arg, "imagenet-eval") != 0) {
             cli_error(CMD, "--preset: expected imagenet-train or imagenet-eval, got '%s'", arg);
@@ -402,6 +419,7 @@ int cli_bench_pipeline_parse(int argc, char **argv, cli_bench_pipeline_args *a)
         {"color-adjust", required_argument, NULL, OPT_COLOR_ADJUST},
         {"preset", required_argument, NULL, OPT_PRESET},
         {"no-decode-fusion", no_argument, NULL, OPT_NO_DECODE_FUSION},
+        {"decode-fusion", required_argument, NULL, OPT_DECODE_FUSION},
         {"label-int32", no_argument, NULL, OPT_LABEL_INT32},
         {"shuffle", required_argument, NULL, OPT_SHUFFLE},
         {"batch", required_argument, NULL, OPT_BATCH},
@@ -480,7 +498,7 @@ void cli_bench_pipeline_make(const cli_bench_pipeline_args *a, cli_kind kind, cl
     p->errors = a->errors;
     p->seed = (uint64_t)a->seed;
     p->pool_idle_mb = a->pool_idle_mb;
-    p->no_decode_fusion = a->no_decode_fusion;
+    p->decode_fusion = a->decode_fusion;
 }
 
 /* The largest worker count of the runs, the one the machine is probed at. */

@@ -187,7 +187,7 @@ typedef struct cli_pipeline {
     cli_error_samples errors; /* what bad samples do (default raise) */
     cli_bad_report *report;  /* where they are reported (NULL: nowhere) */
     int64_t pool_idle_mb;    /* the dataset's pool idle limit in MiB; -1: the library's */
-    int no_decode_fusion;    /* keep Decode apart from the crop/resize after it */
+    int decode_fusion;       /* SL_DECODE_FUSION_*, stored off by one (0: crop) */
 } cli_pipeline;
 
 /* Fills p with the default pipeline of kind for dir: for MNIST the seeds'

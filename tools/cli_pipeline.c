@@ -368,7 +368,7 @@ int cli_pipeline_source(const char *cmd, const cli_pipeline *p, int workers, sl_
     }
     if (p->pool_idle_mb >= 0)
         sl_dataset_set_pool_idle_limit(ds, (size_t)p->pool_idle_mb << 20);
-    sl_dataset_set_decode_fusion(ds, !p->no_decode_fusion);
+    sl_dataset_set_decode_fusion(ds, p->decode_fusion + SL_DECODE_FUSION_CROP);
     *out = ds;
     return SL_OK;
 }

@@ -82,14 +82,20 @@ SL_API uint64_t sl_dataset_get_seed(const sl_dataset *ds);
  * by default), so however many workers decode, together they never hold
  * more than one image of the largest size allowed. */
 SL_API void sl_dataset_set_decode_budget(sl_dataset *ds, uint64_t bytes);
-/* 1 (the default): a Decode followed, in its map or at the start of the
- * next map on the same column, by a RandomResizedCrop, a bilinear Resize
- * (maybe then a CenterCrop) or a CenterCrop runs as one op that decodes
- * only what the output needs, at the smallest of the scales 1/8, 1/4, 1/2
- * and 1 still at least the output's resolution (docs/pipeline.md says how
- * its pixels differ from the separate ops'). 0: the separate ops, pixel
- * for pixel. */
-SL_API void sl_dataset_set_decode_fusion(sl_dataset *ds, int enable);
+/* How a Decode followed (in its map, or at the start of the next map on
+ * the same column) by a RandomResizedCrop, a bilinear Resize (maybe then a
+ * CenterCrop) or a CenterCrop runs:
+ *   SL_DECODE_FUSION_CROP (1, the default): as one op that decodes only
+ *     the rows and columns the output reads, at full scale: the separate
+ *     ops' pixels to within 1 level (docs/pipeline.md);
+ *   SL_DECODE_FUSION_SCALED (2): also at the smallest of the scales 1/8,
+ *     1/4, 1/2 and 1 still at least the output's resolution: faster where
+ *     the output is much smaller than the image, but the scaled decode
+ *     averages where the separate ops' bilinear taps alias, so detailed
+ *     images shrunk 2x or more differ by several levels on average;
+ *   SL_DECODE_FUSION_OFF (0): the separate ops, pixel for pixel. */
+enum { SL_DECODE_FUSION_OFF = 0, SL_DECODE_FUSION_CROP = 1, SL_DECODE_FUSION_SCALED = 2 };
+SL_API void sl_dataset_set_decode_fusion(sl_dataset *ds, int mode);
 
 /* The size sl_dataset_get_dataset_size gives an epoch that never ends (a
  * repeat(-1) that no take bounds). It travels in the out-parameter, never

@@ -48,6 +48,7 @@ typedef struct decode_fused_op {
     int has_crop;
     int64_t crop_h, crop_w;
     char name[64]; /* "decode+random_resized_crop", ... */
+    int scaled;    /* 1: may decode at 1/2, 1/4 or 1/8 scale */
 } decode_fused_op;
 
 /* Where the output comes from, for one image of h x w. */
@@ -229,7 +230,7 @@ static int fused_decode(fused_job *job, const sl_tensor *in, const decode_fused_
     rc = plan_geometry(f, cinfo->image_height, cinfo->image_width, &ctx->rng, &g, err);
     if (rc != SL_OK)
         return rc;
-    scale = (g.rh == g.bh && g.rw == g.bw) ? 8 : pick_scale(&g);
+    scale = (g.rh == g.bh && g.rw == g.bw) || !f->scaled ? 8 : pick_scale(&g);
     cinfo->scale_num = (unsigned)scale;
     cinfo->scale_denom = 8;
     jpeg_calc_output_dimensions(cinfo); /* sizes only: allocates nothing */
@@ -396,6 +397,12 @@ const char *sl__op_fused_name(const sl_op *op)
     return op->iface == &fused_iface ? ((const decode_fused_op *)op)->name : NULL;
 }
 
+void sl__op_decode_fused_allow_scaling(sl_op *op, int allow)
+{
+    if (op->iface == &fused_iface)
+        ((decode_fused_op *)op)->scaled = allow != 0;
+}
+
 int sl__op_fuse_decode(sl_op *decode, sl_op *const *next, size_t n, sl_op **fused, size_t *used)
 {
     decode_fused_op *f;
@@ -442,6 +449,7 @@ int sl__op_fuse_decode(sl_op *decode, sl_op *const *next, size_t n, sl_op **fuse
         return rc;
     f = (decode_fused_op *)*fused;
     f->rgb = rgb;
+    f->scaled = 1;
     f->max_pixels = max_pixels;
     f->kind = kind;
     f->out_h = oh;

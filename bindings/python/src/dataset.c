@@ -388,12 +388,12 @@ static PyObject *dataset_set_decode_budget(PyObject *o, PyObject *arg)
 static PyObject *dataset_set_decode_fusion(PyObject *o, PyObject *arg)
 {
     slpy_dataset *self = (slpy_dataset *)o;
-    int enable = PyObject_IsTrue(arg);
+    long mode = PyLong_AsLong(arg); /* SL_DECODE_FUSION_*: the package checks it */
     PyThreadState *ts;
-    if (enable < 0)
+    if (mode == -1 && PyErr_Occurred())
         return NULL;
     ts = begin_call(self);
-    sl_dataset_set_decode_fusion(self->ds, enable);
+    sl_dataset_set_decode_fusion(self->ds, (int)mode);
     end_call(self, ts);
     Py_RETURN_NONE;
 }

@@ -257,6 +257,10 @@ def test_imagenet_pipelines_deterministic(make_image_folder):
         num_epochs=1, output_numpy=True)]
     diff = [np.abs(a.astype(int) - b.astype(int)) for a, b in zip(rows, exact)]
     assert max(x.max() for x in diff) <= 1
+    for mode in ("off", "crop", "scaled"):
+        assert len(list(d.set_decode_fusion(mode).create_tuple_iterator(num_epochs=1))) == 3
+    with pytest.raises(ValueError, match="'off', 'crop', 'scaled'"):
+        d.set_decode_fusion("fast")
     plain = ds.ImageFolderDataset(root, decode=True, shuffle=False)
     by_hand = [vision.CenterCrop(28)(vision.Resize(30)(img))
                for img, _ in plain.create_tuple_iterator(num_epochs=1, output_numpy=True)]
