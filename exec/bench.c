@@ -3,6 +3,7 @@
  * reference in which the pipeline runs only between steps. */
 #include "exec/model_impl.h"
 #include "devices/device_impl.h"
+#include "exec/step_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +26,50 @@ struct sl_bench_batches {
 };
 
 /* The step alone, on the threads train runs it on, with no interaction:
- * the host's with the team, or a device's reserved cores. */
+ * the host's with the team. */
 static int step_here(sl_model *m, sl_tensor *const *feed, size_t n)
 {
-    int rc = sl__device_core_mask(m->dev) ? sl_step_run(m->train_step, feed, n)
-                                          : sl_step_run_here(m->train_step, feed, n);
+    int rc = sl_step_run_here(m->train_step, feed, n);
     m->global_step += rc == SL_OK;
     return rc;
+}
+
+/* Steps over `count` batches, batch i's n inputs at feed(arg, i): on a
+ * device with cores of its own, as one job of its executor's thread, back
+ * to back as a sink runs them (a hand-over per step would time the
+ * host's wake-ups, not the device's compute); else on the host's thread. */
+typedef struct steps_job {
+    sl_model *m;
+    sl_tensor *const *(*feed)(void *arg, int64_t i);
+    void *arg;
+    int64_t count;
+    size_t n;
+    int rc;
+} steps_job;
+
+static void steps_job_run(void *p)
+{
+    steps_job *j = p;
+    for (int64_t i = 0; i < j->count && j->rc == SL_OK; i++)
+        j->rc = step_here(j->m, j->feed(j->arg, i), j->n);
+}
+
+static int run_steps(sl_model *m, sl_tensor *const *(*feed)(void *arg, int64_t i), void *arg,
+                     int64_t count, size_t n)
+{
+    steps_job j = {m, feed, arg, count, n, SL_OK};
+    if (sl__device_core_mask(m->dev))
+        sl__executor_call(m->ex, steps_job_run, &j);
+    else
+        steps_job_run(&j);
+    return j.rc;
+}
+
+/* The one made-up batch, every time. */
+static sl_tensor *const *same_feed(void *arg, int64_t i)
+{
+    (void)i;
+    return arg;
 }
 
 int sl_model_bench_steps(sl_model *m, int64_t steps, double *samples_per_s)
@@ -60,8 +98,7 @@ int sl_model_bench_steps(sl_model *m, int64_t steps, double *samples_per_s)
     for (size_t i = 0; i < feed[1]->numel; i++)
         ((int32_t *)feed[1]->data)[i] = (int32_t)(i % (size_t)no->num_classes);
     t0 = sl__now_ms();
-    for (int64_t i = 0; i < steps && rc == SL_OK; i++)
-        rc = step_here(m, feed, 2); /* as train runs it */
+    rc = run_steps(m, same_feed, feed, steps, 2); /* as train runs it */
     ms = sl__now_ms() - t0;
     if (rc < 0)
         sl__errf(&m->err, rc, "bench: %s", sl_step_last_error(m->train_step));
@@ -233,6 +270,13 @@ out:
     return SL_OK;
 }
 
+/* Batch i of the kept ones, cycled. */
+static sl_tensor *const *kept_feed(void *arg, int64_t i)
+{
+    const sl_bench_batches *b = arg;
+    return &b->feed[(size_t)(i % b->count) * b->ninputs];
+}
+
 int sl_model_bench_steps_on(sl_model *m, const sl_bench_batches *b, int64_t steps,
                             double *samples_per_s)
 {
@@ -248,8 +292,7 @@ int sl_model_bench_steps_on(sl_model *m, const sl_bench_batches *b, int64_t step
                         "bench: the batches hold %zu columns; this model's step reads %zu", n,
                         sl_step_num_inputs(m->train_step));
     t0 = sl__now_ms();
-    for (int64_t i = 0; i < steps && rc == SL_OK; i++)
-        rc = step_here(m, &b->feed[(size_t)(i % b->count) * n], n);
+    rc = run_steps(m, kept_feed, (void *)b, steps, n);
     ms = sl__now_ms() - t0;
     if (rc < 0)
         return sl__errf(&m->err, rc, "bench: %s", sl_step_last_error(m->train_step));
@@ -267,6 +310,22 @@ int sl_model_bench_steps_on(sl_model *m, const sl_bench_batches *b, int64_t step
  * chunk first and is started again where the chunk ended
  * (sl_iterator_options start_epoch and start_rows: the same batches, in
  * the same order, as one iterator would give). */
+/* A chunk's row i as a step's inputs. */
+typedef struct chunk_feed {
+    sl_row *rows;
+    const int *cols;
+    size_t n;
+    sl_tensor *feed[SL_MAX_COLUMNS];
+} chunk_feed;
+
+static sl_tensor *const *chunk_row_feed(void *arg, int64_t i)
+{
+    chunk_feed *c = arg;
+    for (size_t k = 0; k < c->n; k++)
+        c->feed[k] = c->rows[i].columns[c->cols[k]];
+    return c->feed;
+}
+
 int sl_model_bench_serial(sl_model *m, sl_dataset *ds, int64_t steps)
 {
     sl_row *rows = NULL;
@@ -295,14 +354,13 @@ int sl_model_bench_serial(sl_model *m, sl_dataset *ds, int64_t steps)
             rc = sl__errf(&m->err, SL_EINVAL, "bench: epoch %lld held no batch",
                           (long long)epoch + 1);
         /* No pipeline thread lives now: the steps run alone. */
-        for (int64_t i = 0; i < got; i++) {
-            sl_tensor *feed[SL_MAX_COLUMNS];
-            for (size_t k = 0; k < n; k++)
-                feed[k] = rows[i].columns[cols[k]];
-            if (rc == SL_OK && (rc = step_here(m, feed, n)) < 0)
+        if (rc == SL_OK && got > 0) {
+            chunk_feed cf = {rows, cols, n, {NULL}};
+            if ((rc = run_steps(m, chunk_row_feed, &cf, got, n)) < 0)
                 sl__errf(&m->err, rc, "bench: %s", sl_step_last_error(m->train_step));
-            sl_row_clear(&rows[i]);
         }
+        for (int64_t i = 0; i < got; i++)
+            sl_row_clear(&rows[i]);
         done += got;
         pos += got;
         if (end || pos == spe) {
