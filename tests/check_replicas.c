@@ -407,7 +407,7 @@ START_TEST(test_two_devices_reach_one_devices_accuracy)
     /* Not 0.3 points: SGD amplifies the rounding differences of the other
      * summation order until, by step ~600, the parameters differ by O(1)
      * (measured), so two runs end apart as two seeds do; over 5 seeds the
-     * two setups differed by 0.11 to 0.57 points, by -0.0 on average
+     * two setups differed by 0.11 to 0.57 points, by -0.1 on average
      * (docs/training.md). The parameters test above is the exact check. */
     ck_assert_msg(fabs(r[0].accuracy - r[1].accuracy) <= 0.01, "%.4f against %.4f",
                   r[1].accuracy, r[0].accuracy);
