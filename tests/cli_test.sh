@@ -759,8 +759,6 @@ run train --data "$TRAIN_ONLY"
 expect "train without a test split" 1 stderr 'holds no MNIST test split'
 run train --data "$TRAIN_ONLY" --no-eval --max-steps 1
 expect "train --no-eval without a test split" 0 stdout '^trained 1 steps'
-run train --data "$IMAGES"
-expect "train on an ImageFolder" 1 stderr 'holds no MNIST train split'
 for bad in "--epochs 0" "--lr -1" "--lr x" "--mode fast" "--model resnet" "--batch 0" \
     "--threads 0" "--momentum 1" "--optimizer adam" "--ckpt-steps 5" "extra" \
     "--error-samples ignore" "--max-bad-samples 3" "--error-samples skip --max-bad-samples 3x"; do
@@ -909,6 +907,28 @@ run bench sink --devices sim:0@fast
 expect "bench sink --devices sim:0@fast" 2 stderr 'sim:N@LATus'
 run bench sink --data "$MNIST" --steps 4 --repeats 1 --workers 1 --devices sim:0@100us --json
 expect "bench sink --devices sim:0@100us --json" 0 stdout '"bus_model_by_device": {"sim:0@100us": {"copy_ms": 0.0152, "launch_ms": 0.1000, '
+# training on a folder of JPEGs: DIR/train and DIR/val, a 3-channel LeNet5
+FOLDER=$TMP/folder
+for split in train val; do
+    for c in cat dog; do
+        mkdir -p "$FOLDER/$split/$c"
+        for f in a b c; do tiny_jpeg >"$FOLDER/$split/$c/$f.jpg"; done
+    done
+done
+# bench sink batches 32: a train folder of 40
+BIG=$TMP/folder-40
+for c in cat dog; do
+    mkdir -p "$BIG/$c"
+    for f in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19; do tiny_jpeg >"$BIG/$c/$f.jpg"; done
+done
+run train --data "$FOLDER" --epochs 2 --batch 2 --workers 1
+expect "train --data FOLDER" 0 stdout "^train: lenet on $FOLDER, batch 2, 3 steps per epoch" stdout '^eval: accuracy [0-9.]* ([0-9]*/6)'
+run train --data "$IMAGES" --epochs 1 --batch 2 --workers 1
+expect "train --data FOLDER without val" 1 stderr 'holds no held-back split to evaluate on: give DIR/train and DIR/val'
+run train --data "$IMAGES" --epochs 1 --batch 2 --workers 1 --no-eval
+expect "train --data FOLDER --no-eval" 0 stdout '^trained 2 steps'
+run bench sink --data "$BIG" --steps 3 --repeats 1 --workers 1 --devices cpu:0
+expect "bench sink --data FOLDER" 0 stdout '^LeNet5 (3x32x32, a folder of JPEGs), batch 32, 3 steps per run'
 # several devices: data parallel, the list checked by the library
 # (the small MNIST holds 2 batches: 1 global step an epoch)
 run train --data "$MNIST" --epochs 3 --no-eval --workers 1 --device cpu:0,cpu:1

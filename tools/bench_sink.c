@@ -55,6 +55,7 @@ typedef struct bench_args {
     sl_profiler *profiler;     /* the last round's first "sink_full" run records here */
     int autotune;              /* --autotune: every training run tunes its pipeline */
     int first_round;           /* the round running is the first timed one */
+    int64_t channels, num_classes; /* an ImageFolder's network (0: MNIST's) */
 } bench_args;
 
 /* One run's figures. */
@@ -113,7 +114,10 @@ void cli_bench_sink_usage(FILE *f)
           "                      host driver), e.g. sim:0,sim:0@200us,sim:0@2000us: for\n"
           "                      each sim the bus model's predicted sink/non-sink ratio\n"
           "                      is printed beside the measured one\n"
-          "  --data DIR          MNIST folder (default " CLI_DEFAULT_DATA ")\n"
+          "  --data DIR          MNIST folder (default " CLI_DEFAULT_DATA "), or a folder\n"
+          "                      of JPEGs, one sub-folder per class: ImageNet's training\n"
+          "                      transform at 32x32 into a 3-channel LeNet5, where\n"
+          "                      preparing data costs as much as computing or more\n"
           "  --workers N         pipeline workers per map (default 1 when the\n"
           "                      compute threads fill every CPU, else 2)\n"
           "  --threads N         executor compute threads (default: the CPUs, at most 4)\n"
@@ -268,6 +272,10 @@ static sl_model *make_model(const bench_args *a, const char *device)
     if (item_latency_ns(device) >= 0)
         dopts.sim_launch_latency_ns = item_latency_ns(device);
     o.device_options = &dopts;
+    if (a->channels > 0) {
+        o.network.channels = a->channels;
+        o.network.num_classes = a->num_classes;
+    }
     o.context.threads = (int)a->threads;
     o.context.device_target = strncmp(device, "sim", 3) == 0 ? "SIM" : "CPU";
     sscanf(device + 4, "%d", &id);
@@ -430,12 +438,12 @@ typedef struct bus_figures {
 } bus_figures;
 
 static void bus_model(run_result (*res)[MAX_REPEATS], size_t rounds, const char *device,
-                      int64_t steps, bus_figures *out)
+                      int64_t steps, int64_t channels, bus_figures *out)
 {
     sl_device_options d;
     double ratios[MAX_REPEATS];
-    /* a batch: 32 images of 1x32x32 float32 and 32 int32 labels */
-    const double bytes = 32.0 * 32 * 32 * 4 + 32.0 * 4;
+    /* a batch: 32 images of Cx32x32 float32 and 32 int32 labels */
+    const double bytes = 32.0 * (double)channels * 32 * 32 * 4 + 32.0 * 4;
     sl_device_options_init(&d);
     out->launch_ms = (double)(item_latency_ns(device) >= 0 ? item_latency_ns(device)
                                                            : d.sim_launch_latency_ns) / 1e6;
@@ -551,18 +559,27 @@ int cli_bench_sink_main(int argc, char **argv)
         return rc < 0 ? CLI_EXIT_OK : rc;
     if (cli_detect_kind(CMD, a.data, &kind) != 0)
         return CLI_EXIT_FAIL;
-    if (!(cli_mnist_splits(a.data) & CLI_SPLIT_TRAIN)) {
+    if (kind == CLI_KIND_MNIST && !(cli_mnist_splits(a.data) & CLI_SPLIT_TRAIN)) {
         cli_error(CMD, "%s holds no MNIST train split; give --data", a.data);
         return CLI_EXIT_FAIL;
     }
     cli_blas_warn();
-    cli_pipeline_default(&pl, a.data, CLI_KIND_MNIST, SL_MNIST_TRAIN);
+    cli_pipeline_default(&pl, a.data, kind, SL_MNIST_TRAIN);
+    if (kind == CLI_KIND_IMAGE_FOLDER) {
+        /* A folder of JPEGs: the workload where preparing data costs as
+         * much as computing or more. ImageNet's training transform at
+         * LeNet5's 32x32, 3 channels (as sluice train --data FOLDER). */
+        cli_pipeline_imagenet_sized(&pl, 1, 32);
+        a.channels = 3;
+    }
     if (a.profile && cli_profile_start(CMD, a.profile, &profiler) != 0)
         return CLI_EXIT_FAIL;
     if (cli_pipeline_build(CMD, &pl, (int)a.workers, &ds) != SL_OK) {
         sl_profiler_free(profiler);
         return CLI_EXIT_FAIL;
     }
+    if (kind == CLI_KIND_IMAGE_FOLDER)
+        a.num_classes = (int64_t)sl_dataset_num_classes(ds);
     /* The serial reference keeps up to 256 MiB of batches at once from the
      * pipeline's pool; with its default idle cap (64 MiB at most) the pool
      * would give most of them back to the system after each serial run, and
@@ -662,13 +679,14 @@ int cli_bench_sink_main(int argc, char **argv)
                a.steps, a.repeats, budget.cpus, budget_line, transfer_line,
                sl_bench_batches_count(batches), sl_cpu_path(), sl_blas_core(), cores_line);
     else
-        printf("LeNet5, batch 32, %" PRId64 " steps per run, medians of %" PRId64
+        printf("LeNet5 (%s), batch 32, %" PRId64 " steps per run, medians of %" PRId64
                " round%s\neach run from a fresh model (the same initial parameters), the "
                "order rotating by round\nthread budget: %s\ntransfer: %s\n%s%s%s"
                "compute only: the step over %" PRId64 " real batches of the pipeline, kept "
                "in memory, cycled\nOpenBLAS core: %s\n\n"
                "%-12s %-22s %11s %9s %11s %12s %12s %12s\n",
-               a.steps, a.repeats, a.repeats == 1 ? "" : "s", budget_line, transfer_line,
+               a.channels > 0 ? "3x32x32, a folder of JPEGs" : "1x32x32, MNIST", a.steps,
+               a.repeats, a.repeats == 1 ? "" : "s", budget_line, transfer_line,
                cores_line[0] ? "cores: " : "", cores_line, cores_line[0] ? "\n" : "",
                sl_bench_batches_count(batches), sl_blas_core(), "device", "run", "samples/s",
                "ms/step", "CPU ms/step", "interactions", "GetNext ms", "chan-full ms");
@@ -774,7 +792,7 @@ int cli_bench_sink_main(int argc, char **argv)
         bus_figures bf;
         if (is_cpu(a.devices[d]))
             continue;
-        bus_model(res[d], rounds, a.devices[d], a.steps, &bf);
+        bus_model(res[d], rounds, a.devices[d], a.steps, a.channels > 0 ? a.channels : 1, &bf);
         if (a.json) {
             printf("%s\"%s\": {\"copy_ms\": %.4f, \"launch_ms\": %.4f, \"saving_ms_per_step\": ",
                    n ? ", " : "", a.devices[d], bf.copy_ms, bf.launch_ms);

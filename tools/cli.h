@@ -203,6 +203,9 @@ void cli_pipeline_default(cli_pipeline *p, const char *dir, cli_kind kind,
  * the 0..255 scale, HWC2CHW) or, with train 0, its evaluation transform
  * (Resize of the shorter side to 256, CenterCrop 224, Normalize, HWC2CHW). */
 void cli_pipeline_imagenet(cli_pipeline *p, int train);
+/* The same transforms for size x size images (the shorter side to size * 8
+ * / 7 before the center crop). */
+void cli_pipeline_imagenet_sized(cli_pipeline *p, int train, int64_t size);
 /* Drops the default ops (label cast and image steps) so the command line
  * can give its own. */
 void cli_pipeline_clear_ops(cli_pipeline *p);

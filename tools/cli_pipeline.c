@@ -183,6 +183,11 @@ void cli_pipeline_default(cli_pipeline *p, const char *dir, cli_kind kind,
 
 void cli_pipeline_imagenet(cli_pipeline *p, int train)
 {
+    cli_pipeline_imagenet_sized(p, train, 224);
+}
+
+void cli_pipeline_imagenet_sized(cli_pipeline *p, int train, int64_t size)
+{
     static const double mean[3] = {0.485 * 255, 0.456 * 255, 0.406 * 255};
     static const double std[3] = {0.229 * 255, 0.224 * 255, 0.225 * 255};
     cli_step s;
@@ -192,7 +197,7 @@ void cli_pipeline_imagenet(cli_pipeline *p, int train)
     memset(&s, 0, sizeof s);
     if (train) {
         s.kind = CLI_STEP_RANDOM_RESIZED_CROP;
-        s.height = s.width = 224;
+        s.height = s.width = size;
         s.area[0] = SL_RRC_SCALE_MIN;
         s.area[1] = SL_RRC_SCALE_MAX;
         s.ratio[0] = SL_RRC_RATIO_MIN;
@@ -204,11 +209,11 @@ void cli_pipeline_imagenet(cli_pipeline *p, int train)
         add_step(p, s);
     } else {
         s.kind = CLI_STEP_SHORTER_SIDE;
-        s.height = 256;
+        s.height = size * 8 / 7; /* 256 for 224, as ImageNet's evaluation */
         add_step(p, s);
         memset(&s, 0, sizeof s);
         s.kind = CLI_STEP_CENTER_CROP;
-        s.height = s.width = 224;
+        s.height = s.width = size;
         add_step(p, s);
     }
     memset(&s, 0, sizeof s);

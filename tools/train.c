@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sluice/sluice.h"
 #include "cli.h"
@@ -15,19 +16,100 @@
 #include "cli_stages.h"
 #include "train_args.h"
 
-/* The seeds' pipeline over one split of the MNIST folder. */
+/* The folder of an ImageFolder's split: DIR/train and DIR/val (ImageNet's
+ * layout; DIR/test for val too), or DIR itself for training when it holds
+ * the class folders. NULL, with the error said, when there is none. */
+static const char *folder_split(train_args *a, int train, char *buf, size_t len)
+{
+    static const char *const names[2][2] = {{"val", "test"}, {"train", NULL}};
+    for (int k = 0; k < 2 && names[train][k]; k++) {
+        char probe[4200];
+        cli_kind kind;
+        snprintf(buf, len, "%s/%s", a->data, names[train][k]);
+        snprintf(probe, sizeof probe, "%s/.", buf);
+        if (access(probe, R_OK) == 0 && cli_detect_kind(a->cmd, buf, &kind) == 0 &&
+            kind == CLI_KIND_IMAGE_FOLDER)
+            return buf;
+    }
+    if (train) {
+        snprintf(buf, len, "%s", a->data);
+        return buf;
+    }
+    cli_error(a->cmd,
+              "%s holds no held-back split to evaluate on: give DIR/train and DIR/val, each "
+              "with a folder per class (ImageNet's layout), or --no-eval",
+              a->data);
+    return NULL;
+}
+
+/* An ImageFolder split with ImageNet-style transforms at the network's
+ * size: RandomResizedCrop, flip and normalize to train, the shorter side
+ * and a center crop to evaluate. The network takes 3 channels and the
+ * train split's classes. */
+static int make_folder_dataset(train_args *a, sl_mnist_usage usage, sl_dataset **out)
+{
+    cli_pipeline p;
+    char dir[4096];
+    const int train = usage == SL_MNIST_TRAIN;
+    if (!folder_split(a, train, dir, sizeof dir))
+        return -1;
+    cli_pipeline_default(&p, dir, CLI_KIND_IMAGE_FOLDER, usage);
+    cli_pipeline_imagenet_sized(&p, train, a->model.network.height);
+    p.batch = a->model.network.batch;
+    p.seed = a->model.seed;
+    p.pool_idle_mb = a->pool_idle_mb;
+    if (!train) {
+        p.drop_remainder = 0;
+        p.source_shuffle = 0;
+    } else {
+        p.errors = a->errors;
+        p.report = &a->report;
+    }
+    if (cli_pipeline_build(a->cmd, &p, (int)a->workers, out) != SL_OK)
+        return -1;
+    if (train) {
+        a->model.network.channels = 3;
+        a->model.network.num_classes = (int64_t)sl_dataset_num_classes(*out);
+        if (a->model.network.num_classes < 2) {
+            cli_error(a->cmd, "%s holds %lld class folder%s; training needs 2 or more", dir,
+                      (long long)a->model.network.num_classes,
+                      a->model.network.num_classes == 1 ? "" : "s");
+            sl_dataset_free(*out);
+            *out = NULL;
+            return -1;
+        }
+    } else if (strcmp(a->cmd, "eval") == 0) {
+        /* evaluating a checkpoint: the network is the folder's */
+        a->model.network.channels = 3;
+        a->model.network.num_classes = (int64_t)sl_dataset_num_classes(*out);
+    } else if ((int64_t)sl_dataset_num_classes(*out) != a->model.network.num_classes) {
+        cli_error(a->cmd, "%s holds %zu classes, the train split %lld: give both the same "
+                  "class folders", dir, sl_dataset_num_classes(*out),
+                  (long long)a->model.network.num_classes);
+        sl_dataset_free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* The seeds' pipeline over one split of the MNIST folder, or an
+ * ImageFolder's (make_folder_dataset). */
 static int make_dataset(train_args *a, sl_mnist_usage usage, sl_dataset **out)
 {
     cli_pipeline p;
-    int splits = cli_mnist_splits(a->data);
+    int splits;
     cli_kind kind;
 
     if (cli_detect_kind(a->cmd, a->data, &kind) != 0)
         return -1;
+    if (kind == CLI_KIND_IMAGE_FOLDER)
+        return make_folder_dataset(a, usage, out);
+    splits = cli_mnist_splits(a->data);
     if (!(splits & (usage == SL_MNIST_TRAIN ? CLI_SPLIT_TRAIN : CLI_SPLIT_TEST))) {
         cli_error(a->cmd,
                   "%s holds no MNIST %s split (%s-images-idx3-ubyte[.gz]); training and "
-                  "evaluation read MNIST folders",
+                  "evaluation read MNIST folders or folders of JPEGs",
                   a->data, usage == SL_MNIST_TRAIN ? "train" : "test",
                   usage == SL_MNIST_TRAIN ? "train" : "t10k");
         return -1;
