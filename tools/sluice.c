@@ -25,7 +25,7 @@ static void bench_usage(FILE *f);
 static const command commands[] = {
     {"inspect", "describe a dataset folder (kind, samples, columns, classes)",
      cli_inspect_main, cli_inspect_usage},
-    {"train", "train LeNet5 or an MLP on an MNIST folder, then evaluate it",
+    {"train", "train LeNet5 or an MLP on an MNIST folder or a folder of JPEGs, then evaluate it",
      cli_train_main, cli_train_usage},
     {"eval", "evaluate a checkpoint on an MNIST folder's test split",
      cli_eval_main, cli_eval_usage},
