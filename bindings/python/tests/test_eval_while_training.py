@@ -182,6 +182,7 @@ def test_ctrl_c_during_an_eval_in_a_callback(mnist, sink):
     assert 0.0 <= model.eval(eval_data)["accuracy"] <= 1.0
 
 
+@pytest.mark.long
 def test_the_tutorials_script_runs(tmp_path):
     """bindings/python/examples/eval_while_training.py, the tutorial's
     script: an accuracy line per epoch, each that epoch's checkpoint's
