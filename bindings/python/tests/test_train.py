@@ -21,7 +21,7 @@ import sluice.dataset.transforms as transforms
 import sluice.dataset.vision as vision
 import sluice.nn as nn
 from sluice import train
-from conftest import (baseline, fashion_or_fail, make_mnist, nthreads, python_env,
+from conftest import (PRELOAD, baseline, fashion_or_fail, make_mnist, nthreads, python_env,
                       settled)
 
 
@@ -204,13 +204,14 @@ def test_data_sink_calls_continue_the_traversal(small):
     step_b, b = one_step_cell()
     step_a._get_model(), step_b._get_model()        # their executors' threads
     base = baseline()
-    sink = sluice.data_sink(step_a, d, sink_size=50)
+    half = 10 if PRELOAD else 50                    # a sanitizer slows each step 100x
+    sink = sluice.data_sink(step_a, d, sink_size=half)
     sink()
     loss_a = sink()
     assert nthreads() > base                        # the pipeline runs until close()
     sink.close()
     assert settled(base) == base
-    with sluice.data_sink(step_b, d, sink_size=100) as sink:
+    with sluice.data_sink(step_b, d, sink_size=2 * half) as sink:
         loss_b = sink()
     assert settled(base) == base
     assert isinstance(loss_b, sluice.Tensor) and loss_b.shape == ()
