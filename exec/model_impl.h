@@ -122,6 +122,12 @@ void sl__model_set_active(sl_model *m, sl_iterator *it);
 /* The same for a sink's channel, whose queues sl_model_stop interrupts. */
 void sl__model_set_active_channel(sl_model *m, sl__channel *f);
 
+/* Copies a batch's n tensors into device d's staging blocks (staging[i]
+ * of staging_bytes[i], reallocated when a size changes) and makes
+ * on_device[i] point at staged[i], their views there: the per-step copy a
+ * non-sink step makes to a device that cannot read host memory. */
+int sl__stage_batch(sl_device *d, void **staging, size_t *staging_bytes, sl_tensor *const *feed,
+                    size_t n, sl_tensor *staged, sl_tensor **on_device, sl__error *err);
 /* One non-sink training step on the model's device: feed copied into the
  * device's staging blocks where it cannot read host memory, then run as
  * one host<->device interaction (exec/train.c). */

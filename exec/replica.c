@@ -328,33 +328,6 @@ typedef struct step_job {
     sl_tensor *on_device[SL_MAX_COLUMNS];
 } step_job;
 
-/* The batch, in the device's staging blocks where it cannot read host
- * memory (the copy the host makes per step without sinking). */
-static int stage_batch(sl__replica *rp, sl_tensor *const *feed, size_t n, sl_tensor *staged,
-                       sl_tensor **on_device)
-{
-    for (size_t i = 0; i < n; i++) {
-        const sl_tensor *t = feed[i];
-        int rc;
-        if (rp->staging_bytes[i] != t->nbytes) {
-            if (rp->staging[i])
-                sl__device_free(rp->dev, rp->staging[i], rp->staging_bytes[i]);
-            rp->staging[i] = NULL;
-            rp->staging_bytes[i] = 0;
-            rc = sl__device_alloc(rp->dev, t->nbytes, &rp->staging[i]);
-            if (rc < 0)
-                return sl__errf(&rp->err, rc, "cannot allocate %zu bytes", t->nbytes);
-            rp->staging_bytes[i] = t->nbytes;
-        }
-        rc = sl__device_copy_in(rp->dev, rp->staging[i], t->data, t->nbytes);
-        if (rc < 0)
-            return sl__errf(&rp->err, rc, "copying a batch in failed");
-        sl__tensor_init_external(&staged[i], t->dtype, t->ndim, t->shape, rp->staging[i]);
-        on_device[i] = &staged[i];
-    }
-    return SL_OK;
-}
-
 static int step_job_on_device(void *arg)
 {
     step_job *j = arg;
@@ -372,7 +345,8 @@ static void step_job_run(void *arg)
     sl__err_clear(&rp->err);
     j->rc = SL_OK;
     if (!sl__device_reads_host(rp->dev)) {
-        j->rc = stage_batch(rp, j->feed, j->n, j->staged, j->on_device);
+        j->rc = sl__stage_batch(rp->dev, rp->staging, rp->staging_bytes, j->feed, j->n,
+                                j->staged, j->on_device, &rp->err);
         j->feed = j->on_device;
     }
     if (j->rc == SL_OK)

@@ -215,6 +215,31 @@ static int run_step_on_device(void *arg)
     return sl_step_run(c->step, c->feed, c->n);
 }
 
+int sl__stage_batch(sl_device *d, void **staging, size_t *staging_bytes, sl_tensor *const *feed,
+                    size_t n, sl_tensor *staged, sl_tensor **on_device, sl__error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        const sl_tensor *t = feed[i];
+        int rc;
+        if (staging_bytes[i] != t->nbytes) {
+            if (staging[i])
+                sl__device_free(d, staging[i], staging_bytes[i]);
+            staging[i] = NULL;
+            staging_bytes[i] = 0;
+            rc = sl__device_alloc(d, t->nbytes, &staging[i]);
+            if (rc < 0)
+                return sl__errf(err, rc, "cannot allocate %zu bytes", t->nbytes);
+            staging_bytes[i] = t->nbytes;
+        }
+        rc = sl__device_copy_in(d, staging[i], t->data, t->nbytes);
+        if (rc < 0)
+            return sl__errf(err, rc, "copying a batch in failed");
+        sl__tensor_init_external(&staged[i], t->dtype, t->ndim, t->shape, staging[i]);
+        on_device[i] = &staged[i];
+    }
+    return SL_OK;
+}
+
 /* One non-sink step: the host drives it, so it runs on the host's thread
  * with the executor's team (handing it to the executor's thread and back
  * would cost two wake-ups for nothing), as one host<->device interaction.
@@ -226,29 +251,14 @@ int sl__model_nonsink_step(sl_model *m, sl_tensor *const *feed, size_t n)
     sl_tensor staged[SL_MAX_COLUMNS];
     sl_tensor *on_device[SL_MAX_COLUMNS];
     step_call call = {m->train_step, feed, n};
+    sl__error e;
     int rc;
 
     if (!sl__device_reads_host(m->dev)) {
-        for (size_t i = 0; i < n; i++) {
-            const sl_tensor *t = feed[i];
-            if (m->staging_bytes[i] != t->nbytes) {
-                if (m->staging[i])
-                    sl__device_free(m->dev, m->staging[i], m->staging_bytes[i]);
-                m->staging[i] = NULL;
-                m->staging_bytes[i] = 0;
-                rc = sl__device_alloc(m->dev, t->nbytes, &m->staging[i]);
-                if (rc < 0)
-                    return sl__errf(&m->err, rc, "device %s: cannot allocate %zu bytes",
-                                    m->device_name, t->nbytes);
-                m->staging_bytes[i] = t->nbytes;
-            }
-            rc = sl__device_copy_in(m->dev, m->staging[i], t->data, t->nbytes);
-            if (rc < 0)
-                return sl__errf(&m->err, rc, "device %s: copying a batch in failed",
-                                m->device_name);
-            sl__tensor_init_external(&staged[i], t->dtype, t->ndim, t->shape, m->staging[i]);
-            on_device[i] = &staged[i];
-        }
+        rc = sl__stage_batch(m->dev, m->staging, m->staging_bytes, feed, n, staged, on_device,
+                             &e);
+        if (rc < 0)
+            return sl__errf(&m->err, rc, "device %s: %s", m->device_name, e.msg);
         call.feed = on_device;
     }
     return sl__device_run(m->dev,
