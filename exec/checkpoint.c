@@ -118,7 +118,9 @@ int sl_checkpoint_save_at(sl_graph *g, const char *path, int64_t global_step,
         unsigned char posn[POSITION_BYTES];
         memset(posn, 0, sizeof posn);
         if (pos && pos->saved) {
-            put_u32(posn, 1);
+            /* bit 0: a position; bits 8..23: the ranks beyond one (0: one,
+             * as files from before ranks read) */
+            put_u32(posn, 1u | (pos->ranks > 1 ? (uint32_t)pos->ranks << 8 : 0u));
             put_u32(posn + 4, pos->devices > 1 ? (uint32_t)pos->devices : 0u);
             put_u64(posn + 8, pos->seed);
             put_u64(posn + 16, (uint64_t)pos->steps_per_epoch);
@@ -278,6 +280,7 @@ static int read_position(sl_graph *g, const char *path, const unsigned char *q, 
         return SL_OK;
     }
     pos.saved = 1;
+    pos.ranks = (int32_t)((get_u32(q) >> 8) & 0xffffu);
     pos.devices = (int32_t)get_u32(q + 4);
     pos.seed = get_u64(q + 8);
     pos.steps_per_epoch = (int64_t)get_u64(q + 16);

@@ -94,6 +94,8 @@ int sl__model_host_pin(sl_model *m, sl__cpu_affinity *saved);
 void sl__model_host_unpin(const sl__cpu_affinity *saved, int pinned);
 /* The devices a train with options o steps on at once: 1, or the replicas'. */
 int sl__model_train_devices(const sl_model *m);
+/* The MPI ranks the current train spans (1: this process alone). */
+int sl__model_train_ranks(const sl_model *m);
 
 /* The callbacks' hooks, in the order train calls them. */
 enum { SL__HOOK_BEGIN, SL__HOOK_EPOCH_BEGIN, SL__HOOK_STEP_END, SL__HOOK_EPOCH_END,

@@ -117,7 +117,7 @@ static int check_split(sl_model *m, const sl_step *s)
     return SL_OK;
 }
 
-int sl__replicas_new(sl_model *m, const char *list, sl__replica_set **out)
+int sl__replicas_new(sl_model *m, const char *list, int distributed, sl__replica_set **out)
 {
     char names[SL__MAX_REPLICAS][32];
     sl__replica_set *rs;
@@ -142,6 +142,7 @@ int sl__replicas_new(sl_model *m, const char *list, sl__replica_set **out)
     if (!rs)
         return sl__errf(&m->err, SL_ENOMEM, "train: out of memory");
     rs->m = m;
+    rs->distributed = distributed;
     atomic_init(&rs->failed, -1);
     for (int j = m->train_step->update_from; j < m->train_step->nslots; j++)
         if (sl__graph_op_is_update(m->g->nodes[m->train_step->slots[j].node].op))
@@ -156,7 +157,7 @@ int sl__replicas_new(sl_model *m, const char *list, sl__replica_set **out)
         char err[SL_ERRMSG_LEN];
         rs->n = r + 1; /* what free must undo */
         rp->rank = r;
-        if (!(rp->fused = aligned_alloc(64, round64(rs->nfused * sizeof(float))))) {
+        if (!(rp->fused = aligned_alloc(64, round64((rs->nfused + 1) * sizeof(float))))) {
             rc = sl__errf(&m->err, SL_ENOMEM, "train: out of memory");
             break;
         }
@@ -187,7 +188,9 @@ int sl__replicas_new(sl_model *m, const char *list, sl__replica_set **out)
         if (rc == SL_OK)
             sl__step_bind_params(rp->step, rp->values);
     }
-    if (rc == SL_OK)
+    if (rc == SL_OK && distributed)
+        rc = sl__comm_mpi_new(&rs->comm, n, rs->nfused, &e);
+    else if (rc == SL_OK)
         rc = sl__comm_local_new(&rs->comm, n, rs->nfused, &e);
     if (rc < 0 && e.status < 0 && m->err.status >= 0)
         sl__errf(&m->err, rc, "train: %s", e.msg);
@@ -274,8 +277,8 @@ int sl__replica_step(sl__replica_set *rs, int r, sl_tensor *const *feed, size_t 
     rp->allreduce_ms += t0 - t1;
     if (rc < 0)
         return rc;
-    /* 1 exactly when every replica gave 1: a sum of ones over up to 8 ranks,
-     * divided by their count, is exact. */
+    /* 1 exactly when every replica (of every rank) gave 1: a sum of ones
+     * over fewer than 2^24 replicas, divided by their count, is exact. */
     if (rp->fused[rs->ngrad + 1] != 1.0f)
         return SL_OK;
     move_grads(rp, 0);
@@ -287,6 +290,19 @@ int sl__replica_step(sl__replica_set *rs, int r, sl_tensor *const *feed, size_t 
         return sl__errf(&rp->err, rc, "%s", sl_step_last_error(s));
     *loss = rp->fused[rs->ngrad];
     *stepped = 1;
+    if (r == 0)
+        rs->updates++;
+    if (r == 0 && rs->check_every_step && rs->distributed) {
+        int same = 0;
+        rc = sl__comm_agree(rs->comm, sl__replicas_hash(rs), &same, &rp->err);
+        if (rc < 0)
+            return rc;
+        if (!same)
+            return sl__errf(&rp->err, SL_ESTATE,
+                            "the replicas differ across ranks after global step %lld "
+                            "(--check-replicas): the ranks' parameters are no longer the same",
+                            (long long)rs->updates);
+    }
     return SL_OK;
 }
 
@@ -310,7 +326,10 @@ void sl__replicas_fail(sl__replica_set *rs, int r, sl__channel *ch)
     char why[SL_ERRMSG_LEN];
     if (!atomic_compare_exchange_strong(&rs->failed, &none, r))
         return; /* another replica failed first: that is the error */
-    snprintf(why, sizeof why, "stopped: device %s failed", sl_device_name(rs->reps[r].dev));
+    if (rs->distributed) /* the other processes get the whole message */
+        snprintf(why, sizeof why, "%s", rs->reps[r].err.msg);
+    else
+        snprintf(why, sizeof why, "stopped: device %s failed", sl_device_name(rs->reps[r].dev));
     sl__comm_abort(rs->comm, SL_ECANCELED, why);
     if (ch)
         sl__channel_interrupt(ch);
@@ -323,6 +342,7 @@ typedef struct step_job {
     sl_tensor *const *feed;
     size_t n;
     float loss;
+    int stepped;
     int rc;
     sl_tensor staged[SL_MAX_COLUMNS]; /* the batch in device memory */
     sl_tensor *on_device[SL_MAX_COLUMNS];
@@ -331,11 +351,7 @@ typedef struct step_job {
 static int step_job_on_device(void *arg)
 {
     step_job *j = arg;
-    int stepped = 0;
-    int rc = sl__replica_step(j->rs, j->rank, j->feed, j->n, &stepped, &j->loss);
-    if (rc == SL_OK && !stepped) /* every replica had a batch: cannot happen */
-        rc = sl__errf(&j->rs->reps[j->rank].err, SL_ESTATE, "a replica skipped the step");
-    return rc;
+    return sl__replica_step(j->rs, j->rank, j->feed, j->n, &j->stepped, &j->loss);
 }
 
 static void step_job_run(void *arg)
@@ -344,7 +360,7 @@ static void step_job_run(void *arg)
     sl__replica *rp = &j->rs->reps[j->rank];
     sl__err_clear(&rp->err);
     j->rc = SL_OK;
-    if (!sl__device_reads_host(rp->dev)) {
+    if (j->feed && !sl__device_reads_host(rp->dev)) {
         j->rc = sl__stage_batch(rp->dev, rp->staging, rp->staging_bytes, j->feed, j->n,
                                 j->staged, j->on_device, &rp->err);
         j->feed = j->on_device;
@@ -356,7 +372,7 @@ static void step_job_run(void *arg)
 }
 
 int sl__replicas_run_step(sl__replica_set *rs, sl_tensor *const *const *feeds, size_t n,
-                          float *loss)
+                          float *loss, int *stepped)
 {
     step_job jobs[SL__MAX_REPLICAS];
     uint64_t tickets[SL__MAX_REPLICAS];
@@ -384,6 +400,7 @@ int sl__replicas_run_step(sl__replica_set *rs, sl_tensor *const *const *feeds, s
                         "device %s: %s", sl_device_name(rs->reps[failed].dev),
                         rs->reps[failed].err.msg);
     *loss = jobs[0].loss;
+    *stepped = jobs[0].stepped;
     return SL_OK;
 }
 
@@ -397,4 +414,54 @@ int sl__replicas_equal(const sl__replica_set *rs)
                        g->nodes[i].numel * sizeof(float)) != 0)
                 return 0;
     return 1;
+}
+
+/* 64-bit words mixed by multiply and rotate: fast, and any changed bit
+ * changes the hash (a collision needs a deliberate search). */
+uint64_t sl__replicas_hash(const sl__replica_set *rs)
+{
+    const sl_graph *g = rs->m->g;
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const unsigned char *p = (const unsigned char *)g->nodes[i].data;
+        size_t bytes = g->nodes[i].numel * sizeof(float), k = 0;
+        if (g->nodes[i].op != SL__OP_PARAM || !p)
+            continue;
+        for (; k + 8 <= bytes; k += 8) {
+            uint64_t w;
+            memcpy(&w, p + k, 8);
+            h = (h ^ w) * 0x100000001b3ull;
+            h = (h << 29) | (h >> 35);
+        }
+        for (; k < bytes; k++)
+            h = (h ^ p[k]) * 0x100000001b3ull;
+        h ^= (uint64_t)i * 0xff51afd7ed558ccdull;
+    }
+    return h;
+}
+
+int sl__replicas_check(sl__replica_set *rs)
+{
+    int same = 1, rc;
+    if (!sl__replicas_equal(rs))
+        return sl__errf(&rs->m->err, SL_ESTATE,
+                        "train: the devices' replicas differ after %lld global steps",
+                        (long long)rs->updates);
+    if (!rs->distributed)
+        return SL_OK;
+    rc = sl__comm_agree(rs->comm, sl__replicas_hash(rs), &same, &rs->reps[0].err);
+    if (rc < 0)
+        return sl__errf(&rs->m->err, rc, "train: %s", rs->reps[0].err.msg);
+    if (!same)
+        return sl__errf(&rs->m->err, SL_ESTATE,
+                        "train: the ranks' parameters differ after %lld global steps (their "
+                        "hashes were compared): the ranks did not run the same steps",
+                        (long long)rs->updates);
+    return SL_OK;
+}
+
+void sl__replicas_leave_on_error(sl__replica_set *rs)
+{
+    sl__comm_abort(rs->comm, rs->m->err.status < 0 ? rs->m->err.status : SL_ECANCELED,
+                   rs->m->err.msg);
 }

@@ -11,6 +11,7 @@
 #define SLUICE_EXEC_REPLICA_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "devices/channel.h"
 #include "exec/comm.h"
@@ -43,7 +44,12 @@ typedef struct sl__replica_set {
     sl__replica reps[SL__MAX_REPLICAS];
     sl__comm *comm;
     size_t ngrad;            /* gradient elements of a step */
-    size_t nfused;           /* ngrad + 2 */
+    size_t nfused;           /* ngrad + 2 (each fused buffer has room for one
+                              * more float: the communicator's, comm.h) */
+    int distributed;         /* the communicator spans processes (MPI ranks) */
+    int check_every_step;    /* across processes: compare the parameters'
+                              * hashes after every update */
+    int64_t updates;         /* global steps this set ran (for messages) */
     /* The first replica to fail, -1 while none has: its error is the one
      * train reports; the others were stopped by it. */
     atomic_int failed;
@@ -54,8 +60,10 @@ typedef struct sl__replica_set {
  * SL__MAX_REPLICAS; the kind and index are checked when each is opened. */
 int sl__parse_device_list(const char *list, char names[][32], int *n, sl__error *err);
 /* Makes the replicas of m for the devices of list (the first must be the
- * model's own device) with copies of the model's current parameters. */
-int sl__replicas_new(sl_model *m, const char *list, sl__replica_set **out);
+ * model's own device) with copies of the model's current parameters.
+ * distributed: they are this process's part of a job across MPI ranks
+ * (include/sluice/distributed.h); the communicator spans the ranks. */
+int sl__replicas_new(sl_model *m, const char *list, int distributed, sl__replica_set **out);
 void sl__replicas_free(sl__replica_set *rs);
 /* Copies replica 0's parameters (the model's) into every other replica. */
 int sl__replicas_sync(sl__replica_set *rs);
@@ -72,15 +80,27 @@ int sl__replica_step(sl__replica_set *rs, int r, sl_tensor *const *feed, size_t 
  * interrupted so that their GetNext returns. */
 void sl__replicas_fail(sl__replica_set *rs, int r, sl__channel *ch);
 /* Non-sink mode: one global step from the host, feeds[r] replica r's
- * batch (n tensors each), each replica on its executor's thread (a batch
- * is first copied into its device's staging blocks where the device cannot
- * read host memory). The mean loss goes to *loss. On failure the message,
- * naming the device that failed first, is in the model's error. */
+ * batch (n tensors each; NULL: none, at the end of an epoch), each replica
+ * on its executor's thread (a batch is first copied into its device's
+ * staging blocks where the device cannot read host memory). *stepped 1
+ * when every replica (of every rank) had a batch and updated, the mean
+ * loss in *loss. On failure the message, naming the device that failed
+ * first, is in the model's error. */
 int sl__replicas_run_step(sl__replica_set *rs, sl_tensor *const *const *feeds, size_t n,
-                          float *loss);
+                          float *loss, int *stepped);
 /* The replicas' times, averaged over them, and the global steps run. */
 void sl__replicas_get_stats(const sl__replica_set *rs, int64_t steps, sl_parallel_stats *out);
 /* 1 when every replica's parameters equal replica 0's, bit for bit. */
 int sl__replicas_equal(const sl__replica_set *rs);
+/* A hash of the model's (replica 0's) parameters and accumulators. */
+uint64_t sl__replicas_hash(const sl__replica_set *rs);
+/* After training: every replica of this process equals replica 0, and
+ * (distributed) every process holds the same bits, compared by hash.
+ * Distributed, every process must call it at the same point. On a
+ * difference the model's error says where. */
+int sl__replicas_check(sl__replica_set *rs);
+/* Training ended on this process's error (in m->err): the other processes,
+ * if they do not know of it yet, learn it from the communicator. */
+void sl__replicas_leave_on_error(sl__replica_set *rs);
 
 #endif

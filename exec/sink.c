@@ -509,7 +509,8 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     if (o->sink_size < 0 && info.steps_per_epoch > 0)
         info.steps_per_epoch /= sl__model_train_devices(m); /* global steps */
     info.global_step = m->global_step;
-    info.batch_size = m->opts.network.batch * sl__model_train_devices(m); /* global */
+    info.batch_size = m->opts.network.batch * sl__model_train_devices(m) *
+                      sl__model_train_ranks(m); /* global */
     info.model = m;
     rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info);
     for (int64_t e = first_epoch + 1; e <= epochs && rc == SL_OK && !atomic_load(&m->stop); e++) {

@@ -20,7 +20,7 @@
 static const size_t train_options_v1_size =
     offsetof(sl_train_options, max_steps) + sizeof(int64_t);
 _Static_assert(sizeof(sl_train_options) ==
-                   offsetof(sl_train_options, devices) + sizeof(const char *),
+                   offsetof(sl_train_options, check_replicas) + sizeof(int32_t),
                "sl_train_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -138,6 +138,11 @@ int sl__model_train_devices(const sl_model *m)
     return m->replicas ? m->replicas->n : 1;
 }
 
+int sl__model_train_ranks(const sl_model *m)
+{
+    return m->replicas && m->replicas->distributed ? m->replicas->comm->processes : 1;
+}
+
 int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o, int64_t epochs,
                           sl__train_start *out)
 {
@@ -145,6 +150,8 @@ int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o
     uint64_t seed = sl_dataset_get_seed(ds);
     int64_t spe = -1, g = m->global_step;
     int ndev = sl__model_train_devices(m), saved_dev = d->devices > 1 ? d->devices : 1;
+    int nranks = sl__model_train_ranks(m);
+    int saved_ranks = d->ranks > 1 ? d->ranks : 1;
     memset(out, 0, sizeof *out);
     if (sl_dataset_get_dataset_size(ds, &spe) != SL_OK || spe == SL_DATASET_SIZE_ENDLESS)
         spe = -1;
@@ -164,6 +171,13 @@ int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o
                             "where in its data that step left off (load a checkpoint that "
                             "training wrote, or train without resume)",
                             (long long)g);
+        if (saved_ranks != nranks)
+            return sl__errf(&m->err, SL_EINVAL,
+                            "train: cannot resume: the run being resumed trained on %d "
+                            "rank%s and this one on %d; each rank read its own shard of the "
+                            "data, so resume with %d (mpirun -np %d)",
+                            saved_ranks, saved_ranks == 1 ? "" : "s", nranks, saved_ranks,
+                            saved_ranks);
         if (saved_dev != ndev)
             return sl__errf(&m->err, SL_EINVAL,
                             "train: cannot resume: the run being resumed trained on %d "
@@ -189,6 +203,7 @@ int sl__model_train_start(sl_model *m, sl_dataset *ds, const sl_train_options *o
     }
     m->data.saved = spe > 0;
     m->data.devices = ndev > 1 ? ndev : 0;
+    m->data.ranks = nranks > 1 ? nranks : 0;
     m->data.seed = seed;
     m->data.steps_per_epoch = spe;
     m->data_origin = g;
@@ -274,18 +289,20 @@ static void drop_held(sl_row *held, int *nheld)
     *nheld = 0;
 }
 
-/* One global step on the replicas, held[r] replica r's batch. */
-static int replicas_step(sl_model *m, sl_row *held, const int *cols, float *loss)
+/* One global step on the replicas, held[r] replica r's batch for r <
+ * nheld (the others have none: the end of an epoch). */
+static int replicas_step(sl_model *m, sl_row *held, int nheld, const int *cols, float *loss,
+                         int *stepped)
 {
     sl_tensor *feed[SL__MAX_REPLICAS][SL_MAX_COLUMNS];
     sl_tensor *const *feeds[SL__MAX_REPLICAS];
     size_t n = sl_step_num_inputs(m->train_step);
     for (int r = 0; r < m->replicas->n; r++) {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; r < nheld && i < n; i++)
             feed[r][i] = held[r].columns[cols[i]];
-        feeds[r] = feed[r];
+        feeds[r] = r < nheld ? feed[r] : NULL;
     }
-    return sl__replicas_run_step(m->replicas, feeds, n, loss);
+    return sl__replicas_run_step(m->replicas, feeds, n, loss, stepped);
 }
 
 /* The seeds' non-sink mode: one batch, one step, callbacks, again. */
@@ -299,6 +316,11 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     sl_train_info info;
     int cols[SL_MAX_COLUMNS], rc, nheld = 0;
     sl_row held[SL__MAX_REPLICAS]; /* several devices: a global step's batches */
+    /* Across ranks, the ranks vote once an epoch on a global step not all
+     * of them could fill: at the end of this rank's epoch, or mid-epoch
+     * when another rank ran out first (then this rank drops the rest). */
+    const int ranks = m->replicas && m->replicas->distributed;
+    int voted = 0;
     double epoch_t0, t0;
 
     sl__err_clear(&m->err);
@@ -336,7 +358,8 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     if (info.steps_per_epoch > 0)
         info.steps_per_epoch /= sl__model_train_devices(m); /* global steps */
     info.global_step = m->global_step;
-    info.batch_size = m->opts.network.batch * sl__model_train_devices(m); /* global */
+    info.batch_size = m->opts.network.batch * sl__model_train_devices(m) *
+                      sl__model_train_ranks(m); /* global */
     info.model = m;
     rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_BEGIN, &info);
     if (rc == SL_OK)
@@ -354,7 +377,24 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
                           (long long)info.epoch);
             break;
         }
+        if (next == SL_END_OF_EPOCH && ranks && !voted) {
+            /* the other ranks may hold batches still: they learn that this
+             * one has none left, and nobody updates */
+            int stepped = 0;
+            float unused;
+            rc = replicas_step(m, held, nheld, cols, &unused, &stepped);
+            if (rc == SL_ECANCELED && atomic_load(&m->stop)) {
+                rc = SL_OK;
+                sl__err_clear(&m->err);
+                break;
+            }
+            if (rc < 0) {
+                sl__err_prefix(&m->err, "train: epoch %lld, its end: ", (long long)info.epoch);
+                break;
+            }
+        }
         if (next == SL_END_OF_EPOCH) {
+            voted = 0;
             drop_held(held, &nheld); /* a global step the epoch could not fill */
             info.epoch_ms = sl__now_ms() - epoch_t0;
             rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_EPOCH_END, &info);
@@ -374,13 +414,22 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
                           sl_iterator_last_error(it));
             break;
         }
+        if (voted) { /* another rank ran out: the rest of the epoch is dropped */
+            sl_row_clear(&row);
+            continue;
+        }
         if (m->replicas) {
             /* one batch per device, then the global step */
+            int stepped = 0;
             held[nheld++] = row;
             if (nheld < m->replicas->n)
                 continue;
-            rc = replicas_step(m, held, cols, &info.loss);
+            rc = replicas_step(m, held, nheld, cols, &info.loss, &stepped);
             drop_held(held, &nheld);
+            if (rc == SL_OK && !stepped) {
+                voted = 1;
+                continue;
+            }
             if (rc == SL_ECANCELED && atomic_load(&m->stop)) {
                 /* sl_model_stop woke the replicas mid-step: a stop, not an
                  * error; no replica updated */
@@ -452,18 +501,20 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
     /* A stop asked for from now on counts (train's loops reset it only
      * before any replica could have seen it). */
     atomic_store(&m->stop, 0);
-    if (o.devices && strchr(o.devices, ',')) {
+    if (o.distributed || (o.devices && strchr(o.devices, ','))) {
         sl__replica_set *rs;
-        rc = sl__replicas_new(m, o.devices, &rs);
+        rc = sl__replicas_new(m, o.devices ? o.devices : sl_device_name(m->dev), o.distributed,
+                              &rs);
         if (rc < 0)
             return rc;
+        rs->check_every_step = o.check_replicas;
         pthread_mutex_lock(&m->active_lock);
         m->replicas = rs;
         pthread_mutex_unlock(&m->active_lock);
     } else if (o.devices && strcmp(o.devices, sl_device_name(m->dev)) != 0) {
         sl__replica_set *rs;
         /* one device: it must be the model's (the list's rules say why not) */
-        rc = sl__replicas_new(m, o.devices, &rs);
+        rc = sl__replicas_new(m, o.devices, 0, &rs);
         sl__replicas_free(rs);
         return rc;
     }
@@ -482,6 +533,12 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
     m->parallel_stats.steps = m->global_step - step0;
     if (m->replicas) {
         sl__replica_set *rs = m->replicas;
+        /* Every rank ends with one more collective: the hash of its
+         * parameters, or (on an error the others may not know) the error. */
+        if (rc < 0 && rs->distributed)
+            sl__replicas_leave_on_error(rs);
+        else if (rc == SL_OK && !atomic_load(&m->stop))
+            rc = sl__replicas_check(rs);
         sl__replicas_get_stats(rs, m->global_step - step0, &m->parallel_stats);
         pthread_mutex_lock(&m->active_lock);
         m->replicas = NULL;

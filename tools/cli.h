@@ -182,6 +182,8 @@ typedef struct cli_pipeline {
     int drop_remainder;
     int source_shuffle;      /* the source sampler's shuffle flag */
     int64_t num_samples;     /* sampler num_samples; 0: all */
+    int64_t num_shards;      /* sampler num_shards (0 or 1: one) */
+    int64_t shard_id;        /* sampler shard_id */
     uint64_t seed;           /* sampler seed and dataset seed */
     uint64_t decode_max_pixels; /* ImageFolder decode limit; 0: the library's default */
     cli_error_samples errors; /* what bad samples do (default raise) */

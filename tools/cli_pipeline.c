@@ -282,6 +282,10 @@ static int set_source(const cli_pipeline *p, int workers, sl_dataset *ds)
     sampler.shuffle = p->source_shuffle;
     sampler.seed = p->seed;
     sampler.num_samples = p->num_samples;
+    if (p->num_shards > 1) {
+        sampler.num_shards = p->num_shards;
+        sampler.shard_id = p->shard_id;
+    }
 
     if (p->kind == CLI_KIND_MNIST) {
         sl_mnist_options o;

@@ -177,6 +177,11 @@ static int run(int argc, char **argv)
         case 'V':
             printf("sluice %s\ncpu path: %s\nopenblas core: %s\n", sl_version(), sl_cpu_path(),
                    sl_blas_core());
+            if (sl_distributed_mpi())
+                printf("mpi: %s (mpirun -np N sluice train: data parallel across N ranks)\n",
+                       sl_distributed_mpi());
+            else
+                printf("mpi: none, %s\n", sl_distributed_why_not());
             cli_blas_warn();
             return CLI_EXIT_OK;
         default:

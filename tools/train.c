@@ -56,6 +56,10 @@ static int make_folder_dataset(train_args *a, sl_mnist_usage usage, sl_dataset *
     cli_pipeline_default(&p, dir, CLI_KIND_IMAGE_FOLDER, usage);
     cli_pipeline_imagenet_sized(&p, train, a->model.network.height);
     p.batch = a->model.network.batch;
+    if (train) { /* each rank its shard */
+        p.num_shards = a->ranks;
+        p.shard_id = a->rank;
+    }
     p.seed = a->model.seed;
     p.pool_idle_mb = a->pool_idle_mb;
     if (!train) {
@@ -127,6 +131,8 @@ static int make_dataset(train_args *a, sl_mnist_usage usage, sl_dataset **out)
     } else {
         p.errors = a->errors;
         p.report = &a->report;
+        p.num_shards = a->ranks; /* each rank its shard */
+        p.shard_id = a->rank;
     }
     return cli_pipeline_build(a->cmd, &p, (int)a->workers, out) == SL_OK ? 0 : -1;
 }
@@ -270,9 +276,10 @@ static sl_model *make_model(const train_args *a)
     return model;
 }
 
-int cli_train_main(int argc, char **argv)
+/* Trains as a says; the exit code. */
+static int run_train(train_args *ap)
 {
-    train_args a;
+    train_args a = *ap;
     sl_model *model = NULL;
     sl_dataset *train = NULL, *test = NULL;
     sl_callback cbs[6];
@@ -285,11 +292,9 @@ int cli_train_main(int argc, char **argv)
     double t0, train_ms;
     sl_stage_stats stages[CLI_MAX_STAGES];
     size_t nstages = 0;
-    int rc = cli_train_parse_args(argc, argv, &a, 0), exit_code = CLI_EXIT_OK;
+    int rc = SL_OK, exit_code = CLI_EXIT_OK;
     int64_t start_step, steps_per_epoch;
 
-    if (rc != CLI_EXIT_OK)
-        return rc < 0 ? CLI_EXIT_OK : rc;
     memset(cbs, 0, sizeof cbs);
     memset(&evals, 0, sizeof evals);
     /* Both splits first: a missing test split should not wait for the end
@@ -340,6 +345,14 @@ int cli_train_main(int argc, char **argv)
                        sl_device_name(sl_model_device(model)), cpus,
                        sl_cpus_available() - ncpus == 1 ? "" : "s");
         }
+        if (a.distributed)
+            printf("distributed: %d rank%s (%s), each reading its shard of the train split "
+                   "(1/%d, padded to equal); global batch %d (batch %" PRId64 " x %d device%s "
+                   "x %d rank%s); gradients averaged over every rank with MPI_Allreduce "
+                   "before each update; rank 0 prints, evaluates and saves\n",
+                   a.ranks, a.ranks == 1 ? "" : "s", sl_distributed_mpi(), a.ranks,
+                   (int)a.model.network.batch * a.ndevices * a.ranks, a.model.network.batch,
+                   a.ndevices, a.ndevices == 1 ? "" : "s", a.ranks, a.ranks == 1 ? "" : "s");
         if (a.ndevices > 1)
             printf("data parallel on %d devices (%s): a global step is one batch on each, "
                    "global batch %d; gradients are averaged in device order before each "
@@ -368,13 +381,13 @@ int cli_train_main(int argc, char **argv)
         b.pipeline_workers = (int)a.workers;
         b.transfer_threads =
             a.train.dataset_sink_mode &&
-                    (a.ndevices > 1 ||
+                    (a.ndevices > 1 || a.distributed ||
                      sl_model_transfer_mode(model, &a.train) == SL_TRANSFER_THREAD)
                 ? 1
                 : 0;
         sl_thread_budget_format(&b, line, sizeof line);
         printf("thread budget: %s; seed %" PRIu64 "\n", line, a.model.seed);
-        if (a.train.dataset_sink_mode && a.ndevices == 1 &&
+        if (a.train.dataset_sink_mode && a.ndevices == 1 && !a.distributed &&
             sl_model_transfer_mode(model, &a.train) == SL_TRANSFER_INLINE)
             printf("transfer: inline, the executor copies each batch into the device queue "
                    "before its step (and, when its threads fill the CPUs, runs the pipeline's "
@@ -478,7 +491,7 @@ int cli_train_main(int argc, char **argv)
         printf("trained %" PRId64 " steps in %.1f s (%.0f samples/s)\n",
                sl_model_global_step(model) - start_step, train_ms / 1e3,
                (double)(sl_model_global_step(model) - start_step) *
-                   (double)(a.model.network.batch * a.ndevices) / (train_ms / 1e3));
+                   (double)(a.model.network.batch * a.ndevices * a.ranks) / (train_ms / 1e3));
     nstages = sl_model_get_stage_stats(model, stages, CLI_MAX_STAGES);
     if (nstages > CLI_MAX_STAGES)
         nstages = CLI_MAX_STAGES;
@@ -505,7 +518,7 @@ int cli_train_main(int argc, char **argv)
                a.train.dataset_sink_mode ? "true" : "false", a.train.sink_size,
                sl_model_global_step(model) - start_step, train_ms / 1e3,
                (double)(sl_model_global_step(model) - start_step) *
-                   (double)(a.model.network.batch * a.ndevices) / (train_ms / 1e3));
+                   (double)(a.model.network.batch * a.ndevices * a.ranks) / (train_ms / 1e3));
         if (a.errors.mode != SL_ERROR_SAMPLES_RAISE)
             printf(", \"samples_skipped\": %" PRId64 ", \"samples_replaced\": %" PRId64,
                    a.report.skipped, a.report.replaced);
@@ -541,6 +554,52 @@ out:
     free(evals.epoch);
     free(evals.metrics);
     return exit_code;
+}
+
+/* Under mpirun, this process joins the ranks: it reads its shard, and
+ * only rank 0 prints (the others' stdout goes to /dev/null; their errors
+ * still reach stderr, named by rank), evaluates and writes files. */
+static int join_ranks(train_args *a)
+{
+    char err[512];
+    if (sl_distributed_init(err, sizeof err) < 0) {
+        cli_error(a->cmd, "started by mpirun, but %s", err);
+        return CLI_EXIT_FAIL;
+    }
+    a->rank = sl_distributed_rank();
+    a->ranks = sl_distributed_size();
+    a->train.distributed = 1;
+    snprintf(a->cmd_buf, sizeof a->cmd_buf, "%s: rank %d", a->cmd, a->rank);
+    a->cmd = a->cmd_buf;
+    a->report.cmd = a->cmd;
+    if (a->rank != 0) {
+        fflush(stdout);
+        if (!freopen("/dev/null", "w", stdout)) {
+            cli_error(a->cmd, "cannot send the output to /dev/null");
+            return CLI_EXIT_FAIL;
+        }
+        a->no_eval = 1;
+        a->eval_every = 0;
+        a->save = NULL;
+        a->ckpt_dir = NULL;
+        a->profile = NULL;
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_train_main(int argc, char **argv)
+{
+    train_args a;
+    int rc = cli_train_parse_args(argc, argv, &a, 0);
+    if (rc != CLI_EXIT_OK)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (a.distributed && (rc = join_ranks(&a)) != CLI_EXIT_OK) {
+        sl_distributed_finalize(1);
+        return rc;
+    }
+    rc = run_train(&a);
+    sl_distributed_finalize(rc != CLI_EXIT_OK);
+    return rc;
 }
 
 int cli_eval_main(int argc, char **argv)

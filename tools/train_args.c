@@ -16,7 +16,7 @@ enum {
     OPT_LOAD, OPT_RESUME, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_EVAL_EVERY, OPT_CKPT_DIR,
     OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_STAGES, OPT_PROFILE, OPT_AUTOTUNE, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
     OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_TRANSFER, OPT_POOL_IDLE_MB,
-    OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES, OPT_SIM_CORES
+    OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES, OPT_SIM_CORES, OPT_CHECK_REPLICAS
 };
 
 void cli_train_usage(FILE *f)
@@ -125,7 +125,21 @@ void cli_train_usage(FILE *f)
           "                      training; the training goes on exactly as without)\n"
           "  --no-eval           skip the evaluation\n"
           "  --json              print the result as one JSON object (no loss lines)\n"
-          "  -h, --help          show this help and exit\n",
+          "  --check-replicas    under mpirun: compare the ranks' parameters (a hash)\n"
+          "                      after every step, not only at the end\n"
+          "  -h, --help          show this help and exit\n"
+          "\n"
+          "Under mpirun (mpirun -np N sluice train ..., or -H host1,host2 across\n"
+          "machines) training is data parallel across the N ranks: rank r reads shard r\n"
+          "of the train split (num_shards N; the shards are padded to equal size by\n"
+          "repeating the split's first samples, as MindSpore's distributed sampler\n"
+          "does), gradients are averaged over every rank with MPI_Allreduce before each\n"
+          "update, so the global batch is --batch x devices x N. Rank 0 alone prints,\n"
+          "evaluates and writes --save and --ckpt-dir; the loss it prints is the mean\n"
+          "over the ranks. A checkpoint records N: --resume needs the same N. A rank's\n"
+          "error stops every rank with its message; at the end the ranks compare a\n"
+          "hash of their parameters. --threads defaults to the CPUs shared among the\n"
+          "ranks of a machine.\n",
           f);
 }
 
@@ -318,6 +332,7 @@ static int parse_option(train_args *a, int opt, const char *arg)
         a->train.autotune_log_arg = &a->tune;
         return 0;
     case OPT_JSON: a->json = 1; return 0;
+    case OPT_CHECK_REPLICAS: a->train.check_replicas = 1; return 0;
     }
     return -1;
 }
@@ -366,6 +381,7 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"profile", required_argument, NULL, OPT_PROFILE},
         {"autotune", no_argument, NULL, OPT_AUTOTUNE},
         {"json", no_argument, NULL, OPT_JSON},
+        {"check-replicas", no_argument, NULL, OPT_CHECK_REPLICAS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -395,6 +411,7 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
     a->train.dataset_sink_mode = 1;
     a->device = "cpu:0";
     a->ndevices = 1;
+    a->ranks = 1;
     a->data = CLI_DEFAULT_DATA;
     a->epochs = 1;
     a->ckpt_keep = 5;
@@ -445,6 +462,17 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
         return CLI_EXIT_USAGE;
     }
     a->model.context.save_graphs = a->save_graphs != NULL;
+    if (!is_eval && sl_distributed_launched()) {
+        /* the ranks of one machine share its CPUs (mpirun may also have
+         * bound each to its own, which threads already counts) */
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        int n = local ? atoi(local) : 1;
+        a->distributed = 1;
+        if (!a->threads_given && n > 1 && sl_cpus_available() >= n) {
+            int per = a->model.context.threads / n;
+            a->model.context.threads = per > 0 ? per : 1;
+        }
+    }
     if (a->ndevices > 1 && !a->threads_given) {
         /* the devices share the CPUs: each team gets its part */
         int per = a->model.context.threads / a->ndevices;

@@ -37,6 +37,9 @@ typedef struct train_args {
     int json;
     cli_error_samples errors; /* for the train split */
     cli_bad_report report;
+    int distributed;         /* started by mpirun: data parallel across ranks */
+    int rank, ranks;         /* this process's rank and the ranks (0 and 1 alone) */
+    char cmd_buf[32];        /* "train: rank R", the errors' prefix across ranks */
 } train_args;
 
 /* Parses argv into a for `sluice train` (is_eval 0) or `sluice eval` (1):

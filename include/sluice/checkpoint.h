@@ -38,6 +38,8 @@ typedef struct sl_checkpoint_position {
     int64_t steps_per_epoch; /* (global) steps in one epoch of the dataset */
     int64_t epoch;           /* the epoch the next step reads from (0-based) */
     int64_t rows;            /* steps of that epoch already trained */
+    int32_t ranks;           /* the MPI ranks the run trained on (0 or 1:
+                              * one process); each read its own shard */
 } sl_checkpoint_position;
 
 /* Writes every parameter of g. On failure the message (naming the file) is

@@ -34,5 +34,6 @@
 #include "sluice/profiler.h"
 #include "sluice/sink.h"
 #include "sluice/bench.h"
+#include "sluice/distributed.h"
 
 #endif

@@ -83,6 +83,21 @@ typedef struct sl_train_options {
      * to device i mod N; the last batches of an epoch that do not fill a
      * global step are dropped. Sink mode uses a transfer thread. */
     const char *devices;
+    /* 1: data parallel across the job's ranks too (include/sluice/
+     * distributed.h; sl_distributed_init first). Every rank trains on its
+     * own shard of the data (the dataset's num_shards and shard_id: the
+     * ranks and this rank) with the devices above (default: the model's);
+     * the gradients are averaged over every device of every rank, so every
+     * rank holds the same parameters. A global step is one batch per
+     * device per rank; the loss reported is the mean over all of them. The
+     * ranks vote once an epoch, so a rank whose shard holds fewer batches
+     * makes all of them drop the global step it could not fill. A rank's
+     * error stops every rank with its message ("rank R: ..."). At the end
+     * the ranks compare a hash of their parameters. Default 0. */
+    int32_t distributed;
+    /* 1 (with distributed): compare the ranks' parameters after every
+     * step, not only at the end; costs one small collective a step. */
+    int32_t check_replicas;
 } sl_train_options;
 
 /* Who moves batches from the pipeline into a device's queue in sink mode.

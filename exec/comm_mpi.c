@@ -1,0 +1,343 @@
+/* comm_mpi.c: the communicator across processes (comm.h), one Open MPI
+ * rank each, with `size` ranks (replicas) of its own in each process.
+ *
+ * An allreduce first sums this process's ranks' buffers in rank order
+ * (one rank alone: its buffer as it is), then sums those over the
+ * processes with one MPI_Allreduce on the fused buffer, then divides by
+ * every rank in the job. MPI's algorithm is fixed by the process count
+ * and the length, so the bits repeat from run to run, and every process
+ * ends with the same bits (the training checks it: agree below).
+ *
+ * Failures travel with the data. Every collective carries one more
+ * float, the control word: 0, or 1 from a process that failed. A process
+ * that fails (or stops) takes part in the collective the others are in,
+ * or will be in next, with its control word set; when the sum shows a
+ * failure every process then learns the lowest failed rank (MPI_MIN) and
+ * its message (MPI_Bcast), wakes its own ranks, and from then on fails at
+ * once with "rank R: why". So a rank's pipeline error or GetNext
+ * timeout stops every rank with its message, and nobody waits on a rank
+ * that has left. (A rank killed outright cannot take part: mpirun ends
+ * the job then.) Every collective has the same length, n_max + 1 floats,
+ * so a failure always meets whatever collective the others are in.
+ *
+ * MPI is called from the ranks' threads one at a time (the in_mpi token):
+ * MPI_THREAD_SERIALIZED. */
+#include "exec/comm.h"
+
+#include "config.h"
+#include "sluice/distributed.h"
+
+#ifdef SL_HAVE_MPI
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/barrier.h"
+#include "core/clock.h"
+#include "exec/distributed_impl.h"
+
+typedef struct comm_mpi {
+    sl__comm base;
+    sl__barrier bar;     /* this process's ranks */
+    MPI_Comm comm;       /* sluice's duplicate of MPI_COMM_WORLD */
+    size_t n_max;
+    float **bufs;        /* (size) each local rank's buffer */
+    float *sum;          /* (n_max + 1) several local ranks: their sum */
+    float *ctl;          /* (n_max + 1) abort's and agree's collectives */
+    double work_ms;      /* local rank 0: summing and scaling */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int in_mpi;          /* a thread of this process is in a collective */
+    int failed_here;     /* this process failed or stopped */
+    int done;            /* every process knows of a failure: no more collectives */
+    int status;          /* the failure's */
+    char why[SL_ERRMSG_LEN];
+} comm_mpi;
+
+/* Takes the token for one collective; the failure's status once done. */
+static int enter(comm_mpi *c, sl__error *err)
+{
+    int rc = SL_OK;
+    pthread_mutex_lock(&c->lock);
+    while (c->in_mpi && !c->done)
+        pthread_cond_wait(&c->cond, &c->lock);
+    if (c->done)
+        rc = sl__errf(err, c->status, "%s", c->why);
+    else
+        c->in_mpi = 1;
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+static void leave(comm_mpi *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->in_mpi = 0;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Every process has seen a failure: which rank failed first, and why. */
+static int learn_failure(comm_mpi *c, sl__error *err)
+{
+    int mine, first = INT_MAX;
+    char msg[SL_ERRMSG_LEN];
+    pthread_mutex_lock(&c->lock);
+    mine = c->failed_here ? c->base.process : INT_MAX;
+    snprintf(msg, sizeof msg, "%s", c->why);
+    pthread_mutex_unlock(&c->lock);
+    if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->comm) != MPI_SUCCESS ||
+        first == INT_MAX ||
+        MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, c->comm) != MPI_SUCCESS)
+        snprintf(msg, sizeof msg, "a rank failed, and MPI could not say which");
+    msg[sizeof msg - 1] = '\0';
+    pthread_mutex_lock(&c->lock);
+    c->done = 1;
+    if (first != c->base.process) {
+        c->status = SL_ECANCELED;
+        snprintf(c->why, sizeof c->why, "rank %d: %.*s", first, (int)sizeof msg - 16, msg);
+    }
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    sl__distributed_failure_shared();
+    sl__barrier_abort(&c->bar, c->status, c->why);
+    return sl__errf(err, c->status, "%s", c->why);
+}
+
+/* The collective, with the token held: buf[0..n_max) summed over the
+ * processes, the control word after them. */
+static int collective(comm_mpi *c, float *buf, sl__error *err)
+{
+    int rc;
+    pthread_mutex_lock(&c->lock);
+    buf[c->n_max] = c->failed_here ? 1.0f : 0.0f;
+    pthread_mutex_unlock(&c->lock);
+    rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)(c->n_max + 1), MPI_FLOAT, MPI_SUM, c->comm);
+    if (rc != MPI_SUCCESS) {
+        char what[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, what, &len);
+        pthread_mutex_lock(&c->lock);
+        c->done = 1;
+        c->status = SL_EIO;
+        snprintf(c->why, sizeof c->why, "rank %d: MPI_Allreduce failed: %.*s", c->base.process,
+                 len, what);
+        pthread_mutex_unlock(&c->lock);
+        sl__barrier_abort(&c->bar, SL_EIO, c->why);
+        return sl__errf(err, SL_EIO, "%s", c->why);
+    }
+    if (buf[c->n_max] != 0.0f)
+        return learn_failure(c, err);
+    return SL_OK;
+}
+
+static void scale(float *buf, size_t n, int ranks)
+{
+    for (size_t k = 0; k < n; k++)
+        buf[k] = buf[k] / (float)ranks;
+}
+
+static int mpi_allreduce_mean(sl__comm *base, int rank, float *buf, size_t n, sl__error *err)
+{
+    comm_mpi *c = (comm_mpi *)base;
+    const int size = base->size, ranks = size * base->processes;
+    double t0;
+    int rc;
+
+    if (rank < 0 || rank >= size || n != c->n_max)
+        return sl__errf(err, SL_EINVAL,
+                        "allreduce: local rank %d of %d, %zu elements where every process "
+                        "gives %zu",
+                        rank, size, n, c->n_max);
+    if (size == 1) {
+        if ((rc = enter(c, err)) < 0)
+            return rc;
+        rc = collective(c, buf, err);
+        leave(c);
+        if (rc < 0)
+            return rc;
+        t0 = sl__now_ms();
+        scale(buf, n, ranks);
+        c->work_ms += sl__now_ms() - t0;
+        return SL_OK;
+    }
+    c->bufs[rank] = buf; /* read by local rank 0 after the barrier */
+    if ((rc = sl__barrier_wait(&c->bar, err)) < 0)
+        return rc;
+    if (rank == 0) {
+        t0 = sl__now_ms();
+        for (size_t k = 0; k < n; k++) {
+            float s = c->bufs[0][k];
+            for (int r = 1; r < size; r++)
+                s += c->bufs[r][k];
+            c->sum[k] = s;
+        }
+        c->work_ms += sl__now_ms() - t0;
+        rc = enter(c, err);
+        if (rc == SL_OK) {
+            rc = collective(c, c->sum, err);
+            leave(c);
+        }
+        if (rc < 0) {
+            sl__barrier_abort(&c->bar, rc, err ? err->msg : "allreduce failed");
+            return rc;
+        }
+        t0 = sl__now_ms();
+        scale(c->sum, n, ranks);
+        c->work_ms += sl__now_ms() - t0;
+    }
+    /* The next allreduce writes sum only after its first barrier, which
+     * every rank reaches after this copy. */
+    if ((rc = sl__barrier_wait(&c->bar, err)) < 0)
+        return rc;
+    memcpy(buf, c->sum, n * sizeof *buf);
+    return SL_OK;
+}
+
+static double mpi_work_ms(const sl__comm *base, int rank)
+{
+    (void)base;
+    (void)rank;
+    return -1.0; /* MPI's time cannot be told from waiting for the others */
+}
+
+static void mpi_abort(sl__comm *base, int status, const char *why)
+{
+    comm_mpi *c = (comm_mpi *)base;
+    int rc;
+    pthread_mutex_lock(&c->lock);
+    if (c->done || c->failed_here) {
+        pthread_mutex_unlock(&c->lock);
+        sl__barrier_abort(&c->bar, status, why);
+        return;
+    }
+    c->failed_here = 1;
+    c->status = status < 0 ? status : SL_ECANCELED;
+    snprintf(c->why, sizeof c->why, "%s", why ? why : "stopped");
+    pthread_mutex_unlock(&c->lock);
+    sl__barrier_abort(&c->bar, c->status, c->why);
+    /* Tell the other processes: join the collective they are in (or will
+     * be in next) with the control word set. Local rank 0 may carry it
+     * first, in its own collective; then there is nothing left to do. */
+    if (enter(c, NULL) < 0)
+        return;
+    memset(c->ctl, 0, c->n_max * sizeof *c->ctl);
+    rc = collective(c, c->ctl, NULL);
+    (void)rc; /* the failure it reports is this one */
+    leave(c);
+}
+
+/* Equal values give equal sums of their bytes and of their bytes'
+ * squares on every process; unequal ones cannot give both (the bytes'
+ * variance over the processes would be 0). Sums of at most 255^2 times
+ * 2^8 processes are exact in a float. */
+static int mpi_agree(sl__comm *base, uint64_t value, int *same, sl__error *err)
+{
+    comm_mpi *c = (comm_mpi *)base;
+    const float p = (float)base->processes;
+    int rc;
+    *same = 0;
+    if (c->n_max < 16)
+        return sl__errf(err, SL_EINVAL, "agree: the communicator holds %zu floats, fewer "
+                        "than 16", c->n_max);
+    if ((rc = enter(c, err)) < 0)
+        return rc;
+    memset(c->ctl, 0, c->n_max * sizeof *c->ctl);
+    for (int i = 0; i < 8; i++) {
+        float b = (float)((value >> (8 * i)) & 0xff);
+        c->ctl[i] = b;
+        c->ctl[8 + i] = b * b;
+    }
+    rc = collective(c, c->ctl, err);
+    leave(c);
+    if (rc < 0)
+        return rc;
+    *same = 1;
+    for (int i = 0; i < 8; i++) {
+        float b = (float)((value >> (8 * i)) & 0xff);
+        if (c->ctl[i] != p * b || c->ctl[8 + i] != p * b * b)
+            *same = 0;
+    }
+    return SL_OK;
+}
+
+static void mpi_free(sl__comm *base)
+{
+    comm_mpi *c = (comm_mpi *)base;
+    sl__barrier_destroy(&c->bar);
+    pthread_cond_destroy(&c->cond);
+    pthread_mutex_destroy(&c->lock);
+    free(c->bufs);
+    free(c->sum);
+    free(c->ctl);
+    free(c);
+}
+
+static const sl__comm_iface mpi_iface = {
+    .kind = "mpi",
+    .allreduce_mean = mpi_allreduce_mean,
+    .work_ms = mpi_work_ms,
+    .abort = mpi_abort,
+    .agree = mpi_agree,
+    .free = mpi_free,
+};
+
+int sl__comm_mpi_new(sl__comm **out, int size, size_t n_max, sl__error *err)
+{
+    comm_mpi *c;
+    int e, rc;
+    *out = NULL;
+    if (!sl_distributed_initialized())
+        return sl__errf(err, SL_ESTATE, "distributed: MPI is not initialized in this process "
+                        "(sl_distributed_init; from Python, sluice.communication.init())");
+    if (size < 1 || n_max + 1 > (size_t)INT_MAX)
+        return sl__errf(err, SL_EINVAL, "communicator: %d ranks, %zu floats", size, n_max);
+    c = calloc(1, sizeof *c);
+    if (!c)
+        return sl__errf(err, SL_ENOMEM, "communicator: out of memory");
+    c->base.iface = &mpi_iface;
+    c->base.size = size;
+    c->base.processes = sl_distributed_size();
+    c->base.process = sl_distributed_rank();
+    c->comm = sl__distributed_comm();
+    c->n_max = n_max;
+    c->bufs = calloc((size_t)size, sizeof *c->bufs);
+    c->sum = calloc(n_max + 1, sizeof *c->sum);
+    c->ctl = calloc(n_max + 1, sizeof *c->ctl);
+    if (!c->bufs || !c->sum || !c->ctl) {
+        rc = sl__errf(err, SL_ENOMEM, "communicator: out of memory for %zu floats", n_max);
+        goto fail;
+    }
+    if ((rc = sl__barrier_init(&c->bar, size, err)) < 0)
+        goto fail;
+    if ((e = pthread_mutex_init(&c->lock, NULL)) != 0) {
+        sl__barrier_destroy(&c->bar);
+        rc = sl__pthread_errf(err, e, "communicator: mutex");
+        goto fail;
+    }
+    if ((e = pthread_cond_init(&c->cond, NULL)) != 0) {
+        pthread_mutex_destroy(&c->lock);
+        sl__barrier_destroy(&c->bar);
+        rc = sl__pthread_errf(err, e, "communicator: condition variable");
+        goto fail;
+    }
+    *out = &c->base;
+    return SL_OK;
+fail:
+    free(c->bufs);
+    free(c->sum);
+    free(c->ctl);
+    free(c);
+    return rc;
+}
+#else
+int sl__comm_mpi_new(sl__comm **out, int size, size_t n_max, sl__error *err)
+{
+    (void)size;
+    (void)n_max;
+    *out = NULL;
+    return sl__errf(err, SL_ESTATE, "distributed: %s", sl_distributed_why_not());
+}
+#endif
