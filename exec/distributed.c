@@ -159,6 +159,13 @@ int sl_distributed_finalize(int failed)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     dist.finalized = 1;
+    if (failed && dist.size > 1) {
+        /* Every rank knows of the failure, but the one that failed may
+         * never reach MPI_Finalize (a thread of its pipeline stuck), and
+         * MPI_Finalize waits for all: leave without it. The process exits
+         * non-zero, and mpirun then ends the ranks still running. */
+        return SL_OK;
+    }
     MPI_Comm_free(&dist.comm);
     if (dist.we_initialized)
         MPI_Finalize();

@@ -463,12 +463,12 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
     }
     a->model.context.save_graphs = a->save_graphs != NULL;
     if (!is_eval && sl_distributed_launched()) {
-        /* the ranks of one machine share its CPUs (mpirun may also have
-         * bound each to its own, which threads already counts) */
+        /* the ranks of one machine share its CPUs (when mpirun bound each
+         * to its own core, threads is 1 already) */
         const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
         int n = local ? atoi(local) : 1;
         a->distributed = 1;
-        if (!a->threads_given && n > 1 && sl_cpus_available() >= n) {
+        if (!a->threads_given && n > 1) {
             int per = a->model.context.threads / n;
             a->model.context.threads = per > 0 ? per : 1;
         }

@@ -39,10 +39,13 @@ SL_API int sl_distributed_initialized(void);
 SL_API int sl_distributed_rank(void);
 SL_API int sl_distributed_size(void);
 /* Leaves the job (MPI_Finalize, if sl_distributed_init initialized MPI).
- * failed != 0: this process ends on an error. When the other ranks may
- * still be waiting for this one (its error was not shared with them by a
- * training's communicator), it ends the whole job instead (MPI_Abort),
- * so that no rank waits for ever. Returns SL_OK; later calls do nothing. */
+ * failed != 0: this process is about to exit non-zero on an error. When
+ * the other ranks may still be waiting for this one (its error was not
+ * shared with them by a training's communicator), it ends the whole job
+ * (MPI_Abort), so that no rank waits for ever; otherwise it returns
+ * without MPI_Finalize, which would wait for the rank that failed, and
+ * mpirun ends the ranks left once this one exits non-zero. Returns SL_OK;
+ * later calls do nothing. */
 SL_API int sl_distributed_finalize(int failed);
 
 #ifdef __cplusplus
