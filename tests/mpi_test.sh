@@ -44,6 +44,23 @@ trap 'exit 1' INT TERM HUP
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export ASAN_OPTIONS
 
+# Under ThreadSanitizer, reports from inside Open MPI (its own locks and
+# progress threads, not built with TSan) are not the project's.
+{
+    for kind in race deadlock mutex signal thread; do
+        for lib in libmpi.so libopen-pal.so libopen-rte.so libpmix.so libevent libhwloc mca_; do
+            echo "$kind:$lib"
+        done
+    done
+    # (each must name one library, never unloaded before exit)
+    for lib in libmpi.so libopen-pal.so libopen-rte.so libevent_core \
+        libevent_pthreads libhwloc.so; do
+        echo "called_from_lib:$lib"
+    done
+} >"$TMP/tsan.supp"
+TSAN_OPTIONS="suppressions=$TMP/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+export TSAN_OPTIONS
+
 passed=0
 failed=0
 LIMIT=${SL_CLI_TIMEOUT:-300}
