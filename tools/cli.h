@@ -264,6 +264,8 @@ void cli_bench_train_usage(FILE *f);
 int cli_bench_sink_main(int argc, char **argv);
 int cli_bench_devices_main(int argc, char **argv);
 void cli_bench_devices_usage(FILE *f);
+int cli_bench_dist_main(int argc, char **argv);
+void cli_bench_dist_usage(FILE *f);
 void cli_bench_sink_usage(FILE *f);
 int cli_bench_eval_main(int argc, char **argv);
 void cli_bench_eval_usage(FILE *f);

@@ -47,6 +47,8 @@ static const command bench_commands[] = {
      cli_bench_eval_main, cli_bench_eval_usage},
     {"devices", "data parallel on several devices against one, at the same global batch",
      cli_bench_devices_main, cli_bench_devices_usage},
+    {"dist", "data parallel across Open MPI ranks against one process (and torch DDP)",
+     cli_bench_dist_main, cli_bench_dist_usage},
 };
 #define NBENCH (sizeof bench_commands / sizeof bench_commands[0])
 
