@@ -15,4 +15,8 @@ double sl__now_ms(void);
  * CLOCK_MONOTONIC (pthread_condattr_setclock). */
 void sl__deadline_ms(struct timespec *out, int timeout_ms);
 
+/* Sleeps until sl__now_ms() reaches until_ms (a modelled delay, never a
+ * wait for an event: nothing can end it early). */
+void sl__sleep_until_ms(double until_ms);
+
 #endif

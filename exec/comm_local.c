@@ -24,6 +24,8 @@ typedef struct comm_local {
     float **bufs;           /* (size) each rank's buffer */
     float *result;          /* (n_max) the mean */
     double *work_ms;        /* (size) each rank's time summing and copying */
+    double sim_gbit_s;      /* a modelled network (0: none) */
+    double sim_latency_us;
 } comm_local;
 
 static int local_allreduce_mean(sl__comm *base, int rank, float *buf, size_t n, sl__error *err)
@@ -31,7 +33,7 @@ static int local_allreduce_mean(sl__comm *base, int rank, float *buf, size_t n, 
     comm_local *c = (comm_local *)base;
     const int size = base->size;
     size_t lo, hi;
-    double t0;
+    double t0, net_until;
     int rc;
 
     if (rank < 0 || rank >= size || n > c->n_max)
@@ -42,6 +44,9 @@ static int local_allreduce_mean(sl__comm *base, int rank, float *buf, size_t n, 
     if (rc < 0)
         return rc;
     t0 = sl__now_ms();
+    net_until = c->sim_gbit_s > 0
+                    ? t0 + sl__ring_allreduce_ms(n, size, c->sim_gbit_s, c->sim_latency_us)
+                    : 0;
     lo = n * (size_t)rank / (size_t)size;
     hi = n * (size_t)(rank + 1) / (size_t)size;
     for (size_t k = lo; k < hi; k++) {
@@ -54,6 +59,8 @@ static int local_allreduce_mean(sl__comm *base, int rank, float *buf, size_t n, 
     rc = sl__barrier_wait(&c->bar, err);
     if (rc < 0)
         return rc;
+    if (net_until > 0)
+        sl__sleep_until_ms(net_until); /* the modelled network's share */
     /* The next allreduce writes result only after its first barrier, which
      * every rank reaches after this copy. */
     t0 = sl__now_ms();
@@ -81,6 +88,24 @@ static void local_free(sl__comm *base)
     free(c->result);
     free(c->work_ms);
     free(c);
+}
+
+double sl__ring_allreduce_ms(size_t n, int size, double gbit_s, double latency_us)
+{
+    double bytes = (double)n * sizeof(float);
+    if (size < 2 || gbit_s <= 0)
+        return 0.0;
+    return 2.0 * (size - 1) / size * bytes * 8.0 / (gbit_s * 1e9) * 1e3 +
+           2.0 * (size - 1) * latency_us / 1e3;
+}
+
+void sl__comm_local_sim_network(sl__comm *base, double gbit_s, double latency_us)
+{
+    comm_local *c = (comm_local *)base;
+    if (strcmp(base->iface->kind, "local") != 0)
+        return;
+    c->sim_gbit_s = gbit_s;
+    c->sim_latency_us = latency_us;
 }
 
 int sl__comm_local_arrived(sl__comm *base)

@@ -311,6 +311,8 @@ void sl__replicas_get_stats(const sl__replica_set *rs, int64_t steps, sl_paralle
     memset(out, 0, sizeof *out);
     out->devices = rs->n;
     out->steps = steps;
+    out->allreduce_floats = (int64_t)rs->nfused;
+    out->ranks = rs->comm->processes;
     for (int r = 0; r < rs->n; r++) {
         double work = sl__comm_work_ms(rs->comm, r);
         out->compute_ms += rs->reps[r].compute_ms / rs->n;

@@ -20,7 +20,7 @@
 static const size_t train_options_v1_size =
     offsetof(sl_train_options, max_steps) + sizeof(int64_t);
 _Static_assert(sizeof(sl_train_options) ==
-                   offsetof(sl_train_options, check_replicas) + sizeof(int32_t),
+                   offsetof(sl_train_options, sim_network_latency_us) + sizeof(double),
                "sl_train_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -508,6 +508,8 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
         if (rc < 0)
             return rc;
         rs->check_every_step = o.check_replicas;
+        if (o.sim_network_gbit_s > 0)
+            sl__comm_local_sim_network(rs->comm, o.sim_network_gbit_s, o.sim_network_latency_us);
         pthread_mutex_lock(&m->active_lock);
         m->replicas = rs;
         pthread_mutex_unlock(&m->active_lock);
@@ -530,6 +532,7 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
     sl__model_host_unpin(&host_before, host_pinned);
     memset(&m->parallel_stats, 0, sizeof m->parallel_stats);
     m->parallel_stats.devices = 1;
+    m->parallel_stats.ranks = 1;
     m->parallel_stats.steps = m->global_step - step0;
     if (m->replicas) {
         sl__replica_set *rs = m->replicas;

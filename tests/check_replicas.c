@@ -28,6 +28,7 @@
 #include "core/cpu.h"
 #include "exec/comm.h"
 #include "exec/model_impl.h"
+#include "core/clock.h"
 #include "exec/replica.h"
 #include "devices/device_impl.h"
 #include "sluice/sluice.h"
@@ -252,6 +253,41 @@ START_TEST(test_comm_abort_wakes_a_waiting_rank)
     ck_assert_msg(strstr(a.err.msg, "device cpu:1 failed"), "%s", a.err.msg);
     /* later calls fail at once */
     ck_assert_int_eq(sl__comm_allreduce_mean(c, 1, a.buf, 5, &err), SL_ECANCELED);
+    sl__comm_free(c);
+}
+END_TEST
+
+START_TEST(test_comm_sim_network_costs_the_ring)
+{
+    /* The ring's cost: 2(N-1)/N x bytes / bandwidth + 2(N-1) x latency. */
+    sl__comm *c;
+    sl__error err;
+    pthread_t th[2];
+    rank_arg a[2];
+    double t0, ms, model;
+    ck_assert_double_eq_tol(sl__ring_allreduce_ms(250000, 2, 1.0, 0.0), 8.0, 1e-9);
+    ck_assert_double_eq_tol(sl__ring_allreduce_ms(250000, 4, 1.0, 10.0), 12.0 + 0.06, 1e-9);
+    ck_assert_double_eq_tol(sl__ring_allreduce_ms(250000, 1, 1.0, 10.0), 0.0, 1e-12);
+    /* 5 floats over 2 ranks at 100 us a message: 2 messages, 0.2 ms, so 20
+     * allreduces take 4 ms at least, however fast the machine */
+    model = sl__ring_allreduce_ms(5, 2, 100.0, 100.0);
+    ck_assert_double_gt(model, 0.2);
+    ck_assert_int_eq(sl__comm_local_new(&c, 2, 5, &err), SL_OK);
+    sl__comm_local_sim_network(c, 100.0, 100.0);
+    t0 = sl__now_ms();
+    for (int r = 0; r < 2; r++) {
+        memset(&a[r], 0, sizeof a[r]);
+        a[r].c = c;
+        a[r].rank = r;
+        a[r].rounds = 20;
+        ck_assert_int_eq(pthread_create(&th[r], NULL, rank_main, &a[r]), 0);
+    }
+    for (int r = 0; r < 2; r++)
+        ck_assert_int_eq(pthread_join(th[r], NULL), 0);
+    ms = sl__now_ms() - t0;
+    ck_assert_msg(a[0].rc == SL_OK && a[1].rc == SL_OK, "%s", a[0].err.msg);
+    ck_assert_msg(ms >= 20 * model, "20 allreduces took %.3f ms, under the %.3f ms modelled", ms,
+                  20 * model);
     sl__comm_free(c);
 }
 END_TEST
@@ -913,6 +949,7 @@ Suite *make_replicas_suite(void)
     tcase_add_test(tc, test_device_list_refusals);
     tcase_add_test(tc, test_comm_local_sums_in_rank_order);
     tcase_add_test(tc, test_comm_abort_wakes_a_waiting_rank);
+    tcase_add_test(tc, test_comm_sim_network_costs_the_ring);
     suite_add_tcase(s, tc);
     tc = tu_tcase("train", 600);
     tcase_add_test(tc, test_replicas_equal_every_step_nonsink);

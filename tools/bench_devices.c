@@ -17,7 +17,7 @@
 #define MAX_DEVICES 8
 
 enum { OPT_DATA = 256, OPT_DEVICES, OPT_BATCH, OPT_THREADS, OPT_WORKERS, OPT_STEPS,
-       OPT_REPEATS, OPT_JSON };
+       OPT_REPEATS, OPT_JSON, OPT_SIM_NETWORK };
 
 typedef struct bench_args {
     const char *data, *devices;
@@ -25,6 +25,7 @@ typedef struct bench_args {
     int ndevices;
     int64_t batch, threads, workers, steps, repeats;
     int json;
+    sl_train_options net; /* --sim-network, in its sim_network_* */
 } bench_args;
 
 /* One configuration's runs. */
@@ -61,6 +62,9 @@ void cli_bench_devices_usage(FILE *f)
           "  --workers N         pipeline workers (default 1)\n"
           "  --steps N           global steps per run (default 600)\n"
           "  --repeats N         rounds (default 5)\n"
+          "  --sim-network BW,LAT  a modelled network between the devices (Gbit/s,\n"
+          "                      microseconds): each allreduce takes at least a ring\n"
+          "                      allreduce's time on it; the prediction is printed beside\n"
           "  --json              print one JSON object: the configurations' samples/s\n"
           "                      (medians and runs), their ratio, and the per-step\n"
           "                      compute, fuse and allreduce ms of N devices\n"
@@ -79,6 +83,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         {"steps", required_argument, NULL, OPT_STEPS},
         {"repeats", required_argument, NULL, OPT_REPEATS},
         {"json", no_argument, NULL, OPT_JSON},
+        {"sim-network", required_argument, NULL, OPT_SIM_NETWORK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -88,6 +93,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
 
     memset(a, 0, sizeof *a);
     sl_thread_budget_default(&b);
+    sl_train_options_init(&a->net);
     a->data = CLI_DEFAULT_DATA;
     a->devices = "cpu:0,cpu:1";
     a->batch = 64;
@@ -110,6 +116,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
             bad = cli_parse_int64(CMD, "--repeats", optarg, 1, MAX_REPEATS, &a->repeats);
             break;
         case OPT_JSON: a->json = 1; break;
+        case OPT_SIM_NETWORK: bad = cli_parse_sim_network(CMD, optarg, &a->net) != 0; break;
         default:
             cli_bad_option(CMD, opt, argv, longopts);
             return CLI_EXIT_USAGE;
@@ -172,6 +179,10 @@ static int run_once(const bench_args *a, config *c, int round)
     to.dataset_sink_mode = 1;
     to.max_steps = a->steps;
     to.devices = c->devices;
+    if (c->devices) {
+        to.sim_network_gbit_s = a->net.sim_network_gbit_s;
+        to.sim_network_latency_us = a->net.sim_network_latency_us;
+    }
     t0 = cli_now_ms();
     rc = sl_model_train_opts(m, INT64_C(1000000), ds, NULL, 0, &to);
     ms = cli_now_ms() - t0;
@@ -282,13 +293,28 @@ int cli_bench_devices_main(int argc, char **argv)
         printf(", \"devices_samples_per_s\": %.1f, \"devices_runs\": ", par);
         print_runs(stdout, c[1].sps, n);
         printf(", \"ratio\": %.4f, \"compute_ms_per_step\": %.4f, \"fuse_ms_per_step\": %.4f"
-               ", \"allreduce_ms_per_step\": %.4f, \"reduce_work_ms_per_step\": %.4f}\n",
-               one > 0 ? par / one : 0.0, compute, fuse, reduce, work);
+               ", \"allreduce_ms_per_step\": %.4f, \"reduce_work_ms_per_step\": %.4f"
+               ", \"allreduce_bytes\": %" PRId64 ", \"sim_network_gbit_s\": %g"
+               ", \"sim_network_latency_us\": %g}\n",
+               one > 0 ? par / one : 0.0, compute, fuse, reduce, work,
+               c[1].stats[0].allreduce_floats * 4, a.net.sim_network_gbit_s,
+               a.net.sim_network_latency_us);
         return CLI_EXIT_OK;
     }
     printf("one device:  %.0f samples/s (median of %zu)\n", one, n);
     printf("%s: %.0f samples/s (median of %zu): %.2fx one device\n", many, par, n,
            one > 0 ? par / one : 0.0);
+    if (a.net.sim_network_gbit_s > 0) {
+        /* the ring's cost, as the communicator models it (comm.h) */
+        double bytes = (double)c[1].stats[0].allreduce_floats * 4.0, nd = a.ndevices;
+        double model = 2.0 * (nd - 1) / nd * bytes * 8.0 / (a.net.sim_network_gbit_s * 1e9) *
+                           1e3 +
+                       2.0 * (nd - 1) * a.net.sim_network_latency_us / 1e3;
+        printf("modelled network %g Gbit/s, %g us: a ring allreduce of %.0f bytes over %d "
+               "devices takes %.3f ms; measured allreduce %.3f ms a step\n",
+               a.net.sim_network_gbit_s, a.net.sim_network_latency_us, bytes, a.ndevices,
+               model, reduce);
+    }
     if (step > 0)
         printf("a device's step in %s: compute %.3f ms, fusing gradients %.3f ms, allreduce "
                "%.3f ms (%.1f%% of the step): summing and copying %.3f ms (%.1f%%), the rest "

@@ -382,3 +382,19 @@ int cli_parse_hw(const char *cmd, const char *what, const char *s, int64_t *h, i
         return -1;
     return 0;
 }
+
+int cli_parse_sim_network(const char *cmd, const char *arg, sl_train_options *o)
+{
+    double bw = 0, lat = -1;
+    char end = 0;
+    if (sscanf(arg, "%lf,%lf%c", &bw, &lat, &end) != 2 || !(bw > 0) || bw > 1e6 ||
+        !(lat >= 0) || lat > 1e6) {
+        cli_error(cmd, "--sim-network '%s': give BANDWIDTH,LATENCY in Gbit/s and "
+                       "microseconds, such as 25,5 (a bandwidth > 0, a latency >= 0)",
+                  arg);
+        return -1;
+    }
+    o->sim_network_gbit_s = bw;
+    o->sim_network_latency_us = lat;
+    return 0;
+}

@@ -265,6 +265,9 @@ int cli_bench_sink_main(int argc, char **argv);
 int cli_bench_devices_main(int argc, char **argv);
 void cli_bench_devices_usage(FILE *f);
 int cli_bench_dist_main(int argc, char **argv);
+/* --sim-network BW,LATENCY (Gbit/s, microseconds) into o's sim_network_*;
+ * 0, or -1 after saying what is wrong. */
+int cli_parse_sim_network(const char *cmd, const char *arg, sl_train_options *o);
 void cli_bench_dist_usage(FILE *f);
 void cli_bench_sink_usage(FILE *f);
 int cli_bench_eval_main(int argc, char **argv);

@@ -98,6 +98,13 @@ typedef struct sl_train_options {
     /* 1 (with distributed): compare the ranks' parameters after every
      * step, not only at the end; costs one small collective a step. */
     int32_t check_replicas;
+    /* Several devices in one process: model a network between them. Each
+     * allreduce then takes at least what a ring allreduce of its bytes B
+     * over N devices would on that network, 2(N-1)/N x B / bandwidth +
+     * 2(N-1) x latency (the devices' own summing overlaps it), so the cost
+     * of a real network can be measured on one machine. 0 (default): none. */
+    double sim_network_gbit_s;
+    double sim_network_latency_us;
 } sl_train_options;
 
 /* Who moves batches from the pipeline into a device's queue in sink mode.
@@ -137,6 +144,9 @@ typedef struct sl_parallel_stats {
                               * for the slowest device to arrive */
     double reduce_ms;        /* of that, summing and copying alone (-1: the
                               * communicator cannot say) */
+    int64_t allreduce_floats; /* floats each allreduce carried: the gradients,
+                               * the loss and a flag */
+    int ranks;               /* MPI ranks of the last train (1: this process) */
 } sl_parallel_stats;
 
 SL_API void sl_train_options_init_sized(sl_train_options *o, size_t size);
