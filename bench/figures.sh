@@ -15,12 +15,15 @@
 #   sink      BUILDDIR/sluice bench sink --repeats 5 --json
 #   pipeline  BUILDDIR/sluice bench pipeline --json
 #   train     BUILDDIR/sluice bench train --json
+#   devices   BUILDDIR/sluice bench devices --repeats 3 --json
+#   devices_net  BUILDDIR/sluice bench devices --repeats 3 --sim-network 1,50 --json
 # and with --with-torch (Debian's python3-torch and python3-numpy) the
 # PyTorch comparisons, each of which also runs sluice in the same rounds:
 #   torch_train     bench/torch_train.py --repeats 3 --json
 #   torch_sink      bench/torch_sink.py --json       (about 10 minutes)
 #   python_dataset  bench/python_dataset.py --rounds 3 --json
 #   torch_pipeline  bench/torch_pipeline.py --json
+#   torch_dist      BUILDDIR/sluice bench dist --repeats 3 --torch bench/torch_ddp.py --json
 # A file is replaced only when its bench succeeded. Run it on a quiet
 # machine: the figures are only as good as the machine was idle (loadavg
 # says how busy it was). SLUICE_CPU, when set, is passed on and recorded in
@@ -28,7 +31,7 @@
 set -euo pipefail
 
 usage() {
-    sed -n '3,27p' "$0" | sed -e 's/^# //' -e 's/^#$//' >&2
+    sed -n '3,31p' "$0" | sed -e 's/^# //' -e 's/^#$//' >&2
     exit "${1:-2}"
 }
 
@@ -74,8 +77,8 @@ if [ -n "${SLUICE_CPU:-}" ]; then
     env_prefix="SLUICE_CPU=$SLUICE_CPU "
 fi
 
-all=(sink pipeline train)
-torch_all=(torch_train torch_sink python_dataset torch_pipeline)
+all=(sink pipeline train devices devices_net)
+torch_all=(torch_train torch_sink python_dataset torch_pipeline torch_dist)
 if [ "$with_torch" -eq 1 ]; then
     all+=("${torch_all[@]}")
 fi
@@ -92,6 +95,9 @@ command_of() {
     torch_sink) echo "$py bench/torch_sink.py --sluice $sluice --json" ;;
     python_dataset) echo "$py bench/python_dataset.py --sluice $sluice --stage $b/bindings/python/stage --rounds 3 --json" ;;
     torch_pipeline) echo "$py bench/torch_pipeline.py --sluice $sluice --json" ;;
+    devices) echo "$sluice bench devices --repeats 3 --json" ;;
+    devices_net) echo "$sluice bench devices --repeats 3 --sim-network 1,50 --json" ;;
+    torch_dist) echo "$sluice bench dist --repeats 3 --torch bench/torch_ddp.py --json" ;;
     *) return 1 ;;
     esac
 }

@@ -538,6 +538,108 @@ def render_torch_pipeline(fig):
 
 
 # name -> (figures file, renderer, made by figures.sh without options)
+
+# --- data parallel: bench devices, bench dist, the ring model ----------------
+
+def render_dist(fig):
+    r = lambda *k: fig.need("result", *k, kind="number")
+    ranks, n = r("ranks"), len(fig.need("result", "ranks_runs", kind="list"))
+    rows = [[f"sluice, mpirun -np {ranks:.0f}: {r('threads') / ranks:.0f} thread and batch "
+             f"{r('global_batch') / ranks:.0f} a rank", num(r("ranks_samples_per_s")), "1.00"],
+            [f"sluice, one process: {r('threads'):.0f} threads, batch {r('global_batch'):.0f}",
+             num(r("one_process_samples_per_s")),
+             f"{r('ranks_samples_per_s') / r('one_process_samples_per_s'):.2f}"]]
+    t = fig.opt("result", "torch_ddp_samples_per_s")
+    if t is not None:
+        rows.append([f"torch DDP (gloo), {ranks:.0f} processes", num(t),
+                     f"{r('ranks_samples_per_s') / t:.2f}"])
+    out = provenance(fig)
+    out.append(f"LeNet5 on Fashion-MNIST in sink mode, global batch {r('global_batch'):.0f}, "
+               f"{r('steps'):.0f} global steps a run; samples/s, medians of {n} rounds whose "
+               f"order rotates.")
+    out.append("")
+    out += table(["configuration", "samples/s", "ranks' samples/s ÷ this"], rows)
+    out.append("")
+    out.append(f"Across the ranks a global step took {r('step_ms'):.3f} ms, of which the "
+               f"allreduce ({r('allreduce_bytes'):,.0f} bytes: MPI_Allreduce and the wait for "
+               f"the slower rank) {r('allreduce_us_per_step'):.1f} µs "
+               f"({100 * r('allreduce_share'):.1f}%).")
+    return out
+
+
+def ring_ms(nbytes, ranks, gbit_s, latency_us):
+    """A ring allreduce's time: 2(N-1)/N x bytes / bandwidth + 2(N-1) x latency."""
+    if ranks < 2:
+        return 0.0
+    return (2 * (ranks - 1) / ranks * nbytes * 8 / (gbit_s * 1e9) * 1e3
+            + 2 * (ranks - 1) * latency_us / 1e3)
+
+
+# (name, gradient bytes, compute ms a step or None: the measured one)
+RING_MODELS = [("LeNet5 (measured step)", None, None),
+               ("ResNet-50-sized, 25.6 M parameters", 25.6e6 * 4, 180.0)]
+RING_NETS = [(25.0, 10.0), (100.0, 5.0)]
+
+
+def render_ring_model(fig):
+    r = lambda *k: fig.need("result", *k, kind="number")
+    lenet_bytes = r("allreduce_bytes")
+    compute = r("step_ms") - r("allreduce_us_per_step") / 1e3
+    if not compute > 0:
+        raise TableError(f"{fig.rel}: step_ms is not more than the allreduce")
+    rows = []
+    for name, nbytes, ms in RING_MODELS:
+        nbytes = lenet_bytes if nbytes is None else nbytes
+        ms = compute if ms is None else ms
+        for gbit, lat in RING_NETS:
+            cells = [name, f"{ms:.3f}" if ms < 10 else f"{ms:.0f}", f"{gbit:.0f} Gbit/s, {lat:.0f} µs"]
+            for ranks in (8, 64, 512):
+                t = ring_ms(nbytes, ranks, gbit, lat)
+                cells.append(f"{100 * ms / (ms + t):.0f}% ({t:.3f} ms)" if t < 10
+                             else f"{100 * ms / (ms + t):.0f}% ({t:.0f} ms)")
+            rows.append(cells)
+    out = provenance(fig)
+    out.append(f"Predicted scaling efficiency, compute ÷ (compute + ring allreduce), with no "
+               f"overlap of the allreduce and backward (sluice reduces after backward). LeNet5's "
+               f"compute is the measured step less its allreduce ({compute:.3f} ms) and its "
+               f"{lenet_bytes:,.0f} bytes; the ResNet-50-sized row assumes 180 ms of compute a "
+               f"step (an assumption, about 355 images/s at batch 64), 102.4 MB of fp32 "
+               f"gradients. In brackets: the allreduce's modelled time.")
+    out.append("")
+    out += table(["model", "compute ms", "network", "8 ranks", "64 ranks", "512 ranks"], rows)
+    return out
+
+
+def render_ring_check(fig):
+    """devices_net.json against devices.json: the modelled network's cost,
+    measured in process, beside the model."""
+    base_path = os.path.join(os.path.dirname(fig.path), "devices.json")
+    if not os.path.exists(base_path):
+        raise TableError(f"{os.path.relpath(base_path, ROOT)}: no such file (table 'ring-check' "
+                         f"reads it); bench/figures.sh BUILDDIR devices writes it")
+    base = Figures(base_path, "ring-check")
+    r = lambda f, *k: f.need("result", *k, kind="number")
+    gbit, lat = r(fig, "sim_network_gbit_s"), r(fig, "sim_network_latency_us")
+    if not gbit > 0:
+        raise TableError(f"{fig.rel}: sim_network_gbit_s is not > 0")
+    nbytes, ndev = r(fig, "allreduce_bytes"), len(fig.need("result", "devices", kind="str").split(","))
+    model = ring_ms(nbytes, ndev, gbit, lat)
+    added = r(fig, "allreduce_ms_per_step") - r(base, "allreduce_ms_per_step")
+    rows = [["allreduce ms a step, no network", f"{r(base, 'allreduce_ms_per_step'):.3f}", ""],
+            [f"allreduce ms a step, {gbit:g} Gbit/s and {lat:g} µs modelled",
+             f"{r(fig, 'allreduce_ms_per_step'):.3f}", ""],
+            ["the network's share: measured, modelled", f"{added:.3f}", f"{model:.3f}"],
+            ["samples/s, no network / network",
+             num(r(base, "devices_samples_per_s")), num(r(fig, "devices_samples_per_s"))]]
+    out = provenance(fig)
+    out.append(f"{ndev} devices in one process, {nbytes:,.0f} bytes an allreduce; the "
+               f"in-process communicator made to take at least the ring's time on the modelled "
+               f"network (`--sim-network`), against the same run without (`{base.rel}`).")
+    out.append("")
+    out += table(["", "measured", "model"], rows)
+    return out
+
+
 TABLES = {
     "sink": ("sink.json", render_sink, True),
     "sink-runs": ("sink.json", render_sink_runs, True),
@@ -550,6 +652,9 @@ TABLES = {
     "torch-sink": ("torch_sink.json", render_torch_sink, False),
     "python-dataset": ("python_dataset.json", render_python_dataset, False),
     "torch-pipeline": ("torch_pipeline.json", render_torch_pipeline, False),
+    "dist": ("torch_dist.json", render_dist, False),
+    "ring-model": ("torch_dist.json", render_ring_model, False),
+    "ring-check": ("devices_net.json", render_ring_check, False),
 }
 
 

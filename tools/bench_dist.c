@@ -36,6 +36,7 @@ typedef struct runs {
     double sps[MAX_REPEATS];       /* samples/s */
     double allreduce_us[MAX_REPEATS]; /* per step */
     double step_ms[MAX_REPEATS];   /* wall time per global step */
+    double bytes;                  /* allreduced a step */
 } runs;
 
 void cli_bench_dist_usage(FILE *f)
@@ -211,9 +212,11 @@ static int rank_run(const dist_args *a)
                     &sps, &step_ms, &st);
     if (rc == 0 && sl_distributed_rank() == 0)
         printf("{\"samples_per_s\": %.1f, \"step_ms\": %.5f, \"allreduce_us_per_step\": %.2f, "
-               "\"compute_ms_per_step\": %.5f, \"ranks\": %d}\n",
+               "\"compute_ms_per_step\": %.5f, \"allreduce_bytes\": %" PRId64
+               ", \"ranks\": %d}\n",
                sps, step_ms, st.steps > 0 ? 1e3 * st.allreduce_ms / (double)st.steps : 0.0,
-               st.steps > 0 ? st.compute_ms / (double)st.steps : 0.0, ranks);
+               st.steps > 0 ? st.compute_ms / (double)st.steps : 0.0,
+               st.allreduce_floats * 4, ranks);
     fflush(stdout);
     sl_distributed_finalize(rc != 0);
     return rc == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
@@ -303,7 +306,9 @@ static int run_ranks(const dist_args *a, runs *r, int round)
     r->sps[round] = json_number(line, "samples_per_s");
     r->step_ms[round] = json_number(line, "step_ms");
     r->allreduce_us[round] = json_number(line, "allreduce_us_per_step");
-    if (!(r->sps[round] > 0) || !(r->step_ms[round] > 0) || r->allreduce_us[round] < 0) {
+    r->bytes = json_number(line, "allreduce_bytes");
+    if (!(r->sps[round] > 0) || !(r->step_ms[round] > 0) || r->allreduce_us[round] < 0 ||
+        !(r->bytes > 0)) {
         cli_error(CMD, "dist: the ranks printed no usable figures: %s", line);
         return -1;
     }
@@ -414,9 +419,9 @@ int cli_bench_dist_main(int argc, char **argv)
         printf(", \"one_process_samples_per_s\": %.1f, \"one_process_runs\": ", o_sps);
         print_runs(stdout, one.sps, n);
         printf(", \"ratio_one_process\": %.4f, \"step_ms\": %.5f, \"allreduce_us_per_step\": "
-               "%.2f, \"allreduce_share\": %.4f",
+               "%.2f, \"allreduce_share\": %.4f, \"allreduce_bytes\": %.0f",
                o_sps > 0 ? r_sps / o_sps : 0.0, step_ms, ar_us,
-               step_ms > 0 ? ar_us / 1e3 / step_ms : 0.0);
+               step_ms > 0 ? ar_us / 1e3 / step_ms : 0.0, ranks.bytes);
         if (a.torch) {
             printf(", \"torch_ddp_samples_per_s\": %.1f, \"torch_ddp_runs\": ", t_sps);
             print_runs(stdout, torch.sps, n);
