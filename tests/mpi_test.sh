@@ -196,6 +196,21 @@ else
     fail "same ranks, same seed: the same bits (sink and non-sink)"
 fi
 
+# Two devices in each rank: they sum first, in device order, then the ranks.
+for mode in --sink --no-sink; do
+    # shellcheck disable=SC2086
+    mpi -np 2 "$SLUICE" train --data "$M320" --epochs 1 $COMMON --no-eval $mode \
+        --device cpu:0,cpu:1 --save "$TMP/dev$mode.ckpt"
+    expect "2 ranks x 2 devices ($mode)" 0 \
+        stdout 'global batch 64 (batch 16 x 2 devices x 2 ranks)' stdout '^trained 5 steps'
+done
+if cmp -s "$TMP/dev--sink.ckpt" "$TMP/dev--no-sink.ckpt"; then
+    pass "2 ranks x 2 devices: the same bits sinking or not"
+else
+    rc=1
+    fail "2 ranks x 2 devices: the same bits sinking or not"
+fi
+
 # 320 samples over 3 ranks: shards of 107 (the first samples repeated to
 # pad them), 6 batches of 16 each.
 # shellcheck disable=SC2086

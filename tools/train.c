@@ -354,10 +354,12 @@ static int run_train(train_args *ap)
                    (int)a.model.network.batch * a.ndevices * a.ranks, a.model.network.batch,
                    a.ndevices, a.ndevices == 1 ? "" : "s", a.ranks, a.ranks == 1 ? "" : "s");
         if (a.ndevices > 1)
-            printf("data parallel on %d devices (%s): a global step is one batch on each, "
-                   "global batch %d; gradients are averaged in device order before each "
+            printf("data parallel on %d devices (%s)%s: a global step is one batch on each, "
+                   "%s %d; gradients are averaged in device order before each "
                    "update; each device's compute team has %d thread%s\n",
-                   a.ndevices, a.device, a.ndevices * (int)a.model.network.batch,
+                   a.ndevices, a.device, a.distributed ? " in each rank" : "",
+                   a.distributed ? "the rank's share of the global batch" : "global batch",
+                   a.ndevices * (int)a.model.network.batch,
                    a.model.context.threads, a.model.context.threads == 1 ? "" : "s");
         if (a.ndevices > 1 && a.ndevices * a.model.context.threads > sl_cpus_available())
             printf("note: %d devices x %d compute thread%s on %d CPUs: their threads take turns "
