@@ -28,17 +28,27 @@ typedef struct sl__comm sl__comm;
 typedef struct sl__comm_iface {
     const char *kind; /* "local", "mpi" */
     /* Replaces buf[0..n) of every rank by the mean over ranks; returns when
-     * this rank's buf holds it. buf has room for n_max + 1 floats: the one
-     * past n_max is the communicator's (MPI carries a control word there
-     * with the data). SL_ECANCELED (err says why) after abort. */
+     * this rank's buf holds it. buf has room for n_max + 2 floats: the two
+     * past n_max are the communicator's (MPI carries its control words
+     * there with the data). SL_ECANCELED (err says why) after abort. */
     int (*allreduce_mean)(sl__comm *c, int rank, float *buf, size_t n, sl__error *err);
     /* Optional: the time rank spent moving and summing bytes, waits for the
      * others left out (ms, since the communicator was made); NULL: unknown. */
     double (*work_ms)(const sl__comm *c, int rank);
     /* Wakes every waiting rank; later calls fail with status and why. The
      * first abort's reason is kept. Across processes, the other processes
-     * learn it too (they fail with "rank R: why"). */
+     * learn it too (they fail with "rank R: why"): abort then takes part in
+     * their collective, so only a training's own threads call it. */
     void (*abort)(sl__comm *c, int status, const char *why);
+    /* Optional (NULL: abort(SL_ECANCELED, "stopped")): a stop asked for
+     * from any thread, never waiting; across processes the next
+     * collective carries it and every process stops. */
+    void (*stop)(sl__comm *c);
+    /* Optional (NULL: 0): 1 once a stop reached this process from another. */
+    int (*stopped)(const sl__comm *c);
+    /* Optional (NULL: agree): the training's last collective, by local
+     * rank 0 of every process; it closes the communicator. */
+    int (*finish)(sl__comm *c, uint64_t value, int *same, sl__error *err);
     /* Optional (NULL: one process, nothing to compare): called by local
      * rank 0 of every process at the same point, *same is 1 when every
      * process gave the same value. */
@@ -88,6 +98,27 @@ static inline int sl__comm_agree(sl__comm *c, uint64_t value, int *same, sl__err
 {
     *same = 1;
     return c->iface->agree ? c->iface->agree(c, value, same, err) : 0;
+}
+
+static inline void sl__comm_stop(sl__comm *c)
+{
+    if (c->iface->stop)
+        c->iface->stop(c);
+    else
+        c->iface->abort(c, SL_ECANCELED, "stopped");
+}
+
+static inline int sl__comm_stopped(const sl__comm *c)
+{
+    return c->iface->stopped ? c->iface->stopped(c) : 0;
+}
+
+static inline int sl__comm_finish(sl__comm *c, uint64_t value, int *same, sl__error *err)
+{
+    *same = 1;
+    if (c->iface->finish)
+        return c->iface->finish(c, value, same, err);
+    return sl__comm_agree(c, value, same, err);
 }
 
 static inline void sl__comm_abort(sl__comm *c, int status, const char *why)

@@ -8,20 +8,25 @@
  * and the length, so the bits repeat from run to run, and every process
  * ends with the same bits (the training checks it: agree below).
  *
- * Failures travel with the data. Every collective carries one more
- * float, the control word: 0, or 1 from a process that failed. A process
- * that fails (or stops) takes part in the collective the others are in,
- * or will be in next, with its control word set; when the sum shows a
- * failure every process then learns the lowest failed rank (MPI_MIN) and
- * its message (MPI_Bcast), wakes its own ranks, and from then on fails at
- * once with "rank R: why". So a rank's pipeline error or GetNext
+ * Failures and stops travel with the data. Every collective carries two
+ * more floats, the control words: a failure (1 from a process that
+ * failed) and a stop (1 from a process asked to stop). A process that
+ * fails takes part, from the failing thread, in the collective the others
+ * are in or will be in next, with its failure word set; when the sum
+ * shows a failure every process learns the lowest failed rank (MPI_MIN)
+ * and its message (MPI_Bcast), wakes its own ranks, and from then on
+ * fails at once with "rank R: why". So a rank's pipeline error or GetNext
  * timeout stops every rank with its message, and nobody waits on a rank
  * that has left. (A rank killed outright cannot take part: mpirun ends
- * the job then.) Every collective has the same length, n_max + 1 floats,
- * so a failure always meets whatever collective the others are in.
+ * the job then.) A stop (sl_model_stop, from any thread) only sets the
+ * stop word, which the training's next collective carries; every process
+ * that sees it stops as if asked to. Every collective has the same
+ * length, n_max + 2 floats, so a failure or stop always meets whatever
+ * collective the others are in. After the training's last collective
+ * (finish) the communicator is closed: nothing more is sent.
  *
- * MPI is called from the ranks' threads one at a time (the in_mpi token):
- * MPI_THREAD_SERIALIZED. */
+ * MPI is called from the training's threads one at a time (the in_mpi
+ * token): MPI_THREAD_SERIALIZED. */
 #include "exec/comm.h"
 
 #include "config.h"
@@ -44,14 +49,18 @@ typedef struct comm_mpi {
     MPI_Comm comm;       /* sluice's duplicate of MPI_COMM_WORLD */
     size_t n_max;
     float **bufs;        /* (size) each local rank's buffer */
-    float *sum;          /* (n_max + 1) several local ranks: their sum */
-    float *ctl;          /* (n_max + 1) abort's and agree's collectives */
+    float *sum;          /* (n_max + 2) several local ranks: their sum */
+    float *ctl;          /* (n_max + 2) abort's and agree's collectives */
     double work_ms;      /* local rank 0: summing and scaling */
+    int stop_here;       /* this process was asked to stop: the next
+                          * collective says so */
+    int stopped;         /* a process stopped: every process stops */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int in_mpi;          /* a thread of this process is in a collective */
     int failed_here;     /* this process failed or stopped */
-    int done;            /* every process knows of a failure: no more collectives */
+    int done;            /* every process knows of a failure or a stop, or
+                          * the training's last collective ran: no more */
     int status;          /* the failure's */
     char why[SL_ERRMSG_LEN];
 } comm_mpi;
@@ -101,20 +110,35 @@ static int learn_failure(comm_mpi *c, sl__error *err)
     }
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
-    sl__distributed_failure_shared();
+    sl__distributed_failure_shared(1);
     sl__barrier_abort(&c->bar, c->status, c->why);
     return sl__errf(err, c->status, "%s", c->why);
 }
 
+/* Some process stopped: every process stops too (SL_ECANCELED). */
+static int learn_stop(comm_mpi *c, sl__error *err)
+{
+    pthread_mutex_lock(&c->lock);
+    c->done = 1;
+    c->stopped = 1;
+    c->status = SL_ECANCELED;
+    snprintf(c->why, sizeof c->why, "stopped (a rank was asked to stop)");
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    sl__barrier_abort(&c->bar, SL_ECANCELED, c->why);
+    return sl__errf(err, SL_ECANCELED, "%s", c->why);
+}
+
 /* The collective, with the token held: buf[0..n_max) summed over the
- * processes, the control word after them. */
+ * processes, the control words after them. */
 static int collective(comm_mpi *c, float *buf, sl__error *err)
 {
     int rc;
     pthread_mutex_lock(&c->lock);
     buf[c->n_max] = c->failed_here ? 1.0f : 0.0f;
+    buf[c->n_max + 1] = c->stop_here ? 1.0f : 0.0f;
     pthread_mutex_unlock(&c->lock);
-    rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)(c->n_max + 1), MPI_FLOAT, MPI_SUM, c->comm);
+    rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)(c->n_max + 2), MPI_FLOAT, MPI_SUM, c->comm);
     if (rc != MPI_SUCCESS) {
         char what[MPI_MAX_ERROR_STRING];
         int len = 0;
@@ -130,6 +154,8 @@ static int collective(comm_mpi *c, float *buf, sl__error *err)
     }
     if (buf[c->n_max] != 0.0f)
         return learn_failure(c, err);
+    if (buf[c->n_max + 1] != 0.0f)
+        return learn_stop(c, err);
     return SL_OK;
 }
 
@@ -203,6 +229,44 @@ static double mpi_work_ms(const sl__comm *base, int rank)
     return -1.0; /* MPI's time cannot be told from waiting for the others */
 }
 
+/* From any thread: the next collective carries the stop. */
+static void mpi_stop(sl__comm *base)
+{
+    comm_mpi *c = (comm_mpi *)base;
+    pthread_mutex_lock(&c->lock);
+    c->stop_here = 1;
+    pthread_mutex_unlock(&c->lock);
+    /* this process's ranks waiting for each other stop now */
+    sl__barrier_abort(&c->bar, SL_ECANCELED, "stopped");
+}
+
+static int mpi_stopped(const sl__comm *base)
+{
+    comm_mpi *c = (comm_mpi *)base;
+    int s;
+    pthread_mutex_lock(&c->lock);
+    s = c->stopped;
+    pthread_mutex_unlock(&c->lock);
+    return s;
+}
+
+/* The training's last collective: a stop or failure not yet sent, or
+ * the agreement on value; then the communicator is closed. */
+static int mpi_finish(sl__comm *base, uint64_t value, int *same, sl__error *err)
+{
+    comm_mpi *c = (comm_mpi *)base;
+    int rc = base->iface->agree(base, value, same, err);
+    pthread_mutex_lock(&c->lock);
+    c->done = 1;
+    if (rc == SL_OK) {
+        c->status = SL_ESTATE;
+        snprintf(c->why, sizeof c->why, "the training across the ranks has ended");
+    }
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
 static void mpi_abort(sl__comm *base, int status, const char *why)
 {
     comm_mpi *c = (comm_mpi *)base;
@@ -219,45 +283,45 @@ static void mpi_abort(sl__comm *base, int status, const char *why)
     pthread_mutex_unlock(&c->lock);
     sl__barrier_abort(&c->bar, c->status, c->why);
     /* Tell the other processes: join the collective they are in (or will
-     * be in next) with the control word set. Local rank 0 may carry it
+     * be in next) with the failure word set. Local rank 0 may carry it
      * first, in its own collective; then there is nothing left to do. */
     if (enter(c, NULL) < 0)
         return;
-    memset(c->ctl, 0, c->n_max * sizeof *c->ctl);
+    memset(c->ctl, 0, (c->n_max + 2) * sizeof *c->ctl);
     rc = collective(c, c->ctl, NULL);
     (void)rc; /* the failure it reports is this one */
     leave(c);
 }
 
-/* Equal values give equal sums of their bytes and of their bytes'
- * squares on every process; unequal ones cannot give both (the bytes'
- * variance over the processes would be 0). Sums of at most 255^2 times
- * 2^8 processes are exact in a float. */
+/* Equal values give equal sums of their 4-bit pieces and of the pieces'
+ * squares on every process; unequal ones cannot give both (the pieces'
+ * variance over the processes would be 0). Sums of at most 15^2 times
+ * 74,000 processes are exact in a float (below 2^24). */
 static int mpi_agree(sl__comm *base, uint64_t value, int *same, sl__error *err)
 {
     comm_mpi *c = (comm_mpi *)base;
     const float p = (float)base->processes;
     int rc;
     *same = 0;
-    if (c->n_max < 16)
+    if (c->n_max < 32)
         return sl__errf(err, SL_EINVAL, "agree: the communicator holds %zu floats, fewer "
-                        "than 16", c->n_max);
+                        "than 32", c->n_max);
     if ((rc = enter(c, err)) < 0)
         return rc;
-    memset(c->ctl, 0, c->n_max * sizeof *c->ctl);
-    for (int i = 0; i < 8; i++) {
-        float b = (float)((value >> (8 * i)) & 0xff);
+    memset(c->ctl, 0, (c->n_max + 2) * sizeof *c->ctl);
+    for (int i = 0; i < 16; i++) {
+        float b = (float)((value >> (4 * i)) & 0xf);
         c->ctl[i] = b;
-        c->ctl[8 + i] = b * b;
+        c->ctl[16 + i] = b * b;
     }
     rc = collective(c, c->ctl, err);
     leave(c);
     if (rc < 0)
         return rc;
     *same = 1;
-    for (int i = 0; i < 8; i++) {
-        float b = (float)((value >> (8 * i)) & 0xff);
-        if (c->ctl[i] != p * b || c->ctl[8 + i] != p * b * b)
+    for (int i = 0; i < 16; i++) {
+        float b = (float)((value >> (4 * i)) & 0xf);
+        if (c->ctl[i] != p * b || c->ctl[16 + i] != p * b * b)
             *same = 0;
     }
     return SL_OK;
@@ -280,7 +344,10 @@ static const sl__comm_iface mpi_iface = {
     .allreduce_mean = mpi_allreduce_mean,
     .work_ms = mpi_work_ms,
     .abort = mpi_abort,
+    .stop = mpi_stop,
+    .stopped = mpi_stopped,
     .agree = mpi_agree,
+    .finish = mpi_finish,
     .free = mpi_free,
 };
 
@@ -292,7 +359,7 @@ int sl__comm_mpi_new(sl__comm **out, int size, size_t n_max, sl__error *err)
     if (!sl_distributed_initialized())
         return sl__errf(err, SL_ESTATE, "distributed: MPI is not initialized in this process "
                         "(sl_distributed_init; from Python, sluice.communication.init())");
-    if (size < 1 || n_max + 1 > (size_t)INT_MAX)
+    if (size < 1 || n_max + 2 > (size_t)INT_MAX)
         return sl__errf(err, SL_EINVAL, "communicator: %d ranks, %zu floats", size, n_max);
     c = calloc(1, sizeof *c);
     if (!c)
@@ -301,11 +368,12 @@ int sl__comm_mpi_new(sl__comm **out, int size, size_t n_max, sl__error *err)
     c->base.size = size;
     c->base.processes = sl_distributed_size();
     c->base.process = sl_distributed_rank();
+    sl__distributed_failure_shared(0); /* a new training: nothing shared yet */
     c->comm = sl__distributed_comm();
     c->n_max = n_max;
     c->bufs = calloc((size_t)size, sizeof *c->bufs);
-    c->sum = calloc(n_max + 1, sizeof *c->sum);
-    c->ctl = calloc(n_max + 1, sizeof *c->ctl);
+    c->sum = calloc(n_max + 2, sizeof *c->sum);
+    c->ctl = calloc(n_max + 2, sizeof *c->ctl);
     if (!c->bufs || !c->sum || !c->ctl) {
         rc = sl__errf(err, SL_ENOMEM, "communicator: out of memory for %zu floats", n_max);
         goto fail;

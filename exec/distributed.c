@@ -75,9 +75,9 @@ int sl_distributed_size(void)
     return sl_distributed_initialized() ? dist.size : 1;
 }
 
-void sl__distributed_failure_shared(void)
+void sl__distributed_failure_shared(int shared)
 {
-    dist.failure_shared = 1;
+    dist.failure_shared = shared;
 }
 
 #ifdef SL_HAVE_MPI

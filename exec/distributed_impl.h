@@ -14,8 +14,9 @@
 MPI_Comm sl__distributed_comm(void);
 #endif
 
-/* A training's communicator shared a failure with every rank: all of
- * them left their collectives, so finalize need not end the job. */
-void sl__distributed_failure_shared(void);
+/* shared 1: a training's communicator shared a failure with every rank
+ * (all of them left their collectives, so finalize need not end the
+ * job); 0: a new training, nothing shared yet. */
+void sl__distributed_failure_shared(int shared);
 
 #endif

@@ -123,9 +123,11 @@ void sl_model_stop(sl_model *m)
         sl_iterator_interrupt(m->active);
     if (m->active_channel)
         sl__channel_interrupt(m->active_channel);
-    /* replicas waiting for each other's gradients: between two steps */
+    /* replicas waiting for each other's gradients: between two steps
+     * (across ranks, the next collective tells the others; this never
+     * waits for them) */
     if (m->replicas)
-        sl__comm_abort(m->replicas->comm, SL_ECANCELED, "stopped");
+        sl__comm_stop(m->replicas->comm);
     pthread_mutex_unlock(&m->active_lock);
 }
 

@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/tensor_impl.h"
 #include "devices/device_impl.h"
+#include "exec/distributed_impl.h"
 #include "exec/step_impl.h"
 
 int sl__parse_device_list(const char *list, char names[][32], int *n, sl__error *err)
@@ -157,7 +158,7 @@ int sl__replicas_new(sl_model *m, const char *list, int distributed, sl__replica
         char err[SL_ERRMSG_LEN];
         rs->n = r + 1; /* what free must undo */
         rp->rank = r;
-        if (!(rp->fused = aligned_alloc(64, round64((rs->nfused + 1) * sizeof(float))))) {
+        if (!(rp->fused = aligned_alloc(64, round64((rs->nfused + 2) * sizeof(float))))) {
             rc = sl__errf(&m->err, SL_ENOMEM, "train: out of memory");
             break;
         }
@@ -196,6 +197,19 @@ int sl__replicas_new(sl_model *m, const char *list, int distributed, sl__replica
         sl__errf(&m->err, rc, "train: %s", e.msg);
     if (rc == SL_OK)
         rc = sl__replicas_sync(rs);
+    if (rc == SL_OK && distributed) {
+        /* every rank must start from the same parameters */
+        int same = 0;
+        rc = sl__comm_agree(rs->comm, sl__replicas_hash(rs), &same, &e);
+        if (rc < 0)
+            sl__errf(&m->err, rc, "train: %s", e.msg);
+        else if (!same) {
+            sl__distributed_failure_shared(1); /* every rank sees it */
+            rc = sl__errf(&m->err, SL_EINVAL,
+                          "train: the ranks start from different parameters: give every rank "
+                          "the same seed (or load the same checkpoint on each)");
+        }
+    }
     if (rc < 0) {
         sl__replicas_free(rs);
         return rc;
@@ -275,6 +289,8 @@ int sl__replica_step(sl__replica_set *rs, int r, sl_tensor *const *feed, size_t 
     rc = sl__comm_allreduce_mean(rs->comm, r, rp->fused, rs->nfused, &rp->err);
     t0 = sl__now_ms();
     rp->allreduce_ms += t0 - t1;
+    if (rc == SL_ECANCELED && sl__comm_stopped(rs->comm))
+        atomic_store(&rs->m->stop, 1); /* another rank stopped: so does this one */
     if (rc < 0)
         return rc;
     /* 1 exactly when every replica (of every rank) gave 1: a sum of ones
@@ -444,21 +460,37 @@ uint64_t sl__replicas_hash(const sl__replica_set *rs)
 
 int sl__replicas_check(sl__replica_set *rs)
 {
+    sl_model *m = rs->m;
     int same = 1, rc;
-    if (!sl__replicas_equal(rs))
-        return sl__errf(&rs->m->err, SL_ESTATE,
-                        "train: the devices' replicas differ after %lld global steps",
-                        (long long)rs->updates);
+    if (!atomic_load(&m->stop) && !sl__replicas_equal(rs)) {
+        rc = sl__errf(&m->err, SL_ESTATE,
+                      "train: the devices' replicas differ after %lld global steps",
+                      (long long)rs->updates);
+        if (rs->distributed)
+            sl__replicas_leave_on_error(rs);
+        return rc;
+    }
     if (!rs->distributed)
         return SL_OK;
-    rc = sl__comm_agree(rs->comm, sl__replicas_hash(rs), &same, &rs->reps[0].err);
+    /* the last collective: carries a stop of this rank (the others may
+     * be in a step's collective still, which must not take it for one),
+     * or compares */
+    if (atomic_load(&m->stop))
+        sl__comm_stop(rs->comm);
+    rc = sl__comm_finish(rs->comm, sl__replicas_hash(rs), &same, &rs->reps[0].err);
+    if (rc == SL_ECANCELED && (atomic_load(&m->stop) || sl__comm_stopped(rs->comm))) {
+        atomic_store(&m->stop, 1);
+        return SL_OK; /* a stop: this rank's or another's */
+    }
     if (rc < 0)
-        return sl__errf(&rs->m->err, rc, "train: %s", rs->reps[0].err.msg);
-    if (!same)
-        return sl__errf(&rs->m->err, SL_ESTATE,
+        return sl__errf(&m->err, rc, "train: %s", rs->reps[0].err.msg);
+    if (!same) {
+        sl__distributed_failure_shared(1); /* every rank sees it */
+        return sl__errf(&m->err, SL_ESTATE,
                         "train: the ranks' parameters differ after %lld global steps (their "
-                        "hashes were compared): the ranks did not run the same steps",
+                        "hashes were compared): the ranks started or stepped differently",
                         (long long)rs->updates);
+    }
     return SL_OK;
 }
 

@@ -44,8 +44,8 @@ typedef struct sl__replica_set {
     sl__replica reps[SL__MAX_REPLICAS];
     sl__comm *comm;
     size_t ngrad;            /* gradient elements of a step */
-    size_t nfused;           /* ngrad + 2 (each fused buffer has room for one
-                              * more float: the communicator's, comm.h) */
+    size_t nfused;           /* ngrad + 2 (each fused buffer has room for two
+                              * more floats: the communicator's, comm.h) */
     int distributed;         /* the communicator spans processes (MPI ranks) */
     int check_every_step;    /* across processes: compare the parameters'
                               * hashes after every update */
@@ -95,9 +95,11 @@ int sl__replicas_equal(const sl__replica_set *rs);
 /* A hash of the model's (replica 0's) parameters and accumulators. */
 uint64_t sl__replicas_hash(const sl__replica_set *rs);
 /* After training: every replica of this process equals replica 0, and
- * (distributed) every process holds the same bits, compared by hash.
- * Distributed, every process must call it at the same point. On a
- * difference the model's error says where. */
+ * (distributed) every process holds the same bits, compared by hash in
+ * the training's last collective, which also carries a stop of this rank
+ * (then SL_OK, the model's stop set). Distributed, every process that
+ * trained without error calls it at the same point. On a difference the
+ * model's error says where. */
 int sl__replicas_check(sl__replica_set *rs);
 /* Training ended on this process's error (in m->err): the other processes,
  * if they do not know of it yet, learn it from the communicator. */

@@ -563,6 +563,10 @@ int sl__model_train_sink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
     sl__step_trace(m->train_step, NULL, NULL, 0, 0);
     m->trace_profiler = NULL;
     m->exec_track = NULL;
+    /* Across ranks, the others learn of an error before the join below,
+     * which a stuck pipeline thread could hold up. */
+    if (rc < 0 && m->replicas && m->replicas->distributed)
+        sl__replicas_leave_on_error(m->replicas);
     /* Joins the transfer thread and every pipeline thread. */
     sl__model_set_active_channel(m, NULL);
     sl__channel_free(f);

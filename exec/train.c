@@ -478,6 +478,10 @@ static int train_nonsink(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callbac
         rc = sl__model_run_hooks(m, cbs, ncbs, SL__HOOK_STEP_END, &info);
     }
     drop_held(held, &nheld);
+    /* Across ranks, the others learn of an error before the join below,
+     * which a stuck pipeline thread could hold up. */
+    if (rc < 0 && ranks)
+        sl__replicas_leave_on_error(m->replicas);
     /* Joins every pipeline thread, whether the loop ended or stopped. */
     sl__model_set_active(m, NULL);
     sl_iterator_free(it);
@@ -540,7 +544,7 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
          * parameters, or (on an error the others may not know) the error. */
         if (rc < 0 && rs->distributed)
             sl__replicas_leave_on_error(rs);
-        else if (rc == SL_OK && !atomic_load(&m->stop))
+        else if (rc == SL_OK && (rs->distributed || !atomic_load(&m->stop)))
             rc = sl__replicas_check(rs);
         sl__replicas_get_stats(rs, m->global_step - step0, &m->parallel_stats);
         pthread_mutex_lock(&m->active_lock);

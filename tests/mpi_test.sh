@@ -255,15 +255,54 @@ mpi -np 1 "$SLUICE" train --data "$GOOD" --epochs 3 $COMMON --no-eval : \
 # it has printed, once another has exited, so one of the lines suffices.)
 expect "a pipeline error on rank 1 stops every rank" nonzero \
     stderr '^sluice: train: rank [01]: .*dog/7\.jpg'
+# ... told through the communicator, not by MPI_Abort's ending the job
+if grep -q 'MPI_Abort' "$TMP/err"; then
+    echo "    (stderr has MPI_Abort: the failure did not travel with the data)"
+    rc=1
+    fail "a pipeline error travels to the other ranks"
+else
+    pass "a pipeline error travels to the other ranks"
+fi
 
-# Rank 1 waits at the gate, which nobody opens: its GetNext gives up
-# after 2 s; mpirun ends it once rank 0 has left.
+# Rank 1 waits at the gate, which nobody opens: its GetNext (sinking) or
+# its wait for data (not sinking) gives up after 2 s; mpirun ends it once
+# rank 0 has left. Rank 0 waits long: only rank 1 may give up.
 # shellcheck disable=SC2086
-mpi -np 1 "$SLUICE" train --data "$GOOD" --epochs 3 $COMMON --no-eval --getnext-timeout 2 : \
+mpi -np 1 "$SLUICE" train --data "$GOOD" --epochs 3 $COMMON --no-eval --getnext-timeout 300 : \
     -np 1 "$GATED" "$SLUICE" train --data "$GOOD" --epochs 3 $COMMON --no-eval \
     --getnext-timeout 2
 expect "a GetNext timeout on rank 1 stops every rank" nonzero \
     stderr '^sluice: train: rank 0: .*rank 1: .*GetNext'
+# shellcheck disable=SC2086
+mpi -np 1 "$SLUICE" train --data "$GOOD" --epochs 3 $COMMON --no-eval --no-sink : \
+    -np 1 "$GATED" "$SLUICE" train --data "$GOOD" --epochs 3 $COMMON --no-eval --no-sink \
+    --data-timeout 2
+expect "a data timeout on rank 1 stops every rank (no sink)" nonzero \
+    stderr '^sluice: train: rank 0: .*rank 1: .*no row within 2000 ms'
+
+# Different seeds: the ranks would start apart; refused at the start.
+# shellcheck disable=SC2086
+mpi -np 1 "$SLUICE" train --data "$M320" --epochs 1 --batch 16 --seed 1 --no-eval : \
+    -np 1 "$SLUICE" train --data "$M320" --epochs 1 --batch 16 --seed 2 --no-eval
+expect "ranks with different seeds refused" nonzero \
+    stderr 'rank [01]: the ranks start from different parameters'
+
+# From the C API (tests/mpi_probe.c): rank 0's callback stops training at
+# step 3, or fails there; the stop ends every rank cleanly at the same
+# step with the same parameters, the failure names rank 0 on rank 1.
+PROBE=$top_builddir/tests/mpi_probe
+for sink in 0 1; do
+    mpi -np 2 "$PROBE" "$M320" stop $sink
+    if [ "$rc" -eq 0 ] && [ "$(grep -c 'rc 0 steps 3 hash' "$TMP/out")" = 2 ] &&
+        [ "$(sed -n 's/.*hash //p' "$TMP/out" | sort -u | wc -l)" = 1 ]; then
+        pass "a stop on rank 0 stops every rank at the same step (sink $sink)"
+    else
+        fail "a stop on rank 0 stops every rank at the same step (sink $sink)"
+    fi
+    mpi -np 2 "$PROBE" "$M320" fail $sink
+    expect "a callback failing on rank 0 stops every rank (sink $sink)" nonzero \
+        stdout '^rank 1: error: .*rank 0: the probe.s callback failed on purpose'
+done
 
 # Rank 1 reaches the gate (the opener's open returns then), is killed with
 # SIGKILL there, mid-training; mpirun ends the job and names it.
