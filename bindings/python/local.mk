@@ -123,7 +123,8 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_eval_while_training.py \
 	bindings/python/tests/test_eval_models.py \
 	bindings/python/tests/test_eager_forward.py \
-	bindings/python/tests/test_dataset_names.py
+	bindings/python/tests/test_dataset_names.py \
+	bindings/python/tests/test_distributed.py
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/lenet_torch.py \
@@ -133,6 +134,8 @@ EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/seed004_custom_loop.py \
 	bindings/python/examples/seed004_custom_network.py \
 	bindings/python/examples/eval_while_training.py \
+	bindings/python/examples/distributed_lenet.py \
+	bindings/python/examples/torch_ddp_backend.py \
 	bench/python_dataset.py
 
 if SL_PYTHON
