@@ -19,6 +19,7 @@ SL_PY_PACKAGE = \
 	$(SL_PY_TRANSFORMS) \
 	bindings/python/sluice/context.py \
 	bindings/python/sluice/context.pyi \
+	$(SL_PY_COMMUNICATION) \
 	$(SL_PY_NN) \
 	$(SL_PY_NN_WRAP) \
 	bindings/python/sluice/ops/__init__.py \
@@ -41,6 +42,12 @@ SL_PY_TRANSFORMS = \
 	bindings/python/sluice/dataset/transforms/__init__.pyi \
 	bindings/python/sluice/dataset/transforms/c_transforms.py \
 	bindings/python/sluice/dataset/transforms/c_transforms.pyi
+
+SL_PY_COMMUNICATION = \
+	bindings/python/sluice/communication/__init__.py \
+	bindings/python/sluice/communication/__init__.pyi \
+	bindings/python/sluice/communication/management.py \
+	bindings/python/sluice/communication/management.pyi
 
 SL_PY_NN = \
 	bindings/python/sluice/nn/__init__.py \
@@ -96,7 +103,8 @@ SL_PY_SOURCES = \
 	bindings/python/src/run.c \
 	bindings/python/src/sink.c \
 	bindings/python/src/graph.c \
-	bindings/python/src/step.c
+	bindings/python/src/step.c \
+	bindings/python/src/distributed.c
 
 SL_PY_TESTS = \
 	bindings/python/tests/conftest.py \
@@ -115,7 +123,8 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_eval_while_training.py \
 	bindings/python/tests/test_eval_models.py \
 	bindings/python/tests/test_eager_forward.py \
-	bindings/python/tests/test_dataset_names.py
+	bindings/python/tests/test_dataset_names.py \
+	bindings/python/tests/test_distributed.py
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/lenet_torch.py \
@@ -125,6 +134,8 @@ EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/seed004_custom_loop.py \
 	bindings/python/examples/seed004_custom_network.py \
 	bindings/python/examples/eval_while_training.py \
+	bindings/python/examples/distributed_lenet.py \
+	bindings/python/examples/torch_ddp_backend.py \
 	bench/python_dataset.py
 
 if SL_PYTHON
@@ -146,6 +157,8 @@ sluicepy_DATA = bindings/python/sluice/__init__.py bindings/python/sluice/__init
 	bindings/python/sluice/py.typed bindings/python/sluice/context.py \
 	bindings/python/sluice/context.pyi bindings/python/sluice/functional.py \
 	bindings/python/sluice/functional.pyi
+sluicepycommunicationdir = $(sluicepydir)/communication
+sluicepycommunication_DATA = $(SL_PY_COMMUNICATION)
 sluicepynndir = $(sluicepydir)/nn
 sluicepynn_DATA = $(SL_PY_NN)
 sluicepynnwrapdir = $(sluicepynndir)/wrap
@@ -174,6 +187,7 @@ uninstall-python-hook:
 	rm -f "$(DESTDIR)$(sluicepydir)/_sluice.la" "$(DESTDIR)$(sluicepydir)/_sluice.so"
 	rmdir "$(DESTDIR)$(sluicepytransformsdir)" "$(DESTDIR)$(sluicepyvisiondir)" \
 		"$(DESTDIR)$(sluicepydatasetdir)" "$(DESTDIR)$(sluicepynnwrapdir)" \
+		"$(DESTDIR)$(sluicepycommunicationdir)" \
 		"$(DESTDIR)$(sluicepynndir)" \
 		"$(DESTDIR)$(sluicepyopsdir)" "$(DESTDIR)$(sluicepycommondir)" \
 		"$(DESTDIR)$(sluicepytraindir)" "$(DESTDIR)$(sluicepydir)" 2>/dev/null || :
@@ -182,7 +196,7 @@ uninstall-python-hook:
 installcheck-local: installcheck-python
 installcheck-python:
 	cd / && PYTHONPATH="$(DESTDIR)$(SL_PYTHONDIR)" PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -c \
-		'import sluice, sluice.dataset.vision.c_transforms, sluice.dataset.transforms.c_transforms, sluice.train, sluice.nn.wrap.cell_wrapper, sluice.nn.metrics, sluice.ops, sluice.common.initializer, sluice.common.dtype, sluice.common.parameter, sluice.common.tensor, sluice.functional; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
+		'import sluice, sluice.dataset.vision.c_transforms, sluice.dataset.transforms.c_transforms, sluice.train, sluice.nn.wrap.cell_wrapper, sluice.nn.metrics, sluice.ops, sluice.common.initializer, sluice.common.dtype, sluice.common.parameter, sluice.common.tensor, sluice.functional, sluice.communication.management; assert sluice.__file__.startswith("$(DESTDIR)$(SL_PYTHONDIR)"); print("installcheck: sluice", sluice.__version__, "from", sluice.__file__)'
 
 noinst_DATA = bindings/python/stage.stamp
 # local.mk too: a file added to the lists may be older than the stamp.

@@ -54,6 +54,12 @@ Training runs in sluice's C executor with the GIL released; see
 :mod:`sluice.train` (Model, callbacks, DatasetHelper, :func:`data_sink`,
 checkpoints) and :mod:`sluice.context` (:func:`set_context`,
 :func:`set_seed`).
+
+Data parallel across processes: under ``mpirun -np N``,
+:func:`sluice.communication.init`, ``set_auto_parallel_context(
+parallel_mode="data_parallel")`` and a dataset sharded with
+``num_shards=get_group_size(), shard_id=get_rank()`` (see
+:mod:`sluice.communication`).
 """
 from sluice import _sluice
 from sluice._sluice import Tensor
@@ -69,9 +75,11 @@ float32 = "float32"
 float64 = "float64"
 
 from sluice import dataset  # noqa: E402  (needs the names above)
-from sluice.context import (GRAPH_MODE, PYNATIVE_MODE, get_context, get_seed,  # noqa: E402
+from sluice.context import (GRAPH_MODE, PYNATIVE_MODE, ParallelMode,  # noqa: E402
+                            get_auto_parallel_context, get_context, get_seed,
+                            reset_auto_parallel_context, set_auto_parallel_context,
                             set_context, set_seed)
-from sluice import common, context, nn, ops, train  # noqa: E402
+from sluice import common, communication, context, nn, ops, train  # noqa: E402
 from sluice.functional import JitConfig, value_and_grad  # noqa: E402
 from sluice.train import (Model, data_sink, load_checkpoint,  # noqa: E402
                           load_param_into_net, save_checkpoint)
@@ -81,4 +89,6 @@ __all__ = ["Tensor", "dataset", "uint8", "int32", "uint32", "int64", "float32", 
            "__version__", "context", "nn", "train", "GRAPH_MODE", "PYNATIVE_MODE",
            "set_context", "get_context", "set_seed", "get_seed", "data_sink",
            "save_checkpoint", "load_checkpoint", "load_param_into_net", "common", "ops",
-           "value_and_grad", "JitConfig", "Model", "dtype"]
+           "value_and_grad", "JitConfig", "Model", "dtype", "communication", "ParallelMode",
+           "set_auto_parallel_context", "get_auto_parallel_context",
+           "reset_auto_parallel_context"]

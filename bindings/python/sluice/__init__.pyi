@@ -2,11 +2,15 @@
 training names it re-exports)."""
 from typing import Any, Optional, Tuple
 
-from sluice import (common as common, context as context, dataset as dataset, nn as nn,
-                    ops as ops, train as train)
+from sluice import (common as common, communication as communication, context as context,
+                    dataset as dataset, nn as nn, ops as ops, train as train)
 from sluice.functional import JitConfig as JitConfig, value_and_grad as value_and_grad
 from sluice.context import (GRAPH_MODE as GRAPH_MODE, PYNATIVE_MODE as PYNATIVE_MODE,
+                            ParallelMode as ParallelMode,
+                            get_auto_parallel_context as get_auto_parallel_context,
                             get_context as get_context, get_seed as get_seed,
+                            reset_auto_parallel_context as reset_auto_parallel_context,
+                            set_auto_parallel_context as set_auto_parallel_context,
                             set_context as set_context, set_seed as set_seed)
 from sluice.common import dtype as dtype
 from sluice.train import (Model as Model, data_sink as data_sink,

@@ -128,7 +128,7 @@ static int train_fn(slpy_call *call)
 {
     train_call *t = (train_call *)call;
     int rc;
-    t->owner->replicated = t->o.devices && strchr(t->o.devices, ',') != NULL;
+    t->owner->replicated = t->o.distributed || (t->o.devices && strchr(t->o.devices, ','));
     rc = sl_model_train_opts(call->m, t->epochs, t->ds, call->list, call->ncbs, &t->o);
     t->owner->replicated = 0;
     if (rc < 0)
@@ -145,7 +145,8 @@ static void free_dataset(sl_dataset *ds)
     Py_END_ALLOW_THREADS
 }
 
-/* train(epochs, dataset, callbacks, sink_mode, sink_size[, autotune[, devices]]) */
+/* train(epochs, dataset, callbacks, sink_mode, sink_size[, autotune[, devices[,
+ *       distributed]]]) */
 static PyObject *model_train(PyObject *o, PyObject *args)
 {
     slpy_model *self = (slpy_model *)o;
@@ -153,11 +154,11 @@ static PyObject *model_train(PyObject *o, PyObject *args)
     PyObject *specs, *lines = NULL;
     long long epochs, sink_size;
     const char *devices = NULL;
-    int sink, autotune = 0, r;
+    int sink, autotune = 0, distributed = 0, r;
     train_call *t;
 
-    if (!PyArg_ParseTuple(args, "LO!OpL|pz:train", &epochs, &slpy_dataset_type, &ds, &specs, &sink,
-                          &sink_size, &autotune, &devices))
+    if (!PyArg_ParseTuple(args, "LO!OpL|pzp:train", &epochs, &slpy_dataset_type, &ds, &specs,
+                          &sink, &sink_size, &autotune, &devices, &distributed))
         return NULL;
     if (devices && strlen(devices) >= sizeof t->devices) {
         PyErr_Format(PyExc_ValueError, "train: devices '%.40s...' is too long", devices);
@@ -173,6 +174,7 @@ static PyObject *model_train(PyObject *o, PyObject *args)
     sl_train_options_init(&t->o);
     t->o.dataset_sink_mode = sink;
     t->o.sink_size = sink_size;
+    t->o.distributed = distributed;
     if (devices) {
         snprintf(t->devices, sizeof t->devices, "%s", devices);
         t->o.devices = t->devices;
@@ -446,8 +448,9 @@ static PyObject *set_param(PyObject *o, PyObject *args, int any)
                          sl_shape_str(got, sizeof got, sl_tensor_ndim(t), sl_tensor_shape(t)));
         } else if (locked == 0 && self->replicated &&
                    memcmp(data, sl_tensor_data(t), numel * sizeof(float)) != 0) {
-            /* from a callback of a train on several devices: the other
-             * replicas would keep the old values and train on apart */
+            /* from a callback of a train on several devices (or ranks: each
+             * is a device of the job): the other replicas would keep the old
+             * values and train on apart */
             PyErr_Format(PyExc_RuntimeError,
                          "parameter '%s': the model is training on several devices; a "
                          "callback changing its parameters would change one replica only "
@@ -534,8 +537,8 @@ static PyObject *model_load(PyObject *o, PyObject *arg)
 
 static PyMethodDef model_methods[] = {
     {"train", model_train, METH_VARARGS,
-     "train(epochs, dataset, callbacks, sink_mode, sink_size[, autotune[, devices]]): "
-     "sl_model_train_opts."},
+     "train(epochs, dataset, callbacks, sink_mode, sink_size[, autotune[, devices[, "
+     "distributed]]]): sl_model_train_opts."},
     {"autotune_log", model_autotune_log, METH_NOARGS,
      "autotune_log() -> [str]: what the tuner of the last train(autotune=True) said"},
     {"eval", model_eval, METH_O, "eval(dataset) -> (samples, accuracy, loss)"},

@@ -5,7 +5,8 @@
  * release the GIL while they wait (iterator.c), and training: models
  * (model.c), the calls that run them on a thread of their own with
  * callbacks written in Python (run.c), data_sink and the dataset helper
- * (sink.c), and graphs that sluice.nn's tracing builds (graph.c). The
+ * (sink.c), and graphs that sluice.nn's tracing builds (graph.c); the
+ * job's ranks for sluice.communication (distributed.c). The
  * Python package around it (bindings/python/sluice) gives
  * the MindSpore-style names and defaults.
  *
@@ -131,8 +132,9 @@ typedef struct slpy_model {
      * Python callbacks may read and write parameters, which the lock it
      * holds would otherwise keep them from. */
     atomic_ulong job_thread;
-    /* 1 while a train on several devices runs (written and read on its
-     * thread): a callback's parameter write would reach replica 0 only. */
+    /* 1 while a train on several devices or ranks runs (written and read
+     * on its thread): a callback's parameter write would reach this
+     * process's replica 0 only. */
     int replicated;
     PyObject *tune_log;       /* the last train's autotune lines (a list), or NULL */
 } slpy_model;
@@ -141,6 +143,10 @@ extern PyTypeObject slpy_model_type;
 extern PyMethodDef slpy_model_functions[]; /* network_params */
 extern PyTypeObject slpy_data_sink_type;
 extern PyTypeObject slpy_dataset_helper_type;
+
+/* --- distributed.c: sluice.communication's calls --------------------------- */
+
+extern PyMethodDef slpy_distributed_functions[]; /* distributed_init, ... */
 
 /* --- graph.c: a graph built by tracing, made into a model ------------------ */
 

@@ -112,8 +112,10 @@ class DatasetHelper:
         return self._sink_size
 
     def _connect(self, model):
+        from sluice import context
         if self._c is not None:
             raise RuntimeError("DatasetHelper: already connected to a network")
+        context._train_alone("DatasetHelper")
         model._check_dataset(self.dataset, "DatasetHelper", True,
                              needs_end=self.dataset_sink_mode and self._sink_size == -1)
         model._ensure(self.dataset, "DatasetHelper")
@@ -242,6 +244,7 @@ def data_sink(fn, dataset, sink_size=1, jit_config=None, input_signature=None):
     from sluice.functional import JitConfig
     from sluice.train.tracing import claim, trace_step
     sink_size = _sink_size(sink_size, "data_sink", False)
+    context._train_alone("data_sink")
     if jit_config is not None and not isinstance(jit_config, JitConfig):
         raise TypeError(f"data_sink: jit_config must be a sluice.JitConfig or None, got "
                         f"{type(jit_config).__name__}")

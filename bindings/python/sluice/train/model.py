@@ -1,5 +1,7 @@
 """sluice.train.model: Model, as ``mindspore.train.Model``, and its metrics."""
 import operator
+import re
+import sys
 
 from sluice import _sluice, context, nn
 from sluice.nn.metrics import Accuracy, Loss
@@ -32,6 +34,19 @@ def _metrics(metrics):
                              "'loss', or Accuracy() and Loss())")
         out[name] = kind
     return out
+
+
+def _check_shards(dataset):
+    """One line on rank 0 when the dataset's source is not split in as many
+    shards as the job has ranks: every rank would read the same samples
+    (its description names the shards: "sampler(..., shard 1 of 2, ...)")."""
+    source = dataset._c.describe().split("\n", 1)[0]
+    found = re.search(r"shard \d+ of (\d+)", source)
+    shards, ranks = int(found.group(1)) if found else 1, _sluice.distributed_size()
+    if shards != ranks and _sluice.distributed_rank() == 0:
+        print(f"sluice: warning: train: the dataset's source is in {shards} shard(s) for "
+              f"{ranks} ranks, so ranks read the same samples; give it num_shards="
+              f"get_group_size(), shard_id=get_rank()", file=sys.stderr, flush=True)
 
 
 def _int(value, what):
@@ -199,6 +214,18 @@ class Model:
                 epoch that do not fill a global step are dropped. None (the
                 default): the model's device alone.
 
+        After :func:`sluice.communication.init` (under ``mpirun``) with
+        ``set_auto_parallel_context(parallel_mode="data_parallel")``, the
+        training is data parallel across the job's ranks as well: each rank
+        trains on its own shard of the data (give the dataset's source
+        ``num_shards=get_group_size(), shard_id=get_rank()``; rank 0 warns
+        on stderr when it is not split so), the gradients are averaged over
+        every rank after every step, and every rank ends with the same
+        parameters. The loss is the mean over the ranks, so the lines of
+        LossMonitor and TimeMonitor are printed by rank 0 alone. A rank's
+        failure (an exception in one of its callbacks too) stops every rank
+        with its message.
+
         The results are the same, bit for bit, with and without sinking.
         Callbacks see every step without sinking, one step_end per sink
         with it. ValueError for bad arguments and datasets (columns, types,
@@ -229,6 +256,9 @@ class Model:
             raise ValueError("train: the model has no optimizer; make it with one to train")
         self._check_dataset(train_dataset, "train", True,
                             needs_end=bool(dataset_sink_mode) and sink_size == -1)
+        distributed = context._data_parallel("train")
+        if distributed:
+            _check_shards(train_dataset)
         if callbacks is None:
             callbacks = []
         elif not isinstance(callbacks, (list, tuple)):
@@ -245,8 +275,12 @@ class Model:
         # have made, trained or evaluated another Model over the network.
         specs = [cb._spec() if isinstance(cb, _BuiltIn) else
                  _Hooks(cb, params, run_context, start, self._claim) for cb in callbacks]
+        if distributed and _sluice.distributed_rank() != 0:
+            # rank 0's lines say it all: the loss is the ranks' mean
+            specs = [spec for spec in specs if not isinstance(spec, tuple) or
+                     spec[0] not in ("loss_monitor", "time_monitor")]
         self._c.train(epoch, train_dataset._c, specs, sink, sink_size if sink else -1,
-                      bool(autotune), devices)
+                      bool(autotune), devices, distributed)
 
     def autotune_log(self):
         """What the tuner of the last ``train(..., autotune=True)`` said, a
