@@ -815,7 +815,13 @@ expect "bench sink --devices cpu:0," 2 stderr "holds an empty name"
 run bench sink --devices cpu:0,cpu:0
 expect "bench sink --devices cpu:0,cpu:0" 2 stderr "'cpu:0' is named twice"
 run bench devices --data "$MNIST" --steps 2 --repeats 1 --json
-expect "bench devices --json" 0 stdout '"devices": "cpu:0,cpu:1", "global_batch": 64.*"ratio": [0-9.]*.*"reduce_work_ms_per_step": [0-9.]*}$'
+expect "bench devices --json" 0 stdout '"devices": "cpu:0,cpu:1", "global_batch": 64.*"ratio": [0-9.]*.*"reduce_work_ms_per_step": [0-9.]*, "allreduce_bytes": [0-9]*, "sim_network_gbit_s": 0, .*}$'
+run bench devices --data "$MNIST" --steps 2 --repeats 1 --sim-network 0,5
+expect "bench devices --sim-network 0,5" 2 stderr "give BANDWIDTH,LATENCY in Gbit/s"
+run bench devices --data "$MNIST" --steps 2 --repeats 1 --sim-network 100,1
+expect "bench devices --sim-network" 0 stdout '^modelled network 100 Gbit/s, 1 us: a ring allreduce of 246744 bytes over 2 devices takes 0.022 ms; measured allreduce'
+run bench dist --batch 63
+expect "bench dist --batch 63" 2 stderr "does not split evenly among 2 ranks"
 run bench devices --devices cpu:0
 expect "bench devices --devices cpu:0" 2 stderr 'give two devices or more'
 run bench devices --batch 63

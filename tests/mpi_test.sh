@@ -229,6 +229,13 @@ for mode in --sink --no-sink; do
         stdout '^trained 2 steps'
 done
 
+# bench dist starts mpirun itself, beside the one-process reference.
+timeout -k 10 "$LIMIT" "$SLUICE" bench dist --data "$M320" --batch 32 --steps 5 --repeats 2 \
+    --json >"$TMP/out" 2>"$TMP/err"
+rc=$?
+expect "bench dist --json" 0 \
+    stdout '^{"ranks": 2, "global_batch": 32, .*"ranks_runs": \[[0-9.]*, [0-9.]*\], .*"one_process_runs": \[[0-9.]*, [0-9.]*\], "ratio_one_process": [0-9.]*, .*"allreduce_bytes": 246744}$'
+
 # --- resuming ---------------------------------------------------------------
 
 # shellcheck disable=SC2086
