@@ -137,6 +137,7 @@ def _run_eager_step(grad_fn, specs, arrays, values, optimizer, trace=None):
     values go in, as for any Model; values (_StepValue) get the outputs."""
     from sluice import context
     from sluice.train.tracing import claim
+    context._train_alone("a train_step in a plain loop")
     entry = grad_fn._compiled.get(specs)
     if entry is None:
         step = trace.g.make_step([trace.loss] + trace.aux, train=True,

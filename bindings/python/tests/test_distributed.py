@@ -30,6 +30,7 @@ import sluice.nn as nn
 from sluice import _sluice, train
 from sluice.communication import get_rank, init
 from conftest import PRELOAD, make_mnist, python_env
+from test_shared_params import SmallNet
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples")
 LIMIT = 150  # seconds an mpirun may take; each test's own limit is longer
@@ -199,6 +200,15 @@ def test_settings_and_their_errors(mnist):
         train.Model(net, loss, opt).train(1, d)
     with pytest.raises(ValueError, match="data_parallel in Model.train only"):
         sluice.data_sink(nn.TrainOneStepCell(nn.WithLossCell(net, loss), opt), d)
+    # a train_step in a plain loop would train this rank alone: refused too
+    own = SmallNet()
+    own_opt = nn.SGD(own.trainable_params(), 0.01)
+    grad_fn = sluice.value_and_grad(lambda x, y: loss(own(x), y), None, own.trainable_params())
+    batch = next(d.create_tuple_iterator())
+    with pytest.raises(ValueError, match="a train_step in a plain loop: sluice trains "
+                                         "data_parallel in Model.train only"):
+        _, grads = grad_fn(*batch)
+        own_opt(grads)
     sluice.set_auto_parallel_context(parallel_mode="stand_alone")
     assert sluice.get_auto_parallel_context("device_num") is None
     with pytest.raises(RuntimeError, match="init: (this process was not started by mpirun|"
