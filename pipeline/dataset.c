@@ -201,6 +201,35 @@ int sl_dataset_mnist(sl_dataset *ds, const sl_mnist_options *user)
     return SL_OK;
 }
 
+static int dataset_cifar(sl_dataset *ds, const sl_cifar_options *user, int hundred)
+{
+    const char *name = hundred ? "Cifar100Dataset" : "Cifar10Dataset";
+    sl_cifar_options o;
+    sl__source *src;
+    int rc = sl__cifar_options_read(&o, user, &ds->error);
+    if (rc != SL_OK) {
+        sl__err_prefix(&ds->error, "%s: ", name);
+        return rc;
+    }
+    rc = sl__cifar_source_new(&src, hundred, &o, &ds->error);
+    if (rc != SL_OK) {
+        sl__err_prefix(&ds->error, "%s(%s): ", name, o.dataset_dir ? o.dataset_dir : "?");
+        return rc;
+    }
+    set_source(ds, src);
+    return SL_OK;
+}
+
+int sl_dataset_cifar10(sl_dataset *ds, const sl_cifar_options *o)
+{
+    return dataset_cifar(ds, o, 0);
+}
+
+int sl_dataset_cifar100(sl_dataset *ds, const sl_cifar_options *o)
+{
+    return dataset_cifar(ds, o, 1);
+}
+
 static int need_source(sl_dataset *ds, const char *what)
 {
     if (!ds->source)

@@ -1,4 +1,4 @@
-/* source.h: the interface every source (MNIST, ImageFolder) implements. A
+/* source.h: the interface every source (MNIST, ImageFolder, CIFAR) implements. A
  * source is made when the dataset is described (headers read, counts
  * known), loads what it must once (prepare, possibly slow, shared by all
  * iterators) and then reads rows by index from any thread. Reference
@@ -66,11 +66,15 @@ void sl__source_release(sl__source *src);
 int sl__mnist_options_read(sl_mnist_options *dst, const sl_mnist_options *src, sl__error *err);
 int sl__image_folder_options_read(sl_image_folder_options *dst,
                                   const sl_image_folder_options *src, sl__error *err);
+int sl__cifar_options_read(sl_cifar_options *dst, const sl_cifar_options *src, sl__error *err);
 
 /* Constructors, given options resolved as above: read headers, check
  * options; on failure *out is NULL. */
 int sl__mnist_source_new(sl__source **out, const sl_mnist_options *o, sl__error *err);
 int sl__image_folder_source_new(sl__source **out, const sl_image_folder_options *o,
                                 sl__error *err);
+/* hundred: 0 CIFAR-10, 1 CIFAR-100. */
+int sl__cifar_source_new(sl__source **out, int hundred, const sl_cifar_options *o,
+                         sl__error *err);
 
 #endif

@@ -1,6 +1,7 @@
 /* sources.h: where a dataset's rows come from: the sampler (which samples,
- * in what order, which shard), the MNIST and ImageFolder sources and their
- * options. Setting a source on a dataset (dataset.h) replaces its nodes. */
+ * in what order, which shard), the MNIST, ImageFolder and CIFAR-10/100
+ * sources and their options. Setting a source on a dataset (dataset.h)
+ * replaces its nodes. */
 #ifndef SLUICE_SOURCES_H
 #define SLUICE_SOURCES_H
 
@@ -61,6 +62,22 @@ typedef struct sl_image_folder_options {
                                     * (default SL_DECODE_MAX_PIXELS_DEFAULT; see op.h) */
 } sl_image_folder_options;
 
+typedef enum sl_cifar_usage {
+    SL_CIFAR_ALL = 0, /* train then test, each split of which a file is there (at least one) */
+    SL_CIFAR_TRAIN,
+    SL_CIFAR_TEST
+} sl_cifar_usage;
+
+/* Options of both CIFAR sources (sl_dataset_cifar10, sl_dataset_cifar100). */
+typedef struct sl_cifar_options {
+    size_t size;             /* sizeof the struct as the caller compiled it; set by the _init */
+    const char *dataset_dir; /* holds the binary version's files: data_batch_1.bin ..
+                              * data_batch_5.bin and test_batch.bin (CIFAR-10), train.bin
+                              * and test.bin (CIFAR-100) */
+    sl_cifar_usage usage;    /* default SL_CIFAR_ALL, as MindSpore */
+    sl_sampler_options sampler;
+} sl_cifar_options;
+
 /* Defaults: shuffle 1, seed 0, one shard, all samples; MNIST usage all;
  * ImageFolder every file, no decode, 2 workers, decode_max_pixels
  * SL_DECODE_MAX_PIXELS_DEFAULT. The _sized functions write
@@ -69,6 +86,7 @@ typedef struct sl_image_folder_options {
 SL_API void sl_sampler_options_init_sized(sl_sampler_options *o, size_t size);
 SL_API void sl_mnist_options_init_sized(sl_mnist_options *o, size_t size);
 SL_API void sl_image_folder_options_init_sized(sl_image_folder_options *o, size_t size);
+SL_API void sl_cifar_options_init_sized(sl_cifar_options *o, size_t size);
 
 static inline void sl_sampler_options_init(sl_sampler_options *o)
 {
@@ -85,6 +103,11 @@ static inline void sl_image_folder_options_init(sl_image_folder_options *o)
     sl_image_folder_options_init_sized(o, sizeof *o);
 }
 
+static inline void sl_cifar_options_init(sl_cifar_options *o)
+{
+    sl_cifar_options_init_sized(o, sizeof *o);
+}
+
 /* Sources. They read the files' headers now (so counts and shapes are known
  * and bad files are refused early) and the pixels when an iterator runs.
  * Options not made by their _init (or by a newer sluice, setting fields
@@ -94,6 +117,15 @@ static inline void sl_image_folder_options_init(sl_image_folder_options *o)
  * `label` int32 (). Setting a source drops any nodes appended before. */
 SL_API int sl_dataset_mnist(sl_dataset *ds, const sl_mnist_options *o);
 SL_API int sl_dataset_image_folder(sl_dataset *ds, const sl_image_folder_options *o);
+/* CIFAR's binary files (defaults: usage all, the sampler's). They check
+ * that the files are there and hold whole records now and read each record
+ * when an iterator asks for it (nothing is loaded in advance). CIFAR-10
+ * yields `image` uint8 (32, 32, 3) (HWC, from the file's CHW planes) and
+ * `label` uint32 (); CIFAR-100 yields `image`, `coarse_label` and
+ * `fine_label`, uint32 (). A label out of range (>= 10; >= 20 coarse,
+ * >= 100 fine) is an SL_EFORMAT error of its sample when it is read. */
+SL_API int sl_dataset_cifar10(sl_dataset *ds, const sl_cifar_options *o);
+SL_API int sl_dataset_cifar100(sl_dataset *ds, const sl_cifar_options *o);
 
 #ifdef __cplusplus
 }
