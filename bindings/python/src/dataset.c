@@ -156,6 +156,34 @@ static PyObject *dataset_mnist(PyObject *o, PyObject *args)
     return done(rc, msg);
 }
 
+/* cifar(dir, hundred, usage, num_samples, shuffle, seed, num_shards, shard_id) */
+static PyObject *dataset_cifar(PyObject *o, PyObject *args)
+{
+    slpy_dataset *self = (slpy_dataset *)o;
+    PyObject *dir = NULL, *seed;
+    sl_cifar_options opts;
+    long long num_samples, num_shards, shard_id;
+    int hundred, usage, shuffle, rc;
+    char msg[1024];
+    PyThreadState *ts;
+    if (!PyArg_ParseTuple(args, "O&piLpOLL:cifar", PyUnicode_FSConverter, &dir, &hundred,
+                          &usage, &num_samples, &shuffle, &seed, &num_shards, &shard_id))
+        return NULL;
+    sl_cifar_options_init(&opts);
+    opts.dataset_dir = PyBytes_AS_STRING(dir);
+    opts.usage = (sl_cifar_usage)usage;
+    if (fill_sampler(&opts.sampler, num_samples, shuffle, seed, num_shards, shard_id) < 0) {
+        Py_DECREF(dir);
+        return NULL;
+    }
+    ts = begin_call(self);
+    rc = hundred ? sl_dataset_cifar100(self->ds, &opts) : sl_dataset_cifar10(self->ds, &opts);
+    keep_error(self, msg, sizeof msg);
+    end_call(self, ts);
+    Py_DECREF(dir);
+    return done(rc, msg);
+}
+
 /* A NULL-terminated array of the UTF-8 strings of seq (None: *out NULL).
  * The strings belong to items, a list the caller frees after use. */
 static int string_array(PyObject *seq, const char *what, const char ***out, size_t *n,
@@ -542,6 +570,8 @@ static PyMethodDef dataset_methods[] = {
     {"copy", dataset_copy, METH_NOARGS, "copy() -> Dataset: the same source and nodes."},
     {"mnist", dataset_mnist, METH_VARARGS,
      "mnist(dir, usage, num_samples, shuffle, seed, num_shards, shard_id)"},
+    {"cifar", dataset_cifar, METH_VARARGS,
+     "cifar(dir, hundred, usage, num_samples, shuffle, seed, num_shards, shard_id)"},
     {"image_folder", dataset_image_folder, METH_VARARGS,
      "image_folder(dir, extensions, class_names, class_indices, decode, workers, num_samples,\n"
      "             shuffle, seed, num_shards, shard_id, decode_max_pixels=0)"},

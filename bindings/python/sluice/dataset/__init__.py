@@ -1,7 +1,7 @@
 """sluice.dataset: datasets as in ``mindspore.dataset``, run by sluice's C engine.
 
 A dataset describes a pipeline: a source (:class:`MnistDataset`,
-:class:`ImageFolderDataset`) followed by nodes (:meth:`Dataset.map`,
+:class:`ImageFolderDataset`, :class:`Cifar10Dataset`, :class:`Cifar100Dataset`) followed by nodes (:meth:`Dataset.map`,
 :meth:`~Dataset.shuffle`, :meth:`~Dataset.batch`, :meth:`~Dataset.repeat`,
 :meth:`~Dataset.take`, :meth:`~Dataset.skip`). Each method returns a new
 dataset and leaves its own unchanged. Nothing runs until an iterator is made
@@ -30,8 +30,8 @@ import weakref
 
 from sluice import _sluice
 
-__all__ = ["Dataset", "MnistDataset", "ImageFolderDataset", "Iterator", "TorchLoader",
-           "config"]
+__all__ = ["Dataset", "MnistDataset", "ImageFolderDataset", "Cifar10Dataset",
+           "Cifar100Dataset", "Iterator", "TorchLoader", "config"]
 
 #: The iterator type of :meth:`Dataset.create_tuple_iterator` and friends.
 Iterator = _sluice.Iterator
@@ -99,7 +99,7 @@ def __getattr__(name):
         raise AttributeError(name)
     raise AttributeError(f"sluice.dataset has no {name!r}: it has {', '.join(__all__)}, and "
                          "the modules transforms and vision (sources: MnistDataset, "
-                         "ImageFolderDataset)")
+                         "ImageFolderDataset, Cifar10Dataset, Cifar100Dataset)")
 
 
 def _int(value, name):
@@ -188,8 +188,8 @@ class Dataset:
 
     def __init__(self, _c):
         if not isinstance(_c, _sluice.Dataset):
-            raise TypeError("Dataset is made by a source (MnistDataset, ImageFolderDataset) "
-                            "and its methods")
+            raise TypeError("Dataset is made by a source (MnistDataset, ImageFolderDataset, "
+                            "Cifar10Dataset, Cifar100Dataset) and its methods")
         self._c = _c
         self._batch_size = 1    # the last batch node's, as get_batch_size says
 
@@ -579,6 +579,81 @@ class MnistDataset(Dataset):
         sampler = _sampler_args(num_samples, shuffle, num_shards, shard_id)
         super().__init__(_source(_sluice.Dataset.mnist, os.fspath(dataset_dir),
                                  self._USAGE[usage], *sampler))
+
+
+def _cifar_source(what, hundred, dataset_dir, usage, num_samples, num_parallel_workers,
+                  shuffle, sampler, num_shards, shard_id, cache):
+    if usage not in MnistDataset._USAGE:
+        raise ValueError(f"{what}: usage must be 'train', 'test' or 'all', got {usage!r}")
+    if num_parallel_workers is not None:
+        workers = _int(num_parallel_workers, f"{what}: num_parallel_workers")
+        if not 1 <= workers <= 256:
+            raise ValueError(f"{what}: num_parallel_workers must be 1 to 256, got {workers}")
+    _no_sampler_or_cache(what, sampler, cache)
+    args = _sampler_args(num_samples, shuffle, num_shards, shard_id)
+    return _source(_sluice.Dataset.cifar, os.fspath(dataset_dir), hundred,
+                   MnistDataset._USAGE[usage], *args)
+
+
+class Cifar10Dataset(Dataset):
+    """The CIFAR-10 binary files of a folder, as ``mindspore.dataset.Cifar10Dataset``.
+
+    Yields ``image`` uint8 (32, 32, 3), HWC (the files hold CHW planes), and
+    ``label`` uint32 (), MindSpore's columns and types.
+
+    Args:
+        dataset_dir (str or path): holds ``data_batch_1.bin`` ..
+            ``data_batch_5.bin`` (usage train) and ``test_batch.bin`` (test),
+            as the archive's ``cifar-10-batches-bin`` folder does.
+        usage (str): ``"train"``, ``"test"`` or ``"all"`` (the default, None:
+            train then test, each split of which a file is in the folder).
+        num_samples (int): at most this many samples per shard and epoch
+            (None or 0: all).
+        num_parallel_workers (int): as MindSpore's (None or 1 to 256); the
+            records are read by the pipeline's source stage whatever this
+            says (give workers to the ``map`` calls that do the work).
+        shuffle (bool): read in a new random order each epoch (default True).
+        sampler: None only, as in :class:`MnistDataset`.
+        num_shards (int), shard_id (int): as in :class:`MnistDataset`.
+        cache: None only (sluice has no dataset cache).
+
+    The files are checked now (FileNotFoundError names a missing one and
+    the split's files, OSError a truncated one); each record is read when
+    an iterator needs it, so memory does not grow with the dataset. A label
+    out of range (>= 10) fails its sample with its file and record.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, dataset_dir, usage=None, num_samples=None, num_parallel_workers=None,
+                 shuffle=None, sampler=None, num_shards=None, shard_id=None, cache=None):
+        super().__init__(_cifar_source("Cifar10Dataset", False, dataset_dir, usage, num_samples,
+                                       num_parallel_workers, shuffle, sampler, num_shards,
+                                       shard_id, cache))
+
+
+class Cifar100Dataset(Dataset):
+    """The CIFAR-100 binary files of a folder, as ``mindspore.dataset.Cifar100Dataset``.
+
+    Yields ``image`` uint8 (32, 32, 3), HWC, ``coarse_label`` and
+    ``fine_label``, uint32 (), MindSpore's columns and types.
+
+    Args:
+        dataset_dir (str or path): holds ``train.bin`` (usage train) and
+            ``test.bin`` (test), as the archive's ``cifar-100-binary`` folder.
+        usage, num_samples, num_parallel_workers, shuffle, sampler,
+        num_shards, shard_id, cache: as in :class:`Cifar10Dataset`.
+
+    A coarse label >= 20 or a fine label >= 100 fails its sample.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, dataset_dir, usage=None, num_samples=None, num_parallel_workers=None,
+                 shuffle=None, sampler=None, num_shards=None, shard_id=None, cache=None):
+        super().__init__(_cifar_source("Cifar100Dataset", True, dataset_dir, usage, num_samples,
+                                       num_parallel_workers, shuffle, sampler, num_shards,
+                                       shard_id, cache))
 
 
 class ImageFolderDataset(Dataset):

@@ -87,6 +87,22 @@ class MnistDataset(Dataset):
                  cache: None = ...) -> None: ...
 
 
+class Cifar10Dataset(Dataset):
+    def __init__(self, dataset_dir: Union[str, os.PathLike], usage: Optional[str] = ...,
+                 num_samples: Optional[int] = ..., num_parallel_workers: Optional[int] = ...,
+                 shuffle: Optional[bool] = ..., sampler: None = ...,
+                 num_shards: Optional[int] = ..., shard_id: Optional[int] = ...,
+                 cache: None = ...) -> None: ...
+
+
+class Cifar100Dataset(Dataset):
+    def __init__(self, dataset_dir: Union[str, os.PathLike], usage: Optional[str] = ...,
+                 num_samples: Optional[int] = ..., num_parallel_workers: Optional[int] = ...,
+                 shuffle: Optional[bool] = ..., sampler: None = ...,
+                 num_shards: Optional[int] = ..., shard_id: Optional[int] = ...,
+                 cache: None = ...) -> None: ...
+
+
 class ImageFolderDataset(Dataset):
     def __init__(self, dataset_dir: Union[str, os.PathLike], num_samples: Optional[int] = ...,
                  num_parallel_workers: Optional[int] = ..., shuffle: Optional[bool] = ...,
