@@ -131,6 +131,11 @@ def test_cifar_refusals(cifar10, tmp_path_factory):
     d = ds.Cifar10Dataset(root, usage="test", shuffle=False)
     with pytest.raises(RuntimeError, match=r"test_batch.bin record 1: label 10 is out of range"):
         rows(d, ["label"])
+    # A bad sample, as a corrupt JPEG is: skipped, the others move up and
+    # the epoch keeps its length with a stand-in at its end.
+    labels = [int(r[0]) for r in rows(d.set_error_samples("skip", max_bad_samples=1),
+                                      ["label"])]
+    assert labels[:3] == [5, 7, 8] and len(labels) == 4 and 10 not in labels
 
 
 def test_lenet5_trains_on_cifar10(cifar10):
