@@ -164,6 +164,7 @@ def test_unsharded_dataset_warns_once(mpirun, tmp_path):
                      "2 ranks") == 1, err
 
 
+@pytest.mark.long  # torch's DDP is not sluice's code; test_zero_copy sanitizes the hand-over
 @pytest.mark.timeout(200)
 def test_torch_ddp_backend(tmp_path):
     pytest.importorskip("torch")
