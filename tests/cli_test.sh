@@ -820,6 +820,10 @@ run bench devices --data "$MNIST" --steps 2 --repeats 1 --sim-network 0,5
 expect "bench devices --sim-network 0,5" 2 stderr "give BANDWIDTH,LATENCY in Gbit/s"
 run bench devices --data "$MNIST" --steps 2 --repeats 1 --sim-network 100,1
 expect "bench devices --sim-network" 0 stdout '^modelled network 100 Gbit/s, 1 us: a ring allreduce of 246744 bytes over 2 devices takes 0.022 ms; measured allreduce'
+run train --data "$MNIST" --device cpu:0,cpu:1 --batch 16 --epochs 2 --max-steps 4 --no-eval --sim-network 100,5
+expect "train --sim-network" 0 stdout '^trained 4 steps'
+run train --data "$MNIST" --batch 16 --max-steps 4 --no-eval --sim-network 100,5
+expect "train --sim-network on one device" 2 stderr 'models the network between devices'
 run bench dist --batch 63
 expect "bench dist --batch 63" 2 stderr "does not split evenly among 2 ranks"
 run bench devices --devices cpu:0

@@ -270,6 +270,11 @@ expect "resume in one process refused" nonzero stderr 'trained on 2 ranks and th
 
 fi
 
+# shellcheck disable=SC2086
+mpi -np 2 "$SLUICE" train --data "$M320" --epochs 1 $COMMON --no-eval --device cpu:0,cpu:1 \
+    --sim-network 100,5
+expect "--sim-network under mpirun refused" nonzero stderr 'under mpirun the ranks. network is real'
+
 # --- failures ----------------------------------------------------------------
 
 # shellcheck disable=SC2086

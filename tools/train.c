@@ -568,6 +568,11 @@ static int join_ranks(train_args *a)
         cli_error(a->cmd, "started by mpirun, but %s", err);
         return CLI_EXIT_FAIL;
     }
+    if (a->train.sim_network_gbit_s > 0) {
+        cli_error(a->cmd, "--sim-network models a network between the devices of one process; "
+                          "under mpirun the ranks' network is real: leave it out");
+        return CLI_EXIT_USAGE;
+    }
     a->rank = sl_distributed_rank();
     a->ranks = sl_distributed_size();
     a->train.distributed = 1;

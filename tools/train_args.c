@@ -16,7 +16,7 @@ enum {
     OPT_LOAD, OPT_RESUME, OPT_SAVE_GRAPHS, OPT_LOG_EVERY, OPT_MAX_STEPS, OPT_NO_EVAL, OPT_EVAL_EVERY, OPT_CKPT_DIR,
     OPT_CKPT_STEPS, OPT_CKPT_KEEP, OPT_TIME, OPT_STAGES, OPT_PROFILE, OPT_AUTOTUNE, OPT_JSON, OPT_DATA_TIMEOUT, OPT_SINK, OPT_NO_SINK,
     OPT_SINK_SIZE, OPT_DEVICE, OPT_QUEUE_CAPACITY, OPT_GETNEXT_TIMEOUT, OPT_TRANSFER, OPT_POOL_IDLE_MB,
-    OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES, OPT_SIM_CORES, OPT_CHECK_REPLICAS
+    OPT_ERROR_SAMPLES, OPT_MAX_BAD_SAMPLES, OPT_SIM_CORES, OPT_CHECK_REPLICAS, OPT_SIM_NETWORK
 };
 
 void cli_train_usage(FILE *f)
@@ -127,6 +127,9 @@ void cli_train_usage(FILE *f)
           "  --json              print the result as one JSON object (no loss lines)\n"
           "  --check-replicas    under mpirun: compare the ranks' parameters (a hash)\n"
           "                      after every step, not only at the end\n"
+          "  --sim-network BW,LAT  with several --device: model a network of BW Gbit/s\n"
+          "                      and LAT microseconds between them; each allreduce\n"
+          "                      takes at least a ring allreduce's time on it\n"
           "  -h, --help          show this help and exit\n"
           "\n"
           "Under mpirun (mpirun -np N sluice train ..., or -H host1,host2 across\n"
@@ -333,6 +336,7 @@ static int parse_option(train_args *a, int opt, const char *arg)
         return 0;
     case OPT_JSON: a->json = 1; return 0;
     case OPT_CHECK_REPLICAS: a->train.check_replicas = 1; return 0;
+    case OPT_SIM_NETWORK: return cli_parse_sim_network(cmd, arg, &a->train);
     }
     return -1;
 }
@@ -382,6 +386,7 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
         {"autotune", no_argument, NULL, OPT_AUTOTUNE},
         {"json", no_argument, NULL, OPT_JSON},
         {"check-replicas", no_argument, NULL, OPT_CHECK_REPLICAS},
+        {"sim-network", required_argument, NULL, OPT_SIM_NETWORK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -457,6 +462,11 @@ int cli_train_parse_args(int argc, char **argv, train_args *a, int is_eval)
     }
     if (cli_check_error_samples(a->cmd, &a->errors) != 0)
         return CLI_EXIT_USAGE;
+    if (a->train.sim_network_gbit_s > 0 && a->ndevices < 2) {
+        cli_error(a->cmd, "--sim-network models the network between devices: give --device "
+                          "a list of them (cpu:0,cpu:1)");
+        return CLI_EXIT_USAGE;
+    }
     if (a->model.optimizer == SL_OPTIMIZER_MOMENTUM && !(a->model.momentum < 1.0f)) {
         cli_error(a->cmd, "--momentum must be < 1");
         return CLI_EXIT_USAGE;
