@@ -67,9 +67,9 @@ struct sl__comm {
  * process; n_max is the longest buffer allreduce will be given. */
 int sl__comm_local_new(sl__comm **out, int size, size_t n_max, sl__error *err);
 
-/* Makes the in-process communicator take at least a ring allreduce's time
- * on a network of gbit_s Gbit/s and latency_us per message (train_options.h,
- * sim_network_*); does nothing to another kind. */
+/* Makes an in-process communicator (sl__comm_local_new's, no other) take
+ * at least a ring allreduce's time on a network of gbit_s Gbit/s and
+ * latency_us per message (train_options.h, sim_network_*). */
 void sl__comm_local_sim_network(sl__comm *c, double gbit_s, double latency_us);
 /* That time, in ms, for n floats over size ranks. */
 double sl__ring_allreduce_ms(size_t n, int size, double gbit_s, double latency_us);

@@ -40,7 +40,6 @@
 #include <string.h>
 
 #include "core/barrier.h"
-#include "core/clock.h"
 #include "exec/distributed_impl.h"
 
 typedef struct comm_mpi {
@@ -51,7 +50,6 @@ typedef struct comm_mpi {
     float **bufs;        /* (size) each local rank's buffer */
     float *sum;          /* (n_max + 2) several local ranks: their sum */
     float *ctl;          /* (n_max + 2) abort's and agree's collectives */
-    double work_ms;      /* local rank 0: summing and scaling */
     int stop_here;       /* this process was asked to stop: the next
                           * collective says so */
     int stopped;         /* a process stopped: every process stops */
@@ -169,7 +167,6 @@ static int mpi_allreduce_mean(sl__comm *base, int rank, float *buf, size_t n, sl
 {
     comm_mpi *c = (comm_mpi *)base;
     const int size = base->size, ranks = size * base->processes;
-    double t0;
     int rc;
 
     if (rank < 0 || rank >= size || n != c->n_max)
@@ -184,23 +181,19 @@ static int mpi_allreduce_mean(sl__comm *base, int rank, float *buf, size_t n, sl
         leave(c);
         if (rc < 0)
             return rc;
-        t0 = sl__now_ms();
         scale(buf, n, ranks);
-        c->work_ms += sl__now_ms() - t0;
         return SL_OK;
     }
     c->bufs[rank] = buf; /* read by local rank 0 after the barrier */
     if ((rc = sl__barrier_wait(&c->bar, err)) < 0)
         return rc;
     if (rank == 0) {
-        t0 = sl__now_ms();
         for (size_t k = 0; k < n; k++) {
             float s = c->bufs[0][k];
             for (int r = 1; r < size; r++)
                 s += c->bufs[r][k];
             c->sum[k] = s;
         }
-        c->work_ms += sl__now_ms() - t0;
         rc = enter(c, err);
         if (rc == SL_OK) {
             rc = collective(c, c->sum, err);
@@ -210,9 +203,7 @@ static int mpi_allreduce_mean(sl__comm *base, int rank, float *buf, size_t n, sl
             sl__barrier_abort(&c->bar, rc, err ? err->msg : "allreduce failed");
             return rc;
         }
-        t0 = sl__now_ms();
         scale(c->sum, n, ranks);
-        c->work_ms += sl__now_ms() - t0;
     }
     /* The next allreduce writes sum only after its first barrier, which
      * every rank reaches after this copy. */
@@ -220,13 +211,6 @@ static int mpi_allreduce_mean(sl__comm *base, int rank, float *buf, size_t n, sl
         return rc;
     memcpy(buf, c->sum, n * sizeof *buf);
     return SL_OK;
-}
-
-static double mpi_work_ms(const sl__comm *base, int rank)
-{
-    (void)base;
-    (void)rank;
-    return -1.0; /* MPI's time cannot be told from waiting for the others */
 }
 
 /* From any thread: the next collective carries the stop. */
@@ -342,7 +326,7 @@ static void mpi_free(sl__comm *base)
 static const sl__comm_iface mpi_iface = {
     .kind = "mpi",
     .allreduce_mean = mpi_allreduce_mean,
-    .work_ms = mpi_work_ms,
+    /* no work_ms: MPI's time cannot be told from waiting for the others */
     .abort = mpi_abort,
     .stop = mpi_stop,
     .stopped = mpi_stopped,

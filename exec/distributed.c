@@ -3,10 +3,10 @@
  * of 1" and init says how to get MPI. */
 #include "exec/distributed_impl.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/error.h"
 #include "sluice/distributed.h"
 #include "sluice/status.h"
 
@@ -25,16 +25,6 @@ static struct {
           , MPI_COMM_NULL
 #endif
 };
-
-static void put_err(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || !len)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
 
 const char *sl_distributed_mpi(void)
 {
@@ -103,9 +93,9 @@ int sl_distributed_init(char *err, size_t errlen)
         return SL_OK;
     MPI_Finalized(&done);
     if (dist.finalized || done) {
-        put_err(err, errlen, "distributed: MPI was finalized in this process; it cannot "
-                             "start again");
-        return SL_ESTATE;
+        return sl__err_out(err, errlen, SL_ESTATE,
+                           "distributed: MPI was finalized in this process; it cannot start "
+                           "again");
     }
     MPI_Initialized(&already);
     if (already) {
@@ -117,25 +107,24 @@ int sl_distributed_init(char *err, size_t errlen)
         setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
         rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &level);
         if (rc != MPI_SUCCESS) {
-            put_err(err, errlen, "distributed: MPI_Init_thread failed (error %d); run under "
-                                 "mpirun, or check Open MPI's installation",
-                    rc);
-            return SL_ESTATE;
+            return sl__err_out(err, errlen, SL_ESTATE,
+                               "distributed: MPI_Init_thread failed (error %d); run under "
+                               "mpirun, or check Open MPI's installation",
+                               rc);
         }
         dist.we_initialized = 1;
     }
     /* The executors' threads call MPI, one at a time. */
     if (level < MPI_THREAD_SERIALIZED) {
-        put_err(err, errlen,
+        return sl__err_out(err, errlen, SL_ESTATE,
                 "distributed: MPI gives thread level %s, but sluice calls MPI from its "
                 "executors' threads, one at a time: it needs MPI_THREAD_SERIALIZED (if you "
                 "initialize MPI yourself, ask for it with MPI_Init_thread)",
                 thread_level_name(level));
-        return SL_ESTATE;
     }
     if (MPI_Comm_dup(MPI_COMM_WORLD, &dist.comm) != MPI_SUCCESS) {
-        put_err(err, errlen, "distributed: MPI_Comm_dup of MPI_COMM_WORLD failed");
-        return SL_ESTATE;
+        return sl__err_out(err, errlen, SL_ESTATE,
+                           "distributed: MPI_Comm_dup of MPI_COMM_WORLD failed");
     }
     /* Errors come back as codes, which sluice turns into messages. */
     MPI_Comm_set_errhandler(dist.comm, MPI_ERRORS_RETURN);
@@ -174,8 +163,7 @@ int sl_distributed_finalize(int failed)
 #else
 int sl_distributed_init(char *err, size_t errlen)
 {
-    put_err(err, errlen, "distributed: %s", sl_distributed_why_not());
-    return SL_ESTATE;
+    return sl__err_out(err, errlen, SL_ESTATE, "distributed: %s", sl_distributed_why_not());
 }
 
 int sl_distributed_finalize(int failed)

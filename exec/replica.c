@@ -118,8 +118,10 @@ static int check_split(sl_model *m, const sl_step *s)
     return SL_OK;
 }
 
-int sl__replicas_new(sl_model *m, const char *list, int distributed, sl__replica_set **out)
+int sl__replicas_new(sl_model *m, const sl_train_options *o, sl__replica_set **out)
 {
+    const char *list = o->devices ? o->devices : sl_device_name(m->dev);
+    const int distributed = o->distributed != 0;
     char names[SL__MAX_REPLICAS][32];
     sl__replica_set *rs;
     sl_executor_options eo;
@@ -144,6 +146,7 @@ int sl__replicas_new(sl_model *m, const char *list, int distributed, sl__replica
         return sl__errf(&m->err, SL_ENOMEM, "train: out of memory");
     rs->m = m;
     rs->distributed = distributed;
+    rs->check_every_step = o->check_replicas;
     atomic_init(&rs->failed, -1);
     for (int j = m->train_step->update_from; j < m->train_step->nslots; j++)
         if (sl__graph_op_is_update(m->g->nodes[m->train_step->slots[j].node].op))
@@ -193,6 +196,8 @@ int sl__replicas_new(sl_model *m, const char *list, int distributed, sl__replica
         rc = sl__comm_mpi_new(&rs->comm, n, rs->nfused, &e);
     else if (rc == SL_OK)
         rc = sl__comm_local_new(&rs->comm, n, rs->nfused, &e);
+    if (rc == SL_OK && !distributed && o->sim_network_gbit_s > 0)
+        sl__comm_local_sim_network(rs->comm, o->sim_network_gbit_s, o->sim_network_latency_us);
     if (rc < 0 && e.status < 0 && m->err.status >= 0)
         sl__errf(&m->err, rc, "train: %s", e.msg);
     if (rc == SL_OK)

@@ -59,11 +59,13 @@ typedef struct sl__replica_set {
  * a name given twice, devices of different kinds and more than
  * SL__MAX_REPLICAS; the kind and index are checked when each is opened. */
 int sl__parse_device_list(const char *list, char names[][32], int *n, sl__error *err);
-/* Makes the replicas of m for the devices of list (the first must be the
- * model's own device) with copies of the model's current parameters.
- * distributed: they are this process's part of a job across MPI ranks
- * (include/sluice/distributed.h); the communicator spans the ranks. */
-int sl__replicas_new(sl_model *m, const char *list, int distributed, sl__replica_set **out);
+/* Makes the replicas of m for the devices of o->devices (NULL: the model's
+ * own; the first must be the model's device) with copies of the model's
+ * current parameters. o->distributed: they are this process's part of a
+ * job across MPI ranks (include/sluice/distributed.h) and the communicator
+ * spans the ranks; otherwise it is in process, with o's modelled network
+ * if any. */
+int sl__replicas_new(sl_model *m, const sl_train_options *o, sl__replica_set **out);
 void sl__replicas_free(sl__replica_set *rs);
 /* Copies replica 0's parameters (the model's) into every other replica. */
 int sl__replicas_sync(sl__replica_set *rs);

@@ -507,20 +507,16 @@ int sl_model_train_opts(sl_model *m, int64_t epochs, sl_dataset *ds, sl_callback
     atomic_store(&m->stop, 0);
     if (o.distributed || (o.devices && strchr(o.devices, ','))) {
         sl__replica_set *rs;
-        rc = sl__replicas_new(m, o.devices ? o.devices : sl_device_name(m->dev), o.distributed,
-                              &rs);
+        rc = sl__replicas_new(m, &o, &rs);
         if (rc < 0)
             return rc;
-        rs->check_every_step = o.check_replicas;
-        if (o.sim_network_gbit_s > 0)
-            sl__comm_local_sim_network(rs->comm, o.sim_network_gbit_s, o.sim_network_latency_us);
         pthread_mutex_lock(&m->active_lock);
         m->replicas = rs;
         pthread_mutex_unlock(&m->active_lock);
     } else if (o.devices && strcmp(o.devices, sl_device_name(m->dev)) != 0) {
         sl__replica_set *rs;
         /* one device: it must be the model's (the list's rules say why not) */
-        rc = sl__replicas_new(m, o.devices, 0, &rs);
+        rc = sl__replicas_new(m, &o, &rs);
         sl__replicas_free(rs);
         return rc;
     }

@@ -202,13 +202,6 @@ static int run_once(const bench_args *a, config *c, int round)
     return rc < 0 ? -1 : 0;
 }
 
-static double median_of(const double *v, size_t n)
-{
-    double s[MAX_REPEATS];
-    memcpy(s, v, n * sizeof *s);
-    return cli_bench_median(s, n);
-}
-
 /* The median over rounds of a per-step figure of c's stats. */
 static double stat_ms_per_step(const config *c, size_t n, int which)
 {
@@ -219,15 +212,7 @@ static double stat_ms_per_step(const config *c, size_t n, int which)
                  : which == 2 ? s->allreduce_ms : s->reduce_ms;
         v[i] = s->steps > 0 ? x / (double)s->steps : 0;
     }
-    return median_of(v, n);
-}
-
-static void print_runs(FILE *f, const double *v, size_t n)
-{
-    fputc('[', f);
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s%.1f", i ? ", " : "", v[i]);
-    fputc(']', f);
+    return cli_bench_median_of(v, n);
 }
 
 int cli_bench_devices_main(int argc, char **argv)
@@ -275,8 +260,8 @@ int cli_bench_devices_main(int argc, char **argv)
                     c[0].sps[r], many, c[1].sps[r]);
         }
     }
-    one = median_of(c[0].sps, n);
-    par = median_of(c[1].sps, n);
+    one = cli_bench_median_of(c[0].sps, n);
+    par = cli_bench_median_of(c[1].sps, n);
     compute = stat_ms_per_step(&c[1], n, 0);
     fuse = stat_ms_per_step(&c[1], n, 1);
     reduce = stat_ms_per_step(&c[1], n, 2);
@@ -289,9 +274,9 @@ int cli_bench_devices_main(int argc, char **argv)
                ", \"steps\": %" PRId64 ", \"cpus\": %d, \"one_device_samples_per_s\": %.1f"
                ", \"one_device_runs\": ",
                a.batch, a.threads, a.workers, a.steps, sl_cpus_available(), one);
-        print_runs(stdout, c[0].sps, n);
+        cli_bench_json_runs(stdout, c[0].sps, n);
         printf(", \"devices_samples_per_s\": %.1f, \"devices_runs\": ", par);
-        print_runs(stdout, c[1].sps, n);
+        cli_bench_json_runs(stdout, c[1].sps, n);
         printf(", \"ratio\": %.4f, \"compute_ms_per_step\": %.4f, \"fuse_ms_per_step\": %.4f"
                ", \"allreduce_ms_per_step\": %.4f, \"reduce_work_ms_per_step\": %.4f"
                ", \"allreduce_bytes\": %" PRId64 ", \"sim_network_gbit_s\": %g"

@@ -337,21 +337,6 @@ static int run_torch(const dist_args *a, runs *r, int round)
     return 0;
 }
 
-static double median_of(const double *v, size_t n)
-{
-    double s[MAX_REPEATS];
-    memcpy(s, v, n * sizeof *s);
-    return cli_bench_median(s, n);
-}
-
-static void print_runs(FILE *f, const double *v, size_t n)
-{
-    fputc('[', f);
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s%.1f", i ? ", " : "", v[i]);
-    fputc(']', f);
-}
-
 int cli_bench_dist_main(int argc, char **argv)
 {
     dist_args a;
@@ -403,30 +388,30 @@ int cli_bench_dist_main(int argc, char **argv)
             fprintf(stderr, " samples/s\n");
         }
     }
-    r_sps = median_of(ranks.sps, n);
-    o_sps = median_of(one.sps, n);
+    r_sps = cli_bench_median_of(ranks.sps, n);
+    o_sps = cli_bench_median_of(one.sps, n);
     if (a.torch)
-        t_sps = median_of(torch.sps, n);
-    ar_us = median_of(ranks.allreduce_us, n);
-    step_ms = median_of(ranks.step_ms, n);
+        t_sps = cli_bench_median_of(torch.sps, n);
+    ar_us = cli_bench_median_of(ranks.allreduce_us, n);
+    step_ms = cli_bench_median_of(ranks.step_ms, n);
     if (a.json) {
         printf("{\"ranks\": %" PRId64 ", \"global_batch\": %" PRId64 ", \"threads\": %" PRId64
                ", \"workers\": %" PRId64 ", \"steps\": %" PRId64 ", \"cpus\": %d, \"mpi\": ",
                a.ranks, a.batch, a.threads, a.workers, a.steps, sl_cpus_available());
         cli_json_string(stdout, sl_distributed_mpi());
         printf(", \"ranks_samples_per_s\": %.1f, \"ranks_runs\": ", r_sps);
-        print_runs(stdout, ranks.sps, n);
+        cli_bench_json_runs(stdout, ranks.sps, n);
         printf(", \"one_process_samples_per_s\": %.1f, \"one_process_runs\": ", o_sps);
-        print_runs(stdout, one.sps, n);
+        cli_bench_json_runs(stdout, one.sps, n);
         printf(", \"ratio_one_process\": %.4f, \"step_ms\": %.5f, \"allreduce_us_per_step\": "
                "%.2f, \"allreduce_share\": %.4f, \"allreduce_bytes\": %.0f",
                o_sps > 0 ? r_sps / o_sps : 0.0, step_ms, ar_us,
                step_ms > 0 ? ar_us / 1e3 / step_ms : 0.0, ranks.bytes);
         if (a.torch) {
             printf(", \"torch_ddp_samples_per_s\": %.1f, \"torch_ddp_runs\": ", t_sps);
-            print_runs(stdout, torch.sps, n);
+            cli_bench_json_runs(stdout, torch.sps, n);
             printf(", \"ratio_torch_ddp\": %.4f, \"torch_allreduce_us\": %.2f",
-                   t_sps > 0 ? r_sps / t_sps : 0.0, median_of(torch.allreduce_us, n));
+                   t_sps > 0 ? r_sps / t_sps : 0.0, cli_bench_median_of(torch.allreduce_us, n));
         }
         printf("}\n");
         return CLI_EXIT_OK;

@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -56,4 +57,19 @@ double cli_bench_median(double *v, size_t n)
 {
     qsort(v, n, sizeof *v, by_value);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+double cli_bench_median_of(const double *v, size_t n)
+{
+    double s[CLI_BENCH_MAX_REPEATS];
+    memcpy(s, v, n * sizeof *s);
+    return cli_bench_median(s, n);
+}
+
+void cli_bench_json_runs(FILE *f, const double *v, size_t n)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%.1f", i ? ", " : "", v[i]);
+    fputc(']', f);
 }

@@ -6,6 +6,7 @@
 #define SLUICE_TOOLS_BENCH_UTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "sluice/sluice.h"
@@ -31,5 +32,9 @@ void cli_blas_warn(void);
 /* Sorts v[0..n-1] (n >= 1) and returns its median (the mean of the middle
  * two when n is even). */
 double cli_bench_median(double *v, size_t n);
+/* The median of v[0..n-1] (1 <= n <= CLI_BENCH_MAX_REPEATS), v left as it is. */
+double cli_bench_median_of(const double *v, size_t n);
+/* v[0..n-1] as a JSON array of numbers with one decimal (a bench's runs). */
+void cli_bench_json_runs(FILE *f, const double *v, size_t n);
 
 #endif
