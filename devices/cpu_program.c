@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/float_env.h"
 #include "core/pool.h"
 #include "core/trace.h"
 
@@ -141,11 +142,11 @@ static void run_update_group(sl__device_program *dp, sl__team *team, int first, 
             slots[j].ms += ms * (double)sl__cpu_update_numel(dp, j) / units;
 }
 
-int sl__cpu_program_run(sl_device *d, sl__device_program *dp, sl__team *team, int begin, int end)
+/* Runs slots begin..end-1 on the calling thread and its team. */
+static int run_slots(sl__device_program *dp, sl__team *team, int begin, int end)
 {
     const sl__program *p = dp->prog;
     cpu_state *st = dp->impl;
-    (void)d;
     if (begin == 0)
         st->held = 0;
     dp->run_status = SL_OK;
@@ -201,4 +202,17 @@ int sl__cpu_program_run(sl_device *d, sl__device_program *dp, sl__team *team, in
             release_after(dp, st, j);
     }
     return SL_OK;
+}
+
+int sl__cpu_program_run(sl_device *d, sl__device_program *dp, sl__team *team, int begin, int end)
+{
+    /* The caller's thread may be the user's (a Python step): its float
+     * settings are put back afterwards. The team's threads take the
+     * caller's settings with each job (team.h). */
+    unsigned caller = sl__float_env_get();
+    int rc;
+    sl__float_env_set(sl__float_env_flushing(caller, !d->opts.keep_subnormals));
+    rc = run_slots(dp, team, begin, end);
+    sl__float_env_set(caller);
+    return rc;
 }

@@ -30,7 +30,7 @@ static const size_t device_options_v1_size =
 /* No tail padding, so a caller's size covers only fields it knows; name the
  * last field here when one is appended. */
 _Static_assert(sizeof(sl_device_options) ==
-                   offsetof(sl_device_options, sim_cores) + sizeof(int64_t),
+                   offsetof(sl_device_options, reserved0) + sizeof(int32_t),
                "sl_device_options: name its last field here; no tail padding "
                "(core/options.h)");
 
@@ -127,6 +127,11 @@ int sl_device_new(sl_device **out, const char *name, const sl_device_options *o,
         sl_device_options_init(&opts);
         rc = sl__options_read(&opts, sizeof opts, device_options_v1_size, o, "sl_device_options",
                               &e);
+        if (rc == SL_OK && (opts.keep_subnormals < 0 || opts.keep_subnormals > 1))
+            rc = sl__errf(&e, SL_EINVAL, "keep_subnormals must be 0 or 1, got %d",
+                          (int)opts.keep_subnormals);
+        if (rc == SL_OK && opts.reserved0 != 0)
+            rc = sl__errf(&e, SL_EINVAL, "reserved0 must be 0");
         if (rc != SL_OK)
             sl__err_prefix(&e, "device \"%s\": ", name);
     }

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "core/cpu.h"
+#include "core/float_env.h"
 #include "core/error.h"
 
 typedef struct helper_arg {
@@ -142,6 +143,8 @@ static void *helper_main(void *p)
         if (atomic_load(&t->stop))
             return NULL;
         seen = gen;
+        if (sl__float_env_get() != t->float_env)
+            sl__float_env_set(t->float_env);
         claim_shares(t, gen, ith);
     }
 }
@@ -153,6 +156,7 @@ int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns)
     t->per_thread = nthreads > 1 ? SL__TEAM_SHARES_PER_THREAD : 1;
     t->ranges = NULL;
     t->nstarted = 0;
+    t->float_env = 0;
     t->fn = NULL;
     t->arg = NULL;
     cpus = sl__cpus_available();
@@ -255,6 +259,7 @@ void sl__team_run(sl__team *t, sl__team_fn fn, void *arg)
     }
     t->fn = fn;
     t->arg = arg;
+    t->float_env = sl__float_env_get();
     atomic_store_explicit(&t->left, count, memory_order_relaxed);
     gen = atomic_load_explicit(&t->generation, memory_order_relaxed) + 1;
     for (int k = 0; k < t->nthreads; k++)

@@ -75,6 +75,8 @@ typedef struct sl__team {
     int64_t spin_ns;         /* bounded spin before a wait sleeps; 0: none */
     sl__team_fn fn;          /* the current job, set before generation moves */
     void *arg;
+    unsigned float_env;      /* the caller's float settings, which the helpers
+                              * take for the job (core/float_env.h) */
     atomic_uint generation;  /* bumped once per job */
     atomic_int left;         /* shares of the current job not yet done */
     atomic_int stop;
@@ -94,7 +96,9 @@ typedef struct sl__team {
  * nothing left running. */
 int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns);
 /* Runs fn(arg, share) for every share of the job, each once, on whichever
- * thread takes it; returns when all are done. */
+ * thread takes it, under the caller's float settings (whether subnormals
+ * flush to zero: every share computes as the caller's own would);
+ * returns when all are done. */
 void sl__team_run(sl__team *t, sl__team_fn fn, void *arg);
 /* Wakes and joins the helpers. */
 void sl__team_destroy(sl__team *t);

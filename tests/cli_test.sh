@@ -709,6 +709,16 @@ expect "bench train" 0 stdout 'compute, GRAPH' stdout 'end to end' stdout 'conv2
     stdout 'peak FMA rate of one$'
 run bench train --blas-threads 2 --no-e2e --steps 3 --repeats 1
 expect "bench train --blas-threads 2" 0 stdout 'not measured with --blas-threads above 1'
+run bench subnormal --data "$MNIST" --batches 2 --train-steps 20 --steps 3 --repeats 2 --json
+expect "bench subnormal --json" 0 stdout '"fresh_flush_ms_per_step": [0-9]' \
+    stdout '"trained_keep_runs": \[[0-9.]*, [0-9.]*\]' stdout '"slowdown_flush": [0-9]' \
+    stdout '"subnormal_accumulators": [0-9]'
+run bench subnormal --data "$MNIST" --batches 2 --train-steps 20 --steps 3 --repeats 1
+expect "bench subnormal" 0 stdout '^trained 20 steps without flushing: loss ' \
+    stdout '^slowdown, trained over fresh: flush (default) [0-9.]*x, keep [0-9.]*x$' \
+    stdout '^goal: the default at most 1.10x: '
+run bench subnormal --steps 0
+expect "bench subnormal --steps 0" 2 stderr '^sluice: bench: '
 run bench train --repeats 0
 expect "bench train --repeats 0" 2 stderr '^sluice: bench: '
 run bench sink --help

@@ -261,6 +261,8 @@ int cli_eval_main(int argc, char **argv);
 void cli_eval_usage(FILE *f);
 int cli_bench_train_main(int argc, char **argv);
 void cli_bench_train_usage(FILE *f);
+int cli_bench_subnormal_main(int argc, char **argv);
+void cli_bench_subnormal_usage(FILE *f);
 int cli_bench_sink_main(int argc, char **argv);
 int cli_bench_devices_main(int argc, char **argv);
 void cli_bench_devices_usage(FILE *f);

@@ -41,6 +41,8 @@ static const command bench_commands[] = {
      cli_bench_pipeline_main, cli_bench_pipeline_usage},
     {"train", "training throughput: compute-only (GRAPH, PYNATIVE) and end to end",
      cli_bench_train_main, cli_bench_train_usage},
+    {"subnormal", "a model trained to near-zero loss against a fresh one, flushing or not",
+     cli_bench_subnormal_main, cli_bench_subnormal_usage},
     {"sink", "data sinking against non-sinking, compute-only and data-only, per device",
      cli_bench_sink_main, cli_bench_sink_usage},
     {"eval", "inference throughput: the test split through LeNet5's forward step",
