@@ -298,6 +298,24 @@ static int plan_start(sl_iterator *it)
     return SL_OK;
 }
 
+/* A bad sample's stand-in is read and run through the per-sample maps
+ * alone (bad_samples.c), not through a project between them: refused. */
+static int check_project_standins(sl_iterator *it)
+{
+    int projected = 0;
+    if (it->bad.mode == SL_ERROR_SAMPLES_RAISE)
+        return SL_OK;
+    for (size_t i = 0; i < it->nnodes; i++) {
+        const sl__node *node = &it->nodes[i];
+        projected |= node->kind == SL__NODE_PROJECT;
+        if (projected && node->kind == SL__NODE_MAP && !node->after_batch)
+            return sl__errf(&it->error, SL_EINVAL,
+                            "a project before a map of single samples cannot replace or skip "
+                            "bad samples (set_error_samples): put the project after the maps");
+    }
+    return SL_OK;
+}
+
 int sl__stages_build(sl_iterator *it)
 {
     sl__schema schema;
@@ -311,6 +329,8 @@ int sl__stages_build(sl_iterator *it)
     memcpy(schema.names, it->source->names, sizeof schema.names);
     memcpy(schema.specs, it->source->specs, sizeof schema.specs);
     plan_nodes(it->nodes, it->nnodes);
+    if ((rc = check_project_standins(it)) != SL_OK)
+        return rc;
     /* At most two stages per node, plus the source. */
     it->stages = calloc(2 * it->nnodes + 1, sizeof *it->stages);
     if (!it->stages)

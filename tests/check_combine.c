@@ -122,6 +122,35 @@ START_TEST(test_project_rename)
 }
 END_TEST
 
+START_TEST(test_bad_samples_refusals)
+{
+    /* A stand-in would skip the project, and a combined dataset's rows
+     * have no index to stand in for: both refused, saying what to do. */
+    const char *order[] = {"label", "image"};
+    sl_dataset *ds = mnist(SL_MNIST_TRAIN), *other = mnist(SL_MNIST_TEST);
+    const sl_dataset *others[] = {other};
+    sl_error_samples_options bad;
+    sl_iterator *it;
+    sl_op *cast;
+    sl_error_samples_options_init(&bad);
+    bad.mode = SL_ERROR_SAMPLES_SKIP;
+    ck_assert_int_eq(sl_op_type_cast_new(&cast, SL_FLOAT32, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_dataset_project(ds, order, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &cast, 1, "image", NULL, 2), SL_OK);
+    sl_op_release(cast);
+    ck_assert_int_eq(sl_dataset_set_error_samples(ds, &bad), SL_OK);
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(ds), "put the project after the maps"));
+    ck_assert_int_eq(sl_dataset_set_error_samples(other, &bad), SL_OK);
+    ck_assert_int_eq(sl_dataset_concat(other, others, 1), SL_OK);
+    ck_assert_int_eq(sl_dataset_set_error_samples(other, &bad), SL_OK);
+    ck_assert_int_eq(sl_iterator_new(&it, other, NULL), SL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(sl_dataset_last_error(other), "set_error_samples on them"));
+    sl_dataset_free(ds);
+    sl_dataset_free(other);
+}
+END_TEST
+
 START_TEST(test_concat_order_sizes_epochs)
 {
     sl_dataset *ds = concat2(mnist(SL_MNIST_TRAIN), mnist(SL_MNIST_TEST));
@@ -426,6 +455,7 @@ static Suite *make_combine_suite(void)
     tcase_add_checked_fixture(conc, setup, teardown);
     tcase_add_test(core, test_project_rename);
     tcase_add_test(core, test_concat_order_sizes_epochs);
+    tcase_add_test(core, test_bad_samples_refusals);
     tcase_add_test(core, test_concat_of_pipelines);
     tcase_add_test(core, test_concat_refusals);
     tcase_add_test(core, test_zip);
