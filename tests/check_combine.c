@@ -51,17 +51,20 @@ static int sample_of(const sl_tensor *image)
 }
 
 /* Reads epochs of ds (num_epochs) into samples[] (the sample of column
- * col of each row; -1 marks an end of epoch); returns how many entries. */
+ * col of each row; -1 marks an end of epoch); returns how many entries.
+ * Small chunks, so that several pass between the parts and the consumer;
+ * a stall fails within 10 s. */
 static size_t read_all(sl_dataset *ds, int64_t num_epochs, size_t col, int *samples, size_t max)
 {
+    size_t n = 0;
     sl_iterator_options o;
     sl_iterator *it;
     sl_row row;
-    size_t n = 0;
     int rc;
     sl_iterator_options_init(&o);
-    o.num_epochs = num_epochs;
     o.chunk_rows = 5;
+    o.num_epochs = num_epochs;
+    o.timeout_ms = 10000;
     ck_assert_msg(sl_iterator_new(&it, ds, &o) == SL_OK, "%s", sl_dataset_last_error(ds));
     while ((rc = sl_iterator_next(it, &row)) != SL_END_OF_DATA) {
         ck_assert_msg(rc == SL_OK || rc == SL_END_OF_EPOCH, "%s", sl_iterator_last_error(it));

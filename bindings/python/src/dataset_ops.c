@@ -3,6 +3,14 @@
  * (sluice.dataset gives them MindSpore's arguments). */
 #include "sluice_py.h"
 
+/* None, or the exception for the C call's status rc and message. */
+static PyObject *outcome(int rc, const char *msg)
+{
+    if (rc != SL_OK)
+        return slpy_raise(rc, msg);
+    Py_RETURN_NONE;
+}
+
 PyObject *slpy_dataset_project(PyObject *o, PyObject *columns)
 {
     slpy_dataset *self = (slpy_dataset *)o;
@@ -18,9 +26,7 @@ PyObject *slpy_dataset_project(PyObject *o, PyObject *columns)
         slpy_dataset_end_call(self, ts);
         PyMem_Free(names);
         Py_XDECREF(items);
-        if (rc != SL_OK)
-            return slpy_raise(rc, msg);
-        Py_RETURN_NONE;
+        return outcome(rc, msg);
     }
     PyMem_Free(names);
     Py_XDECREF(items);
@@ -48,12 +54,7 @@ PyObject *slpy_dataset_rename(PyObject *o, PyObject *args)
             int rc = sl_dataset_rename(self->ds, in, out, nin);
             snprintf(msg, sizeof msg, "%s", sl_dataset_last_error(self->ds));
             slpy_dataset_end_call(self, ts);
-            if (rc != SL_OK) {
-                slpy_raise(rc, msg);
-            } else {
-                Py_INCREF(Py_None);
-                result = Py_None;
-            }
+            result = outcome(rc, msg);
         }
     }
     PyMem_Free(in);
@@ -97,12 +98,7 @@ static PyObject *combine(PyObject *o, PyObject *list, int zip)
                      : sl_dataset_concat(self->ds, others, (size_t)n);
         snprintf(msg, sizeof msg, "%s", sl_dataset_last_error(self->ds));
         slpy_dataset_end_call(self, ts);
-        if (rc != SL_OK) {
-            slpy_raise(rc, msg);
-        } else {
-            Py_INCREF(Py_None);
-            result = Py_None;
-        }
+        result = outcome(rc, msg);
     }
 out:
     for (Py_ssize_t k = 0; k < n; k++)
