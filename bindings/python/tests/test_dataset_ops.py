@@ -9,7 +9,7 @@ import pytest
 
 import sluice.dataset as ds
 import sluice.dataset.transforms as transforms
-from conftest import fashion_or_fail, make_mnist
+from conftest import baseline, fashion_or_fail, make_mnist, nthreads, settled
 
 
 @pytest.fixture
@@ -139,12 +139,21 @@ def test_part_error_names_the_part(small):
             pass
 
 
-def test_break_mid_epoch_stops_every_part(small):
-    d = (source(small, "train") + source(small, "test")).repeat()
-    for _ in range(5):
+def test_close_mid_epoch_joins_every_part(small):
+    """The parts' threads count in the iterator's stats, run while it
+    runs, and are joined when it is closed mid-epoch."""
+    base = baseline()
+    cast = transforms.TypeCast("float32")
+    d = (source(small, "train").map(cast, "image", num_parallel_workers=2) +
+         source(small, "test").map(cast, "image", num_parallel_workers=2)).repeat()
+    for _ in range(3):
         it = d.create_tuple_iterator(num_epochs=1)
         next(it)
+        threads = it.get_stats()["threads"]
+        assert threads >= 1 + 2 * 2         # its source thread, each part's two workers
+        assert nthreads() - base == threads
         it.close()
+        assert settled(base) == base
 
 
 def test_fashion_mnist_end_to_end():
