@@ -166,3 +166,33 @@ def test_fashion_mnist_end_to_end():
     want = np.concatenate([np.asarray(row[1]).reshape(1) for row in train] +
                           [np.asarray(row[1]).reshape(1) for row in test])
     assert np.array_equal(labels, want)
+
+
+def test_model_trains_on_combined_datasets(tmp_path):
+    """Model.train takes a concat in sink and non-sink mode, whether the
+    batches are made after the concat or by the parts themselves."""
+    import sluice
+    import sluice.dataset.vision as vision
+    from sluice import nn, train
+
+    root = make_mnist(tmp_path / "lenet", 64, 32)
+
+    def prepared(usage):
+        d = source(root, usage).map(transforms.TypeCast(sluice.int32), "label")
+        return d.map([vision.Resize((32, 32)), vision.Rescale(1 / 255, 0), vision.HWC2CHW()],
+                     "image")
+    after = (prepared("train") + prepared("test")).shuffle(16).batch(32, drop_remainder=True)
+    parts = prepared("train").batch(32, True) + prepared("test").batch(32, True)
+    for d, sink in ((after, True), (parts, False), (parts, True)):
+        assert d.get_dataset_size() == 3
+        network = nn.LeNet5(10)
+        model = train.Model(network, nn.SoftmaxCrossEntropyWithLogits(sparse=True,
+                                                                      reduction="mean"),
+                            nn.Momentum(network.trainable_params(), 0.01, 0.9))
+        steps = []
+
+        class Count(train.Callback):
+            def step_end(self, run_context):
+                steps.append(run_context.original_args().cur_step_num)
+        model.train(2, d, callbacks=[Count()], dataset_sink_mode=sink)
+        assert steps[-1] == 6
