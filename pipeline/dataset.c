@@ -254,6 +254,17 @@ static int append_node(sl_dataset *ds, const sl__node *node)
     return SL_OK;
 }
 
+int sl__dataset_append(sl_dataset *ds, const char *what, const sl__node *node)
+{
+    int rc = need_source(ds, what);
+    return rc != SL_OK ? rc : append_node(ds, node);
+}
+
+void sl__dataset_set_source(sl_dataset *ds, sl__source *src)
+{
+    set_source(ds, src);
+}
+
 static int after_batch(const sl_dataset *ds)
 {
     for (size_t i = 0; i < ds->nnodes; i++)
@@ -563,6 +574,9 @@ static size_t describe_node(const sl__node *node, char *buf, size_t len)
         return (size_t)snprintf(buf, len, "take(%lld)", (long long)node->count);
     case SL__NODE_SKIP:
         return (size_t)snprintf(buf, len, "skip(%lld)", (long long)node->count);
+    case SL__NODE_PROJECT:
+    case SL__NODE_RENAME:
+        return sl__describe_columns(node, buf, len);
     }
     return 0;
 }

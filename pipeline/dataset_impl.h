@@ -16,7 +16,9 @@ typedef enum sl__node_kind {
     SL__NODE_BATCH,
     SL__NODE_REPEAT,
     SL__NODE_TAKE,
-    SL__NODE_SKIP
+    SL__NODE_SKIP,
+    SL__NODE_PROJECT,
+    SL__NODE_RENAME
 } sl__node_kind;
 
 typedef struct sl__node {
@@ -32,6 +34,10 @@ typedef struct sl__node {
     int after_batch;    /* a batch node comes earlier in the chain */
     int endless_input;  /* take: an endless repeat comes earlier, with no
                          * take in between, so no end of epoch ever arrives */
+    /* project: output column c is input column pick[c] (count columns);
+     * project, rename: the names of the columns after the node */
+    int pick[SL_MAX_COLUMNS];
+    char names[SL_MAX_COLUMNS][SL_COLUMN_NAME_LEN];
     size_t position;    /* index in the chain as described: seeds random draws,
                          * so they survive the iterator's reordering */
 } sl__node;
@@ -60,6 +66,14 @@ struct sl_dataset {
 /* pool's counters as the public struct (for the dataset's and the
  * iterator's stats). */
 void sl__pool_stats_public(const sl_pool *pool, sl_pool_stats *out);
+
+/* Appends node (its position set) after checking that ds has a source
+ * (what names the call in the message). */
+int sl__dataset_append(sl_dataset *ds, const char *what, const sl__node *node);
+/* Makes src (whose reference moves in) ds's source, dropping its nodes. */
+void sl__dataset_set_source(sl_dataset *ds, sl__source *src);
+/* "project(a, b)" or "rename(a -> x)" for describe (columns.c). */
+size_t sl__describe_columns(const sl__node *node, char *buf, size_t len);
 
 /* Copies nodes[0..n) with their own op references (for an iterator). */
 int sl__nodes_copy(sl__node **out, const sl__node *nodes, size_t n);

@@ -17,6 +17,7 @@
 #include "core/tensor_impl.h"
 #include "ops/op_impl.h"
 #include "pipeline/batch_lender.h"
+#include "pipeline/combine.h"
 #include "pipeline/iterator_impl.h"
 #include "pipeline/iterator_report.h"
 #include "pipeline/iterator_wake.h"
@@ -66,6 +67,9 @@ static void shutdown_stages(sl_iterator *it)
     /* A source thread waiting for another iterator's load sees the flag. */
     if (it->source->iface->wake)
         it->source->iface->wake(it->source);
+    /* A source thread waiting for a part of a concat or zip returns. */
+    if (it->combined)
+        sl__combine_interrupt(it->combined);
     for (size_t s = 0; s < it->nstages; s++) {
         sl__queue_close(&it->stages[s].out);
         sl__stage_wake_parked(&it->stages[s]);
@@ -111,6 +115,19 @@ static int64_t count_passes(const sl_iterator *it)
             passes *= node->count;
     }
     return passes;
+}
+
+/* A concat or zip: starts its parts' iterators, before the stages are
+ * planned (they plan differently for it) and their threads start. */
+static int open_parts(sl_iterator *it)
+{
+    if (it->bad.mode != SL_ERROR_SAMPLES_RAISE)
+        return sl__errf(&it->error, SL_EINVAL,
+                        "%s: bad samples are dealt with in each of its datasets: call "
+                        "set_error_samples on them before combining them",
+                        it->source->iface->kind);
+    return sl__combine_open(&it->combined, it->source, &it->opts, it->passes,
+                            it->opts.start_epoch, &it->error);
 }
 
 int sl_iterator_new(sl_iterator **out, sl_dataset *ds, const sl_iterator_options *user)
@@ -177,6 +194,8 @@ int sl__iterator_new_lending(sl_iterator **out, sl_dataset *ds, const sl_iterato
     }
     if (rc == SL_OK)
         rc = sl__standins_init(it);
+    if (rc == SL_OK && sl__source_is_combined(it->source))
+        rc = open_parts(it);
     if (rc == SL_OK)
         rc = sl__stages_build(it);
     if (rc == SL_OK)
@@ -228,6 +247,7 @@ void sl_iterator_free(sl_iterator *it)
     if (!it)
         return;
     shutdown_stages(it);
+    sl__combine_close(it->combined); /* joins the parts' threads */
     sl__autotune_free(it); /* gives the pool back the limit it had */
     sl__stages_free(it);
     sl__chunk_free(it->cur);
@@ -457,6 +477,8 @@ void sl_iterator_get_stats(const sl_iterator *it, sl_iterator_stats *out)
     sl__pool_stats_public(it->pool, &out->pool);
     for (size_t s = 0; s < it->nstages; s++)
         out->threads += it->stages[s].nthreads;
+    if (it->combined)
+        out->threads += sl__combine_threads(it->combined);
     out->consumer_wakeups = sl__queue_pop_wakeups(&it->stages[it->nstages - 1].out);
     out->samples_skipped = it->samples_skipped;
     out->samples_replaced = it->samples_replaced;

@@ -63,6 +63,7 @@ typedef struct sl__stage {
         int64_t n;             /* samples per epoch */
         int64_t epoch, pos;
         int prepared, ordered, finished;
+        int pass_ended;        /* combined: the parts' pass has ended */
         /* skip: the samples this pass dropped, whose stand-ins end it */
         sl__bad_record *pending, *pending_tail;
     } src;
@@ -126,6 +127,9 @@ typedef struct sl__standins {
 
 struct sl_iterator {
     sl__source *source;
+    /* A concat's or zip's parts, running (combine.h); NULL for other
+     * sources. The source stage takes its rows from it. */
+    struct sl__combine_run *combined;
     sl__node *nodes;       /* the iterator's own copy of the description */
     size_t nnodes;
     sl__schema schema;     /* columns it hands out */

@@ -25,6 +25,13 @@ static void schema_after(sl__schema *schema, const sl__node *node)
 {
     if (node->kind == SL__NODE_MAP) {
         snprintf(schema->names[node->column], SL_COLUMN_NAME_LEN, "%s", node->outname);
+    } else if (node->kind == SL__NODE_PROJECT || node->kind == SL__NODE_RENAME) {
+        sl__schema in = *schema;
+        schema->ncols = node->kind == SL__NODE_PROJECT ? (size_t)node->count : in.ncols;
+        for (size_t c = 0; c < schema->ncols; c++) {
+            schema->specs[c] = in.specs[node->kind == SL__NODE_PROJECT ? node->pick[c] : (int)c];
+            memcpy(schema->names[c], node->names[c], SL_COLUMN_NAME_LEN);
+        }
     } else if (node->kind == SL__NODE_BATCH) {
         for (size_t c = 0; c < schema->ncols; c++) {
             sl_tensor_spec *spec = &schema->specs[c];
@@ -59,6 +66,8 @@ static const char *node_name(sl__node_kind kind)
     case SL__NODE_REPEAT: return "repeat";
     case SL__NODE_TAKE: return "take";
     case SL__NODE_SKIP: return "skip";
+    case SL__NODE_PROJECT: return "project";
+    case SL__NODE_RENAME: return "rename";
     }
     return "?";
 }
@@ -178,7 +187,8 @@ static int plan_lazy_source(sl_iterator *it)
 {
     sl__stage *src = &it->stages[0];
     int rc;
-    if (it->nstages < 2 || it->stages[1].kind == SL__STAGE_SEQ)
+    /* A concat or zip hands out its parts' rows as they come, read. */
+    if (it->nstages < 2 || it->stages[1].kind == SL__STAGE_SEQ || it->combined)
         return SL_OK;
     for (size_t k = 0; k < src->nnodes; k++) {
         if (sl__seq_node_needs_data(src->nodes[k]))
@@ -288,6 +298,24 @@ static int plan_start(sl_iterator *it)
     return SL_OK;
 }
 
+/* A bad sample's stand-in is read and run through the per-sample maps
+ * alone (bad_samples.c), not through a project between them: refused. */
+static int check_project_standins(sl_iterator *it)
+{
+    int projected = 0;
+    if (it->bad.mode == SL_ERROR_SAMPLES_RAISE)
+        return SL_OK;
+    for (size_t i = 0; i < it->nnodes; i++) {
+        const sl__node *node = &it->nodes[i];
+        projected |= node->kind == SL__NODE_PROJECT;
+        if (projected && node->kind == SL__NODE_MAP && !node->after_batch)
+            return sl__errf(&it->error, SL_EINVAL,
+                            "a project before a map of single samples cannot replace or skip "
+                            "bad samples (set_error_samples): put the project after the maps");
+    }
+    return SL_OK;
+}
+
 int sl__stages_build(sl_iterator *it)
 {
     sl__schema schema;
@@ -301,6 +329,8 @@ int sl__stages_build(sl_iterator *it)
     memcpy(schema.names, it->source->names, sizeof schema.names);
     memcpy(schema.specs, it->source->specs, sizeof schema.specs);
     plan_nodes(it->nodes, it->nnodes);
+    if ((rc = check_project_standins(it)) != SL_OK)
+        return rc;
     /* At most two stages per node, plus the source. */
     it->stages = calloc(2 * it->nnodes + 1, sizeof *it->stages);
     if (!it->stages)
@@ -309,6 +339,11 @@ int sl__stages_build(sl_iterator *it)
     while (rc == SL_OK && i < it->nnodes) {
         const sl__node *node = &it->nodes[i];
         size_t chunk_rows = batched ? 1 : it->opts.chunk_rows;
+        if (node->kind == SL__NODE_RENAME) {
+            schema_after(&schema, node); /* names only: nothing runs */
+            i++;
+            continue;
+        }
         if (node->kind == SL__NODE_MAP) {
             size_t first = i;
             int workers = 1, fuse_batch;
@@ -396,10 +431,10 @@ int sl__stages_build(sl_iterator *it)
             if (node->kind == SL__NODE_BATCH)
                 seq->chunk_rows = 1; /* rows from here on are whole batches */
         }
-        if (node->kind == SL__NODE_BATCH) {
-            schema_after(&schema, node);
+        if (node->kind == SL__NODE_BATCH)
             batched = 1;
-        }
+        if (node->kind == SL__NODE_BATCH || node->kind == SL__NODE_PROJECT)
+            schema_after(&schema, node);
         i++;
     }
     if (rc == SL_OK && skip)

@@ -411,9 +411,40 @@ static int counting_eoe(sl__seq_node *n, sl__chain *chain, size_t next)
 static const seq_node_iface take_iface = {take_row, counting_eoe, no_destroy};
 static const seq_node_iface skip_iface = {skip_row, counting_eoe, no_destroy};
 
+/* project: moves the kept columns into their new places and releases the
+ * others. */
+typedef struct project_node {
+    sl__seq_node base;
+    size_t ncols;
+    int pick[SL_MAX_COLUMNS];
+} project_node;
+
+static int project_row(sl__seq_node *n, sl__chain *chain, size_t next, sl__row *row)
+{
+    const project_node *p = (const project_node *)n;
+    sl_tensor *col[SL_MAX_COLUMNS] = {NULL};
+    for (size_t c = 0; c < p->ncols; c++) {
+        col[c] = row->col[p->pick[c]];
+        row->col[p->pick[c]] = NULL;
+    }
+    sl__row_clear(row); /* the columns left out */
+    memcpy(row->col, col, sizeof col);
+    return sl__chain_row(chain, next, row);
+}
+
+static int pass_eoe(sl__seq_node *n, sl__chain *chain, size_t next)
+{
+    (void)n;
+    return sl__chain_eoe(chain, next);
+}
+
+static const seq_node_iface project_iface = {project_row, pass_eoe, no_destroy};
+
 int sl__seq_node_needs_data(const sl__seq_node *node)
 {
-    return node->iface == &batch_iface && !((const batch_node *)node)->group_only;
+    /* a project moves columns, which an unread row does not have yet */
+    return (node->iface == &batch_iface && !((const batch_node *)node)->group_only) ||
+           node->iface == &project_iface;
 }
 
 int sl__seq_node_is_batch(const sl__seq_node *node)
@@ -505,7 +536,18 @@ int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_
         *out = &c->base;
         return SL_OK;
     }
+    case SL__NODE_PROJECT: {
+        project_node *p = calloc(1, sizeof *p);
+        if (!p)
+            return SL_ENOMEM;
+        p->base.iface = &project_iface;
+        p->ncols = (size_t)d->count;
+        memcpy(p->pick, d->pick, sizeof p->pick);
+        *out = &p->base;
+        return SL_OK;
+    }
     case SL__NODE_MAP:
+    case SL__NODE_RENAME: /* names only: nothing runs */
         break;
     }
     return SL_EINVAL;

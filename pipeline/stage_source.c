@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline/combine.h"
 #include "pipeline/iterator_impl.h"
 #include "pipeline/sampler.h"
 
@@ -45,7 +46,10 @@ void sl__source_run(sl__stage *st, int max_chunks)
             (max_chunks > 0 &&
              (st->out.next_seq - sent0 >= (uint64_t)max_chunks || st->src.out.pending)))
             return;
-        if (!st->src.prepared) {
+        if (!st->src.prepared && it->combined) {
+            /* a concat or zip: its parts load and order themselves */
+            st->src.prepared = st->src.ordered = 1;
+        } else if (!st->src.prepared) {
             st->src.n = sl__sampler_size(&src->sampler, src->num_rows);
             st->src.order = malloc((size_t)(st->src.n > 0 ? st->src.n : 1) * sizeof(int64_t));
             if (!st->src.order) {
@@ -64,7 +68,21 @@ void sl__source_run(sl__stage *st, int max_chunks)
                 goto fail;
             }
             st->src.ordered = 1;
-        } else if (st->src.pos < st->src.n) {
+        } else if (it->combined && !st->src.pass_ended) {
+            sl__row row;
+            memset(&row, 0, sizeof row);
+            rc = sl__combine_next(it->combined, &row, &st->src.err);
+            if (rc == SL_END_OF_EPOCH) {
+                st->src.pass_ended = 1;
+                continue;
+            }
+            if (rc != SL_OK)
+                goto fail;
+            row.index = st->src.pos++;
+            row.epoch = st->src.epoch;
+            if ((rc = sl__chain_row(&chain, 0, &row)) != SL_OK)
+                goto chain_failed;
+        } else if (!it->combined && st->src.pos < st->src.n) {
             sl__row row;
             int64_t index = st->src.order[st->src.pos++];
             memset(&row, 0, sizeof row);
@@ -101,7 +119,8 @@ void sl__source_run(sl__stage *st, int max_chunks)
                 goto chain_failed;
             st->src.epoch++;
             st->src.pos = 0;
-            st->src.ordered = 0;
+            st->src.ordered = it->combined != NULL; /* the parts order their own */
+            st->src.pass_ended = 0;
             if (it->passes >= 0 && st->src.epoch >= it->passes) {
                 sl__out_marker(&st->src.out, SL__CHUNK_EOF);
                 goto finish;
@@ -117,7 +136,7 @@ chain_failed:
     sl__stage_send_error(st, &st->src.out, &st->src.err);
     goto finish;
 fail:
-    if (st->src.err.status != SL_ECLOSED) {
+    if (rc != SL_ECLOSED && st->src.err.status != SL_ECLOSED) {
         sl__err_prefix(&st->src.err, "%s: ", src->iface->kind);
         sl__stage_send_error(st, &st->src.out, &st->src.err);
     }

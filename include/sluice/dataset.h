@@ -1,6 +1,7 @@
 /* dataset.h: a dataset is a description of a pipeline: one source
- * (MnistDataset or ImageFolderDataset) followed by nodes (map, shuffle,
- * batch, repeat, take, skip) appended in order, as MindSpore's
+ * (MnistDataset or ImageFolderDataset, or other datasets combined: combine.h)
+ * followed by nodes (map, shuffle, batch, repeat, take, skip, project,
+ * rename) appended in order, as MindSpore's
  * `ds = ds.map(...)` chains do. Nothing runs until an iterator is made from
  * it (iterator.h); many iterators may be made from one dataset, and the
  * dataset may be freed while they run.
@@ -68,6 +69,17 @@ SL_API int sl_dataset_repeat(sl_dataset *ds, int64_t count);
 SL_API int sl_dataset_take(sl_dataset *ds, int64_t n);
 /* Every row of each epoch but the first n. */
 SL_API int sl_dataset_skip(sl_dataset *ds, int64_t n);
+/* Keeps only the n named columns, in the order given (MindSpore's
+ * project). SL_EINVAL naming the column for one that does not exist or is
+ * named twice. */
+SL_API int sl_dataset_project(sl_dataset *ds, const char *const *columns, size_t n);
+/* Renames column input_columns[k] to output_columns[k], k < n; the others
+ * keep their names and every column its place. SL_EINVAL naming the
+ * column for one that does not exist, is named twice, or whose new name
+ * another column has (or will have) or is empty or too long. Nothing runs:
+ * only the names change. */
+SL_API int sl_dataset_rename(sl_dataset *ds, const char *const *input_columns,
+                             const char *const *output_columns, size_t n);
 /* The seed of shuffle nodes and random ops (default 0). */
 SL_API void sl_dataset_set_seed(sl_dataset *ds, uint64_t seed);
 SL_API uint64_t sl_dataset_get_seed(const sl_dataset *ds);

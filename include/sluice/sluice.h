@@ -18,6 +18,7 @@
 #include "sluice/tensor.h"
 #include "sluice/op.h"
 #include "sluice/dataset.h"
+#include "sluice/combine.h"
 #include "sluice/sources.h"
 #include "sluice/bad_samples.h"
 #include "sluice/pool.h"

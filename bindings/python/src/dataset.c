@@ -218,6 +218,22 @@ static int string_array(PyObject *seq, const char *what, const char ***out, size
     return 0;
 }
 
+int slpy_string_array(PyObject *seq, const char *what, const char ***out, size_t *n,
+                      PyObject **items)
+{
+    return string_array(seq, what, out, n, items);
+}
+
+PyThreadState *slpy_dataset_begin_call(slpy_dataset *self)
+{
+    return begin_call(self);
+}
+
+void slpy_dataset_end_call(slpy_dataset *self, PyThreadState *ts)
+{
+    end_call(self, ts);
+}
+
 static PyObject *dataset_image_folder(PyObject *o, PyObject *args)
 {
     slpy_dataset *self = (slpy_dataset *)o;
@@ -581,6 +597,10 @@ static PyMethodDef dataset_methods[] = {
     {"repeat", dataset_repeat, METH_VARARGS, "repeat(count)"},
     {"take", dataset_take, METH_VARARGS, "take(n)"},
     {"skip", dataset_skip, METH_VARARGS, "skip(n)"},
+    {"project", slpy_dataset_project, METH_O, "project(columns)"},
+    {"rename", slpy_dataset_rename, METH_VARARGS, "rename(input_columns, output_columns)"},
+    {"concat", slpy_dataset_concat, METH_O, "concat(list of Dataset)"},
+    {"zip", slpy_dataset_zip, METH_O, "zip(list of Dataset)"},
     {"set_seed", dataset_set_seed, METH_O, "set_seed(seed)"},
     {"set_decode_budget", dataset_set_decode_budget, METH_O, "set_decode_budget(bytes)"},
     {"set_decode_fusion", dataset_set_decode_fusion, METH_O, "set_decode_fusion(enable)"},

@@ -119,6 +119,21 @@ PyObject *slpy_tune_lines_list(const slpy_tune_lines *l);
  * loaded), for a training call to read while others use ds. NULL with an
  * exception on failure. */
 sl_dataset *slpy_dataset_copy_c(slpy_dataset *ds);
+/* The C calls on a dataset run between these: without the GIL, under its
+ * lock (dataset.c). */
+PyThreadState *slpy_dataset_begin_call(slpy_dataset *self);
+void slpy_dataset_end_call(slpy_dataset *self, PyThreadState *ts);
+/* The UTF-8 strings of a sequence of str (None: *out NULL, *n 0); they
+ * belong to *items, a list to release after use, and *out to PyMem_Free.
+ * -1 with an exception. */
+int slpy_string_array(PyObject *seq, const char *what, const char ***out, size_t *n,
+                      PyObject **items);
+
+/* --- dataset_ops.c: project, rename, concat, zip ------------------------------ */
+PyObject *slpy_dataset_project(PyObject *o, PyObject *columns);
+PyObject *slpy_dataset_rename(PyObject *o, PyObject *args);
+PyObject *slpy_dataset_concat(PyObject *o, PyObject *datasets);
+PyObject *slpy_dataset_zip(PyObject *o, PyObject *datasets);
 
 /* --- model.c / run.c / sink.c: training ----------------------------------- */
 

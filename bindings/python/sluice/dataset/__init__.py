@@ -3,7 +3,9 @@
 A dataset describes a pipeline: a source (:class:`MnistDataset`,
 :class:`ImageFolderDataset`, :class:`Cifar10Dataset`, :class:`Cifar100Dataset`) followed by nodes (:meth:`Dataset.map`,
 :meth:`~Dataset.shuffle`, :meth:`~Dataset.batch`, :meth:`~Dataset.repeat`,
-:meth:`~Dataset.take`, :meth:`~Dataset.skip`). Each method returns a new
+:meth:`~Dataset.take`, :meth:`~Dataset.skip`, :meth:`~Dataset.project`,
+:meth:`~Dataset.rename`), or other datasets combined (:meth:`~Dataset.concat`
+or ``+``, :meth:`~Dataset.zip`, :func:`zip`). Each method returns a new
 dataset and leaves its own unchanged. Nothing runs until an iterator is made
 (:meth:`~Dataset.create_tuple_iterator`, :meth:`~Dataset.create_dict_iterator`,
 :meth:`~Dataset.to_torch`, or a ``for`` loop over the dataset); it starts
@@ -31,7 +33,7 @@ import weakref
 from sluice import _sluice
 
 __all__ = ["Dataset", "MnistDataset", "ImageFolderDataset", "Cifar10Dataset",
-           "Cifar100Dataset", "Iterator", "TorchLoader", "config"]
+           "Cifar100Dataset", "Iterator", "TorchLoader", "config", "zip"]
 
 #: The iterator type of :meth:`Dataset.create_tuple_iterator` and friends.
 Iterator = _sluice.Iterator
@@ -281,6 +283,59 @@ class Dataset:
         """Every row of each epoch but the first ``count``."""
         return self._with("skip", _int(count, "skip: count"))
 
+    def project(self, columns):
+        """Keeps only ``columns`` (a name or a list of names), in that order.
+        ValueError naming a column that does not exist or comes twice."""
+        names = [columns] if isinstance(columns, str) else list(columns)
+        return self._with("project", names)
+
+    def rename(self, input_columns, output_columns):
+        """Renames ``input_columns[k]`` to ``output_columns[k]`` (a name or a
+        list each); every column keeps its place. ValueError naming a
+        column that does not exist, comes twice, or whose new name another
+        column has."""
+        ins = [input_columns] if isinstance(input_columns, str) else list(input_columns)
+        outs = [output_columns] if isinstance(output_columns, str) else list(output_columns)
+        return self._with("rename", ins, outs)
+
+    def _combine(self, what, datasets):
+        parts = [datasets] if isinstance(datasets, Dataset) else datasets
+        if not isinstance(parts, (list, tuple)) or not parts or \
+                not all(isinstance(d, Dataset) for d in parts):
+            raise TypeError(f"{what}: datasets must be a Dataset or a non-empty list or tuple "
+                            f"of them, got {datasets!r}")
+        out = self._with(what, [d._c for d in parts])
+        out._batch_size = self._batch_size
+        return out
+
+    def concat(self, datasets):
+        """The rows of this dataset, then those of ``datasets`` (a dataset or
+        a list of them), in order, every epoch; ``ds1 + ds2`` is the same.
+        The datasets must have the same column names in the same order and,
+        column by column, the same type and rank (ValueError naming the
+        first that differs). Each runs as a whole pipeline of its own (its
+        maps, shuffles and batches) and every epoch restarts each of them;
+        what is appended afterwards (``shuffle``, ``batch``, ...) works on
+        the joined rows. ``get_dataset_size`` is the sum of theirs. None may
+        be endless (``repeat()`` without a count: repeat the concat
+        instead)."""
+        return self._combine("concat", datasets)
+
+    def __add__(self, other):
+        """``ds1 + ds2``: :meth:`concat`."""
+        if not isinstance(other, Dataset):
+            return NotImplemented
+        return self.concat(other)
+
+    def zip(self, datasets):
+        """The columns of this dataset and of ``datasets`` (a dataset or a
+        tuple or list of them) side by side, row by row: an epoch ends with
+        the shortest dataset's (the others' rows left in it are dropped, and
+        each starts again next epoch). Column names must all differ
+        (ValueError naming the column; :meth:`rename` one first), at most 8
+        together. ``get_dataset_size`` is the smallest of theirs."""
+        return self._combine("zip", datasets)
+
     def set_decode_budget(self, nbytes):
         """A new dataset whose iterators let their Decode workers hold at most
         ``nbytes`` of decoded images at once (a worker whose image does not
@@ -348,10 +403,6 @@ class Dataset:
         have = sorted(n for n in dir(type(self)) if not n.startswith("_"))
         raise AttributeError(f"{type(self).__name__} has no {name!r}: it has "
                              f"{', '.join(have)}")
-
-    def __add__(self, other):
-        raise TypeError("Dataset: + (concat) is not supported; sluice's dataset operations "
-                        "are map, shuffle, batch, repeat, take and skip")
 
     def __bool__(self):
         return True     # a dataset, even an empty or endless one (not len()'s truth)
@@ -468,6 +519,19 @@ class Dataset:
         since torch has no uint32 (``transforms.TypeCast(sluice.int32)`` on
         ``label`` avoids it). See :class:`TorchLoader`."""
         return TorchLoader(self, columns=columns, num_epochs=num_epochs)
+
+
+def zip(datasets):  # noqa: A001 (MindSpore's name)
+    """``mindspore.dataset.zip``: the datasets of the tuple (or list)
+    ``datasets`` side by side, as :meth:`Dataset.zip`."""
+    if isinstance(datasets, Dataset):
+        raise TypeError("zip: datasets must be a tuple or list of at least two Datasets; "
+                        "for one, use it as it is")
+    parts = list(datasets) if isinstance(datasets, (list, tuple)) else None
+    if not parts or len(parts) < 2 or not all(isinstance(d, Dataset) for d in parts):
+        raise TypeError(f"zip: datasets must be a tuple or list of at least two Datasets, got "
+                        f"{datasets!r}")
+    return parts[0].zip(parts[1:])
 
 
 def _numpy_asarray():
