@@ -52,10 +52,10 @@ static int check_row(const sl__source *src, int64_t index, const sl__row *row, s
         const sl_tensor_spec *spec = &src->specs[c];
         char got[96], want[96];
         if (!t)
-            return sl__errf(err, SL_EFORMAT, "generator: sample %lld: column '%s' was not set",
+            return sl__errf(err, SL_EFORMAT, "sample %lld: column '%s' was not set",
                             (long long)index, src->names[c]);
         if (!spec_matches(spec, t))
-            return sl__errf(err, SL_EFORMAT, "generator: sample %lld: column '%s' is %s %s, "
+            return sl__errf(err, SL_EFORMAT, "sample %lld: column '%s' is %s %s, "
                                              "but the column is %s %s (-1: any size)",
                             (long long)index, src->names[c], sl_dtype_name(t->dtype),
                             sl_shape_str(got, sizeof got, t->ndim, t->shape),
@@ -78,7 +78,7 @@ static int generator_read(sl__source *src, int64_t index, sl__row *row, sl_pool 
     for (size_t c = 0; c < src->ncols; c++)
         row->col[c] = cols[c];
     if (rc != 0)
-        return sl__errf(err, SL_EFORMAT, "generator: sample %lld: %s", (long long)index,
+        return sl__errf(err, SL_EFORMAT, "sample %lld: %s", (long long)index,
                         msg[0] ? msg : "the function failed (it gave no reason)");
     return check_row(src, index, row, err);
 }

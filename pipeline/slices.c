@@ -60,7 +60,7 @@ static int slices_read(sl__source *src, int64_t index, sl__row *row, sl_pool *po
                                           (size_t)index * s->row_bytes[c], a->dtype, a->ndim - 1,
                                           a->shape + 1);
         if (rc != SL_OK)
-            return sl__errf(err, rc, "slices: sample %lld: out of memory", (long long)index);
+            return sl__errf(err, rc, "sample %lld: out of memory", (long long)index);
     }
     return SL_OK;
 }

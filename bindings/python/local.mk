@@ -15,6 +15,7 @@ SL_PY_PACKAGE = \
 	bindings/python/sluice/py.typed \
 	bindings/python/sluice/dataset/__init__.py \
 	bindings/python/sluice/dataset/__init__.pyi \
+	bindings/python/sluice/dataset/_python_sources.py \
 	$(SL_PY_VISION) \
 	$(SL_PY_TRANSFORMS) \
 	bindings/python/sluice/context.py \
@@ -98,6 +99,7 @@ SL_PY_SOURCES = \
 	bindings/python/src/dlpack.c \
 	bindings/python/src/op.c \
 	bindings/python/src/dataset.c \
+	bindings/python/src/sources.c \
 	bindings/python/src/iterator.c \
 	bindings/python/src/model.c \
 	bindings/python/src/run.c \
