@@ -116,6 +116,7 @@ def main():
         import sluice  # noqa: F401
     except ImportError:
         sys.path.insert(0, a.stage)
+    import torch.utils.data  # noqa: F401  (imported before any timing: to_torch imports it)
     data = make_data(a.samples)
     rates = {c: [] for c in configs}
     for r in range(a.rounds):
