@@ -143,15 +143,10 @@ void sl_generator_options_init_sized(sl_generator_options *o, size_t size)
 int sl__generator_options_read(sl_generator_options *dst, const sl_generator_options *src,
                                sl__error *err)
 {
-    int rc;
     sl_generator_options_init(dst);
-    rc = sl__options_read(dst, sizeof *dst, generator_options_v1_size, src,
-                          "sl_generator_options", err);
-    if (rc == SL_OK)
-        rc = sl__options_check_embedded(dst->sampler.size, sizeof dst->sampler,
-                                        "sl_sampler_options", "sl_generator_options.sampler",
-                                        err);
-    return rc;
+    return sl__source_options_read(dst, sizeof *dst, generator_options_v1_size, src,
+                                   "sl_generator_options",
+                                   offsetof(sl_generator_options, sampler), err);
 }
 
 static int check_options(const sl_generator_options *o, sl__error *err)

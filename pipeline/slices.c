@@ -122,14 +122,9 @@ void sl_slices_options_init_sized(sl_slices_options *o, size_t size)
 int sl__slices_options_read(sl_slices_options *dst, const sl_slices_options *src,
                             sl__error *err)
 {
-    int rc;
     sl_slices_options_init(dst);
-    rc = sl__options_read(dst, sizeof *dst, slices_options_v1_size, src, "sl_slices_options",
-                          err);
-    if (rc == SL_OK)
-        rc = sl__options_check_embedded(dst->sampler.size, sizeof dst->sampler,
-                                        "sl_sampler_options", "sl_slices_options.sampler", err);
-    return rc;
+    return sl__source_options_read(dst, sizeof *dst, slices_options_v1_size, src,
+                                   "sl_slices_options", offsetof(sl_slices_options, sampler), err);
 }
 
 int sl__source_set_columns(sl__source *src, size_t ncols, const char *const *names,

@@ -240,6 +240,10 @@ START_TEST(test_slices_refusals)
     memset(&o, 0, sizeof o);
     ck_assert_int_eq(sl_dataset_slices(ds, &o), SL_EINVAL);
     HAS(sl_dataset_last_error(ds), "sl_slices_options_init");
+    sl_slices_options_init(&o);
+    o.sampler.size = 0;
+    ck_assert_int_eq(sl_dataset_slices(ds, &o), SL_EINVAL);
+    HAS(sl_dataset_last_error(ds), "sl_slices_options.sampler");
     sl_dataset_free(ds);
 }
 END_TEST

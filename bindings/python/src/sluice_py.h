@@ -90,12 +90,21 @@ extern PyMethodDef slpy_op_functions[]; /* op_resize, op_custom, ... */
 void slpy_exception_text(char *buf, size_t len);
 /* 1 once the interpreter is shutting down: a C thread must not take the GIL. */
 int slpy_interpreter_finalizing(void);
+/* Drops a reference to the PyObject obj from any thread, taking the GIL
+ * (nothing once the interpreter is gone): a C object's release of its
+ * Python user data. */
+void slpy_release_object(void *obj);
 
 /* --- sources.c: the sources over Python's data ------------------------------ */
 
 extern PyMethodDef slpy_source_functions[]; /* dataset_slices, dataset_generator */
 
 /* --- dataset.c / iterator.c ----------------------------------------------- */
+
+/* The sampler options from a source's Python arguments; -1 with an
+ * exception (a bad seed). */
+int slpy_fill_sampler(sl_sampler_options *s, long long num_samples, int shuffle, PyObject *seed,
+                      long long num_shards, long long shard_id);
 
 typedef struct slpy_dataset {
     PyObject_HEAD

@@ -25,20 +25,6 @@ static int call_locked(slpy_dataset *ds, int (*fn)(sl_dataset *, const void *), 
     return rc;
 }
 
-static int fill_sampler(sl_sampler_options *s, long long num_samples, int shuffle,
-                        PyObject *seed, long long num_shards, long long shard_id)
-{
-    unsigned long long sd = PyLong_AsUnsignedLongLong(seed);
-    if (sd == (unsigned long long)-1 && PyErr_Occurred())
-        return -1;
-    s->num_samples = num_samples;
-    s->shuffle = shuffle;
-    s->seed = sd;
-    s->num_shards = num_shards;
-    s->shard_id = shard_id;
-    return 0;
-}
-
 /* --- slices ------------------------------------------------------------------------- */
 
 /* The arrays' buffers, held while sluice reads them. */
@@ -135,7 +121,7 @@ static PyObject *dataset_slices(PyObject *self, PyObject *args)
     o.ncols = (size_t)n;
     o.release = held_release;
     o.user = h;
-    if (fill_sampler(&o.sampler, num_samples, shuffle, seed, num_shards, shard_id) < 0)
+    if (slpy_fill_sampler(&o.sampler, num_samples, shuffle, seed, num_shards, shard_id) < 0)
         goto fail;
     rc = call_locked((slpy_dataset *)ds, slices_call, &o, msg, sizeof msg);
     if (rc != SL_OK) {
@@ -219,16 +205,6 @@ static int generator_read(void *user, int64_t index, sl_tensor **cols, size_t nc
     return rc;
 }
 
-static void generator_release(void *user)
-{
-    PyGILState_STATE gil;
-    if (!Py_IsInitialized())
-        return;
-    gil = PyGILState_Ensure();
-    Py_DECREF((PyObject *)user);
-    PyGILState_Release(gil);
-}
-
 static int generator_call(sl_dataset *ds, const void *o)
 {
     return sl_dataset_generator(ds, o);
@@ -293,11 +269,11 @@ static PyObject *dataset_generator(PyObject *self, PyObject *args)
     o.column_specs = cspecs;
     o.read = generator_read;
     o.user = fetch;
-    o.release = generator_release;
+    o.release = slpy_release_object;
     o.in_order = in_order;
-    if (fill_sampler(&o.sampler, num_samples, shuffle, seed, num_shards, shard_id) < 0)
+    if (slpy_fill_sampler(&o.sampler, num_samples, shuffle, seed, num_shards, shard_id) < 0)
         return NULL;
-    Py_INCREF(fetch); /* the source's, from here on (released by generator_release) */
+    Py_INCREF(fetch); /* the source's, from here on (released by slpy_release_object) */
     rc = call_locked((slpy_dataset *)ds, generator_call, &o, msg, sizeof msg);
     if (rc != SL_OK) {
         Py_DECREF(fetch);
