@@ -79,6 +79,12 @@ def test_generator_exception_names_sample():
     with pytest.raises(RuntimeError, match=r"sample 4: column 'sq' is float32 \(3,\), but the "
                        r"column is float32 \(2,\)"):
         rows(ds.GeneratorDataset(Ragged(), ["i", "sq"], shuffle=False))
+    # A bad sample, as a corrupt file's: skipped when asked, a stand-in ends the epoch.
+    it = d.set_error_samples("skip", max_bad_samples=1).create_tuple_iterator(
+        num_epochs=1, output_numpy=True)
+    got = [int(r[0]) for r in it]
+    assert got[:9] == [0, 1, 2, 3, 4, 5, 7, 8, 9] and got[9] in got[:9]
+    assert it.get_stats()["samples_skipped"] == 1
     with pytest.raises(ValueError, match="column_names .* name 3 columns; the data has 2"):
         ds.GeneratorDataset(Squares(), ["a", "b", "c"])
 
