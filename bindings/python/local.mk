@@ -126,6 +126,7 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_eval_models.py \
 	bindings/python/tests/test_eager_forward.py \
 	bindings/python/tests/test_dataset_names.py \
+	bindings/python/tests/test_generator.py \
 	bindings/python/tests/test_distributed.py
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
@@ -138,7 +139,8 @@ EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/eval_while_training.py \
 	bindings/python/examples/distributed_lenet.py \
 	bindings/python/examples/torch_ddp_backend.py \
-	bench/python_dataset.py
+	bench/python_dataset.py \
+	bench/python_sources.py
 
 if SL_PYTHON
 sluicepydir = $(SL_PYTHONDIR)/sluice
