@@ -184,7 +184,8 @@ class GeneratorDataset(Dataset):
             and sharded as the other sources); or a generator function
             (``source()`` gives an iterator) or an iterable
             (``iter(source)``): read in order each epoch, neither shuffled
-            nor sharded. A row is a tuple (or list) of arrays, one per
+            nor sharded, by one iterator at a time (a second one running
+            at once fails, naming the sample it asked for). A row is a tuple (or list) of arrays, one per
             column, or one array; Python and numpy scalars become 0-d
             arrays (int int64, float float64), lists arrays.
         column_names ([str]): the columns' names (default ``column_0``, ...).
