@@ -230,6 +230,36 @@ int sl_dataset_cifar100(sl_dataset *ds, const sl_cifar_options *o)
     return dataset_cifar(ds, o, 1);
 }
 
+int sl_dataset_slices(sl_dataset *ds, const sl_slices_options *user)
+{
+    sl_slices_options o;
+    sl__source *src;
+    int rc = sl__slices_options_read(&o, user, &ds->error);
+    if (rc == SL_OK)
+        rc = sl__slices_source_new(&src, &o, &ds->error);
+    if (rc != SL_OK) {
+        sl__err_prefix(&ds->error, "slices: ");
+        return rc;
+    }
+    set_source(ds, src);
+    return SL_OK;
+}
+
+int sl_dataset_generator(sl_dataset *ds, const sl_generator_options *user)
+{
+    sl_generator_options o;
+    sl__source *src;
+    int rc = sl__generator_options_read(&o, user, &ds->error);
+    if (rc == SL_OK)
+        rc = sl__generator_source_new(&src, &o, &ds->error);
+    if (rc != SL_OK) {
+        sl__err_prefix(&ds->error, "generator: ");
+        return rc;
+    }
+    set_source(ds, src);
+    return SL_OK;
+}
+
 static int need_source(sl_dataset *ds, const char *what)
 {
     if (!ds->source)

@@ -187,6 +187,16 @@ static int plan_lazy_source(sl_iterator *it)
 {
     sl__stage *src = &it->stages[0];
     int rc;
+    if (it->source->in_order) {
+        /* A stream is read by the source stage alone, in order; a stand-in
+         * would be read out of it. */
+        if (it->bad.mode == SL_ERROR_SAMPLES_REPLACE)
+            return sl__errf(&it->error, SL_EINVAL,
+                            "%s: a source read in order cannot replace a bad sample (a "
+                            "stand-in is another index): use skip or raise",
+                            it->source->iface->kind);
+        return SL_OK;
+    }
     /* A concat or zip hands out its parts' rows as they come, read. */
     if (it->nstages < 2 || it->stages[1].kind == SL__STAGE_SEQ || it->combined)
         return SL_OK;

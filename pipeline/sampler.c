@@ -2,6 +2,7 @@
 #include "pipeline/sampler.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,18 @@ void sl_sampler_options_init_sized(sl_sampler_options *o, size_t size)
     d.num_shards = 1;
     d.shard_id = 0;
     sl__options_init(o, size, &d, sizeof d);
+}
+
+int sl__source_options_read(void *dst, size_t dst_size, size_t v1_size, const void *src,
+                            const char *name, size_t sampler_offset, sl__error *err)
+{
+    const sl_sampler_options *s = (const sl_sampler_options *)((char *)dst + sampler_offset);
+    char where[96];
+    int rc = sl__options_read(dst, dst_size, v1_size, src, name, err);
+    if (rc != SL_OK)
+        return rc;
+    snprintf(where, sizeof where, "%s.sampler", name);
+    return sl__options_check_embedded(s->size, sizeof *s, "sl_sampler_options", where, err);
 }
 
 int sl__sampler_check(const sl_sampler_options *o, int64_t num_rows, sl__error *err)

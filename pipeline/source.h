@@ -1,4 +1,5 @@
-/* source.h: the interface every source (MNIST, ImageFolder, CIFAR) implements. A
+/* source.h: the interface every source (MNIST, ImageFolder, CIFAR, slices,
+ * generator) implements. A
  * source is made when the dataset is described (headers read, counts
  * known), loads what it must once (prepare, possibly slow, shared by all
  * iterators) and then reads rows by index from any thread. Reference
@@ -55,6 +56,8 @@ struct sl__source {
     char summary[256];           /* "mnist(train, 60000 rows, DIR)" */
     sl__class_info *classes;     /* ImageFolder only */
     size_t nclasses;
+    int in_order;                /* read by the source stage alone, in the sampler's
+                                  * order (a stream: the generator's in_order) */
 };
 
 void sl__source_retain(sl__source *src);
@@ -67,6 +70,10 @@ int sl__mnist_options_read(sl_mnist_options *dst, const sl_mnist_options *src, s
 int sl__image_folder_options_read(sl_image_folder_options *dst,
                                   const sl_image_folder_options *src, sl__error *err);
 int sl__cifar_options_read(sl_cifar_options *dst, const sl_cifar_options *src, sl__error *err);
+int sl__slices_options_read(sl_slices_options *dst, const sl_slices_options *src,
+                            sl__error *err);
+int sl__generator_options_read(sl_generator_options *dst, const sl_generator_options *src,
+                               sl__error *err);
 
 /* Constructors, given options resolved as above: read headers, check
  * options; on failure *out is NULL. */
@@ -76,5 +83,12 @@ int sl__image_folder_source_new(sl__source **out, const sl_image_folder_options 
 /* hundred: 0 CIFAR-10, 1 CIFAR-100. */
 int sl__cifar_source_new(sl__source **out, int hundred, const sl_cifar_options *o,
                          sl__error *err);
+int sl__slices_source_new(sl__source **out, const sl_slices_options *o, sl__error *err);
+int sl__generator_source_new(sl__source **out, const sl_generator_options *o, sl__error *err);
+
+/* Names src's ncols columns (1 .. SL_MAX_COLUMNS, each non-empty, unique,
+ * shorter than SL_COLUMN_NAME_LEN) and sets src->ncols. */
+int sl__source_set_columns(sl__source *src, size_t ncols, const char *const *names,
+                           sl__error *err);
 
 #endif

@@ -238,6 +238,8 @@ static void init_sampler(void *o, size_t n) { sl_sampler_options_init_sized(o, n
 static void init_mnist(void *o, size_t n) { sl_mnist_options_init_sized(o, n); }
 static void init_folder(void *o, size_t n) { sl_image_folder_options_init_sized(o, n); }
 static void init_cifar(void *o, size_t n) { sl_cifar_options_init_sized(o, n); }
+static void init_slices(void *o, size_t n) { sl_slices_options_init_sized(o, n); }
+static void init_generator(void *o, size_t n) { sl_generator_options_init_sized(o, n); }
 static void init_iterator(void *o, size_t n) { sl_iterator_options_init_sized(o, n); }
 static void init_network(void *o, size_t n) { sl_network_options_init_sized(o, n); }
 static void init_executor(void *o, size_t n) { sl_executor_options_init_sized(o, n); }
@@ -258,6 +260,8 @@ static void inline_sampler(void *o) { sl_sampler_options_init(o); }
 static void inline_mnist(void *o) { sl_mnist_options_init(o); }
 static void inline_folder(void *o) { sl_image_folder_options_init(o); }
 static void inline_cifar(void *o) { sl_cifar_options_init(o); }
+static void inline_slices(void *o) { sl_slices_options_init(o); }
+static void inline_generator(void *o) { sl_generator_options_init(o); }
 static void inline_iterator(void *o) { sl_iterator_options_init(o); }
 static void inline_network(void *o) { sl_network_options_init(o); }
 static void inline_executor(void *o) { sl_executor_options_init(o); }
@@ -272,6 +276,8 @@ static const public_struct publics[] = {
     {"sl_mnist_options", sizeof(sl_mnist_options), init_mnist, inline_mnist},
     {"sl_image_folder_options", sizeof(sl_image_folder_options), init_folder, inline_folder},
     {"sl_cifar_options", sizeof(sl_cifar_options), init_cifar, inline_cifar},
+    {"sl_slices_options", sizeof(sl_slices_options), init_slices, inline_slices},
+    {"sl_generator_options", sizeof(sl_generator_options), init_generator, inline_generator},
     {"sl_iterator_options", sizeof(sl_iterator_options), init_iterator, inline_iterator},
     {"sl_network_options", sizeof(sl_network_options), init_network, inline_network},
     {"sl_executor_options", sizeof(sl_executor_options), init_executor, inline_executor},

@@ -15,6 +15,7 @@ SL_PY_PACKAGE = \
 	bindings/python/sluice/py.typed \
 	bindings/python/sluice/dataset/__init__.py \
 	bindings/python/sluice/dataset/__init__.pyi \
+	bindings/python/sluice/dataset/_python_sources.py \
 	$(SL_PY_VISION) \
 	$(SL_PY_TRANSFORMS) \
 	bindings/python/sluice/context.py \
@@ -99,6 +100,7 @@ SL_PY_SOURCES = \
 	bindings/python/src/op.c \
 	bindings/python/src/dataset.c \
 	bindings/python/src/dataset_ops.c \
+	bindings/python/src/sources.c \
 	bindings/python/src/iterator.c \
 	bindings/python/src/model.c \
 	bindings/python/src/run.c \
@@ -125,6 +127,7 @@ SL_PY_TESTS = \
 	bindings/python/tests/test_eval_models.py \
 	bindings/python/tests/test_eager_forward.py \
 	bindings/python/tests/test_dataset_names.py \
+	bindings/python/tests/test_generator.py \
 	bindings/python/tests/test_distributed.py
 
 EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
@@ -137,7 +140,8 @@ EXTRA_DIST += $(SL_PY_PACKAGE) $(SL_PY_TESTS) \
 	bindings/python/examples/eval_while_training.py \
 	bindings/python/examples/distributed_lenet.py \
 	bindings/python/examples/torch_ddp_backend.py \
-	bench/python_dataset.py
+	bench/python_dataset.py \
+	bench/python_sources.py
 
 if SL_PYTHON
 sluicepydir = $(SL_PYTHONDIR)/sluice

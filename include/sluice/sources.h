@@ -1,6 +1,7 @@
 /* sources.h: where a dataset's rows come from: the sampler (which samples,
  * in what order, which shard), the MNIST, ImageFolder and CIFAR-10/100
- * sources and their options. Setting a source on a dataset (dataset.h)
+ * sources, the caller's arrays (slices) and the caller's function
+ * (generator), and their options. Setting a source on a dataset (dataset.h)
  * replaces its nodes. */
 #ifndef SLUICE_SOURCES_H
 #define SLUICE_SOURCES_H
@@ -10,6 +11,7 @@
 
 #include "sluice/export.h"
 #include "sluice/op.h" /* SL_DECODE_MAX_PIXELS_DEFAULT, _LIMIT */
+#include "sluice/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -78,6 +80,65 @@ typedef struct sl_cifar_options {
     sl_sampler_options sampler;
 } sl_cifar_options;
 
+/* One column of the slices source: a C-contiguous array in the caller's
+ * memory whose first dimension is the rows; row i is the array's element
+ * i along it, of shape shape[1..ndim-1] (a 1-d array gives 0-d rows). */
+typedef struct sl_slices_column {
+    const char *name;        /* at most SL_COLUMN_NAME_LEN - 1 bytes */
+    sl_dtype dtype;
+    int ndim;                /* 1 .. SL_MAX_DIMS */
+    int64_t shape[SL_MAX_DIMS];
+    const void *data;        /* shape[0] * ... * shape[ndim-1] elements */
+} sl_slices_column;
+
+/* The slices source (sl_dataset_slices): rows are slices of the caller's
+ * arrays along their first dimension, as NumpySlicesDataset's. */
+typedef struct sl_slices_options {
+    size_t size;             /* sizeof the struct as the caller compiled it; set by the _init */
+    const sl_slices_column *columns; /* ncols of them, all of the same first dimension */
+    size_t ncols;            /* 1 .. SL_MAX_COLUMNS */
+    /* Called once (from whatever thread drops the last reference) when
+     * sluice no longer reads the arrays: the source is freed and every row
+     * handed out has been released. NULL: the caller keeps the arrays alive
+     * and unchanged for as long as any dataset or row uses them. */
+    void (*release)(void *user);
+    void *user;
+    sl_sampler_options sampler;
+} sl_slices_options;
+
+/* The generator source's function: fills columns[0..ncols-1] with new
+ * tensors (sl_tensor_new; sluice takes the references) holding sample
+ * index's columns. Returns 0, or non-zero with a reason in msg (msglen
+ * bytes; the tensors already set are released by sluice). It is called
+ * from the pipeline's threads, several at once unless the source is
+ * in_order: it must be thread-safe. */
+typedef int (*sl_generator_read_fn)(void *user, int64_t index, sl_tensor **columns, size_t ncols,
+                                    char *msg, size_t msglen);
+
+/* The generator source (sl_dataset_generator): random access by index to
+ * rows the caller's function makes (GeneratorDataset). */
+typedef struct sl_generator_options {
+    size_t size;             /* sizeof the struct as the caller compiled it; set by the _init */
+    int64_t num_rows;        /* samples before sampling, >= 0 */
+    size_t ncols;            /* 1 .. SL_MAX_COLUMNS */
+    const char *const *column_names;   /* ncols names */
+    /* ncols specs: a row's column must have the dtype and ndim, and each
+     * size not -1 (-1: any). */
+    const sl_tensor_spec *column_specs;
+    sl_generator_read_fn read;
+    void *user;
+    /* Called once, when the source is freed (no read runs any more);
+     * NULL: nothing to free. */
+    void (*release)(void *user);
+    /* 1: read is called for the sampler's indices in order, one call at a
+     * time (for a stream that cannot seek: each pass starts at index 0 and
+     * goes up by one); the sampler must then neither shuffle nor shard, and
+     * a bad sample cannot be replaced. 0 (default): any order, in parallel. */
+    int in_order;
+    int32_t reserved_1;      /* 0 */
+    sl_sampler_options sampler;
+} sl_generator_options;
+
 /* Defaults: shuffle 1, seed 0, one shard, all samples; MNIST usage all;
  * ImageFolder every file, no decode, 2 workers, decode_max_pixels
  * SL_DECODE_MAX_PIXELS_DEFAULT. The _sized functions write
@@ -87,6 +148,8 @@ SL_API void sl_sampler_options_init_sized(sl_sampler_options *o, size_t size);
 SL_API void sl_mnist_options_init_sized(sl_mnist_options *o, size_t size);
 SL_API void sl_image_folder_options_init_sized(sl_image_folder_options *o, size_t size);
 SL_API void sl_cifar_options_init_sized(sl_cifar_options *o, size_t size);
+SL_API void sl_slices_options_init_sized(sl_slices_options *o, size_t size);
+SL_API void sl_generator_options_init_sized(sl_generator_options *o, size_t size);
 
 static inline void sl_sampler_options_init(sl_sampler_options *o)
 {
@@ -108,6 +171,16 @@ static inline void sl_cifar_options_init(sl_cifar_options *o)
     sl_cifar_options_init_sized(o, sizeof *o);
 }
 
+static inline void sl_slices_options_init(sl_slices_options *o)
+{
+    sl_slices_options_init_sized(o, sizeof *o);
+}
+
+static inline void sl_generator_options_init(sl_generator_options *o)
+{
+    sl_generator_options_init_sized(o, sizeof *o);
+}
+
 /* Sources. They read the files' headers now (so counts and shapes are known
  * and bad files are refused early) and the pixels when an iterator runs.
  * Options not made by their _init (or by a newer sluice, setting fields
@@ -126,6 +199,19 @@ SL_API int sl_dataset_image_folder(sl_dataset *ds, const sl_image_folder_options
  * >= 100 fine) is an SL_EFORMAT error of its sample when it is read. */
 SL_API int sl_dataset_cifar10(sl_dataset *ds, const sl_cifar_options *o);
 SL_API int sl_dataset_cifar100(sl_dataset *ds, const sl_cifar_options *o);
+/* Rows that are slices of the caller's arrays (no copy): each row's
+ * columns are read-only views of the arrays (sl_tensor_writable says 0),
+ * which keep them alive; o->release runs once the source and every such
+ * row are gone. The columns and their sizes are checked now (equal first
+ * dimensions, names unique); on failure release is not called (the caller
+ * still owns the arrays). */
+SL_API int sl_dataset_slices(sl_dataset *ds, const sl_slices_options *o);
+/* Rows the caller's function makes, by index (defaults: in_order 0, the
+ * sampler's). An error from it is an SL_EFORMAT error of its sample (a bad
+ * sample, see sl_dataset_set_error_samples): "generator: sample 17: <its
+ * message>"; so is a row whose column differs from its spec. On failure
+ * here release is not called. */
+SL_API int sl_dataset_generator(sl_dataset *ds, const sl_generator_options *o);
 
 #ifdef __cplusplus
 }

@@ -115,8 +115,8 @@ sl_dataset *slpy_dataset_copy_c(slpy_dataset *ds)
 
 /* --- sources --------------------------------------------------------------------------- */
 
-static int fill_sampler(sl_sampler_options *s, long long num_samples, int shuffle,
-                        PyObject *seed, long long num_shards, long long shard_id)
+int slpy_fill_sampler(sl_sampler_options *s, long long num_samples, int shuffle, PyObject *seed,
+                      long long num_shards, long long shard_id)
 {
     unsigned long long sd = PyLong_AsUnsignedLongLong(seed);
     if (sd == (unsigned long long)-1 && PyErr_Occurred())
@@ -144,7 +144,7 @@ static PyObject *dataset_mnist(PyObject *o, PyObject *args)
     sl_mnist_options_init(&opts);
     opts.dataset_dir = PyBytes_AS_STRING(dir);
     opts.usage = (sl_mnist_usage)usage;
-    if (fill_sampler(&opts.sampler, num_samples, shuffle, seed, num_shards, shard_id) < 0) {
+    if (slpy_fill_sampler(&opts.sampler, num_samples, shuffle, seed, num_shards, shard_id) < 0) {
         Py_DECREF(dir);
         return NULL;
     }
@@ -172,7 +172,7 @@ static PyObject *dataset_cifar(PyObject *o, PyObject *args)
     sl_cifar_options_init(&opts);
     opts.dataset_dir = PyBytes_AS_STRING(dir);
     opts.usage = (sl_cifar_usage)usage;
-    if (fill_sampler(&opts.sampler, num_samples, shuffle, seed, num_shards, shard_id) < 0) {
+    if (slpy_fill_sampler(&opts.sampler, num_samples, shuffle, seed, num_shards, shard_id) < 0) {
         Py_DECREF(dir);
         return NULL;
     }
@@ -291,7 +291,7 @@ static PyObject *dataset_image_folder(PyObject *o, PyObject *args)
     opts.num_parallel_workers = workers;
     if (max_pixels) /* 0: the C default */
         opts.decode_max_pixels = max_pixels;
-    if (fill_sampler(&opts.sampler, num_samples, shuffle, seed, num_shards, shard_id) < 0)
+    if (slpy_fill_sampler(&opts.sampler, num_samples, shuffle, seed, num_shards, shard_id) < 0)
         goto out;
     ts = begin_call(self);
     rc = sl_dataset_image_folder(self->ds, &opts);

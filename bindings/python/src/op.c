@@ -277,9 +277,7 @@ static PyObject *op_one_hot(PyObject *self, PyObject *args)
 
 /* --- Python callables ---------------------------------------------------------- */
 
-/* Writes "TypeName: message" of the pending exception into buf and clears
- * it. Called with the GIL. */
-static void exception_text(char *buf, size_t len)
+void slpy_exception_text(char *buf, size_t len)
 {
     PyObject *type, *value, *tb, *str = NULL;
     const char *name = "exception", *text = NULL;
@@ -302,7 +300,7 @@ static void exception_text(char *buf, size_t len)
     PyErr_Clear();
 }
 
-static int interpreter_finalizing(void)
+int slpy_interpreter_finalizing(void)
 {
 #if PY_VERSION_HEX >= 0x030D0000
     return Py_IsFinalizing();
@@ -322,7 +320,7 @@ static int pyfunc_call(void *user, const sl_tensor *in, sl_tensor **out, uint64_
     int rc = SL_OK;
     (void)seed;
     *out = NULL;
-    if (!Py_IsInitialized() || interpreter_finalizing()) {
+    if (!Py_IsInitialized() || slpy_interpreter_finalizing()) {
         snprintf(errbuf, errlen, "the Python interpreter is shutting down");
         return SL_ECANCELED;
     }
@@ -334,7 +332,7 @@ static int pyfunc_call(void *user, const sl_tensor *in, sl_tensor **out, uint64_
         /* A MemoryError fails the pipeline even when bad samples are
          * skipped or replaced; any other exception is the sample's. */
         rc = PyErr_ExceptionMatches(PyExc_MemoryError) ? SL_ENOMEM : SL_EINVAL;
-        exception_text(errbuf, errlen);
+        slpy_exception_text(errbuf, errlen);
     } else if (PyObject_TypeCheck(res, &slpy_tensor_type)) {
         *out = sl_tensor_retain(((slpy_tensor *)res)->t);
     } else if (slpy_tensor_from_buffer(res, out, errbuf, errlen) < 0) {
@@ -345,14 +343,14 @@ static int pyfunc_call(void *user, const sl_tensor *in, sl_tensor **out, uint64_
     return rc;
 }
 
-static void pyfunc_destroy(void *user)
+void slpy_release_object(void *obj)
 {
     PyGILState_STATE gil;
     /* After the interpreter is gone there is nothing to give back. */
     if (!Py_IsInitialized())
         return;
     gil = PyGILState_Ensure();
-    Py_DECREF((PyObject *)user);
+    Py_DECREF((PyObject *)obj);
     PyGILState_Release(gil);
 }
 
@@ -375,12 +373,12 @@ static PyObject *op_custom(PyObject *self, PyObject *args)
     sl_op_custom_options_init(&o);
     o.name = name;
     o.fn = pyfunc_call;
-    o.destroy = pyfunc_destroy;
+    o.destroy = slpy_release_object;
     o.user = fn;
     rc = sl_op_custom_new(&op, &o, err, sizeof err);
     if (rc != SL_OK)
         return slpy_raise(rc, err);
-    Py_INCREF(fn); /* the op's, given back by pyfunc_destroy */
+    Py_INCREF(fn); /* the op's, given back by slpy_release_object */
     return wrap_op(op);
 }
 

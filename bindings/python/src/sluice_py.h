@@ -1,7 +1,8 @@
 /* sluice_py.h: what the files of the extension module sluice._sluice share.
  * The module wraps the public C API only (include/sluice): tensors with the
  * buffer protocol and DLPack (tensor.c, dlpack.c), datasets (dataset.c),
- * operators and Python callables as operators (op.c), iterators that
+ * operators and Python callables as operators (op.c), the sources over
+ * numpy arrays and Python callables (sources.c), iterators that
  * release the GIL while they wait (iterator.c), and training: models
  * (model.c), the calls that run them on a thread of their own with
  * callbacks written in Python (run.c), data_sink and the dataset helper
@@ -57,6 +58,8 @@ PyObject *slpy_tensor_wrap(sl_tensor *t);
  * new heap tensor. Returns 0, or -1 with a message in err (no exception
  * left set). */
 int slpy_tensor_from_buffer(PyObject *obj, sl_tensor **out, char *err, size_t errlen);
+/* The sl_dtype of a struct-module format with itemsize; -1 if none. */
+int slpy_format_dtype(const char *fmt, Py_ssize_t itemsize, sl_dtype *out);
 /* The buffer-protocol format character of a dtype ("B", "f", ...). */
 const char *slpy_dtype_format(sl_dtype dtype);
 
@@ -82,8 +85,26 @@ typedef struct slpy_op {
 
 extern PyTypeObject slpy_op_type;
 extern PyMethodDef slpy_op_functions[]; /* op_resize, op_custom, ... */
+/* Writes "TypeName: message" of the pending exception into buf and clears
+ * it. Called with the GIL. */
+void slpy_exception_text(char *buf, size_t len);
+/* 1 once the interpreter is shutting down: a C thread must not take the GIL. */
+int slpy_interpreter_finalizing(void);
+/* Drops a reference to the PyObject obj from any thread, taking the GIL
+ * (nothing once the interpreter is gone): a C object's release of its
+ * Python user data. */
+void slpy_release_object(void *obj);
+
+/* --- sources.c: the sources over Python's data ------------------------------ */
+
+extern PyMethodDef slpy_source_functions[]; /* dataset_slices, dataset_generator */
 
 /* --- dataset.c / iterator.c ----------------------------------------------- */
+
+/* The sampler options from a source's Python arguments; -1 with an
+ * exception (a bad seed). */
+int slpy_fill_sampler(sl_sampler_options *s, long long num_samples, int shuffle, PyObject *seed,
+                      long long num_shards, long long shard_id);
 
 typedef struct slpy_dataset {
     PyObject_HEAD

@@ -102,8 +102,7 @@ static PyBufferProcs tensor_as_buffer = {
 
 /* --- from any buffer ----------------------------------------------------------- */
 
-/* The sl_dtype of a struct-module format with itemsize; -1 if none. */
-static int format_dtype(const char *fmt, Py_ssize_t itemsize, sl_dtype *out)
+int slpy_format_dtype(const char *fmt, Py_ssize_t itemsize, sl_dtype *out)
 {
     char c;
     if (!fmt)
@@ -144,7 +143,7 @@ int slpy_tensor_from_buffer(PyObject *obj, sl_tensor **out, char *err, size_t er
                  "array)", Py_TYPE(obj)->tp_name);
         return -1;
     }
-    if (format_dtype(v.format, v.itemsize, &dtype) < 0) {
+    if (slpy_format_dtype(v.format, v.itemsize, &dtype) < 0) {
         snprintf(err, errlen, "returned an array of format '%s' (%zd bytes per item); sluice "
                  "takes uint8, int32, uint32, int64, float32 and float64",
                  v.format ? v.format : "B", v.itemsize);

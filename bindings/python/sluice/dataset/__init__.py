@@ -1,7 +1,9 @@
 """sluice.dataset: datasets as in ``mindspore.dataset``, run by sluice's C engine.
 
 A dataset describes a pipeline: a source (:class:`MnistDataset`,
-:class:`ImageFolderDataset`, :class:`Cifar10Dataset`, :class:`Cifar100Dataset`) followed by nodes (:meth:`Dataset.map`,
+:class:`ImageFolderDataset`, :class:`Cifar10Dataset`, :class:`Cifar100Dataset`,
+:class:`NumpySlicesDataset` over arrays, :class:`GeneratorDataset` over
+Python) followed by nodes (:meth:`Dataset.map`,
 :meth:`~Dataset.shuffle`, :meth:`~Dataset.batch`, :meth:`~Dataset.repeat`,
 :meth:`~Dataset.take`, :meth:`~Dataset.skip`, :meth:`~Dataset.project`,
 :meth:`~Dataset.rename`), or other datasets combined (:meth:`~Dataset.concat`
@@ -33,7 +35,8 @@ import weakref
 from sluice import _sluice
 
 __all__ = ["Dataset", "MnistDataset", "ImageFolderDataset", "Cifar10Dataset",
-           "Cifar100Dataset", "Iterator", "TorchLoader", "config", "zip"]
+           "Cifar100Dataset", "NumpySlicesDataset", "GeneratorDataset", "Iterator",
+           "TorchLoader", "config", "zip"]
 
 #: The iterator type of :meth:`Dataset.create_tuple_iterator` and friends.
 Iterator = _sluice.Iterator
@@ -101,7 +104,8 @@ def __getattr__(name):
         raise AttributeError(name)
     raise AttributeError(f"sluice.dataset has no {name!r}: it has {', '.join(__all__)}, and "
                          "the modules transforms and vision (sources: MnistDataset, "
-                         "ImageFolderDataset, Cifar10Dataset, Cifar100Dataset)")
+                         "ImageFolderDataset, Cifar10Dataset, Cifar100Dataset, "
+                         "NumpySlicesDataset, GeneratorDataset)")
 
 
 def _int(value, name):
@@ -191,7 +195,8 @@ class Dataset:
     def __init__(self, _c):
         if not isinstance(_c, _sluice.Dataset):
             raise TypeError("Dataset is made by a source (MnistDataset, ImageFolderDataset, "
-                            "Cifar10Dataset, Cifar100Dataset) and its methods")
+                            "Cifar10Dataset, Cifar100Dataset, NumpySlicesDataset, "
+                            "GeneratorDataset) and its methods")
         self._c = _c
         self._batch_size = 1    # the last batch node's, as get_batch_size says
 
@@ -772,3 +777,7 @@ class ImageFolderDataset(Dataset):
         super().__init__(_source(_sluice.Dataset.image_folder, os.fspath(dataset_dir),
                                  None if extensions is None else list(extensions), names, indices,
                                  bool(decode), workers, *sampler, max_pixels))
+
+
+# Last: they build on Dataset and the helpers above.
+from sluice.dataset._python_sources import GeneratorDataset, NumpySlicesDataset  # noqa: E402

@@ -119,3 +119,19 @@ class ImageFolderDataset(Dataset):
                  class_indexing: Optional[Dict[str, int]] = ..., decode: bool = ...,
                  num_shards: Optional[int] = ..., shard_id: Optional[int] = ...,
                  cache: None = ..., decode_max_pixels: Optional[int] = ...) -> None: ...
+
+
+class NumpySlicesDataset(Dataset):
+    def __init__(self, data: Any, column_names: Union[str, Sequence[str], None] = ...,
+                 num_samples: Optional[int] = ..., num_parallel_workers: int = ...,
+                 shuffle: Optional[bool] = ..., sampler: None = ...,
+                 num_shards: Optional[int] = ..., shard_id: Optional[int] = ...) -> None: ...
+
+
+class GeneratorDataset(Dataset):
+    def __init__(self, source: Any, column_names: Union[str, Sequence[str], None] = ...,
+                 column_types: Optional[Sequence[Any]] = ..., schema: None = ...,
+                 num_samples: Optional[int] = ..., num_parallel_workers: int = ...,
+                 shuffle: Optional[bool] = ..., sampler: None = ...,
+                 num_shards: Optional[int] = ..., shard_id: Optional[int] = ...,
+                 python_multiprocessing: bool = ..., max_rowsize: Optional[int] = ...) -> None: ...
