@@ -183,6 +183,11 @@ static void set_source(sl_dataset *ds, sl__source *src)
     sl__err_clear(&ds->error);
 }
 
+void sl__dataset_replace_source(sl_dataset *ds, sl__source *src)
+{
+    set_source(ds, src);
+}
+
 int sl_dataset_mnist(sl_dataset *ds, const sl_mnist_options *user)
 {
     sl_mnist_options o;
@@ -555,8 +560,9 @@ static size_t describe_node(const sl__node *node, char *buf, size_t len)
     case SL__NODE_SHUFFLE:
         return (size_t)snprintf(buf, len, "shuffle(buffer_size=%lld)", (long long)node->count);
     case SL__NODE_BATCH:
-        return (size_t)snprintf(buf, len, "batch(%lld, drop_remainder=%d, workers=%d)",
-                                (long long)node->count, node->drop_remainder, node->workers);
+        return (size_t)snprintf(buf, len, "batch(%lld, drop_remainder=%d, workers=%d%s)",
+                                (long long)node->count, node->drop_remainder, node->workers,
+                                node->padded ? ", padded" : "");
     case SL__NODE_REPEAT:
         return (size_t)snprintf(buf, len, "repeat(%lld)", (long long)node->count);
     case SL__NODE_TAKE:

@@ -19,6 +19,14 @@ typedef enum sl__node_kind {
     SL__NODE_SKIP
 } sl__node_kind;
 
+/* How a padded batch stacks one column (sl_dataset_batch_padded). */
+typedef struct sl__pad_col {
+    int on;                     /* 0: rows must agree in shape (a plain batch) */
+    int ndim;                   /* -1: every dimension to the batch's largest */
+    int64_t shape[SL_MAX_DIMS]; /* the row shape to pad to; -1: the batch's largest */
+    double value;               /* what the padding holds */
+} sl__pad_col;
+
 typedef struct sl__node {
     sl__node_kind kind;
     int workers;        /* map, batch */
@@ -32,6 +40,8 @@ typedef struct sl__node {
     int after_batch;    /* a batch node comes earlier in the chain */
     int endless_input;  /* take: an endless repeat comes earlier, with no
                          * take in between, so no end of epoch ever arrives */
+    int padded;         /* batch: pad[] applies (by column index) */
+    sl__pad_col pad[SL_MAX_COLUMNS];
     size_t position;    /* index in the chain as described: seeds random draws,
                          * so they survive the iterator's reordering */
 } sl__node;
@@ -60,6 +70,10 @@ struct sl_dataset {
 /* pool's counters as the public struct (for the dataset's and the
  * iterator's stats). */
 void sl__pool_stats_public(const sl_pool *pool, sl_pool_stats *out);
+
+/* Sets src as ds's source (taking over the caller's reference), dropping
+ * ds's nodes, as the public source calls do. */
+void sl__dataset_replace_source(sl_dataset *ds, sl__source *src);
 
 /* Copies nodes[0..n) with their own op references (for an iterator). */
 int sl__nodes_copy(sl__node **out, const sl__node *nodes, size_t n);

@@ -364,6 +364,7 @@ int sl__stages_build(sl_iterator *it)
             st->collation.schema = &st->schema;
             st->collation.lender = it->lender;
             if (fuse_batch) {
+                st->collation.pad = it->nodes[i].padded ? it->nodes[i].pad : NULL;
                 st->collate = 1;
                 st->chunk_rows = 1;
                 snprintf(st->name, sizeof st->name, "map+batch");
@@ -388,6 +389,7 @@ int sl__stages_build(sl_iterator *it)
             st->schema = schema;
             st->collation.schema = &st->schema;
             st->collation.lender = it->lender;
+            st->collation.pad = node->padded ? node->pad : NULL;
             seq = NULL;
         } else {
             rc = add_seq_node(it, seq, node, &schema, 0);

@@ -248,6 +248,11 @@ int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out,
         int64_t shape[SL_MAX_DIMS];
         sl_tensor *batch;
         char *dst;
+        if (w->pad && w->pad[c].on) {
+            rc = sl__collate_padded(group, c, &w->pad[c], schema->names[c], &out->col[c], pool,
+                                    err);
+            continue;
+        }
         if (first->ndim >= SL_MAX_DIMS) {
             rc = sl__errf(err, SL_ESHAPE, "batch: column '%s' already has %d dimensions",
                           schema->names[c], first->ndim);

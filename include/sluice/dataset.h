@@ -53,6 +53,20 @@ SL_API const char *sl_dataset_last_error(const sl_dataset *ds);
 SL_API int sl_dataset_map(sl_dataset *ds, sl_op *const *ops, size_t nops,
                           const char *input_column, const char *output_column,
                           int num_parallel_workers);
+/* Splits ds into nparts datasets of sizes[0], sizes[1], ... rows, written
+ * to parts[0 .. nparts) (each freed with sl_dataset_free), as MindSpore's
+ * Dataset.split: the parts are disjoint and together hold every sample.
+ * randomize 1: each part gets its samples from one random permutation of
+ * the source's, fixed by ds's seed; 0: consecutive samples in file order.
+ * ds must be a source alone (no nodes), not sharded and without
+ * num_samples, and the sizes (each >= 1) must add up to its rows; else
+ * SL_EINVAL (or SL_ESTATE without a source) and every parts[i] is NULL.
+ * Each part then reads its samples as the source does, through its own
+ * sampler: the source's (shuffle, seed) when sampler is NULL, else this one
+ * (shuffle, seed, num_samples, shards within the part). The parts share
+ * the source and what it has loaded; ds is unchanged. */
+SL_API int sl_dataset_split(sl_dataset *ds, const int64_t *sizes, size_t nparts, int randomize,
+                            const sl_sampler_options *sampler, sl_dataset **parts);
 /* Buffered shuffle: keeps buffer_size rows and emits a random one as each
  * new row arrives; a new order every epoch, fixed by the dataset's seed. */
 SL_API int sl_dataset_shuffle(sl_dataset *ds, int64_t buffer_size);
@@ -61,6 +75,25 @@ SL_API int sl_dataset_shuffle(sl_dataset *ds, int64_t buffer_size);
  * batch must agree in shape and dtype. */
 SL_API int sl_dataset_batch(sl_dataset *ds, int64_t batch_size, int drop_remainder,
                             int num_parallel_workers);
+/* How sl_dataset_batch_padded pads one column (MindSpore's pad_info entry
+ * {column: (shape, value)}). */
+typedef struct sl_batch_pad {
+    const char *column;
+    int ndim;                   /* of shape; -1 (shape None): every dimension to the
+                                 * batch's largest */
+    int64_t shape[SL_MAX_DIMS]; /* the row shape to pad to; -1 (None): the batch's largest */
+    double value;               /* what the padding holds, converted to the column's dtype */
+} sl_batch_pad;
+/* sl_dataset_batch whose rows may differ in shape: each row is copied into
+ * the first elements of its slot and the rest is value. Columns pads does
+ * not name are padded to the batch's largest with 0 (npads 0: all of them).
+ * A row larger than a given shape fails its batch with SL_ESHAPE naming the
+ * batch, row, column and sizes; so do rows of one column that differ in
+ * dtype or number of dimensions. A pad naming no column, twice the same, or
+ * a shape of the wrong number of dimensions is SL_EINVAL now. */
+SL_API int sl_dataset_batch_padded(sl_dataset *ds, int64_t batch_size, int drop_remainder,
+                                   int num_parallel_workers, const sl_batch_pad *pads,
+                                   size_t npads);
 /* Repeats what came before count times as one epoch; -1: without end. */
 SL_API int sl_dataset_repeat(sl_dataset *ds, int64_t count);
 /* The first n rows of each epoch (n = -1: all). After repeat(-1), whose
