@@ -98,6 +98,7 @@ SL_PY_SOURCES = \
 	bindings/python/src/dlpack.c \
 	bindings/python/src/op.c \
 	bindings/python/src/dataset.c \
+	bindings/python/src/dataset_split.c \
 	bindings/python/src/iterator.c \
 	bindings/python/src/model.c \
 	bindings/python/src/run.c \

@@ -119,6 +119,14 @@ PyObject *slpy_tune_lines_list(const slpy_tune_lines *l);
  * loaded), for a training call to read while others use ds. NULL with an
  * exception on failure. */
 sl_dataset *slpy_dataset_copy_c(slpy_dataset *ds);
+/* A new Dataset object owning ds (freed on failure: NULL, exception set). */
+PyObject *slpy_dataset_wrap(sl_dataset *ds);
+/* A C call on ds->ds without the GIL and under ds's lock: begin, call,
+ * copy the message out, end. */
+PyThreadState *slpy_dataset_begin_call(slpy_dataset *ds);
+void slpy_dataset_end_call(slpy_dataset *ds, PyThreadState *ts);
+/* dataset_split.c: dataset_split, dataset_batch_padded. */
+extern PyMethodDef slpy_dataset_split_functions[];
 
 /* --- model.c / run.c / sink.c: training ----------------------------------- */
 

@@ -166,6 +166,39 @@ def _c_op(op):
                     f"got {type(op).__name__}")
 
 
+def _split_sizes(sizes, total):
+    """split's sizes as row counts (MindSpore's rules for fractions)."""
+    sizes = list(sizes)
+    if not sizes:
+        raise ValueError("split: sizes must not be empty")
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in sizes):
+        if any(v < 1 for v in sizes):
+            raise ValueError(f"split: every size must be >= 1, got {sizes}")
+        if sum(sizes) != total:
+            raise RuntimeError(f"split: the sizes add up to {sum(sizes)} but the dataset has "
+                               f"{total} rows")
+        return sizes
+    if not all(isinstance(v, float) for v in sizes):
+        raise ValueError(f"split: sizes must be all ints or all floats, got {sizes}")
+    if any(not 0 < v <= 1 for v in sizes) or abs(sum(sizes) - 1) > 1e-6:
+        raise ValueError(f"split: fractions must be in (0, 1] and add up to 1, got {sizes}")
+    if total < 0:
+        raise RuntimeError("split: the dataset has no end (repeat without a count)")
+    rows = [round(f * total) for f in sizes]
+    if any(n == 0 for n in rows):
+        raise RuntimeError(f"split: fractions {sizes} of {total} rows give a part of 0 rows "
+                           f"({rows})")
+    excess = sum(rows) - total
+    if excess < 0:
+        rows[0] -= excess
+    elif excess > 0:
+        for i, n in enumerate(rows):
+            if n > excess:
+                rows[i] -= excess
+                break
+    return rows
+
+
 def _pyfunc_op(fn):
     import numpy as np
 
@@ -256,16 +289,120 @@ class Dataset:
         """Stacks ``batch_size`` rows (1 to 2^24) into contiguous
         ``(batch_size, ...)`` tensors; the last short batch of an epoch is
         dropped when ``drop_remainder`` is true. Rows of a batch must agree
-        in shape and type. ``num_parallel_workers`` as in :meth:`map`.
-        MindSpore's other arguments (``per_batch_map``, ``pad_info``, ...)
-        raise TypeError naming what batch takes."""
+        in shape and type, unless ``pad_info`` pads them.
+        ``num_parallel_workers`` as in :meth:`map`.
+
+        MindSpore's keyword arguments:
+
+        - ``pad_info`` (dict): pad the rows of a batch to one shape, as
+          :meth:`padded_batch` (MindSpore 1.x took it here).
+        - ``python_multiprocessing``: False only (sluice's workers are
+          threads); ``max_rowsize``: accepted and ignored (it sizes
+          MindSpore's shared memory between processes, which sluice does
+          not use).
+        - ``per_batch_map``, ``input_columns``, ``output_columns``: not in
+          sluice yet: ValueError saying what to do instead.
+
+        Any other keyword raises TypeError naming what batch takes."""
+        pad_info = kwargs.pop("pad_info", None)
+        if kwargs.pop("python_multiprocessing", False):
+            raise ValueError("batch: sluice runs batches in its worker threads, not in "
+                             "processes; python_multiprocessing must be False")
+        kwargs.pop("max_rowsize", None)
+        per_batch = [k for k in ("per_batch_map", "input_columns", "output_columns")
+                     if kwargs.get(k) is not None]
+        if per_batch:
+            raise ValueError(f"batch: sluice has no per_batch_map yet ({', '.join(per_batch)} "
+                             "given): transform each row with map() before batch, or each "
+                             "batch with map() after it")
+        for k in ("per_batch_map", "input_columns", "output_columns"):
+            kwargs.pop(k, None)
         if kwargs:
             raise TypeError(f"batch: sluice has no {', '.join(map(repr, kwargs))} argument; "
-                            "batch takes batch_size, drop_remainder and num_parallel_workers "
-                            "(rows of a batch must agree in shape: pad or resize them in a "
-                            "map first)")
+                            "batch takes batch_size, drop_remainder, num_parallel_workers, "
+                            "pad_info, python_multiprocessing (False) and max_rowsize "
+                            "(ignored)")
+        if pad_info is not None:
+            return self.padded_batch(batch_size, drop_remainder, num_parallel_workers, pad_info)
         return self._with("batch", _int(batch_size, "batch: batch_size"), bool(drop_remainder),
                           _workers(num_parallel_workers, "batch"))
+
+    def padded_batch(self, batch_size, drop_remainder=False, num_parallel_workers=None,
+                     pad_info=None):
+        """:meth:`batch` whose rows may differ in shape, as MindSpore's
+        ``padded_batch``: each row fills the start of its slot in the batch
+        tensor and the rest holds a pad value.
+
+        ``pad_info`` is ``{column: (shape, pad_value)}``: ``shape`` a list
+        of the row's sizes to pad to (an entry None: the batch's largest)
+        or None (every dimension to the batch's largest); ``pad_value`` a
+        number (None: 0). Columns it does not name are padded to the batch's
+        largest with 0; ``pad_info={}`` pads them all so, None pads nothing
+        (a plain :meth:`batch`). A row
+        larger than its shape raises RuntimeError while iterating, naming
+        the batch, row, column and sizes."""
+        if pad_info is None:
+            return self.batch(batch_size, drop_remainder, num_parallel_workers)
+        if not isinstance(pad_info, dict):
+            raise TypeError(f"padded_batch: pad_info must be a dict, got "
+                            f"{type(pad_info).__name__}")
+        pads = []
+        for column, spec in pad_info.items():
+            if not isinstance(column, str) or not isinstance(spec, (tuple, list)) or \
+                    len(spec) != 2:
+                raise ValueError(f"padded_batch: pad_info must map a column name to "
+                                 f"(shape, pad_value), got {column!r}: {spec!r}")
+            shape, value = spec
+            if shape is not None:
+                shape = [None if d is None else _int(d, f"pad_info[{column!r}] shape")
+                         for d in shape]
+            pads.append((column, shape, 0.0 if value is None else float(value)))
+        c = self._c.copy()
+        _sluice.dataset_batch_padded(c, _int(batch_size, "batch: batch_size"),
+                                     bool(drop_remainder), _workers(num_parallel_workers, "batch"),
+                                     pads)
+        out = Dataset(c)
+        out._batch_size = batch_size
+        return out
+
+    def split(self, sizes, randomize=True):
+        """Splits the dataset into disjoint datasets that together hold every
+        row, as MindSpore's ``split``; returns them as a tuple.
+
+        Args:
+            sizes ([int] or [float]): rows of each part, adding up to the
+                dataset's size; or fractions in (0, 1] adding up to 1, each
+                part getting ``round(f * size)`` rows: a part of 0 rows is
+                an error, a sum short of the size gives the rest to the
+                first part, one over it takes the excess from the first
+                part that keeps at least one row.
+            randomize (bool): rows drawn for the parts by one random
+                permutation fixed by the seed (``config.set_seed``, default
+                True); False: consecutive rows.
+
+        A part is a dataset like any other (map, batch, iterate it, ...).
+        Splitting the source itself (MnistDataset, ...) is what MindSpore
+        calls the mappable split: each part reads its rows as the source
+        does, shuffled anew each epoch when the source shuffles. After
+        other operations only ``randomize=False`` works: the parts are
+        ``skip``/``take`` of the pipeline. A sharded dataset, or one with
+        ``num_samples``, is refused (shard the parts)."""
+        size = self.get_dataset_size()
+        sizes = _split_sizes(sizes, size)
+        if self._c.describe().count("\n") == 0:     # the source alone: one line
+            return tuple(Dataset(c) for c in _sluice.dataset_split(self._c, sizes,
+                                                                   bool(randomize), None))
+        if randomize:
+            raise RuntimeError("split: randomize=True needs the source alone (split the "
+                               "MnistDataset, ... then map and batch each part); after "
+                               "other operations use randomize=False")
+        if size < 0:
+            raise RuntimeError("split: the dataset has no end (repeat without a count)")
+        parts, first = [], 0
+        for n in sizes:
+            parts.append(self.skip(first).take(n))
+            first += n
+        return tuple(parts)
 
     def repeat(self, count=None):
         """Repeats what came before ``count`` times as one epoch; None or -1:
@@ -351,7 +488,7 @@ class Dataset:
 
     def __add__(self, other):
         raise TypeError("Dataset: + (concat) is not supported; sluice's dataset operations "
-                        "are map, shuffle, batch, repeat, take and skip")
+                        "are map, shuffle, batch, padded_batch, repeat, take, skip and split")
 
     def __bool__(self):
         return True     # a dataset, even an empty or endless one (not len()'s truth)
