@@ -40,6 +40,8 @@ typedef struct sl__node {
     int after_batch;    /* a batch node comes earlier in the chain */
     int endless_input;  /* take: an endless repeat comes earlier, with no
                          * take in between, so no end of epoch ever arrives */
+    struct sl__batch_map *batch_map; /* batch: a per-batch function, one reference
+                                      * (batch_map.h), or NULL */
     int padded;         /* batch: pad[] applies (by column index) */
     sl__pad_col pad[SL_MAX_COLUMNS];
     size_t position;    /* index in the chain as described: seeds random draws,

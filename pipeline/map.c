@@ -7,6 +7,7 @@
 #include "core/rng.h"
 #include "ops/op_impl.h"
 #include "pipeline/batch_lender.h"
+#include "pipeline/batch_map.h"
 #include "pipeline/nodes.h"
 
 static void name_row(const sl__map_work *w, const sl__node *node, const sl__row *row, char *buf,
@@ -229,10 +230,28 @@ static int check_rows(const sl__collate_work *w, const sl__chunk *group, size_t 
     return SL_OK;
 }
 
+static int stack_rows(const sl__collate_work *w, const sl__schema *schema,
+                      const sl__chunk *group, sl__row *out, sl_pool *pool, sl__error *err);
+
 int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out, sl_pool *pool,
                 sl__error *err)
 {
-    const sl__schema *schema = w->schema;
+    sl__chunk *mapped;
+    int rc;
+    if (!w->map)
+        return stack_rows(w, w->schema, group, out, pool, err);
+    rc = sl__batch_map_run(w->map, group, &mapped, err);
+    if (rc != SL_OK)
+        return rc;
+    rc = stack_rows(w, &w->map->out_schema, mapped, out, pool, err);
+    sl__chunk_free(mapped);
+    return rc;
+}
+
+/* Stacks group's rows, whose columns schema describes. */
+static int stack_rows(const sl__collate_work *w, const sl__schema *schema,
+                      const sl__chunk *group, sl__row *out, sl_pool *pool, sl__error *err)
+{
     int64_t n = (int64_t)group->nrows;
     void *lent[SL_MAX_COLUMNS] = {0};
     size_t lent_bytes[SL_MAX_COLUMNS] = {0};

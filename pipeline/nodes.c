@@ -491,6 +491,7 @@ int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_
         b->work.lender = lender;
         memcpy(b->pad, d->pad, sizeof b->pad);
         b->work.pad = d->padded ? b->pad : NULL;
+        b->work.map = d->batch_map; /* the iterator's nodes hold it */
         *out = &b->base;
         return SL_OK;
     }

@@ -157,6 +157,8 @@ typedef struct sl__collate_work {
     const sl__schema *schema;         /* columns of the rows being batched */
     struct sl__batch_lender *lender;  /* memory to stack into, or NULL: the pool's */
     const sl__pad_col *pad;           /* (schema->ncols,) of a padded batch, or NULL */
+    const struct sl__batch_map *map;  /* run on the rows first (its out_schema is then
+                                       * the rows'), or NULL */
 } sl__collate_work;
 
 /* Stacks the rows of group into one row of (n, ...) tensors, in memory

@@ -94,6 +94,49 @@ typedef struct sl_batch_pad {
 SL_API int sl_dataset_batch_padded(sl_dataset *ds, int64_t batch_size, int drop_remainder,
                                    int num_parallel_workers, const sl_batch_pad *pads,
                                    size_t npads);
+/* Which batch a per-batch function works on (MindSpore's BatchInfo). */
+typedef struct sl_batch_info {
+    int64_t batch_num; /* the batch's number within its epoch, from 0 */
+    int64_t epoch_num; /* its epoch, from 0 */
+} sl_batch_info;
+/* A per-batch function (MindSpore's per_batch_map): gets the batch's nrows
+ * rows of its nin input columns, in[c * nrows + r] for input column c and
+ * row r (left untouched; it may keep references with sl_tensor_retain),
+ * and puts a new reference into out[k * nrows + r] for each of its nout
+ * output columns and each row (sl_tensor_new, or sl_tensor_retain of an
+ * input to pass it on): these rows are then stacked. Returns SL_OK, or a
+ * negative status with a message in err (the tensors it put into out are
+ * released). The batch workers call it, several at once: it must be
+ * thread-safe. */
+typedef int (*sl_batch_map_fn)(void *user, const sl_batch_info *info, sl_tensor *const *in,
+                               size_t nin, size_t nrows, sl_tensor **out, size_t nout,
+                               char *err, size_t err_len);
+/* Versioned (see sluice.h): call sl_batch_map_options_init first. */
+typedef struct sl_batch_map_options {
+    size_t size;                        /* sizeof the struct as compiled; set by the _init */
+    sl_batch_map_fn fn;                 /* required */
+    void (*destroy)(void *user);        /* called once, when no node holds fn (may be NULL) */
+    void *user;                         /* passed to fn and destroy */
+    const char *const *input_columns;   /* required: the columns fn reads (names copied) */
+    size_t num_input_columns;
+    const char *const *output_columns;  /* the columns fn makes; NULL: the input columns */
+    size_t num_output_columns;
+} sl_batch_map_options;
+SL_API void sl_batch_map_options_init_sized(sl_batch_map_options *o, size_t size);
+static inline void sl_batch_map_options_init(sl_batch_map_options *o)
+{
+    sl_batch_map_options_init_sized(o, sizeof *o);
+}
+/* sl_dataset_batch that first runs o->fn on each batch's rows: its output
+ * columns take the place of the first input column, the other input
+ * columns go, the rest keep their order. Their dtype and rank are taken to
+ * be the inputs' (the first input's for outputs beyond the inputs) until a
+ * row is seen, their sizes unknown. A failure of fn fails the batch with a
+ * message naming it, its epoch and fn's own. SL_EINVAL for a column that
+ * does not exist, one named twice, or more than SL_MAX_COLUMNS columns; on
+ * any failure destroy is not called (user stays the caller's). */
+SL_API int sl_dataset_batch_map(sl_dataset *ds, int64_t batch_size, int drop_remainder,
+                                int num_parallel_workers, const sl_batch_map_options *o);
 /* Repeats what came before count times as one epoch; -1: without end. */
 SL_API int sl_dataset_repeat(sl_dataset *ds, int64_t count);
 /* The first n rows of each epoch (n = -1: all). After repeat(-1), whose

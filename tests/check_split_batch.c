@@ -1,9 +1,12 @@
-/* check_split_pad.c: sl_dataset_split (parts disjoint and covering the
+/* check_split_batch.c: sl_dataset_split (parts disjoint and covering the
  * source, fixed by the seed, consecutive without randomize, shuffled and
- * sharded within a part, every refusal) and sl_dataset_batch_padded (the
+ * sharded within a part, every refusal); sl_dataset_batch_padded (the
  * padded shapes and values, a shape given or the batch's largest, in the
  * sequential batch, the parallel collation and the map+batch stage, and a
- * row larger than its pad shape failing with its batch, row and sizes). */
+ * row larger than its pad shape failing with its batch, row and sizes);
+ * sl_dataset_batch_map (the columns it makes and where, the batch and
+ * epoch it is told, in every stage that collates, a failure naming its
+ * batch, refusals, and its destroy called once). */
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -330,9 +333,153 @@ START_TEST(test_pad_errors)
 }
 END_TEST
 
-static Suite *make_split_pad_suite(void)
+/* --- per-batch functions ---------------------------------------------------- */
+
+/* Passes label on and adds `tag`, int32 (): epoch * 1000 + batch * 100 +
+ * row; fails batch fail_at (user: an int, -1: never). */
+static int tag_batch(void *user, const sl_batch_info *info, sl_tensor *const *in, size_t nin,
+                     size_t nrows, sl_tensor **out, size_t nout, char *err, size_t err_len)
 {
-    Suite *s = suite_create("split_pad");
+    ck_assert_uint_eq(nin, 1);
+    ck_assert_uint_eq(nout, 2);
+    if (info->batch_num == *(const int *)user) {
+        snprintf(err, err_len, "no good");
+        return SL_EINVAL;
+    }
+    for (size_t r = 0; r < nrows; r++) {
+        out[r] = sl_tensor_retain(in[r]);
+        if (sl_tensor_new(&out[nrows + r], SL_INT32, 0, NULL) != SL_OK)
+            return SL_ENOMEM;
+        *(int32_t *)sl_tensor_data(out[nrows + r]) =
+            (int32_t)(info->epoch_num * 1000 + info->batch_num * 100 + (int64_t)r);
+    }
+    return SL_OK;
+}
+
+static int destroyed;
+
+static void count_destroy(void *user)
+{
+    (void)user;
+    destroyed++;
+}
+
+static const char *const label_in[] = {"label"}, *const tag_out[] = {"label", "tag"};
+
+static int batch_tagged(sl_dataset *ds, int workers, int *fail_at)
+{
+    sl_batch_map_options o;
+    sl_batch_map_options_init(&o);
+    o.fn = tag_batch;
+    o.destroy = count_destroy;
+    o.user = fail_at;
+    o.input_columns = label_in;
+    o.num_input_columns = 1;
+    o.output_columns = tag_out;
+    o.num_output_columns = 2;
+    return sl_dataset_batch_map(ds, 4, 0, workers, &o);
+}
+
+START_TEST(test_batch_map_columns_and_info)
+{
+    int never = -1;
+    destroyed = 0;
+    /* sequential batch, parallel collation, map+batch */
+    for (int mode = 0; mode < 3; mode++) {
+        sl_dataset *ds = source(0, 0);
+        sl_iterator_options io;
+        sl_iterator *it;
+        sl_row row;
+        int rc, rows = 0;
+        if (mode == 2) {
+            sl_op *op;
+            ck_assert_int_eq(sl_dataset_shuffle(ds, 2), SL_OK); /* then the map+batch */
+            ck_assert_int_eq(sl_op_hwc2chw_new(&op, NULL, 0), SL_OK);
+            ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "image", NULL, 2), SL_OK);
+            sl_op_release(op);
+        }
+        ck_assert_msg(batch_tagged(ds, mode ? 2 : 1, &never) == SL_OK, "%s",
+                      sl_dataset_last_error(ds));
+        ck_assert_uint_eq(sl_dataset_num_columns(ds), 3);
+        ck_assert_str_eq(sl_dataset_column_name(ds, 1), "label");
+        ck_assert_str_eq(sl_dataset_column_name(ds, 2), "tag");
+        sl_iterator_options_init(&io);
+        io.num_epochs = 2;
+        ck_assert_int_eq(sl_iterator_new(&it, ds, &io), SL_OK);
+        while ((rc = sl_iterator_next(it, &row)) != SL_END_OF_DATA) {
+            const int32_t *tag;
+            int epoch = rows / 5, b = rows % 5;
+            if (rc == SL_END_OF_EPOCH)
+                continue;
+            ck_assert_msg(rc == SL_OK, "%s", sl_iterator_last_error(it));
+            ck_assert_uint_eq(row.ncolumns, 3);
+            ck_assert_int_eq(sl_tensor_shape(row.columns[0])[0], 4);
+            tag = sl_tensor_data(row.columns[2]);
+            for (int r = 0; r < 4; r++)
+                ck_assert_int_eq(tag[r], epoch * 1000 + b * 100 + r);
+            if (mode < 2) /* in file order: labels are ids % 10 */
+                for (int r = 0; r < 4; r++)
+                    ck_assert_uint_eq(((const uint32_t *)sl_tensor_data(row.columns[1]))[r],
+                                      (uint32_t)((b * 4 + r) % 10));
+            sl_row_clear(&row);
+            rows++;
+        }
+        ck_assert_int_eq(rows, 10);
+        sl_iterator_free(it);
+        sl_dataset_free(ds);
+    }
+    ck_assert_int_eq(destroyed, 3); /* once per dataset, after its iterator too */
+}
+END_TEST
+
+START_TEST(test_batch_map_failure_and_refusals)
+{
+    int fail_at = 2, rc, batches = 0;
+    sl_dataset *ds = source(0, 0);
+    sl_iterator *it;
+    sl_row row;
+    sl_batch_map_options o;
+    const char *const twice[] = {"label", "label"}, *const nope[] = {"nope"};
+    destroyed = 0;
+    ck_assert_int_eq(batch_tagged(ds, 2, &fail_at), SL_OK);
+    ck_assert_int_eq(sl_iterator_new(&it, ds, NULL), SL_OK);
+    while ((rc = sl_iterator_next(it, &row)) == SL_OK) {
+        sl_row_clear(&row);
+        batches++;
+    }
+    ck_assert_int_eq(batches, 2); /* the batches before it come */
+    ck_assert_int_eq(rc, SL_EINVAL);
+    HAS(sl_iterator_last_error(it), "batch 2 of epoch 0: per_batch_map: no good");
+    sl_iterator_free(it);
+
+    sl_batch_map_options_init(&o);
+    o.fn = tag_batch;
+    o.destroy = count_destroy;
+    o.input_columns = nope;
+    o.num_input_columns = 1;
+    ck_assert_int_eq(sl_dataset_batch_map(ds, 4, 0, 1, &o), SL_EINVAL);
+    HAS(sl_dataset_last_error(ds), "input_columns names no column ('nope')");
+    o.input_columns = twice;
+    o.num_input_columns = 2;
+    ck_assert_int_eq(sl_dataset_batch_map(ds, 4, 0, 1, &o), SL_EINVAL);
+    HAS(sl_dataset_last_error(ds), "name 'label' twice");
+    o.input_columns = label_in;
+    o.num_input_columns = 1;
+    o.output_columns = twice;
+    o.num_output_columns = 2;
+    ck_assert_int_eq(sl_dataset_batch_map(ds, 4, 0, 1, &o), SL_EINVAL);
+    HAS(sl_dataset_last_error(ds), "two columns 'label'");
+    o.size = 0;
+    ck_assert_int_eq(sl_dataset_batch_map(ds, 4, 0, 1, &o), SL_EINVAL);
+    ck_assert_int_eq(destroyed, 0); /* refused: user stays the caller's */
+    sl_dataset_free(ds);
+    ck_assert_int_eq(destroyed, 1);
+}
+END_TEST
+
+static Suite *make_split_batch_suite(void)
+{
+    Suite *s = suite_create("split_batch");
     TCase *tc = tu_tcase("split", 30);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_split_disjoint_cover_seeded);
@@ -344,12 +491,17 @@ static Suite *make_split_pad_suite(void)
     tcase_add_test(tc, test_pad_to_largest_and_to_shape);
     tcase_add_test(tc, test_pad_errors);
     suite_add_tcase(s, tc);
+    tc = tu_tcase("batch_map", 30);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_batch_map_columns_and_info);
+    tcase_add_test(tc, test_batch_map_failure_and_refusals);
+    suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_split_pad_suite());
+    SRunner *sr = srunner_create(make_split_batch_suite());
     int failed;
     srunner_run_all(sr, CK_ENV);
     failed = srunner_ntests_failed(sr);
