@@ -1,10 +1,14 @@
-/* dataset_split.c: the module functions dataset_split and
- * dataset_batch_padded, sl_dataset_split and sl_dataset_batch_padded on a
+/* dataset_split.c: the module functions dataset_split,
+ * dataset_batch_padded and dataset_batch_map: sl_dataset_split,
+ * sl_dataset_batch_padded and sl_dataset_batch_map on a
  * sluice._sluice.Dataset (sluice.dataset.Dataset.split and batch's
- * pad_info give them MindSpore's arguments). Each runs on the dataset
- * under its lock, as the Dataset's methods do (dataset.c). */
+ * pad_info and per_batch_map give them MindSpore's arguments). Each runs
+ * on the dataset under its lock, as the Dataset's methods do (dataset.c).
+ * A per_batch_map runs in the batch workers, taking the GIL for the call
+ * as a Python map operation does (op.c). */
 #include "sluice_py.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define SLPY_MAX_SPLIT 1024
@@ -137,7 +141,140 @@ static PyObject *dataset_batch_padded(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The per-batch function: calls the Python callable (user) as
+ * user(batch_num, epoch_num, [Tensor, ...] per input column), which returns
+ * one sequence of nrows values per output column (sluice.dataset's
+ * wrapper shapes the user's result so); each value is copied into a
+ * tensor (a Tensor is taken as it is). */
+static int pybatch_call(void *user, const sl_batch_info *info, sl_tensor *const *in, size_t nin,
+                        size_t nrows, sl_tensor **out, size_t nout, char *err, size_t errlen)
+{
+    PyGILState_STATE gil;
+    PyObject *args, *res = NULL;
+    int rc = SL_OK;
+    if (!Py_IsInitialized() || slpy_interpreter_finalizing()) {
+        snprintf(err, errlen, "the Python interpreter is shutting down");
+        return SL_ECANCELED;
+    }
+    gil = PyGILState_Ensure();
+    args = Py_BuildValue("(LL)", (long long)info->batch_num, (long long)info->epoch_num);
+    if (args && _PyTuple_Resize(&args, (Py_ssize_t)(2 + nin)) == 0) {
+        for (size_t c = 0; c < nin && args; c++) {
+            PyObject *col = PyList_New((Py_ssize_t)nrows);
+            for (size_t r = 0; col && r < nrows; r++) {
+                PyObject *t = slpy_tensor_wrap(sl_tensor_retain(in[c * nrows + r]));
+                if (!t)
+                    Py_CLEAR(col);
+                else
+                    PyList_SET_ITEM(col, (Py_ssize_t)r, t);
+            }
+            if (col)
+                PyTuple_SET_ITEM(args, (Py_ssize_t)(2 + c), col);
+            else
+                Py_CLEAR(args);
+        }
+    }
+    if (args)
+        res = PyObject_Call((PyObject *)user, args, NULL);
+    Py_XDECREF(args);
+    if (!res) {
+        rc = PyErr_ExceptionMatches(PyExc_MemoryError) ? SL_ENOMEM : SL_EINVAL;
+        slpy_exception_text(err, errlen);
+    }
+    for (size_t k = 0; rc == SL_OK && k < nout; k++) {
+        PyObject *col = PySequence_GetItem(res, (Py_ssize_t)k);
+        for (size_t r = 0; col && rc == SL_OK && r < nrows; r++) {
+            PyObject *v = PySequence_GetItem(col, (Py_ssize_t)r);
+            if (v && PyObject_TypeCheck(v, &slpy_tensor_type))
+                out[k * nrows + r] = sl_tensor_retain(((slpy_tensor *)v)->t);
+            else if (!v || slpy_tensor_from_buffer(v, &out[k * nrows + r], err, errlen) < 0)
+                rc = SL_EINVAL;
+            Py_XDECREF(v);
+        }
+        if (!col)
+            rc = SL_EINVAL;
+        Py_XDECREF(col);
+        if (PyErr_Occurred())
+            slpy_exception_text(err, errlen);
+    }
+    Py_XDECREF(res);
+    PyGILState_Release(gil);
+    return rc;
+}
+
+static void pybatch_destroy(void *user)
+{
+    PyGILState_STATE gil;
+    if (!Py_IsInitialized())
+        return;
+    gil = PyGILState_Ensure();
+    Py_DECREF((PyObject *)user);
+    PyGILState_Release(gil);
+}
+
+/* Column names of a list of str into names (borrowed from the list). */
+static int read_names(PyObject *list, const char **names, size_t *n)
+{
+    Py_ssize_t len = PyList_GET_SIZE(list);
+    if (len > SL_MAX_COLUMNS) {
+        PyErr_Format(PyExc_ValueError, "batch: at most %d columns, got %zd", SL_MAX_COLUMNS,
+                     len);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++)
+        if (!(names[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i))))
+            return -1;
+    *n = (size_t)len;
+    return 0;
+}
+
+/* dataset_batch_map(ds, batch_size, drop_remainder, workers, fn, [input column],
+ * [output column] or None) */
+static PyObject *dataset_batch_map(PyObject *mod, PyObject *args)
+{
+    PyObject *dso, *fn, *ins, *outs;
+    long long size;
+    int drop, workers, rc;
+    const char *in_names[SL_MAX_COLUMNS], *out_names[SL_MAX_COLUMNS];
+    sl_batch_map_options o;
+    slpy_dataset *self;
+    char msg[1024];
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OLpiOO!O:dataset_batch_map", &dso, &size, &drop, &workers, &fn,
+                          &PyList_Type, &ins, &outs) ||
+        !(self = as_dataset(dso)))
+        return NULL;
+    sl_batch_map_options_init(&o);
+    if (read_names(ins, in_names, &o.num_input_columns) < 0)
+        return NULL;
+    if (outs != Py_None) {
+        if (!PyList_Check(outs))
+            return PyErr_Format(PyExc_TypeError, "batch: output_columns must be a list");
+        if (read_names(outs, out_names, &o.num_output_columns) < 0)
+            return NULL;
+        o.output_columns = out_names;
+    }
+    o.input_columns = in_names;
+    o.fn = pybatch_call;
+    o.destroy = pybatch_destroy;
+    o.user = fn;
+    {
+        PyThreadState *ts = slpy_dataset_begin_call(self);
+        rc = sl_dataset_batch_map(self->ds, size, drop, workers, &o);
+        snprintf(msg, sizeof msg, "%s", sl_dataset_last_error(self->ds));
+        slpy_dataset_end_call(self, ts);
+    }
+    if (rc != SL_OK)
+        return slpy_raise(rc, msg);
+    Py_INCREF(fn); /* the node's, given back by pybatch_destroy */
+    Py_RETURN_NONE;
+}
+
 PyMethodDef slpy_dataset_split_functions[] = {
+    {"dataset_batch_map", dataset_batch_map, METH_VARARGS,
+     "dataset_batch_map(ds, batch_size, drop_remainder, workers, fn, input_columns,\n"
+     "                  output_columns or None): fn(batch_num, epoch_num, *columns) -> one\n"
+     "sequence of rows per output column, called in the batch workers with the GIL"},
     {"dataset_split", dataset_split, METH_VARARGS,
      "dataset_split(ds, sizes, randomize, sampler) -> tuple of Dataset; sampler None or\n"
      "(num_samples, shuffle, seed, num_shards, shard_id)"},

@@ -279,7 +279,7 @@ static PyObject *op_one_hot(PyObject *self, PyObject *args)
 
 /* Writes "TypeName: message" of the pending exception into buf and clears
  * it. Called with the GIL. */
-static void exception_text(char *buf, size_t len)
+void slpy_exception_text(char *buf, size_t len)
 {
     PyObject *type, *value, *tb, *str = NULL;
     const char *name = "exception", *text = NULL;
@@ -302,7 +302,7 @@ static void exception_text(char *buf, size_t len)
     PyErr_Clear();
 }
 
-static int interpreter_finalizing(void)
+int slpy_interpreter_finalizing(void)
 {
 #if PY_VERSION_HEX >= 0x030D0000
     return Py_IsFinalizing();
@@ -322,7 +322,7 @@ static int pyfunc_call(void *user, const sl_tensor *in, sl_tensor **out, uint64_
     int rc = SL_OK;
     (void)seed;
     *out = NULL;
-    if (!Py_IsInitialized() || interpreter_finalizing()) {
+    if (!Py_IsInitialized() || slpy_interpreter_finalizing()) {
         snprintf(errbuf, errlen, "the Python interpreter is shutting down");
         return SL_ECANCELED;
     }
@@ -334,7 +334,7 @@ static int pyfunc_call(void *user, const sl_tensor *in, sl_tensor **out, uint64_
         /* A MemoryError fails the pipeline even when bad samples are
          * skipped or replaced; any other exception is the sample's. */
         rc = PyErr_ExceptionMatches(PyExc_MemoryError) ? SL_ENOMEM : SL_EINVAL;
-        exception_text(errbuf, errlen);
+        slpy_exception_text(errbuf, errlen);
     } else if (PyObject_TypeCheck(res, &slpy_tensor_type)) {
         *out = sl_tensor_retain(((slpy_tensor *)res)->t);
     } else if (slpy_tensor_from_buffer(res, out, errbuf, errlen) < 0) {

@@ -82,6 +82,11 @@ typedef struct slpy_op {
 
 extern PyTypeObject slpy_op_type;
 extern PyMethodDef slpy_op_functions[]; /* op_resize, op_custom, ... */
+/* Writes "TypeName: message" of the pending exception into buf and clears
+ * it; with the GIL. */
+void slpy_exception_text(char *buf, size_t len);
+/* True once the interpreter is shutting down (a C thread must not call it). */
+int slpy_interpreter_finalizing(void);
 
 /* --- dataset.c / iterator.c ----------------------------------------------- */
 
@@ -125,7 +130,7 @@ PyObject *slpy_dataset_wrap(sl_dataset *ds);
  * copy the message out, end. */
 PyThreadState *slpy_dataset_begin_call(slpy_dataset *ds);
 void slpy_dataset_end_call(slpy_dataset *ds, PyThreadState *ts);
-/* dataset_split.c: dataset_split, dataset_batch_padded. */
+/* dataset_split.c: dataset_split, dataset_batch_padded, dataset_batch_map. */
 extern PyMethodDef slpy_dataset_split_functions[];
 
 /* --- model.c / run.c / sink.c: training ----------------------------------- */

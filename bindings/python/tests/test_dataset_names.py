@@ -34,7 +34,7 @@ def test_missing_dataset_methods_list_what_exists(mnist):
     with pytest.raises(TypeError, match=r"\+ \(concat\) is not supported"):
         d + d
     with pytest.raises(TypeError, match="batch: sluice has no 'pad' argument; batch takes "
-                       "batch_size, drop_remainder, num_parallel_workers, pad_info"):
+                       "batch_size, drop_remainder, num_parallel_workers, per_batch_map"):
         d.batch(32, pad=None)
     assert not hasattr(d, "_private") and hasattr(d, "map")
 

@@ -1,9 +1,11 @@
-"""Dataset.split and batch's pad_info / padded_batch (issue 31), against
+"""Dataset.split, batch's pad_info / padded_batch and per_batch_map (issue 31), against
 MindSpore's documented semantics: split's parts are disjoint, cover the
 dataset, are fixed by the seed, consecutive without randomize, sized from
 fractions by MindSpore's rounding rules, refused when sharded; padded
 batches pad to a given shape or the batch's largest with the pad value,
-and a row too large fails naming it; batch's other MindSpore arguments are
+and a row too large fails naming it; per_batch_map gets the rows and its
+BatchInfo and its outputs become columns, an exception failing the batch
+by name; batch's other MindSpore arguments are
 supported or refused with the reason; and a split's parts train and
 evaluate a LeNet5."""
 import numpy as np
@@ -142,12 +144,60 @@ def test_batch_mindspore_arguments(mnist20):
     d = source(mnist20)
     assert d.batch(5, max_rowsize=16, python_multiprocessing=False).get_dataset_size() == 4
     assert d.padded_batch(5).get_batch_size() == 5
-    with pytest.raises(ValueError, match="per_batch_map yet"):
-        d.batch(5, per_batch_map=lambda x, info: (x,), input_columns=["image"])
+    with pytest.raises(ValueError, match="per_batch_map and pad_info together"):
+        d.batch(5, per_batch_map=lambda x, info: (x,), input_columns=["image"], pad_info={})
+    with pytest.raises(ValueError, match="go with per_batch_map"):
+        d.batch(5, input_columns=["image"])
     with pytest.raises(ValueError, match="python_multiprocessing must be False"):
         d.batch(5, python_multiprocessing=True)
     with pytest.raises(TypeError, match="no 'bogus' argument"):
         d.batch(5, bogus=1)
+
+
+# --- per_batch_map ----------------------------------------------------------------------------
+
+def test_per_batch_map_columns_values_and_info(mnist20):
+    def double_and_tag(labels, info):
+        assert all(isinstance(v, np.ndarray) for v in labels)
+        tag = np.full(len(labels), info.get_epoch_num() * 100 + info.get_batch_num(), np.int64)
+        return [(v * 2).astype(np.int32) for v in labels], tag
+    d = source(mnist20, shuffle=False).batch(4, per_batch_map=double_and_tag,
+                                              input_columns=["label"],
+                                              output_columns=["label", "tag"],
+                                              num_parallel_workers=2)
+    assert d.get_col_names() == ["image", "label", "tag"] and d.get_batch_size() == 4
+    it = d.create_dict_iterator(num_epochs=2, output_numpy=True)
+    rows = list(it) + list(it)
+    assert len(rows) == 10
+    for i, row in enumerate(rows):
+        epoch, b = divmod(i, 5)
+        np.testing.assert_array_equal(row["label"], (np.arange(4 * b, 4 * b + 4) % 10) * 2)
+        assert row["label"].dtype == np.int32 and row["image"].shape == (4, 28, 28, 1)
+        np.testing.assert_array_equal(row["tag"], [epoch * 100 + b] * 4)
+    # every column by default, one array per column back, names kept
+    d = source(mnist20, shuffle=False).batch(
+        5, per_batch_map=lambda images, labels, info: (np.stack(images)[:, :2], labels))
+    image, label = next(iter(d.create_tuple_iterator(num_epochs=1, output_numpy=True)))
+    assert image.shape == (5, 2, 28, 1) and list(label) == [0, 1, 2, 3, 4]
+
+
+def test_per_batch_map_errors(mnist20):
+    def fails_second(labels, info):
+        if info.get_batch_num() == 1:
+            raise ValueError("bad batch")
+        return (labels,)
+    d = source(mnist20).batch(4, per_batch_map=fails_second, input_columns="label")
+    with pytest.raises(RuntimeError, match="batch 1 of epoch 0: per_batch_map: "
+                                           "ValueError: bad batch"):
+        list(d.create_tuple_iterator(num_epochs=1))
+    d = source(mnist20).batch(4, per_batch_map=lambda labels, info: labels,
+                              input_columns=["label"], output_columns=["a", "b"])
+    with pytest.raises(RuntimeError, match="returned 1 columns but 2 are expected"):
+        list(d.create_tuple_iterator(num_epochs=1))
+    with pytest.raises(ValueError, match="names no column"):
+        source(mnist20).batch(4, per_batch_map=lambda x, info: x, input_columns=["nope"])
+    with pytest.raises(TypeError, match="must be callable"):
+        source(mnist20).batch(4, per_batch_map=3)
 
 
 # --- a split's parts train and evaluate ----------------------------------------------------------

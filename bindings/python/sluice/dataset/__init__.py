@@ -31,7 +31,7 @@ import weakref
 from sluice import _sluice
 
 __all__ = ["Dataset", "MnistDataset", "ImageFolderDataset", "Cifar10Dataset",
-           "Cifar100Dataset", "Iterator", "TorchLoader", "config"]
+           "Cifar100Dataset", "BatchInfo", "Iterator", "TorchLoader", "config"]
 
 #: The iterator type of :meth:`Dataset.create_tuple_iterator` and friends.
 Iterator = _sluice.Iterator
@@ -164,6 +164,55 @@ def _c_op(op):
         return [_pyfunc_op(op)]
     raise TypeError(f"map: an operation must be a sluice operator or a callable, "
                     f"got {type(op).__name__}")
+
+
+def _names(value):
+    return [value] if isinstance(value, str) else list(value)
+
+
+class BatchInfo:
+    """What a ``per_batch_map`` is told about its batch, as MindSpore's."""
+
+    __slots__ = ("_batch", "_epoch")
+
+    def __init__(self, batch_num, epoch_num):
+        self._batch = batch_num
+        self._epoch = epoch_num
+
+    def get_batch_num(self):
+        """The batch's number within its epoch, from 0."""
+        return self._batch
+
+    def get_epoch_num(self):
+        """The epoch's number, from 0."""
+        return self._epoch
+
+
+def _per_batch(fn, nout):
+    """fn as the C engine calls it: numpy rows in, and one list of
+    contiguous rows per output column out, checked against the batch."""
+    import numpy as np
+
+    def call(batch_num, epoch_num, *columns):
+        rows = len(columns[0])
+        res = fn(*[[np.asarray(t) for t in col] for col in columns],
+                 BatchInfo(batch_num, epoch_num))
+        if not isinstance(res, tuple):
+            res = (res,)
+        if len(res) != nout:
+            raise ValueError(f"per_batch_map returned {len(res)} columns but {nout} are "
+                             f"expected (output_columns)")
+        out = []
+        for k, col in enumerate(res):
+            col = list(col)
+            if len(col) != rows:
+                raise ValueError(f"per_batch_map's output {k} has {len(col)} rows but the "
+                                 f"batch has {rows}")
+            # asarray, not ascontiguousarray, which makes a 0-d row 1-d
+            out.append([np.asarray(v, order="C") for v in col])
+        return out
+
+    return call
 
 
 def _split_sizes(sizes, total):
@@ -300,8 +349,18 @@ class Dataset:
           threads); ``max_rowsize``: accepted and ignored (it sizes
           MindSpore's shared memory between processes, which sluice does
           not use).
-        - ``per_batch_map``, ``input_columns``, ``output_columns``: not in
-          sluice yet: ValueError saying what to do instead.
+        - ``per_batch_map`` (callable), ``input_columns``,
+          ``output_columns``: the callable gets one list of numpy arrays
+          (the batch's rows) per input column (default: every column) and
+          a :class:`BatchInfo`, and returns one list of arrays, or one
+          array of ``(rows, ...)``, per output column (a tuple when there
+          are several); the rows it returns are then stacked. Its outputs
+          (named ``output_columns``, default the input columns' names)
+          take the first input column's place; the other input columns
+          go. It runs in the batch workers, holding the GIL for the call
+          as a Python map operation does; an exception fails the batch
+          with RuntimeError naming it and carrying the message. Not with
+          ``pad_info`` (pad in the function).
 
         Any other keyword raises TypeError naming what batch takes."""
         pad_info = kwargs.pop("pad_info", None)
@@ -309,23 +368,41 @@ class Dataset:
             raise ValueError("batch: sluice runs batches in its worker threads, not in "
                              "processes; python_multiprocessing must be False")
         kwargs.pop("max_rowsize", None)
-        per_batch = [k for k in ("per_batch_map", "input_columns", "output_columns")
-                     if kwargs.get(k) is not None]
-        if per_batch:
-            raise ValueError(f"batch: sluice has no per_batch_map yet ({', '.join(per_batch)} "
-                             "given): transform each row with map() before batch, or each "
-                             "batch with map() after it")
-        for k in ("per_batch_map", "input_columns", "output_columns"):
-            kwargs.pop(k, None)
+        per_batch_map = kwargs.pop("per_batch_map", None)
+        input_columns = kwargs.pop("input_columns", None)
+        output_columns = kwargs.pop("output_columns", None)
         if kwargs:
             raise TypeError(f"batch: sluice has no {', '.join(map(repr, kwargs))} argument; "
                             "batch takes batch_size, drop_remainder, num_parallel_workers, "
-                            "pad_info, python_multiprocessing (False) and max_rowsize "
-                            "(ignored)")
+                            "per_batch_map, input_columns, output_columns, pad_info, "
+                            "python_multiprocessing (False) and max_rowsize (ignored)")
+        if per_batch_map is not None:
+            if pad_info is not None:
+                raise ValueError("batch: per_batch_map and pad_info together are not "
+                                 "supported; pad in the per_batch_map (MindSpore 2's batch "
+                                 "has no pad_info)")
+            return self._batch_map(batch_size, drop_remainder, num_parallel_workers,
+                                   per_batch_map, input_columns, output_columns)
+        if input_columns is not None or output_columns is not None:
+            raise ValueError("batch: input_columns and output_columns go with per_batch_map")
         if pad_info is not None:
             return self.padded_batch(batch_size, drop_remainder, num_parallel_workers, pad_info)
         return self._with("batch", _int(batch_size, "batch: batch_size"), bool(drop_remainder),
                           _workers(num_parallel_workers, "batch"))
+
+    def _batch_map(self, batch_size, drop_remainder, num_parallel_workers, fn, input_columns,
+                   output_columns):
+        if not callable(fn):
+            raise TypeError(f"batch: per_batch_map must be callable, got {type(fn).__name__}")
+        ins = self.get_col_names() if input_columns is None else _names(input_columns)
+        outs = None if output_columns is None else _names(output_columns)
+        c = self._c.copy()
+        _sluice.dataset_batch_map(c, _int(batch_size, "batch: batch_size"), bool(drop_remainder),
+                                  _workers(num_parallel_workers, "batch"),
+                                  _per_batch(fn, len(ins if outs is None else outs)), ins, outs)
+        out = Dataset(c)
+        out._batch_size = batch_size
+        return out
 
     def padded_batch(self, batch_size, drop_remainder=False, num_parallel_workers=None,
                      pad_info=None):

@@ -34,6 +34,11 @@ class Iterator:
     def __exit__(self, *exc: Any) -> bool: ...
 
 
+class BatchInfo:
+    def get_batch_num(self) -> int: ...
+    def get_epoch_num(self) -> int: ...
+
+
 class Dataset:
     def map(self, operations: Union[_Operation, Sequence[_Operation]],
             input_columns: _Columns = ..., output_columns: _Columns = ...,
@@ -42,6 +47,8 @@ class Dataset:
     def shuffle(self, buffer_size: int) -> "Dataset": ...
     def batch(self, batch_size: int, drop_remainder: bool = ...,
               num_parallel_workers: Optional[int] = ..., *,
+              per_batch_map: Optional[Callable[..., Any]] = ...,
+              input_columns: _Columns = ..., output_columns: _Columns = ...,
               pad_info: Optional[Dict[str, Tuple[Optional[Sequence[Optional[int]]],
                                                  Optional[float]]]] = ...,
               python_multiprocessing: bool = ..., max_rowsize: Any = ...) -> "Dataset": ...
