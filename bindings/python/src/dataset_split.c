@@ -202,16 +202,6 @@ static int pybatch_call(void *user, const sl_batch_info *info, sl_tensor *const 
     return rc;
 }
 
-static void pybatch_destroy(void *user)
-{
-    PyGILState_STATE gil;
-    if (!Py_IsInitialized())
-        return;
-    gil = PyGILState_Ensure();
-    Py_DECREF((PyObject *)user);
-    PyGILState_Release(gil);
-}
-
 /* Column names of a list of str into names (borrowed from the list). */
 static int read_names(PyObject *list, const char **names, size_t *n)
 {
@@ -256,7 +246,7 @@ static PyObject *dataset_batch_map(PyObject *mod, PyObject *args)
     }
     o.input_columns = in_names;
     o.fn = pybatch_call;
-    o.destroy = pybatch_destroy;
+    o.destroy = slpy_release_callable;
     o.user = fn;
     {
         PyThreadState *ts = slpy_dataset_begin_call(self);
@@ -266,7 +256,7 @@ static PyObject *dataset_batch_map(PyObject *mod, PyObject *args)
     }
     if (rc != SL_OK)
         return slpy_raise(rc, msg);
-    Py_INCREF(fn); /* the node's, given back by pybatch_destroy */
+    Py_INCREF(fn); /* the node's, given back by slpy_release_callable */
     Py_RETURN_NONE;
 }
 

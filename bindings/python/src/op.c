@@ -345,7 +345,7 @@ static int pyfunc_call(void *user, const sl_tensor *in, sl_tensor **out, uint64_
     return rc;
 }
 
-static void pyfunc_destroy(void *user)
+void slpy_release_callable(void *user)
 {
     PyGILState_STATE gil;
     /* After the interpreter is gone there is nothing to give back. */
@@ -375,12 +375,12 @@ static PyObject *op_custom(PyObject *self, PyObject *args)
     sl_op_custom_options_init(&o);
     o.name = name;
     o.fn = pyfunc_call;
-    o.destroy = pyfunc_destroy;
+    o.destroy = slpy_release_callable;
     o.user = fn;
     rc = sl_op_custom_new(&op, &o, err, sizeof err);
     if (rc != SL_OK)
         return slpy_raise(rc, err);
-    Py_INCREF(fn); /* the op's, given back by pyfunc_destroy */
+    Py_INCREF(fn); /* the op's, given back by slpy_release_callable */
     return wrap_op(op);
 }
 

@@ -87,6 +87,9 @@ extern PyMethodDef slpy_op_functions[]; /* op_resize, op_custom, ... */
 void slpy_exception_text(char *buf, size_t len);
 /* True once the interpreter is shutting down (a C thread must not call it). */
 int slpy_interpreter_finalizing(void);
+/* Drops a C object's reference to a Python callable (user), taking the
+ * GIL: the destroy of custom ops and per-batch functions. */
+void slpy_release_callable(void *user);
 
 /* --- dataset.c / iterator.c ----------------------------------------------- */
 
