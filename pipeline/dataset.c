@@ -189,7 +189,8 @@ static void set_source(sl_dataset *ds, sl__source *src)
 
 void sl__dataset_replace_source(sl_dataset *ds, sl__source *src)
 {
-    set_source(ds, src);
+    sl__source_release(ds->source);
+    ds->source = src;
 }
 
 int sl_dataset_mnist(sl_dataset *ds, const sl_mnist_options *user)

@@ -73,8 +73,9 @@ struct sl_dataset {
  * iterator's stats). */
 void sl__pool_stats_public(const sl_pool *pool, sl_pool_stats *out);
 
-/* Sets src as ds's source (taking over the caller's reference), dropping
- * ds's nodes, as the public source calls do. */
+/* Sets src as ds's source in place of the one it has (taking over the
+ * caller's reference), keeping ds's nodes: src must yield the same
+ * columns (a split's part of it). */
 void sl__dataset_replace_source(sl_dataset *ds, sl__source *src);
 
 /* Copies nodes[0..n) with their own op references (for an iterator). */

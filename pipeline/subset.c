@@ -142,10 +142,18 @@ static int check_splittable(sl_dataset *ds, const int64_t *sizes, size_t nparts)
     int64_t total = 0;
     if (!src)
         return sl__errf(&ds->error, SL_ESTATE, "split: the dataset has no source yet");
-    if (ds->nnodes > 0)
-        return sl__errf(&ds->error, SL_EINVAL,
-                        "split: the dataset has %zu node(s) after its source; split the source "
-                        "and append map, batch, ... to each part", ds->nnodes);
+    /* Maps take each row alone, so a part of the mapped rows is the map of
+     * a part of the source's (ImageFolderDataset(decode=True) is one). */
+    for (size_t i = 0; i < ds->nnodes; i++)
+        if (ds->nodes[i].kind != SL__NODE_MAP)
+            return sl__errf(&ds->error, SL_EINVAL,
+                            "split: the dataset has a %s after its source; split the source "
+                            "(and maps) and append shuffle, batch, ... to each part",
+                            ds->nodes[i].kind == SL__NODE_BATCH     ? "batch"
+                            : ds->nodes[i].kind == SL__NODE_SHUFFLE ? "shuffle"
+                            : ds->nodes[i].kind == SL__NODE_REPEAT  ? "repeat"
+                            : ds->nodes[i].kind == SL__NODE_TAKE    ? "take"
+                                                                     : "skip");
     if (src->sampler.num_shards > 1)
         return sl__errf(&ds->error, SL_EINVAL,
                         "split: the dataset is sharded (%lld shards) and must not be, as "

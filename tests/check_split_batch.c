@@ -176,7 +176,7 @@ START_TEST(test_split_refusals)
     HAS(sl_dataset_last_error(ds), "no sizes");
     ck_assert_int_eq(sl_dataset_shuffle(ds, 4), SL_OK);
     ck_assert_int_eq(sl_dataset_split(ds, ok, 2, 1, NULL, parts), SL_EINVAL);
-    HAS(sl_dataset_last_error(ds), "1 node(s) after its source");
+    HAS(sl_dataset_last_error(ds), "has a shuffle after its source");
     sl_dataset_free(ds);
 
     sl_mnist_options_init(&o);
@@ -295,6 +295,44 @@ START_TEST(test_pad_to_largest_and_to_shape)
         check_ragged(ds, 0, 9);
         sl_dataset_free(ds);
     }
+}
+END_TEST
+
+START_TEST(test_split_keeps_maps)
+{
+    /* a source and a map: each part maps its own rows */
+    sl_dataset *ds = ragged_batches(1, 1, NULL, 0), *parts[2];
+    const int64_t sizes[2] = {8, 12};
+    sl_iterator *it;
+    sl_row row;
+    ck_assert_int_eq(sl_dataset_split(ds, sizes, 2, 0, NULL, parts), SL_EINVAL);
+    HAS(sl_dataset_last_error(ds), "has a batch after its source");
+    sl_dataset_free(ds);
+    ds = source(0, 0);
+    {
+        sl_op_custom_options co;
+        sl_op *op;
+        char err[256];
+        sl_op_custom_options_init(&co);
+        co.fn = ragged;
+        co.infer = ragged_infer;
+        ck_assert_int_eq(sl_op_custom_new(&op, &co, err, sizeof err), SL_OK);
+        ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "image", NULL, 2), SL_OK);
+        sl_op_release(op);
+    }
+    ck_assert_msg(sl_dataset_split(ds, sizes, 2, 0, NULL, parts) == SL_OK, "%s",
+                  sl_dataset_last_error(ds));
+    ck_assert_int_eq(sl_iterator_new(&it, parts[1], NULL), SL_OK);
+    for (int i = 8; i < 20; i++) {
+        ck_assert_int_eq(sl_iterator_next(it, &row), SL_OK);
+        ck_assert_int_eq(sl_tensor_shape(row.columns[0])[0], i % 4 + 1);
+        ck_assert_uint_eq(((const uint8_t *)sl_tensor_data(row.columns[0]))[0], i + 1);
+        sl_row_clear(&row);
+    }
+    sl_iterator_free(it);
+    for (int p = 0; p < 2; p++)
+        sl_dataset_free(parts[p]);
+    sl_dataset_free(ds);
 }
 END_TEST
 
@@ -490,6 +528,7 @@ static Suite *make_split_batch_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_pad_to_largest_and_to_shape);
     tcase_add_test(tc, test_pad_errors);
+    tcase_add_test(tc, test_split_keeps_maps);
     suite_add_tcase(s, tc);
     tc = tu_tcase("batch_map", 30);
     tcase_add_checked_fixture(tc, setup, teardown);

@@ -58,8 +58,9 @@ SL_API int sl_dataset_map(sl_dataset *ds, sl_op *const *ops, size_t nops,
  * Dataset.split: the parts are disjoint and together hold every sample.
  * randomize 1: each part gets its samples from one random permutation of
  * the source's, fixed by ds's seed; 0: consecutive samples in file order.
- * ds must be a source alone (no nodes), not sharded and without
- * num_samples, and the sizes (each >= 1) must add up to its rows; else
+ * ds must be a source followed by maps alone (each part keeps them: they
+ * take each row alone), not sharded and without num_samples, and the
+ * sizes (each >= 1) must add up to its rows; else
  * SL_EINVAL (or SL_ESTATE without a source) and every parts[i] is NULL.
  * Each part then reads its samples as the source does, through its own
  * sampler: the source's (shuffle, seed) when sampler is NULL, else this one

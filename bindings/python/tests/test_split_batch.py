@@ -86,11 +86,16 @@ def test_split_fractions_rounded_as_mindspore(mnist20, tmp_path):
 
 
 def test_split_after_operations_and_refusals(mnist20):
-    mapped = source(mnist20, shuffle=False).map(transforms.TypeCast(sluice.int32), "label")
-    a, b = mapped.split([15, 5], randomize=False)
-    assert ids(a) == list(range(15)) and ids(b) == list(range(15, 20))
-    with pytest.raises(RuntimeError, match="randomize=True needs the source alone"):
-        mapped.split([15, 5])
+    mapped = source(mnist20).map(transforms.TypeCast(sluice.int32), "label")
+    a, b = mapped.split([15, 5])                        # a source and maps: each part maps
+    assert sorted(ids(a) + ids(b)) == list(range(20))
+    assert next(iter(b.create_dict_iterator(num_epochs=1)))["label"].dtype == sluice.int32
+    batched = source(mnist20, shuffle=False).batch(4)
+    a, b = batched.split([3, 2], randomize=False)       # skip / take of the batches
+    assert [len(x) for x in (a, b)] == [3, 2]
+    assert sample_id(next(iter(b))[0].asnumpy()[0]) == 12
+    with pytest.raises(RuntimeError, match="randomize=True needs a source followed by maps"):
+        batched.split([3, 2])
     with pytest.raises(RuntimeError, match="add up to 19 but the dataset has 20 rows"):
         source(mnist20).split([10, 9])
     sharded = ds.MnistDataset(mnist20, usage="train", num_shards=2, shard_id=0)

@@ -458,21 +458,23 @@ class Dataset:
                 True); False: consecutive rows.
 
         A part is a dataset like any other (map, batch, iterate it, ...).
-        Splitting the source itself (MnistDataset, ...) is what MindSpore
-        calls the mappable split: each part reads its rows as the source
-        does, shuffled anew each epoch when the source shuffles. After
-        other operations only ``randomize=False`` works: the parts are
-        ``skip``/``take`` of the pipeline. A sharded dataset, or one with
-        ``num_samples``, is refused (shard the parts)."""
+        Splitting a source (MnistDataset, ...), maybe followed by maps, is
+        what MindSpore calls the mappable split: each part reads its rows
+        as the source does, shuffled anew each epoch when the source
+        shuffles, and maps them. After other operations (shuffle, batch,
+        ...) only ``randomize=False`` works: the parts are ``skip``/``take``
+        of the pipeline. A sharded dataset, or one with ``num_samples``, is
+        refused (shard the parts)."""
         size = self.get_dataset_size()
         sizes = _split_sizes(sizes, size)
-        if self._c.describe().count("\n") == 0:     # the source alone: one line
+        lines = self._c.describe().split("\n")       # the source, then a line a node
+        if all(line.startswith("map(") for line in lines[1:]):
             return tuple(Dataset(c) for c in _sluice.dataset_split(self._c, sizes,
                                                                    bool(randomize), None))
         if randomize:
-            raise RuntimeError("split: randomize=True needs the source alone (split the "
-                               "MnistDataset, ... then map and batch each part); after "
-                               "other operations use randomize=False")
+            raise RuntimeError("split: randomize=True needs a source followed by maps alone "
+                               "(split the MnistDataset, ... then shuffle and batch each "
+                               "part); after other operations use randomize=False")
         if size < 0:
             raise RuntimeError("split: the dataset has no end (repeat without a count)")
         parts, first = [], 0
