@@ -15,6 +15,7 @@ SL_PY_PACKAGE = \
 	bindings/python/sluice/py.typed \
 	bindings/python/sluice/dataset/__init__.py \
 	bindings/python/sluice/dataset/__init__.pyi \
+	bindings/python/sluice/dataset/_split_batch.py \
 	$(SL_PY_VISION) \
 	$(SL_PY_TRANSFORMS) \
 	bindings/python/sluice/context.py \

@@ -29,6 +29,8 @@ import os
 import weakref
 
 from sluice import _sluice
+from sluice.dataset import _split_batch
+from sluice.dataset._split_batch import BatchInfo
 
 __all__ = ["Dataset", "MnistDataset", "ImageFolderDataset", "Cifar10Dataset",
            "Cifar100Dataset", "BatchInfo", "Iterator", "TorchLoader", "config"]
@@ -166,88 +168,6 @@ def _c_op(op):
                     f"got {type(op).__name__}")
 
 
-def _names(value):
-    return [value] if isinstance(value, str) else list(value)
-
-
-class BatchInfo:
-    """What a ``per_batch_map`` is told about its batch, as MindSpore's."""
-
-    __slots__ = ("_batch", "_epoch")
-
-    def __init__(self, batch_num, epoch_num):
-        self._batch = batch_num
-        self._epoch = epoch_num
-
-    def get_batch_num(self):
-        """The batch's number within its epoch, from 0."""
-        return self._batch
-
-    def get_epoch_num(self):
-        """The epoch's number, from 0."""
-        return self._epoch
-
-
-def _per_batch(fn, nout):
-    """fn as the C engine calls it: numpy rows in, and one list of
-    contiguous rows per output column out, checked against the batch."""
-    import numpy as np
-
-    def call(batch_num, epoch_num, *columns):
-        rows = len(columns[0])
-        res = fn(*[[np.asarray(t) for t in col] for col in columns],
-                 BatchInfo(batch_num, epoch_num))
-        if not isinstance(res, tuple):
-            res = (res,)
-        if len(res) != nout:
-            raise ValueError(f"per_batch_map returned {len(res)} columns but {nout} are "
-                             f"expected (output_columns)")
-        out = []
-        for k, col in enumerate(res):
-            col = list(col)
-            if len(col) != rows:
-                raise ValueError(f"per_batch_map's output {k} has {len(col)} rows but the "
-                                 f"batch has {rows}")
-            # asarray, not ascontiguousarray, which makes a 0-d row 1-d
-            out.append([np.asarray(v, order="C") for v in col])
-        return out
-
-    return call
-
-
-def _split_sizes(sizes, total):
-    """split's sizes as row counts (MindSpore's rules for fractions)."""
-    sizes = list(sizes)
-    if not sizes:
-        raise ValueError("split: sizes must not be empty")
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in sizes):
-        if any(v < 1 for v in sizes):
-            raise ValueError(f"split: every size must be >= 1, got {sizes}")
-        if sum(sizes) != total:
-            raise RuntimeError(f"split: the sizes add up to {sum(sizes)} but the dataset has "
-                               f"{total} rows")
-        return sizes
-    if not all(isinstance(v, float) for v in sizes):
-        raise ValueError(f"split: sizes must be all ints or all floats, got {sizes}")
-    if any(not 0 < v <= 1 for v in sizes) or abs(sum(sizes) - 1) > 1e-6:
-        raise ValueError(f"split: fractions must be in (0, 1] and add up to 1, got {sizes}")
-    if total < 0:
-        raise RuntimeError("split: the dataset has no end (repeat without a count)")
-    rows = [round(f * total) for f in sizes]
-    if any(n == 0 for n in rows):
-        raise RuntimeError(f"split: fractions {sizes} of {total} rows give a part of 0 rows "
-                           f"({rows})")
-    excess = sum(rows) - total
-    if excess < 0:
-        rows[0] -= excess
-    elif excess > 0:
-        for i, n in enumerate(rows):
-            if n > excess:
-                rows[i] -= excess
-                break
-    return rows
-
-
 def _pyfunc_op(fn):
     import numpy as np
 
@@ -381,28 +301,15 @@ class Dataset:
                 raise ValueError("batch: per_batch_map and pad_info together are not "
                                  "supported; pad in the per_batch_map (MindSpore 2's batch "
                                  "has no pad_info)")
-            return self._batch_map(batch_size, drop_remainder, num_parallel_workers,
-                                   per_batch_map, input_columns, output_columns)
+            return _split_batch.batch_map(self, batch_size, drop_remainder,
+                                          num_parallel_workers, per_batch_map, input_columns,
+                                          output_columns)
         if input_columns is not None or output_columns is not None:
             raise ValueError("batch: input_columns and output_columns go with per_batch_map")
         if pad_info is not None:
             return self.padded_batch(batch_size, drop_remainder, num_parallel_workers, pad_info)
         return self._with("batch", _int(batch_size, "batch: batch_size"), bool(drop_remainder),
                           _workers(num_parallel_workers, "batch"))
-
-    def _batch_map(self, batch_size, drop_remainder, num_parallel_workers, fn, input_columns,
-                   output_columns):
-        if not callable(fn):
-            raise TypeError(f"batch: per_batch_map must be callable, got {type(fn).__name__}")
-        ins = self.get_col_names() if input_columns is None else _names(input_columns)
-        outs = None if output_columns is None else _names(output_columns)
-        c = self._c.copy()
-        _sluice.dataset_batch_map(c, _int(batch_size, "batch: batch_size"), bool(drop_remainder),
-                                  _workers(num_parallel_workers, "batch"),
-                                  _per_batch(fn, len(ins if outs is None else outs)), ins, outs)
-        out = Dataset(c)
-        out._batch_size = batch_size
-        return out
 
     def padded_batch(self, batch_size, drop_remainder=False, num_parallel_workers=None,
                      pad_info=None):
@@ -418,29 +325,8 @@ class Dataset:
         (a plain :meth:`batch`). A row
         larger than its shape raises RuntimeError while iterating, naming
         the batch, row, column and sizes."""
-        if pad_info is None:
-            return self.batch(batch_size, drop_remainder, num_parallel_workers)
-        if not isinstance(pad_info, dict):
-            raise TypeError(f"padded_batch: pad_info must be a dict, got "
-                            f"{type(pad_info).__name__}")
-        pads = []
-        for column, spec in pad_info.items():
-            if not isinstance(column, str) or not isinstance(spec, (tuple, list)) or \
-                    len(spec) != 2:
-                raise ValueError(f"padded_batch: pad_info must map a column name to "
-                                 f"(shape, pad_value), got {column!r}: {spec!r}")
-            shape, value = spec
-            if shape is not None:
-                shape = [None if d is None else _int(d, f"pad_info[{column!r}] shape")
-                         for d in shape]
-            pads.append((column, shape, 0.0 if value is None else float(value)))
-        c = self._c.copy()
-        _sluice.dataset_batch_padded(c, _int(batch_size, "batch: batch_size"),
-                                     bool(drop_remainder), _workers(num_parallel_workers, "batch"),
-                                     pads)
-        out = Dataset(c)
-        out._batch_size = batch_size
-        return out
+        return _split_batch.padded_batch(self, batch_size, drop_remainder, num_parallel_workers,
+                                          pad_info)
 
     def split(self, sizes, randomize=True):
         """Splits the dataset into disjoint datasets that together hold every
@@ -465,23 +351,7 @@ class Dataset:
         ...) only ``randomize=False`` works: the parts are ``skip``/``take``
         of the pipeline. A sharded dataset, or one with ``num_samples``, is
         refused (shard the parts)."""
-        size = self.get_dataset_size()
-        sizes = _split_sizes(sizes, size)
-        lines = self._c.describe().split("\n")       # the source, then a line a node
-        if all(line.startswith("map(") for line in lines[1:]):
-            return tuple(Dataset(c) for c in _sluice.dataset_split(self._c, sizes,
-                                                                   bool(randomize), None))
-        if randomize:
-            raise RuntimeError("split: randomize=True needs a source followed by maps alone "
-                               "(split the MnistDataset, ... then shuffle and batch each "
-                               "part); after other operations use randomize=False")
-        if size < 0:
-            raise RuntimeError("split: the dataset has no end (repeat without a count)")
-        parts, first = [], 0
-        for n in sizes:
-            parts.append(self.skip(first).take(n))
-            first += n
-        return tuple(parts)
+        return _split_batch.split(self, sizes, randomize)
 
     def repeat(self, count=None):
         """Repeats what came before ``count`` times as one epoch; None or -1:
