@@ -564,10 +564,11 @@ static size_t describe_node(const sl__node *node, char *buf, size_t len)
         return used;
     case SL__NODE_SHUFFLE:
         return (size_t)snprintf(buf, len, "shuffle(buffer_size=%lld)", (long long)node->count);
-    case SL__NODE_BATCH:
+    case SL__NODE_BATCH: {
+        const char *how = node->padded ? ", padded" : node->batch_map ? ", per_batch_map" : "";
         return (size_t)snprintf(buf, len, "batch(%lld, drop_remainder=%d, workers=%d%s)",
-                                (long long)node->count, node->drop_remainder, node->workers,
-                                node->padded ? ", padded" : node->batch_map ? ", per_batch_map" : "");
+                                (long long)node->count, node->drop_remainder, node->workers, how);
+    }
     case SL__NODE_REPEAT:
         return (size_t)snprintf(buf, len, "repeat(%lld)", (long long)node->count);
     case SL__NODE_TAKE:

@@ -210,7 +210,8 @@ static int batch_tensor(sl_tensor **out, sl_pool *pool, const sl_tensor *first, 
 }
 
 /* Checks that every row's column c agrees with row 0's. */
-static int check_rows(const sl__collate_work *w, const sl__chunk *group, size_t c, sl__error *err)
+static int check_rows(const sl__schema *schema, const sl__chunk *group, size_t c,
+                      sl__error *err)
 {
     const sl_tensor *first = group->rows[0].col[c];
     for (size_t r = 1; r < group->nrows; r++) {
@@ -221,7 +222,7 @@ static int check_rows(const sl__collate_work *w, const sl__chunk *group, size_t 
             return sl__errf(err, SL_ESHAPE,
                             "batch %lld: row %zu has column '%s' as %s %s but row 0 has %s %s; "
                             "the rows of a batch must agree (resize them first)",
-                            (long long)group->group_index, r, w->schema->names[c],
+                            (long long)group->group_index, r, schema->names[c],
                             sl_dtype_name(t->dtype), sl_shape_str(a, sizeof a, t->ndim, t->shape),
                             sl_dtype_name(first->dtype),
                             sl_shape_str(b, sizeof b, first->ndim, first->shape));
@@ -279,7 +280,7 @@ static int stack_rows(const sl__collate_work *w, const sl__schema *schema,
         }
         shape[0] = n;
         memcpy(shape + 1, first->shape, (size_t)first->ndim * sizeof *shape);
-        rc = check_rows(w, group, c, err);
+        rc = check_rows(schema, group, c, err);
         if (rc != SL_OK)
             break;
         rc = batch_tensor(&batch, pool, first, shape, n, &lent[c], lent_bytes[c], loan);
