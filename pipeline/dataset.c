@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops/op_impl.h"
+#include "pipeline/batch_map.h"
 #include "pipeline/sampler.h"
 
 void sl__source_retain(sl__source *src)
@@ -99,6 +100,7 @@ void sl__nodes_free(sl__node *nodes, size_t n)
         for (size_t k = 0; k < nodes[i].nops; k++)
             sl_op_release(nodes[i].ops[k]);
         free(nodes[i].ops);
+        sl__batch_map_release(nodes[i].batch_map);
     }
     free(nodes);
 }
@@ -112,6 +114,8 @@ int sl__nodes_copy(sl__node **out, const sl__node *nodes, size_t n)
         copy[i] = nodes[i];
         copy[i].ops = NULL;
         copy[i].nops = 0;
+        if (copy[i].batch_map)
+            sl__batch_map_retain(copy[i].batch_map);
         if (nodes[i].nops) {
             copy[i].ops = malloc(nodes[i].nops * sizeof *copy[i].ops);
             if (!copy[i].ops) {
@@ -181,6 +185,12 @@ static void set_source(sl_dataset *ds, sl__source *src)
     memcpy(ds->schema.names, src->names, sizeof ds->schema.names);
     memcpy(ds->schema.specs, src->specs, sizeof ds->schema.specs);
     sl__err_clear(&ds->error);
+}
+
+void sl__dataset_replace_source(sl_dataset *ds, sl__source *src)
+{
+    sl__source_release(ds->source);
+    ds->source = src;
 }
 
 int sl_dataset_mnist(sl_dataset *ds, const sl_mnist_options *user)
@@ -595,9 +605,11 @@ static size_t describe_node(const sl__node *node, char *buf, size_t len)
         return used;
     case SL__NODE_SHUFFLE:
         return (size_t)snprintf(buf, len, "shuffle(buffer_size=%lld)", (long long)node->count);
-    case SL__NODE_BATCH:
-        return (size_t)snprintf(buf, len, "batch(%lld, drop_remainder=%d, workers=%d)",
-                                (long long)node->count, node->drop_remainder, node->workers);
+    case SL__NODE_BATCH: {
+        const char *how = node->padded ? ", padded" : node->batch_map ? ", per_batch_map" : "";
+        return (size_t)snprintf(buf, len, "batch(%lld, drop_remainder=%d, workers=%d%s)",
+                                (long long)node->count, node->drop_remainder, node->workers, how);
+    }
     case SL__NODE_REPEAT:
         return (size_t)snprintf(buf, len, "repeat(%lld)", (long long)node->count);
     case SL__NODE_TAKE:

@@ -21,6 +21,14 @@ typedef enum sl__node_kind {
     SL__NODE_RENAME
 } sl__node_kind;
 
+/* How a padded batch stacks one column (sl_dataset_batch_padded). */
+typedef struct sl__pad_col {
+    int on;                     /* 0: rows must agree in shape (a plain batch) */
+    int ndim;                   /* -1: every dimension to the batch's largest */
+    int64_t shape[SL_MAX_DIMS]; /* the row shape to pad to; -1: the batch's largest */
+    double value;               /* what the padding holds */
+} sl__pad_col;
+
 typedef struct sl__node {
     sl__node_kind kind;
     int workers;        /* map, batch */
@@ -38,6 +46,10 @@ typedef struct sl__node {
      * project, rename: the names of the columns after the node */
     int pick[SL_MAX_COLUMNS];
     char names[SL_MAX_COLUMNS][SL_COLUMN_NAME_LEN];
+    struct sl__batch_map *batch_map; /* batch: a per-batch function, one reference
+                                      * (batch_map.h), or NULL */
+    int padded;         /* batch: pad[] applies (by column index) */
+    sl__pad_col pad[SL_MAX_COLUMNS];
     size_t position;    /* index in the chain as described: seeds random draws,
                          * so they survive the iterator's reordering */
 } sl__node;
@@ -74,6 +86,10 @@ int sl__dataset_append(sl_dataset *ds, const char *what, const sl__node *node);
 void sl__dataset_set_source(sl_dataset *ds, sl__source *src);
 /* "project(a, b)" or "rename(a -> x)" for describe (columns.c). */
 size_t sl__describe_columns(const sl__node *node, char *buf, size_t len);
+/* Sets src as ds's source in place of the one it has (taking over the
+ * caller's reference), keeping ds's nodes: src must yield the same
+ * columns (a split's part of it). */
+void sl__dataset_replace_source(sl_dataset *ds, sl__source *src);
 
 /* Copies nodes[0..n) with their own op references (for an iterator). */
 int sl__nodes_copy(sl__node **out, const sl__node *nodes, size_t n);

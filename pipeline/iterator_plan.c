@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline/batch_map.h"
 #include "pipeline/iterator_impl.h"
 
 static void schema_after(sl__schema *schema, const sl__node *node)
@@ -33,6 +34,8 @@ static void schema_after(sl__schema *schema, const sl__node *node)
             memcpy(schema->names[c], node->names[c], SL_COLUMN_NAME_LEN);
         }
     } else if (node->kind == SL__NODE_BATCH) {
+        if (node->batch_map)
+            *schema = node->batch_map->out_schema;
         for (size_t c = 0; c < schema->ncols; c++) {
             sl_tensor_spec *spec = &schema->specs[c];
             memmove(spec->shape + 1, spec->shape, (size_t)spec->ndim * sizeof spec->shape[0]);
@@ -409,6 +412,8 @@ int sl__stages_build(sl_iterator *it)
             st->collation.schema = &st->schema;
             st->collation.lender = it->lender;
             if (fuse_batch) {
+                st->collation.pad = it->nodes[i].padded ? it->nodes[i].pad : NULL;
+                st->collation.map = it->nodes[i].batch_map;
                 st->collate = 1;
                 st->chunk_rows = 1;
                 snprintf(st->name, sizeof st->name, "map+batch");
@@ -433,6 +438,8 @@ int sl__stages_build(sl_iterator *it)
             st->schema = schema;
             st->collation.schema = &st->schema;
             st->collation.lender = it->lender;
+            st->collation.pad = node->padded ? node->pad : NULL;
+            st->collation.map = node->batch_map;
             seq = NULL;
         } else {
             rc = add_seq_node(it, seq, node, &schema, 0);

@@ -7,6 +7,7 @@
 #include "core/rng.h"
 #include "ops/op_impl.h"
 #include "pipeline/batch_lender.h"
+#include "pipeline/batch_map.h"
 #include "pipeline/nodes.h"
 
 static void name_row(const sl__map_work *w, const sl__node *node, const sl__row *row, char *buf,
@@ -209,7 +210,8 @@ static int batch_tensor(sl_tensor **out, sl_pool *pool, const sl_tensor *first, 
 }
 
 /* Checks that every row's column c agrees with row 0's. */
-static int check_rows(const sl__collate_work *w, const sl__chunk *group, size_t c, sl__error *err)
+static int check_rows(const sl__schema *schema, const sl__chunk *group, size_t c,
+                      sl__error *err)
 {
     const sl_tensor *first = group->rows[0].col[c];
     for (size_t r = 1; r < group->nrows; r++) {
@@ -220,7 +222,7 @@ static int check_rows(const sl__collate_work *w, const sl__chunk *group, size_t 
             return sl__errf(err, SL_ESHAPE,
                             "batch %lld: row %zu has column '%s' as %s %s but row 0 has %s %s; "
                             "the rows of a batch must agree (resize them first)",
-                            (long long)group->group_index, r, w->schema->names[c],
+                            (long long)group->group_index, r, schema->names[c],
                             sl_dtype_name(t->dtype), sl_shape_str(a, sizeof a, t->ndim, t->shape),
                             sl_dtype_name(first->dtype),
                             sl_shape_str(b, sizeof b, first->ndim, first->shape));
@@ -229,10 +231,28 @@ static int check_rows(const sl__collate_work *w, const sl__chunk *group, size_t 
     return SL_OK;
 }
 
+static int stack_rows(const sl__collate_work *w, const sl__schema *schema,
+                      const sl__chunk *group, sl__row *out, sl_pool *pool, sl__error *err);
+
 int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out, sl_pool *pool,
                 sl__error *err)
 {
-    const sl__schema *schema = w->schema;
+    sl__chunk *mapped;
+    int rc;
+    if (!w->map)
+        return stack_rows(w, w->schema, group, out, pool, err);
+    rc = sl__batch_map_run(w->map, group, &mapped, err);
+    if (rc != SL_OK)
+        return rc;
+    rc = stack_rows(w, &w->map->out_schema, mapped, out, pool, err);
+    sl__chunk_free(mapped);
+    return rc;
+}
+
+/* Stacks group's rows, whose columns schema describes. */
+static int stack_rows(const sl__collate_work *w, const sl__schema *schema,
+                      const sl__chunk *group, sl__row *out, sl_pool *pool, sl__error *err)
+{
     int64_t n = (int64_t)group->nrows;
     void *lent[SL_MAX_COLUMNS] = {0};
     size_t lent_bytes[SL_MAX_COLUMNS] = {0};
@@ -248,6 +268,11 @@ int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out,
         int64_t shape[SL_MAX_DIMS];
         sl_tensor *batch;
         char *dst;
+        if (w->pad && w->pad[c].on) {
+            rc = sl__collate_padded(group, c, &w->pad[c], schema->names[c], &out->col[c], pool,
+                                    err);
+            continue;
+        }
         if (first->ndim >= SL_MAX_DIMS) {
             rc = sl__errf(err, SL_ESHAPE, "batch: column '%s' already has %d dimensions",
                           schema->names[c], first->ndim);
@@ -255,7 +280,7 @@ int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out,
         }
         shape[0] = n;
         memcpy(shape + 1, first->shape, (size_t)first->ndim * sizeof *shape);
-        rc = check_rows(w, group, c, err);
+        rc = check_rows(schema, group, c, err);
         if (rc != SL_OK)
             break;
         rc = batch_tensor(&batch, pool, first, shape, n, &lent[c], lent_bytes[c], loan);

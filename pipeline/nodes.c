@@ -278,6 +278,7 @@ typedef struct batch_node {
     int64_t index, epoch; /* batch number within the epoch, and the epoch */
     sl__collate_work work;
     sl__schema schema;
+    sl__pad_col pad[SL_MAX_COLUMNS]; /* of a padded batch */
 } batch_node;
 
 static int batch_emit(batch_node *b, sl__chain *chain, size_t next)
@@ -519,6 +520,9 @@ int sl__seq_node_new(sl__seq_node **out, const sl__node *d, uint64_t seed, size_
         b->schema = *in_schema;
         b->work.schema = &b->schema;
         b->work.lender = lender;
+        memcpy(b->pad, d->pad, sizeof b->pad);
+        b->work.pad = d->padded ? b->pad : NULL;
+        b->work.map = d->batch_map; /* the iterator's nodes hold it */
         *out = &b->base;
         return SL_OK;
     }

@@ -156,11 +156,19 @@ int sl__map_apply_row(const sl__map_work *w, sl__row *row, sl_pool *pool, sl__er
 typedef struct sl__collate_work {
     const sl__schema *schema;         /* columns of the rows being batched */
     struct sl__batch_lender *lender;  /* memory to stack into, or NULL: the pool's */
+    const sl__pad_col *pad;           /* (schema->ncols,) of a padded batch, or NULL */
+    const struct sl__batch_map *map;  /* run on the rows first (its out_schema is then
+                                       * the rows'), or NULL */
 } sl__collate_work;
 
 /* Stacks the rows of group into one row of (n, ...) tensors, in memory
  * the lender lends where it lends some of the right size. */
 int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out, sl_pool *pool,
                 sl__error *err);
+/* Column c of group's rows padded as pad says into one (n, ...) tensor
+ * (pad.c); SL_ESHAPE naming the batch, row, column and sizes when a row
+ * does not fit or the rows differ in dtype or dimensions. */
+int sl__collate_padded(const sl__chunk *group, size_t c, const sl__pad_col *pad,
+                       const char *name, sl_tensor **out, sl_pool *pool, sl__error *err);
 
 #endif

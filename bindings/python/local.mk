@@ -16,6 +16,7 @@ SL_PY_PACKAGE = \
 	bindings/python/sluice/dataset/__init__.py \
 	bindings/python/sluice/dataset/__init__.pyi \
 	bindings/python/sluice/dataset/_python_sources.py \
+	bindings/python/sluice/dataset/_split_batch.py \
 	$(SL_PY_VISION) \
 	$(SL_PY_TRANSFORMS) \
 	bindings/python/sluice/context.py \
@@ -101,6 +102,7 @@ SL_PY_SOURCES = \
 	bindings/python/src/dataset.c \
 	bindings/python/src/dataset_ops.c \
 	bindings/python/src/sources.c \
+	bindings/python/src/dataset_split.c \
 	bindings/python/src/iterator.c \
 	bindings/python/src/model.c \
 	bindings/python/src/run.c \

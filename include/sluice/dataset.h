@@ -54,6 +54,21 @@ SL_API const char *sl_dataset_last_error(const sl_dataset *ds);
 SL_API int sl_dataset_map(sl_dataset *ds, sl_op *const *ops, size_t nops,
                           const char *input_column, const char *output_column,
                           int num_parallel_workers);
+/* Splits ds into nparts datasets of sizes[0], sizes[1], ... rows, written
+ * to parts[0 .. nparts) (each freed with sl_dataset_free), as MindSpore's
+ * Dataset.split: the parts are disjoint and together hold every sample.
+ * randomize 1: each part gets its samples from one random permutation of
+ * the source's, fixed by ds's seed; 0: consecutive samples in file order.
+ * ds must be a source followed by maps alone (each part keeps them: they
+ * take each row alone), not sharded and without num_samples, and the
+ * sizes (each >= 1) must add up to its rows; else
+ * SL_EINVAL (or SL_ESTATE without a source) and every parts[i] is NULL.
+ * Each part then reads its samples as the source does, through its own
+ * sampler: the source's (shuffle, seed) when sampler is NULL, else this one
+ * (shuffle, seed, num_samples, shards within the part). The parts share
+ * the source and what it has loaded; ds is unchanged. */
+SL_API int sl_dataset_split(sl_dataset *ds, const int64_t *sizes, size_t nparts, int randomize,
+                            const sl_sampler_options *sampler, sl_dataset **parts);
 /* Buffered shuffle: keeps buffer_size rows and emits a random one as each
  * new row arrives; a new order every epoch, fixed by the dataset's seed. */
 SL_API int sl_dataset_shuffle(sl_dataset *ds, int64_t buffer_size);
@@ -62,6 +77,68 @@ SL_API int sl_dataset_shuffle(sl_dataset *ds, int64_t buffer_size);
  * batch must agree in shape and dtype. */
 SL_API int sl_dataset_batch(sl_dataset *ds, int64_t batch_size, int drop_remainder,
                             int num_parallel_workers);
+/* How sl_dataset_batch_padded pads one column (MindSpore's pad_info entry
+ * {column: (shape, value)}). */
+typedef struct sl_batch_pad {
+    const char *column;
+    int ndim;                   /* of shape; -1 (shape None): every dimension to the
+                                 * batch's largest */
+    int64_t shape[SL_MAX_DIMS]; /* the row shape to pad to; -1 (None): the batch's largest */
+    double value;               /* what the padding holds, converted to the column's dtype */
+} sl_batch_pad;
+/* sl_dataset_batch whose rows may differ in shape: each row is copied into
+ * the first elements of its slot and the rest is value. Columns pads does
+ * not name are padded to the batch's largest with 0 (npads 0: all of them).
+ * A row larger than a given shape fails its batch with SL_ESHAPE naming the
+ * batch, row, column and sizes; so do rows of one column that differ in
+ * dtype or number of dimensions. A pad naming no column, twice the same, or
+ * a shape of the wrong number of dimensions is SL_EINVAL now. */
+SL_API int sl_dataset_batch_padded(sl_dataset *ds, int64_t batch_size, int drop_remainder,
+                                   int num_parallel_workers, const sl_batch_pad *pads,
+                                   size_t npads);
+/* Which batch a per-batch function works on (MindSpore's BatchInfo). */
+typedef struct sl_batch_info {
+    int64_t batch_num; /* the batch's number within its epoch, from 0 */
+    int64_t epoch_num; /* its epoch, from 0 */
+} sl_batch_info;
+/* A per-batch function (MindSpore's per_batch_map): gets the batch's nrows
+ * rows of its nin input columns, in[c * nrows + r] for input column c and
+ * row r (left untouched; it may keep references with sl_tensor_retain),
+ * and puts a new reference into out[k * nrows + r] for each of its nout
+ * output columns and each row (sl_tensor_new, or sl_tensor_retain of an
+ * input to pass it on): these rows are then stacked. Returns SL_OK, or a
+ * negative status with a message in err (the tensors it put into out are
+ * released). The batch workers call it, several at once: it must be
+ * thread-safe. */
+typedef int (*sl_batch_map_fn)(void *user, const sl_batch_info *info, sl_tensor *const *in,
+                               size_t nin, size_t nrows, sl_tensor **out, size_t nout,
+                               char *err, size_t err_len);
+/* Versioned (see sluice.h): call sl_batch_map_options_init first. */
+typedef struct sl_batch_map_options {
+    size_t size;                        /* sizeof the struct as compiled; set by the _init */
+    sl_batch_map_fn fn;                 /* required */
+    void (*destroy)(void *user);        /* called once, when no node holds fn (may be NULL) */
+    void *user;                         /* passed to fn and destroy */
+    const char *const *input_columns;   /* required: the columns fn reads (names copied) */
+    size_t num_input_columns;
+    const char *const *output_columns;  /* the columns fn makes; NULL: the input columns */
+    size_t num_output_columns;
+} sl_batch_map_options;
+SL_API void sl_batch_map_options_init_sized(sl_batch_map_options *o, size_t size);
+static inline void sl_batch_map_options_init(sl_batch_map_options *o)
+{
+    sl_batch_map_options_init_sized(o, sizeof *o);
+}
+/* sl_dataset_batch that first runs o->fn on each batch's rows: its output
+ * columns take the place of the first input column, the other input
+ * columns go, the rest keep their order. Their dtype and rank are taken to
+ * be the inputs' (the first input's for outputs beyond the inputs) until a
+ * row is seen, their sizes unknown. A failure of fn fails the batch with a
+ * message naming it, its epoch and fn's own. SL_EINVAL for a column that
+ * does not exist, one named twice, or more than SL_MAX_COLUMNS columns; on
+ * any failure destroy is not called (user stays the caller's). */
+SL_API int sl_dataset_batch_map(sl_dataset *ds, int64_t batch_size, int drop_remainder,
+                                int num_parallel_workers, const sl_batch_map_options *o);
 /* Repeats what came before count times as one epoch; -1: without end. */
 SL_API int sl_dataset_repeat(sl_dataset *ds, int64_t count);
 /* The first n rows of each epoch (n = -1: all). After repeat(-1), whose

@@ -100,6 +100,21 @@ static PyObject *dataset_copy(PyObject *o, PyObject *unused)
     return dataset_alloc(Py_TYPE(o), copy);
 }
 
+PyObject *slpy_dataset_wrap(sl_dataset *ds)
+{
+    return dataset_alloc(&slpy_dataset_type, ds);
+}
+
+PyThreadState *slpy_dataset_begin_call(slpy_dataset *ds)
+{
+    return begin_call(ds);
+}
+
+void slpy_dataset_end_call(slpy_dataset *ds, PyThreadState *ts)
+{
+    end_call(ds, ts);
+}
+
 sl_dataset *slpy_dataset_copy_c(slpy_dataset *ds)
 {
     sl_dataset *copy;
@@ -222,16 +237,6 @@ int slpy_string_array(PyObject *seq, const char *what, const char ***out, size_t
                       PyObject **items)
 {
     return string_array(seq, what, out, n, items);
-}
-
-PyThreadState *slpy_dataset_begin_call(slpy_dataset *self)
-{
-    return begin_call(self);
-}
-
-void slpy_dataset_end_call(slpy_dataset *self, PyThreadState *ts)
-{
-    end_call(self, ts);
 }
 
 static PyObject *dataset_image_folder(PyObject *o, PyObject *args)

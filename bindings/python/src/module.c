@@ -157,6 +157,7 @@ PyMODINIT_FUNC PyInit__sluice(void)
         PyModule_AddFunctions(m, slpy_model_functions) < 0 ||
         PyModule_AddFunctions(m, slpy_distributed_functions) < 0 ||
         PyModule_AddFunctions(m, slpy_source_functions) < 0 ||
+        PyModule_AddFunctions(m, slpy_dataset_split_functions) < 0 ||
         add_type(m, &slpy_tensor_type, "Tensor") < 0 || add_type(m, &slpy_op_type, "Op") < 0 ||
         add_type(m, &slpy_dataset_type, "Dataset") < 0 ||
         add_type(m, &slpy_iterator_type, "Iterator") < 0 ||

@@ -155,6 +155,10 @@ PyObject *slpy_dataset_project(PyObject *o, PyObject *columns);
 PyObject *slpy_dataset_rename(PyObject *o, PyObject *args);
 PyObject *slpy_dataset_concat(PyObject *o, PyObject *datasets);
 PyObject *slpy_dataset_zip(PyObject *o, PyObject *datasets);
+/* A new Dataset object owning ds (freed on failure: NULL, exception set). */
+PyObject *slpy_dataset_wrap(sl_dataset *ds);
+/* dataset_split.c: dataset_split, dataset_batch_padded, dataset_batch_map. */
+extern PyMethodDef slpy_dataset_split_functions[];
 
 /* --- model.c / run.c / sink.c: training ----------------------------------- */
 

@@ -33,9 +33,11 @@ import os
 import weakref
 
 from sluice import _sluice
+from sluice.dataset import _split_batch
+from sluice.dataset._split_batch import BatchInfo
 
 __all__ = ["Dataset", "MnistDataset", "ImageFolderDataset", "Cifar10Dataset",
-           "Cifar100Dataset", "NumpySlicesDataset", "GeneratorDataset", "Iterator",
+           "Cifar100Dataset", "NumpySlicesDataset", "GeneratorDataset", "BatchInfo", "Iterator",
            "TorchLoader", "config", "zip"]
 
 #: The iterator type of :meth:`Dataset.create_tuple_iterator` and friends.
@@ -263,16 +265,100 @@ class Dataset:
         """Stacks ``batch_size`` rows (1 to 2^24) into contiguous
         ``(batch_size, ...)`` tensors; the last short batch of an epoch is
         dropped when ``drop_remainder`` is true. Rows of a batch must agree
-        in shape and type. ``num_parallel_workers`` as in :meth:`map`.
-        MindSpore's other arguments (``per_batch_map``, ``pad_info``, ...)
-        raise TypeError naming what batch takes."""
+        in shape and type, unless ``pad_info`` pads them.
+        ``num_parallel_workers`` as in :meth:`map`.
+
+        MindSpore's keyword arguments:
+
+        - ``pad_info`` (dict): pad the rows of a batch to one shape, as
+          :meth:`padded_batch` (MindSpore 1.x took it here).
+        - ``python_multiprocessing``: False only (sluice's workers are
+          threads); ``max_rowsize``: accepted and ignored (it sizes
+          MindSpore's shared memory between processes, which sluice does
+          not use).
+        - ``per_batch_map`` (callable), ``input_columns``,
+          ``output_columns``: the callable gets one list of numpy arrays
+          (the batch's rows) per input column (default: every column) and
+          a :class:`BatchInfo`, and returns one list of arrays, or one
+          array of ``(rows, ...)``, per output column (a tuple when there
+          are several); the rows it returns are then stacked. Its outputs
+          (named ``output_columns``, default the input columns' names)
+          take the first input column's place; the other input columns
+          go. It runs in the batch workers, holding the GIL for the call
+          as a Python map operation does; an exception fails the batch
+          with RuntimeError naming it and carrying the message. Not with
+          ``pad_info`` (pad in the function).
+
+        Any other keyword raises TypeError naming what batch takes."""
+        pad_info = kwargs.pop("pad_info", None)
+        if kwargs.pop("python_multiprocessing", False):
+            raise ValueError("batch: sluice runs batches in its worker threads, not in "
+                             "processes; python_multiprocessing must be False")
+        kwargs.pop("max_rowsize", None)
+        per_batch_map = kwargs.pop("per_batch_map", None)
+        input_columns = kwargs.pop("input_columns", None)
+        output_columns = kwargs.pop("output_columns", None)
         if kwargs:
             raise TypeError(f"batch: sluice has no {', '.join(map(repr, kwargs))} argument; "
-                            "batch takes batch_size, drop_remainder and num_parallel_workers "
-                            "(rows of a batch must agree in shape: pad or resize them in a "
-                            "map first)")
+                            "batch takes batch_size, drop_remainder, num_parallel_workers, "
+                            "per_batch_map, input_columns, output_columns, pad_info, "
+                            "python_multiprocessing (False) and max_rowsize (ignored)")
+        if per_batch_map is not None:
+            if pad_info is not None:
+                raise ValueError("batch: per_batch_map and pad_info together are not "
+                                 "supported; pad in the per_batch_map (MindSpore 2's batch "
+                                 "has no pad_info)")
+            return _split_batch.batch_map(self, batch_size, drop_remainder,
+                                          num_parallel_workers, per_batch_map, input_columns,
+                                          output_columns)
+        if input_columns is not None or output_columns is not None:
+            raise ValueError("batch: input_columns and output_columns go with per_batch_map")
+        if pad_info is not None:
+            return self.padded_batch(batch_size, drop_remainder, num_parallel_workers, pad_info)
         return self._with("batch", _int(batch_size, "batch: batch_size"), bool(drop_remainder),
                           _workers(num_parallel_workers, "batch"))
+
+    def padded_batch(self, batch_size, drop_remainder=False, num_parallel_workers=None,
+                     pad_info=None):
+        """:meth:`batch` whose rows may differ in shape, as MindSpore's
+        ``padded_batch``: each row fills the start of its slot in the batch
+        tensor and the rest holds a pad value.
+
+        ``pad_info`` is ``{column: (shape, pad_value)}``: ``shape`` a list
+        of the row's sizes to pad to (an entry None: the batch's largest)
+        or None (every dimension to the batch's largest); ``pad_value`` a
+        number (None: 0). Columns it does not name are padded to the batch's
+        largest with 0; ``pad_info={}`` pads them all so, None pads nothing
+        (a plain :meth:`batch`). A row
+        larger than its shape raises RuntimeError while iterating, naming
+        the batch, row, column and sizes."""
+        return _split_batch.padded_batch(self, batch_size, drop_remainder, num_parallel_workers,
+                                          pad_info)
+
+    def split(self, sizes, randomize=True):
+        """Splits the dataset into disjoint datasets that together hold every
+        row, as MindSpore's ``split``; returns them as a tuple.
+
+        Args:
+            sizes ([int] or [float]): rows of each part, adding up to the
+                dataset's size; or fractions in (0, 1] adding up to 1, each
+                part getting ``round(f * size)`` rows: a part of 0 rows is
+                an error, a sum short of the size gives the rest to the
+                first part, one over it takes the excess from the first
+                part that keeps at least one row.
+            randomize (bool): rows drawn for the parts by one random
+                permutation fixed by the seed (``config.set_seed``, default
+                True); False: consecutive rows.
+
+        A part is a dataset like any other (map, batch, iterate it, ...).
+        Splitting a source (MnistDataset, ...), maybe followed by maps, is
+        what MindSpore calls the mappable split: each part reads its rows
+        as the source does, shuffled anew each epoch when the source
+        shuffles, and maps them. After other operations (shuffle, batch,
+        ...) only ``randomize=False`` works: the parts are ``skip``/``take``
+        of the pipeline. A sharded dataset, or one with ``num_samples``, is
+        refused (shard the parts)."""
+        return _split_batch.split(self, sizes, randomize)
 
     def repeat(self, count=None):
         """Repeats what came before ``count`` times as one epoch; None or -1:
