@@ -291,6 +291,103 @@ static PyObject *tensor_item(PyObject *o, PyObject *unused)
     return NULL;
 }
 
+/* A new Tensor holding a copy of numpy's result res (an array or a numpy
+ * scalar: a 0-d tensor), as MindSpore's indexing and argmax make new
+ * tensors; dtype, when not NULL, converts it first ("int32"). Steals res. */
+static PyObject *tensor_from_result(PyObject *res, const char *dtype)
+{
+    PyObject *np, *arr = NULL, *out = NULL;
+    if (!res)
+        return NULL;
+    np = PyImport_ImportModule("numpy");
+    if (np) {
+        arr = dtype ? PyObject_CallMethod(np, "array", "Os", res, dtype)
+                    : PyObject_CallMethod(np, "array", "O", res);
+        Py_DECREF(np);
+    }
+    if (arr)
+        out = PyObject_CallFunctionObjArgs((PyObject *)&slpy_tensor_type, arr, NULL);
+    Py_XDECREF(arr);
+    Py_DECREF(res);
+    return out;
+}
+
+/* t[key]: numpy's indexing (ints, slices, ..., arrays of indices) of the
+ * values, as a new Tensor. */
+static PyObject *tensor_getitem(PyObject *o, PyObject *key)
+{
+    PyObject *arr = tensor_asnumpy(o, NULL), *res;
+    if (!arr)
+        return NULL;
+    res = PyObject_GetItem(arr, key);
+    Py_DECREF(arr);
+    return tensor_from_result(res, NULL);
+}
+
+static PyObject *tensor_argmax(PyObject *o, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"axis", "keepdims", NULL};
+    PyObject *axis = Py_None, *arr, *res, *fn, *call_args, *call_kwargs;
+    int keepdims = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op:argmax", kwlist, &axis, &keepdims))
+        return NULL;
+    if (sl_tensor_numel(((slpy_tensor *)o)->t) == 0) {
+        PyErr_SetString(PyExc_ValueError, "argmax(): the tensor is empty");
+        return NULL;
+    }
+    if (!(arr = tensor_asnumpy(o, NULL)))
+        return NULL;
+    res = NULL;
+    fn = PyObject_GetAttrString(arr, "argmax");
+    call_args = Py_BuildValue("(O)", axis);
+    call_kwargs = Py_BuildValue("{s:O}", "keepdims", keepdims ? Py_True : Py_False);
+    if (fn && call_args && call_kwargs)
+        res = PyObject_Call(fn, call_args, call_kwargs);
+    Py_XDECREF(fn);
+    Py_XDECREF(call_args);
+    Py_XDECREF(call_kwargs);
+    Py_DECREF(arr);
+    return tensor_from_result(res, "int32");
+}
+
+/* int(t), float(t), and t as an index (integer tensors): its one value. */
+static PyObject *tensor_int(PyObject *o)
+{
+    PyObject *v = tensor_item(o, NULL), *r;
+    if (!v)
+        return NULL;
+    r = PyNumber_Long(v);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyObject *tensor_float(PyObject *o)
+{
+    PyObject *v = tensor_item(o, NULL), *r;
+    if (!v)
+        return NULL;
+    r = PyNumber_Float(v);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyObject *tensor_index(PyObject *o)
+{
+    sl_dtype dt = sl_tensor_dtype(((slpy_tensor *)o)->t);
+    if (dt == SL_FLOAT32 || dt == SL_FLOAT64) {
+        PyErr_SetString(PyExc_TypeError, "a float tensor cannot be an index: int(t) rounds "
+                                         "towards zero");
+        return NULL;
+    }
+    return tensor_item(o, NULL);
+}
+
+static PyNumberMethods tensor_as_number = {
+    .nb_int = tensor_int,
+    .nb_float = tensor_float,
+    .nb_index = tensor_index,
+};
+
 static PyMethodDef tensor_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))slpy_tensor_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> capsule\n\n"
@@ -309,7 +406,10 @@ static PyMethodDef tensor_methods[] = {
     {"asnumpy", tensor_asnumpy, METH_NOARGS,
      "asnumpy() -> numpy.ndarray: a numpy array sharing the memory (numpy.asarray(t))."},
     {"item", tensor_item, METH_NOARGS,
-     "item() -> int or float: the value of a tensor of one element."},
+     "item() -> int or float: the value of a tensor of one element (also int(t), float(t))."},
+    {"argmax", (PyCFunction)(void (*)(void))tensor_argmax, METH_VARARGS | METH_KEYWORDS,
+     "argmax(axis=None, keepdims=False) -> Tensor: the indices of the largest values\n"
+     "along axis (of the flattened tensor when None), int32 as MindSpore's; a new tensor."},
     {"_refcount", tensor_refcount, METH_NOARGS,
      "_refcount() -> int: references to the C tensor (this object's, capsules', ...)."},
     {NULL, NULL, 0, NULL},
@@ -327,6 +427,11 @@ static Py_ssize_t tensor_len(PyObject *o)
 
 static PySequenceMethods tensor_as_sequence = {
     .sq_length = tensor_len,
+};
+
+static PyMappingMethods tensor_as_mapping = {
+    .mp_length = tensor_len,
+    .mp_subscript = tensor_getitem,
 };
 
 /* t == u: refused rather than Python's identity, which would answer False
@@ -401,6 +506,8 @@ PyTypeObject slpy_tensor_type = {
     .tp_repr = tensor_repr,
     .tp_str = tensor_str,
     .tp_as_sequence = &tensor_as_sequence,
+    .tp_as_mapping = &tensor_as_mapping,
+    .tp_as_number = &tensor_as_number,
     .tp_as_buffer = &tensor_as_buffer,
     .tp_richcompare = tensor_richcompare,
     .tp_hash = tensor_hash,
@@ -412,7 +519,9 @@ PyTypeObject slpy_tensor_type = {
               "numpy.from_dlpack(t) (DLPack). It stays valid while any of them, or t,\n"
               "is alive, then goes back to the pipeline's buffer pool.\n\n"
               "Tensor(array) copies any C-contiguous buffer (a numpy array) of uint8,\n"
-              "int32, uint32, int64, float32 or float64 into a new tensor.",
+              "int32, uint32, int64, float32 or float64 into a new tensor.\n\n"
+              "t[key] (numpy's indexing) and t.argmax(axis) give new tensors (copies),\n"
+              "as MindSpore's do; int(t) and float(t) the value of a one-element tensor.",
     .tp_weaklistoffset = offsetof(slpy_tensor, weakrefs),
     .tp_methods = tensor_methods,
     .tp_getset = tensor_getset,

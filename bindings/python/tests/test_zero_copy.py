@@ -187,3 +187,29 @@ def test_tensor_from_array_and_item():
         t.item()
     with pytest.raises(TypeError):
         len(sluice.Tensor(np.float32(1)))
+
+
+def test_tensor_indexing_argmax_and_numbers():
+    """What MindSpore users write on outputs: t[i], slices, t.argmax(axis),
+    int(t), float(t); each gives a new tensor (a copy), as MindSpore's."""
+    a = np.array([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2]], dtype=np.float32)
+    t = sluice.Tensor(a)
+    row = t[1]
+    assert isinstance(row, sluice.Tensor) and row.shape == (3,)
+    assert np.array_equal(row.asnumpy(), a[1])
+    assert row.data_ptr() != t.data_ptr() + a.itemsize * 3     # a copy, not a view
+    assert t[:, 1:].shape == (2, 2) and np.array_equal(t[:, 1:].asnumpy(), a[:, 1:])
+    assert t[0, 1].shape == () and float(t[0, 1]) == pytest.approx(0.7)
+    pred = t.argmax(axis=1)
+    assert pred.dtype == "int32" and pred.asnumpy().tolist() == [1, 0]
+    assert t.argmax().shape == () and int(t.argmax()) == 1
+    assert t.argmax(1, keepdims=True).shape == (2, 1)
+    labels = sluice.Tensor(np.array([1, 2], dtype=np.int32))
+    assert (pred.asnumpy() == labels.asnumpy()).sum() == 1
+    assert int(labels[1]) == 2 and [10, 20, 30][labels[1]] == 30    # __index__
+    with pytest.raises(TypeError, match="float tensor cannot be an index"):
+        [1, 2][t[0, 0]]
+    with pytest.raises(ValueError, match="2 elements, not 1"):
+        int(labels)
+    with pytest.raises(IndexError):
+        t[5]
