@@ -316,6 +316,7 @@ static int model_new(sl_model **out, const sl_model_options *o, sl_graph *g,
     if (net)
         m->net = *net;
     atomic_init(&m->stop, 0);
+    atomic_init(&m->params_changed, 0);
     atomic_init(&m->sink_steps_run, 0);
     if (pthread_mutex_init(&m->active_lock, NULL) != 0) {
         if (err && err_len)
@@ -417,7 +418,17 @@ int sl__model_run_hooks(sl_model *m, sl_callback *const *cbs, size_t n, size_t h
         if (rc > 0)
             atomic_store(&m->stop, 1);
     }
+    /* A callback wrote the model's parameters: every device's replica takes
+     * them before the next step (hooks run between steps, the replicas
+     * idle). */
+    if (atomic_exchange(&m->params_changed, 0) && m->replicas)
+        return sl__replicas_sync(m->replicas);
     return SL_OK;
+}
+
+void sl_model_parameters_changed(sl_model *m)
+{
+    atomic_store(&m->params_changed, 1);
 }
 
 /* For each input the step reads, the dataset column of the same name. */

@@ -36,6 +36,9 @@ struct sl_model {
      * stop one after so many steps. */
     atomic_llong sink_steps_run;
     atomic_int stop;
+    /* Set by sl_model_parameters_changed: after the callbacks' hook, the
+     * replicas take replica 0's values. */
+    atomic_int params_changed;
     /* The iterator train or eval is reading, so that sl_model_stop, from
      * any thread, can wake a wait for data; guarded by active_lock. */
     pthread_mutex_t active_lock;

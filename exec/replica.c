@@ -469,7 +469,9 @@ int sl__replicas_check(sl__replica_set *rs)
     int same = 1, rc;
     if (!atomic_load(&m->stop) && !sl__replicas_equal(rs)) {
         rc = sl__errf(&m->err, SL_ESTATE,
-                      "train: the devices' replicas differ after %lld global steps",
+                      "train: the devices' replicas differ after %lld global steps (a "
+                      "callback that writes the model's parameters while it trains on "
+                      "several devices must call sl_model_parameters_changed)",
                       (long long)rs->updates);
         if (rs->distributed)
             sl__replicas_leave_on_error(rs);

@@ -296,6 +296,76 @@ END_TEST
 
 /* Replicas equal after every step: non-sink (a step_end per step) and sink
  * with sink_size 1 (a step_end per step), on cpu and sim. */
+/* A step_end that halves every parameter of the model (replica 0) after
+ * global step 3, as a user's callback might, and says so when `tell`. */
+typedef struct param_writer {
+    int tell;
+    int wrote;
+} param_writer;
+
+static int halve_params_at_3(void *self, const sl_train_info *info)
+{
+    param_writer *w = self;
+    sl_graph *g = sl_model_graph(info->model);
+    if (info->global_step < 3 || w->wrote)
+        return 0;
+    for (size_t i = 0; i < sl_graph_num_params(g); i++) {
+        size_t n;
+        float *v = sl_graph_param_data(g, sl_graph_param_at(g, i), &n);
+        for (size_t k = 0; k < n; k++)
+            v[k] *= 0.5f;
+    }
+    if (w->tell)
+        sl_model_parameters_changed(info->model);
+    w->wrote = 1;
+    return 0;
+}
+
+/* A callback that writes the parameters while 2 devices train: with
+ * sl_model_parameters_changed every replica takes the change (training
+ * ends with the replicas equal); without, training fails saying why,
+ * never silently with devices that differ. */
+static void callback_writes_params(int sink)
+{
+    char *dir = tu_mnist_dir(12 * 32, 0);
+    for (int tell = 0; tell < 2; tell++) {
+        sl_dataset *ds = tu_lenet_pipeline(dir, SL_MNIST_TRAIN, 1, 5, 1, 1, 0);
+        sl_model *m = lenet("CPU", 32, 3);
+        sl_train_options o = opts(sink, sink ? 1 : -1, "cpu:0,cpu:1");
+        param_writer w = {tell, 0};
+        sl_callback cb;
+        sl_callback *cbs[1] = {&cb};
+        int rc;
+        memset(&cb, 0, sizeof cb);
+        cb.self = &w;
+        cb.step_end = halve_params_at_3;
+        rc = sl_model_train_opts(m, sink ? 6 : 1, ds, cbs, 1, &o);
+        ck_assert_int_eq(w.wrote, 1);
+        if (tell) {
+            ck_assert_msg(rc == SL_OK, "%s", sl_model_last_error(m));
+        } else {
+            ck_assert_int_eq(rc, SL_ESTATE);
+            ck_assert_msg(strstr(sl_model_last_error(m), "sl_model_parameters_changed"), "%s",
+                          sl_model_last_error(m));
+        }
+        sl_model_free(m);
+        sl_dataset_free(ds);
+    }
+    tu_mnist_dir_drop(dir);
+}
+
+START_TEST(test_callback_writes_params_nonsink)
+{
+    callback_writes_params(0);
+}
+END_TEST
+
+START_TEST(test_callback_writes_params_sink)
+{
+    callback_writes_params(1);
+}
+END_TEST
+
 static void replicas_equal_every_step(const char *target, const char *devices, int sink)
 {
     /* 2 devices: 20 batches, 10 global steps an epoch; 3: 6 an epoch. A
@@ -955,6 +1025,8 @@ Suite *make_replicas_suite(void)
     tcase_add_test(tc, test_replicas_equal_every_step_nonsink);
     tcase_add_test(tc, test_replicas_equal_every_step_sink);
     tcase_add_test(tc, test_replicas_equal_every_step_sim);
+    tcase_add_test(tc, test_callback_writes_params_nonsink);
+    tcase_add_test(tc, test_callback_writes_params_sink);
     tcase_add_test(tc, test_runs_bit_identical);
     tcase_add_test(tc, test_one_device_list_is_todays_training);
     tcase_add_test(tc, test_uneven_epoch_drops_the_rest);

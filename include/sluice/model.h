@@ -154,6 +154,16 @@ SL_API void sl_model_stop(sl_model *m);
  * are; SL_ECANCELED if that training was asked to stop. */
 SL_API int sl_model_eval(sl_model *m, sl_dataset *dataset, sl_metrics *out);
 
+/* Says that a callback wrote the model's parameters or accumulators
+ * (through sl_graph_param_data of sl_model_graph, sl_model_load, ...)
+ * while it trains on several devices: when the callbacks' hook returns,
+ * every device's replica takes the model's values, so that they step on
+ * alike. Without it, only the model (replica 0) would hold the change
+ * and training ends with "the devices' replicas differ". On one device
+ * it costs nothing. Across MPI ranks every rank must make the same
+ * change: the ranks compare their parameters when training ends. */
+SL_API void sl_model_parameters_changed(sl_model *m);
+
 SL_API int sl_model_save(sl_model *m, const char *path);
 SL_API int sl_model_load(sl_model *m, const char *path);
 /* Steps trained so far (restored by load). */

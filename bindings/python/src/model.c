@@ -128,7 +128,9 @@ static int train_fn(slpy_call *call)
 {
     train_call *t = (train_call *)call;
     int rc;
-    t->owner->replicated = t->o.distributed || (t->o.devices && strchr(t->o.devices, ','));
+    t->owner->replicated = t->o.distributed                              ? 2
+                           : t->o.devices && strchr(t->o.devices, ',') ? 1
+                                                                       : 0;
     rc = sl_model_train_opts(call->m, t->epochs, t->ds, call->list, call->ncbs, &t->o);
     t->owner->replicated = 0;
     if (rc < 0)
@@ -446,18 +448,21 @@ static PyObject *set_param(PyObject *o, PyObject *args, int any)
                          name, sl_shape_str(want, sizeof want, spec.ndim, spec.shape),
                          sl_dtype_name(sl_tensor_dtype(t)),
                          sl_shape_str(got, sizeof got, sl_tensor_ndim(t), sl_tensor_shape(t)));
-        } else if (locked == 0 && self->replicated &&
+        } else if (locked == 0 && self->replicated == 2 &&
                    memcmp(data, sl_tensor_data(t), numel * sizeof(float)) != 0) {
-            /* from a callback of a train on several devices (or ranks: each
-             * is a device of the job): the other replicas would keep the old
-             * values and train on apart */
+            /* from a callback of a train across ranks: the other ranks
+             * would keep the old values and train on apart */
             PyErr_Format(PyExc_RuntimeError,
-                         "parameter '%s': the model is training on several devices; a "
-                         "callback changing its parameters would change one replica only "
-                         "(set them before train, or train on one device)",
+                         "parameter '%s': the model is training across MPI ranks; a "
+                         "callback changing its parameters would change this rank's only "
+                         "(set them before train)",
                          name);
         } else {
             memcpy(data, sl_tensor_data(t), numel * sizeof(float));
+            /* from a callback of a train on several devices: every
+             * device's replica takes it once the callbacks return */
+            if (locked == 0 && self->replicated == 1)
+                sl_model_parameters_changed(self->m);
             res = Py_NewRef(Py_None);
         }
     }

@@ -172,9 +172,10 @@ typedef struct slpy_model {
      * Python callbacks may read and write parameters, which the lock it
      * holds would otherwise keep them from. */
     atomic_ulong job_thread;
-    /* 1 while a train on several devices or ranks runs (written and read
-     * on its thread): a callback's parameter write would reach this
-     * process's replica 0 only. */
+    /* While a train runs (written and read on its thread): 1 on several
+     * devices of this process, whose replicas take a callback's parameter
+     * write (sl_model_parameters_changed); 2 across MPI ranks, where the
+     * other ranks would not see it. 0 otherwise. */
     int replicated;
     PyObject *tune_log;       /* the last train's autotune lines (a list), or NULL */
 } slpy_model;
