@@ -17,6 +17,7 @@
 #   train     BUILDDIR/sluice bench train --json
 #   devices   BUILDDIR/sluice bench devices --repeats 3 --json
 #   devices_net  BUILDDIR/sluice bench devices --repeats 3 --sim-network 1,50 --json
+#   subnormal BUILDDIR/sluice bench subnormal --json
 # and with --with-torch (Debian's python3-torch and python3-numpy) the
 # PyTorch comparisons, each of which also runs sluice in the same rounds:
 #   torch_train     bench/torch_train.py --repeats 3 --json
@@ -77,7 +78,7 @@ if [ -n "${SLUICE_CPU:-}" ]; then
     env_prefix="SLUICE_CPU=$SLUICE_CPU "
 fi
 
-all=(sink pipeline train devices devices_net)
+all=(sink pipeline train devices devices_net subnormal)
 torch_all=(torch_train torch_sink python_dataset torch_pipeline torch_dist)
 if [ "$with_torch" -eq 1 ]; then
     all+=("${torch_all[@]}")
@@ -97,6 +98,7 @@ command_of() {
     torch_pipeline) echo "$py bench/torch_pipeline.py --sluice $sluice --json" ;;
     devices) echo "$sluice bench devices --repeats 3 --json" ;;
     devices_net) echo "$sluice bench devices --repeats 3 --sim-network 1,50 --json" ;;
+    subnormal) echo "$sluice bench subnormal --json" ;;
     torch_dist) echo "$sluice bench dist --repeats 3 --torch bench/torch_ddp.py --json" ;;
     *) return 1 ;;
     esac

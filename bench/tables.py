@@ -402,6 +402,41 @@ def render_train(fig):
     return out
 
 
+SUBNORMAL_RUNS = [("fresh_flush", "fresh, flush (default)"), ("trained_flush", "trained, flush (default)"),
+                  ("fresh_keep", "fresh, keep"), ("trained_keep", "trained, keep")]
+
+
+def render_subnormal(fig):
+    def runs(key):
+        vals = fig.need("result", key + "_runs", kind="list")
+        return " / ".join(num(fig.need("result", key + "_runs", j, kind="number"), 4)
+                          for j in range(len(vals)))
+    rows = [[label, num(fig.need("result", key + "_ms_per_step", kind="number"), 4), runs(key)]
+            for key, label in SUBNORMAL_RUNS]
+    flush = fig.need("result", "slowdown_flush", kind="number")
+    keep = fig.need("result", "slowdown_keep", kind="number")
+    goal = fig.need("result", "goal", kind="number")
+    out = provenance(fig)
+    out.append(f"LeNet5, batch {fig.need('result', 'batch', kind='number')}, "
+               f"{fig.need('result', 'threads', kind='number')} compute thread(s); "
+               f"{fig.need('result', 'batches', kind='number')} batches of the MNIST train split "
+               f"cycled; trained {fig.need('result', 'train_steps', kind='number'):,} steps "
+               f"without flushing (loss {fig.need('result', 'loss_before', kind='number'):.3g} "
+               f"to {fig.need('result', 'loss_after', kind='number'):.2g}), leaving "
+               f"{fig.need('result', 'subnormal_params', kind='number'):,} parameters and "
+               f"{fig.need('result', 'subnormal_accumulators', kind='number'):,} momentum values "
+               f"subnormal of {fig.need('result', 'values', kind='number'):,}; "
+               f"{fig.need('result', 'steps', kind='number')} steps per run, ms per step, medians "
+               f"of {fig.need('result', 'repeats', kind='number')} rotating rounds.")
+    out.append("")
+    out += table(["start, setting", "ms / step", "runs"], rows)
+    out.append("")
+    out.append(f"Trained over fresh: {flush:.3f}x with flushing (the default; goal at most "
+               f"{goal:.2f}x: {'met' if flush <= goal else 'NOT met'}), {keep:.3f}x keeping "
+               f"subnormals.")
+    return out
+
+
 def render_train_ops(fig):
     ops = fig.need("result", "per_op_ms_per_step", kind="dict")
     gflops = fig.need("result", "per_op_gflops", kind="dict")
@@ -648,6 +683,7 @@ TABLES = {
     "pipeline-stages": ("pipeline.json", render_pipeline_stages, True),
     "train": ("train.json", render_train, True),
     "train-ops": ("train.json", render_train_ops, True),
+    "subnormal": ("subnormal.json", render_subnormal, False),
     "torch-train": ("torch_train.json", render_torch_train, False),
     "torch-sink": ("torch_sink.json", render_torch_sink, False),
     "python-dataset": ("python_dataset.json", render_python_dataset, False),
