@@ -24,6 +24,7 @@
 #   torch_sink      bench/torch_sink.py --json       (about 10 minutes)
 #   python_dataset  bench/python_dataset.py --rounds 3 --json
 #   torch_pipeline  bench/torch_pipeline.py --json
+#   python_sources  bench/python_sources.py --rounds 5 --json
 #   torch_dist      BUILDDIR/sluice bench dist --repeats 3 --torch bench/torch_ddp.py --json
 # A file is replaced only when its bench succeeded. Run it on a quiet
 # machine: the figures are only as good as the machine was idle (loadavg
@@ -79,7 +80,7 @@ if [ -n "${SLUICE_CPU:-}" ]; then
 fi
 
 all=(sink pipeline train devices devices_net subnormal)
-torch_all=(torch_train torch_sink python_dataset torch_pipeline torch_dist)
+torch_all=(torch_train torch_sink python_dataset torch_pipeline torch_dist python_sources)
 if [ "$with_torch" -eq 1 ]; then
     all+=("${torch_all[@]}")
 fi
@@ -96,6 +97,7 @@ command_of() {
     torch_sink) echo "$py bench/torch_sink.py --sluice $sluice --json" ;;
     python_dataset) echo "$py bench/python_dataset.py --sluice $sluice --stage $b/bindings/python/stage --rounds 3 --json" ;;
     torch_pipeline) echo "$py bench/torch_pipeline.py --sluice $sluice --json" ;;
+    python_sources) echo "$py bench/python_sources.py --stage $b/bindings/python/stage --rounds 5 --json" ;;
     devices) echo "$sluice bench devices --repeats 3 --json" ;;
     devices_net) echo "$sluice bench devices --repeats 3 --sim-network 1,50 --json" ;;
     subnormal) echo "$sluice bench subnormal --json" ;;

@@ -550,6 +550,31 @@ def render_python_dataset(fig):
     return out + ratios_lines(fig)
 
 
+PYTHON_SOURCES = [("generator", "GeneratorDataset"), ("numpy-slices", "NumpySlicesDataset"),
+                  ("dataloader-0", "DataLoader, 0 workers"), ("dataloader-2", "DataLoader, 2 workers")]
+
+
+def render_python_sources(fig):
+    cfgs = fig.need("result", "configs", kind="dict")
+    base = cfgs.get("dataloader-0", {}).get("median_samples_per_s")
+    rows = []
+    for key, label in PYTHON_SOURCES:
+        if key not in cfgs:
+            continue
+        v = fig.need("result", "configs", key, "median_samples_per_s", kind="number")
+        runs = fig.need("result", "configs", key, "runs", kind="list")
+        rows.append([label, num(v), f"{v / base:.2f}x" if base else "-",
+                     " / ".join(num(x) for x in runs)])
+    out = provenance(fig)
+    out.append(f"One shuffled epoch of {fig.need('result', 'samples', kind='number'):,} samples "
+               f"(a 28x28 uint8 image and an int label) from one map-style Python dataset, batch "
+               f"{fig.need('result', 'batch', kind='number')}; samples/s, medians of "
+               f"{fig.need('result', 'rounds', kind='number')} rotating rounds, one process.")
+    out.append("")
+    out += table(["configuration", "samples/s", "against DataLoader, 0 workers", "runs"], rows)
+    return out
+
+
 def render_torch_pipeline(fig):
     res = fig.need("result", "results", kind="list")
     rows = []
@@ -688,6 +713,7 @@ TABLES = {
     "torch-sink": ("torch_sink.json", render_torch_sink, False),
     "python-dataset": ("python_dataset.json", render_python_dataset, False),
     "torch-pipeline": ("torch_pipeline.json", render_torch_pipeline, False),
+    "python-sources": ("python_sources.json", render_python_sources, False),
     "dist": ("torch_dist.json", render_dist, False),
     "ring-model": ("torch_dist.json", render_ring_model, False),
     "ring-check": ("devices_net.json", render_ring_check, False),
