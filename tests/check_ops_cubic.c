@@ -83,65 +83,59 @@ static const struct {
     {17, 13, 3, 5, 29, 0}, {31, 23, 3, 37, 19, 0},
 };
 
-/* uint8: the reference rounded is the kernel's value, or one level off
- * (the weights are rounded to 1/2048); equal where they are exact. */
-START_TEST(test_resize_cubic_u8_reference)
+/* Every case in dtype against the reference: uint8 rounded as the kernel
+ * rounds, equal or one level off (the weights are rounded to 1/2048), equal
+ * where they are exact; float32 to float precision. Returns how many uint8
+ * values are one level off. */
+static size_t check_reference(sl_dtype dt)
 {
-    size_t off = 0, total = 0;
+    size_t off = 0;
     for (size_t i = 0; i < sizeof cubic_cases / sizeof cubic_cases[0]; i++) {
         int h = cubic_cases[i].h, w = cubic_cases[i].w, c = cubic_cases[i].c;
         int oh = cubic_cases[i].oh, ow = cubic_cases[i].ow;
-        sl_tensor *in = new_tensor(SL_UINT8, 3, h, w, c), *out;
-        double *src, *want;
-        const uint8_t *got;
-        fill_u8(in, (uint32_t)i + 1);
+        sl_tensor *in = new_tensor(dt, 3, h, w, c), *out;
+        double *src, *want, *got;
+        if (dt == SL_UINT8)
+            fill_u8(in, (uint32_t)i + 1);
+        else
+            fill_f32(in, (uint32_t)i + 7);
         src = to_double(in);
         want = ref_cubic(src, h, w, c, oh, ow);
         out = cubic(in, oh, ow);
-        check_shape(out, SL_UINT8, 3, oh, ow, c);
-        got = sl_tensor_data(out);
+        check_shape(out, dt, 3, oh, ow, c);
+        got = to_double(out);
         for (size_t k = 0; k < (size_t)(oh * ow * c); k++) {
-            int d = abs((int)got[k] - round_u8(want[k]));
-            ck_assert_msg(d <= (cubic_cases[i].exact ? 0 : 1),
-                          "case %zu element %zu: got %d, reference %.4f", i, k, got[k],
-                          want[k]);
-            off += d != 0;
-            total++;
+            if (dt == SL_UINT8) {
+                int d = abs((int)got[k] - round_u8(want[k]));
+                ck_assert_msg(d <= (cubic_cases[i].exact ? 0 : 1),
+                              "case %zu element %zu: got %g, reference %.4f", i, k, got[k],
+                              want[k]);
+                off += d != 0;
+            } else {
+                ck_assert_msg(fabs(got[k] - want[k]) <= 1e-5 * fmax(1.0, fabs(want[k])),
+                              "case %zu element %zu: got %.7g, reference %.7g", i, k, got[k],
+                              want[k]);
+            }
         }
         free(src);
         free(want);
+        free(got);
         sl_tensor_release(out);
         sl_tensor_release(in);
     }
-    printf("bicubic uint8: %zu of %zu values one level from the double reference\n", off,
-           total);
+    return off;
+}
+
+START_TEST(test_resize_cubic_u8_reference)
+{
+    size_t off = check_reference(SL_UINT8);
+    printf("bicubic uint8: %zu values one level from the double reference\n", off);
 }
 END_TEST
 
-/* float32: the reference to float precision. */
 START_TEST(test_resize_cubic_f32_reference)
 {
-    for (size_t i = 0; i < sizeof cubic_cases / sizeof cubic_cases[0]; i++) {
-        int h = cubic_cases[i].h, w = cubic_cases[i].w, c = cubic_cases[i].c;
-        int oh = cubic_cases[i].oh, ow = cubic_cases[i].ow;
-        sl_tensor *in = new_tensor(SL_FLOAT32, 3, h, w, c), *out;
-        double *src, *want;
-        const float *got;
-        fill_f32(in, (uint32_t)i + 7);
-        src = to_double(in);
-        want = ref_cubic(src, h, w, c, oh, ow);
-        out = cubic(in, oh, ow);
-        check_shape(out, SL_FLOAT32, 3, oh, ow, c);
-        got = sl_tensor_data(out);
-        for (size_t k = 0; k < (size_t)(oh * ow * c); k++)
-            ck_assert_msg(fabs(got[k] - want[k]) <= 1e-5 * fmax(1.0, fabs(want[k])),
-                          "case %zu element %zu: got %.7g, reference %.7g", i, k, got[k],
-                          want[k]);
-        free(src);
-        free(want);
-        sl_tensor_release(out);
-        sl_tensor_release(in);
-    }
+    check_reference(SL_FLOAT32);
 }
 END_TEST
 
@@ -202,18 +196,12 @@ START_TEST(test_resize_cubic_elsewhere)
     ck_assert_int_eq(sl_op_resize_new(&resize, 5, 5, SL_INTER_CUBIC, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_op_decode_new(&decode, 1, NULL, 0), SL_OK);
     ck_assert_int_eq(sl_op_rescale_new(&rescale, 1.0 / 255, 0, NULL, 0), SL_OK);
-    ops[0] = decode;
-    ops[1] = resize;
-    ck_assert_int_eq(sl__op_fuse(ops, 2, &fused, &used), SL_OK);
-    ck_assert_ptr_null(fused);
-    ops[0] = resize;
-    ops[1] = rescale;
-    ck_assert_int_eq(sl__op_fuse(ops, 2, &fused, &used), SL_OK);
-    ck_assert_ptr_null(fused);
-    ops[0] = decode;
-    ops[1] = shorter;
-    ck_assert_int_eq(sl__op_fuse(ops, 2, &fused, &used), SL_OK);
-    ck_assert_ptr_null(fused);
+    for (int k = 0; k < 3; k++) {
+        ops[0] = k == 1 ? resize : decode;
+        ops[1] = k == 0 ? resize : k == 1 ? rescale : shorter;
+        ck_assert_int_eq(sl__op_fuse(ops, 2, &fused, &used), SL_OK);
+        ck_assert_ptr_null(fused);
+    }
 
     ck_assert_int_eq(sl_op_resize_new(&fused, 5, 5, (sl_interp)3, msg, sizeof msg), SL_EINVAL);
     ck_assert_msg(strstr(msg, "SL_INTER_CUBIC, got 3"), "%s", msg);

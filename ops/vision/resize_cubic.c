@@ -82,27 +82,27 @@ static void build_tab(cubic_tab *t, int64_t in, int64_t out, int64_t c)
     }
 }
 
-static void hpass_u8(int32_t *dst, const uint8_t *src, const cubic_tab *t, int64_t out_w,
-                     int64_t c)
+/* One source row resampled horizontally: int32 sums of uint8 x int16
+ * weights, or float sums, each summed tap 0 to 3 (OpenCV's order). */
+static void hpass(void *dst, const void *src, int is_u8, const cubic_tab *t, int64_t out_w,
+                  int64_t c)
 {
     for (int64_t x = 0; x < out_w; x++) {
         const size_t *o = t->ofs + x * 4;
-        const int16_t *w = t->wi + x * 4;
-        for (int64_t k = 0; k < c; k++)
-            dst[x * c + k] = src[o[0] + (size_t)k] * w[0] + src[o[1] + (size_t)k] * w[1] +
-                             src[o[2] + (size_t)k] * w[2] + src[o[3] + (size_t)k] * w[3];
-    }
-}
-
-static void hpass_f32(float *dst, const float *src, const cubic_tab *t, int64_t out_w,
-                      int64_t c)
-{
-    for (int64_t x = 0; x < out_w; x++) {
-        const size_t *o = t->ofs + x * 4;
-        const float *w = t->wf + x * 4;
-        for (int64_t k = 0; k < c; k++)
-            dst[x * c + k] = src[o[0] + (size_t)k] * w[0] + src[o[1] + (size_t)k] * w[1] +
-                             src[o[2] + (size_t)k] * w[2] + src[o[3] + (size_t)k] * w[3];
+        for (int64_t k = 0; k < c; k++) {
+            int32_t si = 0;
+            float sf = 0;
+            for (int j = 0; j < 4; j++) {
+                if (is_u8)
+                    si += ((const uint8_t *)src)[o[j] + (size_t)k] * t->wi[x * 4 + j];
+                else
+                    sf += ((const float *)src)[o[j] + (size_t)k] * t->wf[x * 4 + j];
+            }
+            if (is_u8)
+                ((int32_t *)dst)[x * c + k] = si;
+            else
+                ((float *)dst)[x * c + k] = sf;
+        }
     }
 }
 
@@ -143,29 +143,23 @@ int sl__resize_cubic(void *dst, const void *src, int is_u8, int64_t in_h, int64_
 
     for (int64_t y = 0; y < out_h; y++) {
         const size_t *sy = yt.ofs + y * 4;
-        for (int k = 0; k < 4; k++) {
+        size_t elem = is_u8 ? 1 : sizeof(float);
+        for (int k = 0; k < 4; k++)
+            hpass(rows[k], (const unsigned char *)src + sy[k] * src_row * elem, is_u8, &xt,
+                  out_w, c);
+        for (size_t i = 0; i < row_n; i++) {
+            int64_t si = 0;
+            float sf = 0;
+            for (int k = 0; k < 4; k++) {
+                if (is_u8)
+                    si += (int64_t)((const int32_t *)rows[k])[i] * yt.wi[y * 4 + k];
+                else
+                    sf += yt.wf[y * 4 + k] * ((const float *)rows[k])[i];
+            }
             if (is_u8)
-                hpass_u8((int32_t *)rows[k], (const uint8_t *)src + sy[k] * src_row, &xt,
-                         out_w, c);
+                ((uint8_t *)dst)[(size_t)y * row_n + i] = round_fixed(si);
             else
-                hpass_f32((float *)rows[k], (const float *)src + sy[k] * src_row, &xt, out_w,
-                          c);
-        }
-        if (is_u8) {
-            const int16_t *b = yt.wi + y * 4;
-            const int32_t *r0 = (const int32_t *)rows[0], *r1 = (const int32_t *)rows[1];
-            const int32_t *r2 = (const int32_t *)rows[2], *r3 = (const int32_t *)rows[3];
-            uint8_t *d = (uint8_t *)dst + (size_t)y * row_n;
-            for (size_t i = 0; i < row_n; i++)
-                d[i] = round_fixed((int64_t)r0[i] * b[0] + (int64_t)r1[i] * b[1] +
-                                   (int64_t)r2[i] * b[2] + (int64_t)r3[i] * b[3]);
-        } else {
-            const float *b = yt.wf + y * 4;
-            const float *r0 = (const float *)rows[0], *r1 = (const float *)rows[1];
-            const float *r2 = (const float *)rows[2], *r3 = (const float *)rows[3];
-            float *d = (float *)dst + (size_t)y * row_n;
-            for (size_t i = 0; i < row_n; i++)
-                d[i] = b[0] * r0[i] + b[1] * r1[i] + b[2] * r2[i] + b[3] * r3[i];
+                ((float *)dst)[(size_t)y * row_n + i] = sf;
         }
     }
     free(block);

@@ -173,30 +173,31 @@ static PyObject *op_random_crop(PyObject *self, PyObject *args)
     return made(rc, op, "RandomCrop", err);
 }
 
-static PyObject *op_random_horizontal_flip(PyObject *self, PyObject *args)
+/* RandomHorizontalFlip (vertical 0) or RandomVerticalFlip (1) of prob. */
+static PyObject *random_flip(PyObject *args, int vertical)
 {
     double p;
     sl_op *op;
     char err[256] = "";
     int rc;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "d:op_random_horizontal_flip", &p))
+    if (!PyArg_ParseTuple(args, vertical ? "d:op_random_vertical_flip"
+                                         : "d:op_random_horizontal_flip", &p))
         return NULL;
-    rc = sl_op_random_horizontal_flip_new(&op, p, err, sizeof err);
-    return made(rc, op, "RandomHorizontalFlip", err);
+    rc = vertical ? sl_op_random_vertical_flip_new(&op, p, err, sizeof err)
+                  : sl_op_random_horizontal_flip_new(&op, p, err, sizeof err);
+    return made(rc, op, vertical ? "RandomVerticalFlip" : "RandomHorizontalFlip", err);
+}
+
+static PyObject *op_random_horizontal_flip(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return random_flip(args, 0);
 }
 
 static PyObject *op_random_vertical_flip(PyObject *self, PyObject *args)
 {
-    double p;
-    sl_op *op;
-    char err[256] = "";
-    int rc;
     (void)self;
-    if (!PyArg_ParseTuple(args, "d:op_random_vertical_flip", &p))
-        return NULL;
-    rc = sl_op_random_vertical_flip_new(&op, p, err, sizeof err);
-    return made(rc, op, "RandomVerticalFlip", err);
+    return random_flip(args, 1);
 }
 
 static PyObject *op_random_resized_crop(PyObject *self, PyObject *args)

@@ -15,11 +15,18 @@ __all__ = ["Inter", "Decode", "Resize", "Rescale", "Normalize", "HWC2CHW", "Rand
            "RandomColorAdjust"]
 
 
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"sluice.dataset.vision has no {name!r}: it has {', '.join(__all__)} "
-                         "(TypeCast, OneHot, Compose: sluice.dataset.transforms)")
+def _no_such_name(module, names, more=""):
+    """A module __getattr__ that answers a name the module lacks with the
+    ones it has."""
+    def __getattr__(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"{module} has no {name!r}: it has {', '.join(names)}{more}")
+    return __getattr__
+
+
+__getattr__ = _no_such_name("sluice.dataset.vision", __all__,
+                            " (TypeCast, OneHot, Compose: sluice.dataset.transforms)")
 
 
 class _Members(enum.EnumMeta):

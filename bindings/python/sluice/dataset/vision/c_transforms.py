@@ -4,15 +4,11 @@ mindspore.dataset.vision.c_transforms as CV``). The same classes: sluice's
 operators all run in C."""
 from sluice.dataset.vision import (HWC2CHW, CenterCrop, Decode, Inter, Normalize,
                                    RandomColorAdjust, RandomCrop, RandomHorizontalFlip,
-                                   RandomResizedCrop, RandomVerticalFlip, Rescale, Resize)
+                                   RandomResizedCrop, RandomVerticalFlip, Rescale, Resize,
+                                   _no_such_name)
 
 __all__ = ["Inter", "Decode", "Resize", "Rescale", "Normalize", "HWC2CHW", "RandomCrop",
            "RandomHorizontalFlip", "RandomVerticalFlip", "RandomResizedCrop", "CenterCrop",
            "RandomColorAdjust"]
 
-
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"sluice.dataset.vision.c_transforms has no {name!r}: it has "
-                         f"{', '.join(__all__)}")
+__getattr__ = _no_such_name("sluice.dataset.vision.c_transforms", __all__)
