@@ -107,6 +107,8 @@ int sl__op_resize_rescale_new(sl_op **out, sl_op *resize, sl_op *const *rescales
  * the op `name`. */
 int sl__resize_image(const char *name, sl_tensor *in, int64_t out_h, int64_t out_w,
                      sl_interp interp, sl_tensor **out, sl__op_ctx *ctx);
+/* 1 when interp is one of sl_interp's values (the resizing ops check it). */
+int sl__interp_valid(sl_interp interp);
 
 /* ImageNet-style geometry, for the pipeline's planning (decode fused with
  * the crop and resize after it) and the tests. */

@@ -888,6 +888,7 @@ Suite *make_ops_suite(void)
     tcase_add_test(core, test_one_hot);
     ops_add_resize_tests(core, limits);
     ops_add_decode_tests(core, limits);
+    ops_add_cubic_tests(core);
     suite_add_tcase(s, core);
 
     tcase_add_test(limits, test_rescale_refusals);

@@ -1,7 +1,8 @@
 /* check_ops.h: what the vision operators' test files share: check_ops.c
  * holds these helpers, the tests of the small operators and the suite;
- * check_ops_resize.c and check_ops_decode.c the tests of Resize and
- * Decode, each adding its own to the suite's test cases. */
+ * check_ops_resize.c, check_ops_cubic.c and check_ops_decode.c the tests
+ * of Resize, its bicubic kernel and Decode, each adding its own to the
+ * suite's test cases. */
 #ifndef SLUICE_TESTS_CHECK_OPS_H
 #define SLUICE_TESTS_CHECK_OPS_H
 
@@ -43,5 +44,6 @@ double *to_double(const sl_tensor *t);
 /* Each file's tests, added to the suite's "core" and "limits" cases. */
 void ops_add_resize_tests(TCase *core, TCase *limits);
 void ops_add_decode_tests(TCase *core, TCase *limits);
+void ops_add_cubic_tests(TCase *core);
 
 #endif

@@ -309,10 +309,10 @@ run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 1 --batch 2
 expect "bench pipeline image folder" 0 stdout '"kind": "image_folder"' \
     stdout '"batches": 2, "images": 4'
 run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 2 --batch 2 \
-    --random-resized-crop 6x5,0.5,1,0.5,2 --flip 0.5 --color-adjust 0.4,0.4,0.4,0.1 \
-    --normalize 1,2,3:4,5,6 --hwc2chw
+    --random-resized-crop 6x5,0.5,1,0.5,2 --flip 0.5 --vflip 0.5 \
+    --color-adjust 0.4,0.4,0.4,0.1 --normalize 1,2,3:4,5,6 --hwc2chw
 expect "bench pipeline ImageNet train ops" 0 stdout '"batches": 2, "images": 4' \
-    stdout 'random_resized_crop, random_horizontal_flip, random_color_adjust, normalize'
+    stdout 'random_resized_crop, random_horizontal_flip, random_vertical_flip, random_color_adjust, normalize'
 run bench pipeline --data "$IMAGES" --json --repeats 1 --workers 1 --batch 2 \
     --shorter-side 10 --center-crop 7x9
 expect "bench pipeline ImageNet eval ops" 0 stdout '"batches": 2, "images": 4' \
@@ -367,6 +367,7 @@ expect "help bench pipeline: --error-samples" 0 stdout '--error-samples raise|sk
 
 for bad in "--workers 0" "--workers 1,,2" "--workers x" "--repeats 0" "--repeats 3x" \
     "--epochs -1" "--rescale 1/0" "--normalize 1,2:3" "--normalize 1:0" "--flip 2" \
+    "--vflip -0.5" \
     "--resize 0" "--crop 8x" "--batch -1" "--seed 99999999999999999999" "extra" \
     "--shuffle 1" "--batch 16777217" "--decode-max-pixels 0" \
     "--decode-max-pixels 4294967297" "--pool-idle-mb -1" "--pool-idle-mb 1048577" \

@@ -18,7 +18,7 @@
 /* Long-only options get codes outside the char range. */
 enum {
     OPT_DATA = 256, OPT_USAGE, OPT_WORKERS, OPT_REPEATS, OPT_EPOCHS, OPT_SEED, OPT_JSON, OPT_PROFILE,
-    OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_CROP,
+    OPT_RESIZE, OPT_RESCALE, OPT_NORMALIZE, OPT_HWC2CHW, OPT_FLIP, OPT_VFLIP, OPT_CROP,
     OPT_RANDOM_RESIZED_CROP, OPT_CENTER_CROP, OPT_SHORTER_SIDE, OPT_COLOR_ADJUST, OPT_PRESET,
     OPT_NO_DECODE_FUSION, OPT_DECODE_FUSION,
     OPT_LABEL_INT32, OPT_SHUFFLE, OPT_BATCH, OPT_KEEP_REMAINDER, OPT_NO_SOURCE_SHUFFLE,
@@ -87,6 +87,7 @@ void cli_bench_pipeline_usage(FILE *f)
           "  --normalize M1,M2,..:S1,S2,..  (x - mean) / std per channel\n"
           "  --hwc2chw           HWC to CHW\n"
           "  --flip P            random horizontal flip with probability P\n"
+          "  --vflip P           random vertical flip with probability P\n"
           "  --crop H[xW][,PAD]  random crop after padding PAD zeros on every side\n"
           "  --random-resized-crop H[xW][,SMIN,SMAX[,RMIN,RMAX]]  RandomResizedCrop to\n"
           "                      HxW: area fraction in [SMIN, SMAX] (default 0.08,1),\n"
@@ -297,14 +298,17 @@ static int parse_simple_step(cli_bench_pipeline_args *a, int opt, const char *ar
             return -1;
         break;
     case OPT_FLIP:
-        s.kind = CLI_STEP_FLIP;
-        if (cli_parse_double(CMD, "--flip", arg, &s.prob) != 0)
+    case OPT_VFLIP: {
+        const char *name = opt == OPT_FLIP ? "--flip" : "--vflip";
+        s.kind = opt == OPT_FLIP ? CLI_STEP_FLIP : CLI_STEP_VFLIP;
+        if (cli_parse_double(CMD, name, arg, &s.prob) != 0)
             return -1;
         if (s.prob < 0.0 || s.prob > 1.0) {
-            cli_error(CMD, "--flip: probability %s is outside [0, 1]", arg);
+            cli_error(CMD, "%s: probability %s is outside [0, 1]", name, arg);
             return -1;
         }
         break;
+    }
     default:
         return -1;
     }
@@ -354,7 +358,8 @@ static int parse_option(cli_bench_pipeline_args *a, int opt, const char *arg)
     case OPT_HWC2CHW:
     case OPT_CENTER_CROP:
     case OPT_SHORTER_SIDE:
-    case OPT_FLIP: return parse_simple_step(a, opt, arg);
+    case OPT_FLIP:
+    case OPT_VFLIP: return parse_simple_step(a, opt, arg);
     case OPT_RANDOM_RESIZED_CROP: return parse_random_resized_crop(a, arg);
     case OPT_COLOR_ADJUST: return parse_color_adjust(a, arg);
     case OPT_RESCALE: return parse_rescale(a, arg);
@@ -412,6 +417,7 @@ int cli_bench_pipeline_parse(int argc, char **argv, cli_bench_pipeline_args *a)
         {"normalize", required_argument, NULL, OPT_NORMALIZE},
         {"hwc2chw", no_argument, NULL, OPT_HWC2CHW},
         {"flip", required_argument, NULL, OPT_FLIP},
+        {"vflip", required_argument, NULL, OPT_VFLIP},
         {"crop", required_argument, NULL, OPT_CROP},
         {"random-resized-crop", required_argument, NULL, OPT_RANDOM_RESIZED_CROP},
         {"center-crop", required_argument, NULL, OPT_CENTER_CROP},

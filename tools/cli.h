@@ -150,7 +150,8 @@ typedef enum cli_step_kind {
     CLI_STEP_RANDOM_RESIZED_CROP,
     CLI_STEP_CENTER_CROP,
     CLI_STEP_SHORTER_SIDE,
-    CLI_STEP_COLOR_ADJUST
+    CLI_STEP_COLOR_ADJUST,
+    CLI_STEP_VFLIP
 } cli_step_kind;
 
 #define CLI_MAX_STEPS 16
@@ -161,7 +162,7 @@ typedef struct cli_step {
     int64_t height, width;   /* resize, crops; shorter side: height */
     int64_t padding;         /* crop */
     double scale, shift;     /* rescale */
-    double prob;             /* flip */
+    double prob;             /* flip, vflip */
     double mean[CLI_MAX_CHANNELS], std[CLI_MAX_CHANNELS]; /* normalize */
     size_t channels;         /* normalize */
     double area[2], ratio[2]; /* random resized crop: scale and ratio ranges */

@@ -248,6 +248,8 @@ static int make_step_op(const cli_step *s, sl_op **op, char *err, size_t err_len
         return sl_op_hwc2chw_new(op, err, err_len);
     case CLI_STEP_FLIP:
         return sl_op_random_horizontal_flip_new(op, s->prob, err, err_len);
+    case CLI_STEP_VFLIP:
+        return sl_op_random_vertical_flip_new(op, s->prob, err, err_len);
     case CLI_STEP_CROP:
         return sl_op_random_crop_new(op, s->height, s->width, s->padding, err, err_len);
     case CLI_STEP_RANDOM_RESIZED_CROP:

@@ -22,7 +22,9 @@ typedef struct sl_op sl_op;
 
 typedef enum sl_interp {
     SL_INTER_LINEAR = 0, /* bilinear, half-pixel centres (OpenCV INTER_LINEAR) */
-    SL_INTER_NEAREST     /* nearest neighbour (OpenCV INTER_NEAREST) */
+    SL_INTER_NEAREST,    /* nearest neighbour (OpenCV INTER_NEAREST) */
+    SL_INTER_CUBIC       /* Keys' bicubic, a = -0.75, half-pixel centres, border
+                          * replicated (OpenCV INTER_CUBIC) */
 } sl_interp;
 
 /* Decode refuses a JPEG whose header declares more than max_pixels pixels
@@ -71,6 +73,10 @@ SL_API int sl_op_random_crop_new(sl_op **out, int64_t height, int64_t width,
 /* (H, W, C) or (H, W): mirrors left-right with probability p. */
 SL_API int sl_op_random_horizontal_flip_new(sl_op **out, double p, char *err,
                                             size_t err_len);
+/* (H, W, C) or (H, W): turns upside down with probability p, drawn apart
+ * from the horizontal flip's (the two are independent). */
+SL_API int sl_op_random_vertical_flip_new(sl_op **out, double p, char *err,
+                                          size_t err_len);
 /* --- ImageNet-style transforms (MindSpore's, sampling as torchvision) --- */
 
 /* RandomResizedCrop's defaults, as MindSpore's and torchvision's. */

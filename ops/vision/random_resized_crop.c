@@ -209,10 +209,10 @@ int sl_op_random_resized_crop_new(sl_op **out, int64_t height, int64_t width, do
                            "random_resized_crop: ratio must be (min, max) with 0 < min <= max, "
                            "got (%g, %g)",
                            ratio_min, ratio_max);
-    if (interp != SL_INTER_LINEAR && interp != SL_INTER_NEAREST)
+    if (!sl__interp_valid(interp))
         return sl__err_out(err, err_len, SL_EINVAL,
-                           "random_resized_crop: interp must be SL_INTER_LINEAR or "
-                           "SL_INTER_NEAREST, got %d",
+                           "random_resized_crop: interp must be SL_INTER_LINEAR, "
+                           "SL_INTER_NEAREST or SL_INTER_CUBIC, got %d",
                            (int)interp);
     if (max_attempts < 1 || max_attempts > RRC_MAX_ATTEMPTS)
         return sl__err_out(err, err_len, SL_EINVAL,

@@ -9,6 +9,7 @@
  * source rows into the image instead. uint8 images use OpenCV's fixed-point
  * arithmetic, in resize_u8.c; float32 images use float weights, here.
  * Nearest follows INTER_NEAREST: s = floor(d * in/out), clamped to in - 1.
+ * Bicubic follows INTER_CUBIC, in resize_cubic.c.
  *
  * The work is separable: each needed source row is resampled horizontally
  * once into a row buffer (two are kept, so a row shared by consecutive
@@ -302,7 +303,7 @@ static int resize_to(resize_op *r, const char *name, sl_tensor *in, int64_t out_
     if (rc != SL_OK)
         goto fail;
     if (h == out_h && w == out_w) {
-        *out = in; /* both interpolations are the identity at equal sizes */
+        *out = in; /* every interpolation is the identity at equal sizes */
         return SL_OK;
     }
     shape[0] = out_h;
@@ -314,6 +315,17 @@ static int resize_to(resize_op *r, const char *name, sl_tensor *in, int64_t out_
                  (long long)out_h, (long long)out_w, (long long)c,
                  sl_dtype_name(in->dtype));
         goto fail;
+    }
+    if (interp == SL_INTER_CUBIC) {
+        rc = sl__resize_cubic(res->data, in->data, in->dtype == SL_UINT8, h, w, c, out_h,
+                              out_w);
+        if (rc != SL_OK) {
+            sl__errf(ctx->err, rc, "%s: cannot allocate the bicubic tables", name);
+            goto fail;
+        }
+        sl_tensor_release(in);
+        *out = res;
+        return SL_OK;
     }
     /* The output exists, so out_w * c elements fit in memory and these
      * products cannot overflow. */
@@ -401,9 +413,10 @@ int sl_op_resize_new(sl_op **out, int64_t height, int64_t width, sl_interp inter
         return sl__err_out(err, err_len, SL_EINVAL,
                            "resize: height and width must be in [1, %lld], got (%lld, %lld)",
                            (long long)RESIZE_MAX_SIDE, (long long)height, (long long)width);
-    if (interp != SL_INTER_LINEAR && interp != SL_INTER_NEAREST)
+    if (!sl__interp_valid(interp))
         return sl__err_out(err, err_len, SL_EINVAL,
-                           "resize: interp must be SL_INTER_LINEAR or SL_INTER_NEAREST, got %d",
+                           "resize: interp must be SL_INTER_LINEAR, SL_INTER_NEAREST or "
+                           "SL_INTER_CUBIC, got %d",
                            (int)interp);
     rc = sl__op_alloc(out, sizeof *r, &resize_iface, 0);
     if (rc != SL_OK)
@@ -413,6 +426,11 @@ int sl_op_resize_new(sl_op **out, int64_t height, int64_t width, sl_interp inter
     r->width = width;
     r->interp = interp;
     return SL_OK;
+}
+
+int sl__interp_valid(sl_interp interp)
+{
+    return interp == SL_INTER_LINEAR || interp == SL_INTER_NEAREST || interp == SL_INTER_CUBIC;
 }
 
 int sl__op_resize_is_linear(const sl_op *op)

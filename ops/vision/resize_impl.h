@@ -48,6 +48,13 @@ int sl__resize_u8(sl__resize_path p, void *dst, const uint8_t *src, int64_t in_h
                   int64_t c, int64_t out_h, int64_t out_w, const sl__rescale_chain *chain,
                   int whole);
 
+/* dst (out_h, out_w, c) = src (in_h, in_w, c) resized as OpenCV's
+ * INTER_CUBIC (resize_cubic.c says how), both uint8 (is_u8) or both
+ * float32, all sides >= 1. Allocates its tables and rows: SL_ENOMEM, or
+ * SL_OK. */
+int sl__resize_cubic(void *dst, const void *src, int is_u8, int64_t in_h, int64_t in_w,
+                     int64_t c, int64_t out_h, int64_t out_w);
+
 #if defined(__x86_64__)
 #define SL_RESIZE_X86 1
 #endif

@@ -111,10 +111,10 @@ int sl_op_resize_shorter_side_new(sl_op **out, int64_t size, sl_interp interp, c
         return sl__err_out(err, err_len, SL_EINVAL,
                            "resize_shorter_side: size must be in [1, %d], got %lld", 1 << 24,
                            (long long)size);
-    if (interp != SL_INTER_LINEAR && interp != SL_INTER_NEAREST)
+    if (!sl__interp_valid(interp))
         return sl__err_out(err, err_len, SL_EINVAL,
-                           "resize_shorter_side: interp must be SL_INTER_LINEAR or "
-                           "SL_INTER_NEAREST, got %d",
+                           "resize_shorter_side: interp must be SL_INTER_LINEAR, "
+                           "SL_INTER_NEAREST or SL_INTER_CUBIC, got %d",
                            (int)interp);
     rc = sl__op_alloc(out, sizeof(resize_shorter_op), &shorter_iface, 0);
     if (rc != SL_OK)

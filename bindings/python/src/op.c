@@ -63,9 +63,10 @@ static PyObject *op_resize(PyObject *self, PyObject *args)
     (void)self;
     if (!PyArg_ParseTuple(args, "LLi:op_resize", &h, &w, &interp))
         return NULL;
-    if (interp != SL_INTER_LINEAR && interp != SL_INTER_NEAREST) {
+    if (interp != SL_INTER_LINEAR && interp != SL_INTER_NEAREST && interp != SL_INTER_CUBIC) {
         PyErr_Format(PyExc_ValueError,
-                     "Resize: interpolation must be Inter.LINEAR or Inter.NEAREST, got %d", interp);
+                     "Resize: interpolation must be Inter.LINEAR, Inter.NEAREST or "
+                     "Inter.BICUBIC, got %d", interp);
         return NULL;
     }
     rc = sl_op_resize_new(&op, h, w, (sl_interp)interp, err, sizeof err);
@@ -172,17 +173,31 @@ static PyObject *op_random_crop(PyObject *self, PyObject *args)
     return made(rc, op, "RandomCrop", err);
 }
 
-static PyObject *op_random_horizontal_flip(PyObject *self, PyObject *args)
+/* RandomHorizontalFlip (vertical 0) or RandomVerticalFlip (1) of prob. */
+static PyObject *random_flip(PyObject *args, int vertical)
 {
     double p;
     sl_op *op;
     char err[256] = "";
     int rc;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "d:op_random_horizontal_flip", &p))
+    if (!PyArg_ParseTuple(args, vertical ? "d:op_random_vertical_flip"
+                                         : "d:op_random_horizontal_flip", &p))
         return NULL;
-    rc = sl_op_random_horizontal_flip_new(&op, p, err, sizeof err);
-    return made(rc, op, "RandomHorizontalFlip", err);
+    rc = vertical ? sl_op_random_vertical_flip_new(&op, p, err, sizeof err)
+                  : sl_op_random_horizontal_flip_new(&op, p, err, sizeof err);
+    return made(rc, op, vertical ? "RandomVerticalFlip" : "RandomHorizontalFlip", err);
+}
+
+static PyObject *op_random_horizontal_flip(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return random_flip(args, 0);
+}
+
+static PyObject *op_random_vertical_flip(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return random_flip(args, 1);
 }
 
 static PyObject *op_random_resized_crop(PyObject *self, PyObject *args)
@@ -466,6 +481,8 @@ PyMethodDef slpy_op_functions[] = {
      "op_random_crop(height, width, padding) -> Op"},
     {"op_random_horizontal_flip", op_random_horizontal_flip, METH_VARARGS,
      "op_random_horizontal_flip(prob) -> Op"},
+    {"op_random_vertical_flip", op_random_vertical_flip, METH_VARARGS,
+     "op_random_vertical_flip(prob) -> Op"},
     {"op_random_resized_crop", op_random_resized_crop, METH_VARARGS,
      "op_random_resized_crop(height, width, scale_min, scale_max, ratio_min, ratio_max, interp, "
      "max_attempts) -> Op"},

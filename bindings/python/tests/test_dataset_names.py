@@ -25,6 +25,23 @@ def test_missing_module_names_list_what_exists():
     assert not hasattr(ds, "__wrapped__") and not hasattr(ds.config, "_missing")
 
 
+def test_missing_vision_names_list_what_exists():
+    import sluice.dataset.vision as vision
+    import sluice.dataset.vision.c_transforms as c_transforms
+    with pytest.raises(AttributeError, match="sluice.dataset.vision has no 'RandomRotation': it "
+                       "has Inter, Decode, Resize, .*RandomVerticalFlip.* \\(TypeCast"):
+        vision.RandomRotation
+    with pytest.raises(AttributeError, match="c_transforms has no 'Pad': it has Inter, Decode"):
+        c_transforms.Pad
+    with pytest.raises(AttributeError, match="Inter has no 'AREA': it has LINEAR, NEAREST, "
+                       "BICUBIC, BILINEAR, CUBIC$"):
+        vision.Inter.AREA
+    assert vision.Inter.BILINEAR is vision.Inter.LINEAR and vision.Inter["CUBIC"] == 2
+    assert list(vision.Inter) == [vision.Inter.LINEAR, vision.Inter.NEAREST,
+                                  vision.Inter.BICUBIC]
+    assert not hasattr(vision, "__wrapped__") and not hasattr(vision.Inter, "_private")
+
+
 def test_missing_dataset_methods_list_what_exists(mnist):
     d = ds.MnistDataset(mnist, usage="train")
     for name in ("bucket_batch_by_length", "sync_wait"):

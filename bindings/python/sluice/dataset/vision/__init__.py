@@ -11,16 +11,49 @@ from sluice import _sluice
 from sluice.dataset.transforms import Operation
 
 __all__ = ["Inter", "Decode", "Resize", "Rescale", "Normalize", "HWC2CHW", "RandomCrop",
-           "RandomHorizontalFlip", "RandomResizedCrop", "CenterCrop", "RandomColorAdjust"]
+           "RandomHorizontalFlip", "RandomVerticalFlip", "RandomResizedCrop", "CenterCrop",
+           "RandomColorAdjust"]
 
 
-class Inter(enum.IntEnum):
-    """Interpolation of :class:`Resize`."""
+def _no_such_name(module, names, more=""):
+    """A module __getattr__ that answers a name the module lacks with the
+    ones it has."""
+    def __getattr__(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"{module} has no {name!r}: it has {', '.join(names)}{more}")
+    return __getattr__
+
+
+__getattr__ = _no_such_name("sluice.dataset.vision", __all__,
+                            " (TypeCast, OneHot, Compose: sluice.dataset.transforms)")
+
+
+class _Members(enum.EnumMeta):
+    """An enum whose missing members answer with the ones it has."""
+
+    def __getattr__(cls, name):
+        members = cls.__dict__.get("_member_map_", {})
+        if name in members:
+            return members[name]
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(f"{cls.__name__} has no {name!r}: it has "
+                             f"{', '.join(members)}") from None
+
+
+class Inter(enum.IntEnum, metaclass=_Members):
+    """Interpolation of :class:`Resize` and :class:`RandomResizedCrop`;
+    MindSpore's other members (AREA, PILCUBIC, ANTIALIAS) are not in sluice."""
     #: Bilinear with half-pixel centres: OpenCV's INTER_LINEAR, value for value.
     LINEAR = 0
     #: Nearest neighbour (OpenCV's INTER_NEAREST).
     NEAREST = 1
+    #: Keys' bicubic (a = -0.75), half-pixel centres, border replicated, no
+    #: antialiasing: OpenCV's INTER_CUBIC in its fixed point for uint8.
+    BICUBIC = 2
     BILINEAR = 0
+    CUBIC = 2
 
 
 def _size(size, what):
@@ -72,8 +105,10 @@ class Resize(Operation):
             longer side can be one pixel less). Images then keep their
             aspect ratio and differ in size: crop them (CenterCrop) before
             a batch.
-        interpolation (Inter): ``Inter.LINEAR`` (bilinear, the default) or
-            ``Inter.NEAREST`` (OpenCV's INTER_NEAREST).
+        interpolation (Inter): ``Inter.LINEAR`` (bilinear, the default),
+            ``Inter.NEAREST`` (OpenCV's INTER_NEAREST) or ``Inter.BICUBIC``
+            (OpenCV's INTER_CUBIC: uint8 as its scalar code computes it;
+            its SIMD code rounds in float and may differ by one level).
     """
 
     __slots__ = ()
@@ -160,6 +195,17 @@ class RandomHorizontalFlip(Operation):
         self._op = _sluice.op_random_horizontal_flip(float(prob))
 
 
+class RandomVerticalFlip(Operation):
+    """Turns an image upside down with probability ``prob``, drawn per
+    sample from the dataset's seed, independently of RandomHorizontalFlip
+    (even when both are called with one seed)."""
+
+    __slots__ = ()
+
+    def __init__(self, prob=0.5):
+        self._op = _sluice.op_random_vertical_flip(float(prob))
+
+
 def _pair(value, what, name):
     """(min, max) from a 2-sequence of numbers."""
     try:
@@ -185,7 +231,8 @@ class RandomResizedCrop(Operation):
             image's, 0 <= min <= max (default (0.08, 1.0)).
         ratio ((float, float)): the box's width / height, 0 < min <= max
             (default (3/4, 4/3)).
-        interpolation (Inter): of the resize (default ``Inter.BILINEAR``).
+        interpolation (Inter): of the resize (default ``Inter.BILINEAR``;
+            ``Inter.NEAREST`` and ``Inter.BICUBIC`` as :class:`Resize`).
         max_attempts (int): draws before the fallback (default 10).
     """
 

@@ -10,7 +10,9 @@ _Size = Union[int, Tuple[int, int], Sequence[int]]
 class Inter(enum.IntEnum):
     LINEAR: int
     NEAREST: int
+    BICUBIC: int
     BILINEAR: int
+    CUBIC: int
 
 
 class Decode(Operation):
@@ -41,6 +43,10 @@ class RandomCrop(Operation):
 
 
 class RandomHorizontalFlip(Operation):
+    def __init__(self, prob: float = ...) -> None: ...
+
+
+class RandomVerticalFlip(Operation):
     def __init__(self, prob: float = ...) -> None: ...
 
 
