@@ -3,9 +3,10 @@
  * free-list links) so the caller's memory stays 64-byte aligned.
  *
  * The cap is a limit set with sl__pool_set_idle_limit (SL__POOL_IDLE_PEAK:
- * the whole peak in use, for the autotuner), or by default
- * min(64 MiB, max(peak bytes in use / 2, 8 MiB)): the steady state of
- * common pipelines stays cached while images of every size cannot pile up.
+ * the whole peak in use, for the autotuner), or by default what keeps in
+ * use + idle within twice the peak in use (at least 8 MiB idle): the
+ * steady state of a pipeline, whose demand at any moment is at most its
+ * peak, stays cached, while images of every size cannot pile up.
  * Large blocks (SL__POOL_LARGE, 256 KiB, and up) come from mmap, share one
  * mutex and wait on a list by age, so that one given back leaves the
  * process and the oldest go first. docs/pool-internals.md gives the
@@ -54,11 +55,13 @@ struct sl_pool {
     /* Read by every allocation and free, written rarely. */
     _Alignas(64) atomic_size_t held;  /* in use + idle */
     atomic_size_t peak_in_use;
+    atomic_size_t peak_held;
     atomic_size_t limit;
     /* Parts (pool.h), made at first use. */
     _Atomic(sl_pool *) parts[SL__POOL_PARTS];
     /* Idle large blocks of every class, by age (and each class's list). */
     _Alignas(64) pthread_mutex_t large_lock;
+    pthread_mutex_t grow_lock; /* taking blocks from the system (grow) */
     pool_block *newest, *oldest;
     pool_class cls[POOL_CLASSES];
 };
@@ -191,6 +194,7 @@ sl_pool *sl__pool_new(void)
     atomic_init(&pool->idle, 0);
     atomic_init(&pool->held, 0);
     atomic_init(&pool->peak_in_use, 0);
+    atomic_init(&pool->peak_held, 0);
     atomic_init(&pool->limit, SL__POOL_IDLE_AUTO);
     for (int k = 0; k < SL__POOL_PARTS; k++)
         atomic_init(&pool->parts[k], NULL);
@@ -198,10 +202,16 @@ sl_pool *sl__pool_new(void)
         free(pool);
         return NULL;
     }
+    if (pthread_mutex_init(&pool->grow_lock, NULL) != 0) {
+        pthread_mutex_destroy(&pool->large_lock);
+        free(pool);
+        return NULL;
+    }
     /* The critical sections are a few pointer moves, taken millions of
      * times a second by several workers: an adaptive mutex spins briefly
      * instead of putting a contending thread to sleep at once. */
     if (pthread_mutexattr_init(&attr) != 0) {
+        pthread_mutex_destroy(&pool->grow_lock);
         pthread_mutex_destroy(&pool->large_lock);
         free(pool);
         return NULL;
@@ -213,6 +223,7 @@ sl_pool *sl__pool_new(void)
             while (i-- > 0)
                 pthread_mutex_destroy(&pool->cls[i].lock);
             pthread_mutexattr_destroy(&attr);
+            pthread_mutex_destroy(&pool->grow_lock);
             pthread_mutex_destroy(&pool->large_lock);
             free(pool);
             return NULL;
@@ -243,34 +254,58 @@ void sl__pool_release(sl_pool *pool)
         pthread_mutex_destroy(&pool->cls[i].lock);
     }
     /* Large idle blocks were freed with their classes' lists above. */
+    pthread_mutex_destroy(&pool->grow_lock);
     pthread_mutex_destroy(&pool->large_lock);
     free(pool);
 }
 
-/* The most idle bytes the pool may keep now. */
-static size_t idle_cap(const sl_pool *pool)
+/* The most idle bytes the pool may keep while in_use bytes are in use.
+ * The default: what keeps all it holds (in use + idle) within twice its
+ * peak in use, at least SL__POOL_IDLE_FLOOR. Freeing moves a block from
+ * in use to idle, so the sum only grows when a block is taken from the
+ * system (grow). */
+static size_t idle_cap_at(const sl_pool *pool, size_t in_use)
 {
     size_t limit = atomic_load_explicit(&pool->limit, memory_order_relaxed);
     size_t peak = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed);
-    size_t half = peak / 2;
+    size_t cap;
     if (limit == SL__POOL_IDLE_PEAK)
         return peak < SL__POOL_IDLE_PEAK_MAX ? peak : SL__POOL_IDLE_PEAK_MAX;
     if (limit != SL__POOL_IDLE_AUTO)
         return limit;
-    if (half < SL__POOL_IDLE_FLOOR)
-        half = SL__POOL_IDLE_FLOOR;
-    return half < SL__POOL_IDLE_LIMIT_DEFAULT ? half : SL__POOL_IDLE_LIMIT_DEFAULT;
+    if (peak < in_use)
+        peak = in_use;
+    cap = 2 * peak - in_use;
+    return cap > SL__POOL_IDLE_FLOOR ? cap : SL__POOL_IDLE_FLOOR;
 }
 
-/* Raises the peak to in_use if it is higher. */
+/* Bytes in use now, less freeing (a block being freed). */
+static size_t in_use_now(const sl_pool *pool, size_t freeing)
+{
+    size_t idle = atomic_load_explicit(&pool->idle, memory_order_relaxed);
+    size_t held = atomic_load_explicit(&pool->held, memory_order_relaxed);
+    return held > idle + freeing ? held - idle - freeing : 0;
+}
+
+static size_t idle_cap(const sl_pool *pool)
+{
+    return idle_cap_at(pool, in_use_now(pool, 0));
+}
+
+/* Raises *peak to value if it is higher. */
+static void raise_peak(atomic_size_t *peak, size_t value)
+{
+    size_t was = atomic_load_explicit(peak, memory_order_relaxed);
+    while (value > was && !atomic_compare_exchange_weak_explicit(peak, &was, value,
+                                                                 memory_order_relaxed,
+                                                                 memory_order_relaxed))
+        ;
+}
+
+/* Raises the peak in use to held - idle if it is higher. */
 static void note_in_use(sl_pool *pool, size_t held, size_t idle)
 {
-    size_t in_use = held > idle ? held - idle : 0;
-    size_t peak = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed);
-    while (in_use > peak && !atomic_compare_exchange_weak_explicit(
-                                &pool->peak_in_use, &peak, in_use, memory_order_relaxed,
-                                memory_order_relaxed))
-        ;
+    raise_peak(&pool->peak_in_use, held > idle ? held - idle : 0);
 }
 
 /* Puts b, a large block just freed, first in its class's list and in the
@@ -340,10 +375,61 @@ static pool_block *take_large(sl_pool *pool, int cls)
     return b;
 }
 
+/* Gives back idle blocks until at most cap bytes are idle: the large ones
+ * idle longest first, then small ones, biggest classes first (the fewest
+ * calls). */
+static void trim_idle(sl_pool *pool, size_t cap)
+{
+    pool_block *gone;
+    pthread_mutex_lock(&pool->large_lock);
+    gone = evict_large(pool, 0, cap);
+    pthread_mutex_unlock(&pool->large_lock);
+    system_free_list(pool, gone);
+    /* Then small blocks, biggest classes first: the fewest calls. */
+    for (int i = POOL_CLASSES - 1; i >= 0; i--) {
+        pool_class *pc = &pool->cls[i];
+        if (atomic_load_explicit(&pool->idle, memory_order_relaxed) <= cap)
+            break;
+        if (class_size(i) >= SL__POOL_LARGE)
+            continue;
+        gone = NULL;
+        pthread_mutex_lock(&pc->lock);
+        while (pc->free && atomic_load_explicit(&pool->idle, memory_order_relaxed) > cap) {
+            pool_block *b = pc->free;
+            pc->free = b->next;
+            atomic_fetch_sub_explicit(&pool->idle, class_size(i), memory_order_relaxed);
+            b->next = gone;
+            gone = b;
+        }
+        pthread_mutex_unlock(&pc->lock);
+        system_free_list(pool, gone);
+    }
+}
+
+/* Counts bytes more as held and in use, for a block about to be taken
+ * from the system, first giving back idle blocks of other sizes if the
+ * pool would hold more than its cap allows (rare once warmed up). Under
+ * grow_lock, so that no other growth comes between the count and the
+ * trim: what the pool holds stays within the cap (frees and reuses move
+ * bytes between in use and idle, never add). */
+static void grow(sl_pool *pool, size_t bytes)
+{
+    size_t held, idle, cap;
+    pthread_mutex_lock(&pool->grow_lock);
+    held = atomic_fetch_add_explicit(&pool->held, bytes, memory_order_relaxed) + bytes;
+    idle = atomic_load_explicit(&pool->idle, memory_order_relaxed);
+    note_in_use(pool, held, idle);
+    cap = idle_cap_at(pool, held > idle ? held - idle : 0);
+    if (idle > cap)
+        trim_idle(pool, cap);
+    raise_peak(&pool->peak_held, atomic_load_explicit(&pool->held, memory_order_relaxed));
+    pthread_mutex_unlock(&pool->grow_lock);
+}
+
 void *sl__pool_alloc(sl_pool *pool, size_t size)
 {
     int cls = class_of(size ? size : 1);
-    size_t bytes, held, idle;
+    size_t bytes;
     pool_block *b;
     if (cls < 0)
         return NULL;
@@ -359,15 +445,17 @@ void *sl__pool_alloc(sl_pool *pool, size_t size)
         pthread_mutex_unlock(&pc->lock);
     }
     if (b) {
+        size_t held, idle;
         idle = atomic_fetch_sub_explicit(&pool->idle, bytes, memory_order_relaxed) - bytes;
         held = atomic_load_explicit(&pool->held, memory_order_relaxed);
-    } else {
-        if (!(b = system_alloc(pool, cls)))
-            return NULL;
-        held = atomic_fetch_add_explicit(&pool->held, bytes, memory_order_relaxed) + bytes;
-        idle = atomic_load_explicit(&pool->idle, memory_order_relaxed);
+        note_in_use(pool, held, idle);
+        return (char *)b + POOL_HEADER;
     }
-    note_in_use(pool, held, idle);
+    grow(pool, bytes);
+    if (!(b = system_alloc(pool, cls))) {
+        atomic_fetch_sub_explicit(&pool->held, bytes, memory_order_relaxed);
+        return NULL;
+    }
     return (char *)b + POOL_HEADER;
 }
 
@@ -403,7 +491,7 @@ void sl__pool_free(sl_pool *pool, void *block)
         return;
     b = (pool_block *)((char *)block - POOL_HEADER);
     bytes = class_size(b->cls);
-    cap = idle_cap(pool);
+    cap = idle_cap_at(pool, in_use_now(pool, bytes));
     if (bytes > cap) {
         system_free(pool, b, 1, 1);
         return;
@@ -439,8 +527,6 @@ size_t sl__pool_block_size(const void *block)
 
 void sl__pool_set_idle_limit(sl_pool *pool, size_t bytes)
 {
-    size_t cap;
-    pool_block *gone;
     /* Sequentially consistent, as is the part's making (sl__pool_part):
      * either this sees the new part, or its maker sees this limit. */
     atomic_store(&pool->limit, bytes);
@@ -449,30 +535,7 @@ void sl__pool_set_idle_limit(sl_pool *pool, size_t bytes)
         if (part)
             sl__pool_set_idle_limit(part, bytes);
     }
-    cap = idle_cap(pool);
-    pthread_mutex_lock(&pool->large_lock);
-    gone = evict_large(pool, 0, cap);
-    pthread_mutex_unlock(&pool->large_lock);
-    system_free_list(pool, gone);
-    /* Then small blocks, biggest classes first: the fewest calls. */
-    for (int i = POOL_CLASSES - 1; i >= 0; i--) {
-        pool_class *pc = &pool->cls[i];
-        if (atomic_load_explicit(&pool->idle, memory_order_relaxed) <= cap)
-            break;
-        if (class_size(i) >= SL__POOL_LARGE)
-            continue;
-        gone = NULL;
-        pthread_mutex_lock(&pc->lock);
-        while (pc->free && atomic_load_explicit(&pool->idle, memory_order_relaxed) > cap) {
-            pool_block *b = pc->free;
-            pc->free = b->next;
-            atomic_fetch_sub_explicit(&pool->idle, class_size(i), memory_order_relaxed);
-            b->next = gone;
-            gone = b;
-        }
-        pthread_mutex_unlock(&pc->lock);
-        system_free_list(pool, gone);
-    }
+    trim_idle(pool, idle_cap(pool));
 }
 
 size_t sl__pool_idle_limit(const sl_pool *pool)
@@ -530,6 +593,7 @@ void sl__pool_get_stats(const sl_pool *pool, sl__pool_stats *out)
     out->idle = idle;
     out->in_use = held > idle ? held - idle : 0;
     out->peak_in_use = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed);
+    out->peak_held = atomic_load_explicit(&pool->peak_held, memory_order_relaxed);
     out->idle_cap = idle_cap(pool);
     out->system_allocs = atomic_load_explicit(&pool->system_allocs, memory_order_relaxed);
     out->system_frees = atomic_load_explicit(&pool->system_frees, memory_order_relaxed);
@@ -543,6 +607,7 @@ void sl__pool_get_stats(const sl_pool *pool, sl__pool_stats *out)
         out->idle += p.idle;
         out->in_use += p.in_use;
         out->peak_in_use += p.peak_in_use;
+        out->peak_held += p.peak_held;
         out->idle_cap += p.idle_cap;
         out->system_allocs += p.system_allocs;
         out->system_frees += p.system_frees;

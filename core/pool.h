@@ -3,8 +3,9 @@
  * two, so at most 1/32 is wasted) with one free list and one mutex each.
  *
  * Idle (cached) blocks are bounded: the pool keeps at most the limit set,
- * by default min(64 MiB, max(peak bytes in use / 2, SL__POOL_IDLE_FLOOR)),
- * and a block freed beyond that goes back to the system. Blocks of
+ * by default what keeps in use + idle within twice the peak in use (at
+ * least SL__POOL_IDLE_FLOOR idle), and blocks beyond it go back to the
+ * system. Blocks of
  * SL__POOL_LARGE bytes or more come from mmap, so giving one back really
  * lowers the process's memory, and when the cap is reached the large ones
  * idle longest go back first (see pool.c for why).
@@ -26,15 +27,13 @@ typedef struct sl_pool sl_pool;
 /* Blocks of at least this many bytes are "large" (see pool.c). */
 #define SL__POOL_LARGE ((size_t)256 << 10)
 /* The limit of a new pool: the default cap, which follows the peak (see
- * pool.c): half of it, at least SL__POOL_IDLE_FLOOR, at most
- * SL__POOL_IDLE_LIMIT_DEFAULT. */
+ * pool.c): 2 x peak in use - in use, at least SL__POOL_IDLE_FLOOR. */
 #define SL__POOL_IDLE_AUTO ((size_t)-1)
 /* A limit that follows the whole peak in use, at most
  * SL__POOL_IDLE_PEAK_MAX: what the autotuner sets when a pipeline takes
  * blocks from the system batch after batch (pipeline/autotune.c). */
 #define SL__POOL_IDLE_PEAK ((size_t)-2)
 #define SL__POOL_IDLE_PEAK_MAX ((size_t)256 << 20)
-#define SL__POOL_IDLE_LIMIT_DEFAULT ((size_t)64 << 20)
 #define SL__POOL_IDLE_FLOOR ((size_t)8 << 20)
 
 /* What a pool holds and has done. Bytes are class sizes: what callers can
@@ -43,6 +42,7 @@ typedef struct sl__pool_stats {
     size_t in_use;         /* blocks handed out and not yet freed */
     size_t idle;           /* blocks cached on free lists */
     size_t peak_in_use;    /* the most in use at once so far */
+    size_t peak_held;      /* the most held (in use + idle) at once so far */
     size_t idle_cap;       /* the most idle bytes it may keep now */
     uint64_t system_allocs; /* blocks taken from the system */
     uint64_t system_frees;  /* blocks given back to it (not counting the pool's end) */

@@ -196,7 +196,9 @@ static int try_pool(sl_iterator *it, sl__autotune *t, uint64_t frees, uint64_t r
     if (t->pool_changed || per_row < CHURN || sl__pool_idle_limit(it->pool) != SL__POOL_IDLE_AUTO)
         return 0; /* the user's limit is the user's */
     sl__pool_get_stats(it->pool, &ps);
-    if (ps.idle_cap >= SL__POOL_IDLE_PEAK_MAX)
+    /* The default cap keeps at least the whole peak (in use + idle within
+     * twice it): the tuner's would only lower it. */
+    if (ps.idle_cap >= ps.peak_in_use || ps.idle_cap >= SL__POOL_IDLE_PEAK_MAX)
         return 0;
     t->pool_changed = 1;
     sl__pool_set_idle_limit(it->pool, SL__POOL_IDLE_PEAK);

@@ -358,12 +358,14 @@ START_TEST(test_pool_cap_holds)
 }
 END_TEST
 
-/* The cap in force is at most half the peak in use, or SL__POOL_IDLE_FLOOR
- * if that is more: below the floor everything is kept. */
+/* The default cap keeps all the pool holds (in use + idle) within twice
+ * its peak in use, or SL__POOL_IDLE_FLOOR idle if that is more: below the
+ * floor everything is kept. The sum grows only when a block is taken from
+ * the system; idle blocks of other sizes then go back, the oldest first. */
 START_TEST(test_pool_cap_follows_peak)
 {
     const size_t mib = (size_t)1 << 20;
-    void *small[10], *big, *b[5];
+    void *small[10], *x, *y, *z, *big;
     sl_pool *pool = sl__pool_new();
     sl__pool_stats s;
     uint64_t allocs;
@@ -378,32 +380,27 @@ START_TEST(test_pool_cap_follows_peak)
     ck_assert_uint_eq(s.peak_in_use, 10 * one);
     ck_assert_uint_eq(s.idle, 10 * one); /* all kept */
 
-    /* 25 MiB out at once: the peak is 25 MiB and the cap 12.5 MiB, so that
-     * block goes back. */
-    ck_assert_ptr_nonnull(big = sl__pool_alloc(pool, 25 * mib));
-    sl__pool_free(pool, big);
+    /* 10 then 11 MiB, one at a time: the peak is 11 MiB, both are kept
+     * (21 MiB idle, within 2 x 11). */
+    ck_assert_ptr_nonnull(x = sl__pool_alloc(pool, 10 * mib));
+    sl__pool_free(pool, x);
+    ck_assert_ptr_nonnull(y = sl__pool_alloc(pool, 11 * mib));
+    sl__pool_free(pool, y);
     s = stats_of(pool);
-    ck_assert_uint_ge(s.peak_in_use, 25 * mib);
+    ck_assert_uint_eq(s.cap_frees, 0);
+    ck_assert_uint_eq(s.idle, 10 * one + sl__pool_block_size(x) + sl__pool_block_size(y));
+    /* 12 MiB more: 33 MiB held for a peak of 12 would be over 24, so the
+     * oldest idle block (10 MiB) goes back first. */
+    ck_assert_ptr_nonnull(z = sl__pool_alloc(pool, 12 * mib));
+    s = stats_of(pool);
     ck_assert_uint_eq(s.cap_frees, 1);
-    ck_assert_uint_eq(s.idle, 10 * one);
-    /* Five blocks of 3 MiB: four fit under 12.5 MiB beside the small ones;
-     * the oldest goes back to make room for the newest. */
-    for (int i = 0; i < 5; i++)
-        ck_assert_ptr_nonnull(b[i] = sl__pool_alloc(pool, 3 * mib));
-    for (int i = 0; i < 5; i++)
-        sl__pool_free(pool, b[i]);
-    s = stats_of(pool);
-    ck_assert_uint_le(s.idle, s.peak_in_use / 2);
-    ck_assert_uint_eq(s.cap_frees, 2);
-    ck_assert_uint_eq(sl__pool_bytes(pool), s.idle);
-    allocs = s.system_allocs;
-    for (int i = 0; i < 4; i++) /* the four newest are cached */
-        ck_assert_ptr_nonnull(b[i] = sl__pool_alloc(pool, 3 * mib));
+    ck_assert_uint_le(s.in_use + s.idle, 2 * s.peak_in_use);
+    ck_assert_uint_le(s.peak_held, 2 * s.peak_in_use);
+    sl__pool_free(pool, z);
+    allocs = stats_of(pool).system_allocs;
+    ck_assert_ptr_eq(sl__pool_alloc(pool, 11 * mib), y); /* kept */
     ck_assert_uint_eq(stats_of(pool).system_allocs, allocs);
-    ck_assert_ptr_nonnull(b[4] = sl__pool_alloc(pool, 3 * mib));
-    ck_assert_uint_eq(stats_of(pool).system_allocs, allocs + 1);
-    for (int i = 0; i < 5; i++)
-        sl__pool_free(pool, b[i]);
+    sl__pool_free(pool, y);
 
     /* A limit set is the cap, whatever the peak; the default follows it
      * again once asked for, and trims at once. */
@@ -414,12 +411,14 @@ START_TEST(test_pool_cap_follows_peak)
     ck_assert_ptr_nonnull(big = sl__pool_alloc(pool, 25 * mib));
     sl__pool_free(pool, big);
     s = stats_of(pool);
-    ck_assert_uint_eq(s.cap_frees, allocs); /* kept this time */
+    ck_assert_uint_eq(s.cap_frees, allocs); /* kept */
     ck_assert_uint_gt(s.idle, 25 * mib);
+    sl__pool_set_idle_limit(pool, 0);
+    ck_assert_uint_eq(stats_of(pool).idle, 0);
     sl__pool_set_idle_limit(pool, SL__POOL_IDLE_AUTO);
     s = stats_of(pool);
-    ck_assert_uint_eq(s.idle_cap, s.peak_in_use / 2);
-    ck_assert_uint_le(s.idle, s.idle_cap);
+    ck_assert_uint_eq(s.in_use, 0);
+    ck_assert_uint_eq(s.idle_cap, 2 * s.peak_in_use);
     sl__pool_release(pool);
 }
 END_TEST
@@ -536,9 +535,9 @@ START_TEST(test_pool_stats_add_up)
     ck_assert_uint_ge(s.peak_in_use, kept);
     ck_assert_uint_eq(s.system_allocs, n);
     ck_assert_uint_eq(s.system_frees, s.cap_frees); /* nothing else gives back */
-    /* The default cap: half the peak, within [floor, 64 MiB]. */
-    ck_assert_uint_gt(s.peak_in_use / 2, SL__POOL_IDLE_FLOOR);
-    ck_assert_uint_eq(s.idle_cap, s.peak_in_use / 2);
+    /* The default cap: what keeps in use + idle within twice the peak. */
+    ck_assert_uint_gt(s.peak_in_use, SL__POOL_IDLE_FLOOR);
+    ck_assert_uint_eq(s.idle_cap, 2 * s.peak_in_use - s.in_use);
     for (size_t i = 0; i < n; i++)
         if (i % 3 != 0)
             sl__pool_free(pool, blocks[i]);

@@ -18,10 +18,12 @@ typedef struct sl_dataset sl_dataset;
 
 /* The buffer pool. The rows of every iterator made from a dataset come from
  * the dataset's pool, which caches freed blocks so that a running pipeline
- * does not call malloc per sample. It keeps at most its idle limit cached,
- * by default min(64 MiB, max(half the most bytes it ever had in use at
- * once, 8 MiB)); blocks freed beyond that go back to the system (the
- * oldest large ones, 256 KiB and up, first). Where a training executor's
+ * does not call malloc per sample. The rule by default: all it holds (in
+ * use + idle) stays within twice the most bytes it ever had in use at once
+ * (the peak in flight), or it keeps at most 8 MiB idle if that is more (a
+ * small pipeline); idle blocks beyond that go back to the system (the
+ * oldest large ones, 256 KiB and up, first), when a block is freed or
+ * before one is taken from the system. Where a training executor's
  * threads make the batches between steps (an inline sink on cpu), each of
  * them takes blocks from a part of the pool of its own, with the same
  * limit each; the pool's figures include its parts. */
@@ -34,8 +36,8 @@ typedef struct sl_pool_stats {
     uint64_t idle_bytes;        /* cached for reuse; in use + idle is all the pool holds */
     uint64_t peak_in_use_bytes; /* the most in use at once since the pool was made
                                  * (with parts: the sum of each one's, a bound) */
-    uint64_t idle_cap_bytes;    /* the most it may keep idle now (the default
-                                 * limit follows the peak) */
+    uint64_t idle_cap_bytes;    /* the most it may keep idle now (the default:
+                                 * 2 x peak - in use, at least 8 MiB) */
     uint64_t system_allocs;     /* blocks taken from the system (malloc or mmap) */
     uint64_t system_frees;      /* blocks given back to it */
     uint64_t cap_frees;         /* of those, given back because the idle cap was reached */
