@@ -2,11 +2,10 @@
  * the idle bytes. Each block starts with a 64-byte header (its class and the
  * free-list links) so the caller's memory stays 64-byte aligned.
  *
- * The cap is a limit set with sl__pool_set_idle_limit (SL__POOL_IDLE_PEAK:
- * the whole peak in use, for the autotuner), or by default what keeps in
- * use + idle within twice the peak in use (at least 8 MiB idle): the
- * steady state of a pipeline, whose demand at any moment is at most its
- * peak, stays cached, while images of every size cannot pile up.
+ * The cap is a limit set with sl__pool_set_idle_limit, or by default what
+ * keeps in use + idle within twice the peak in use (at least 8 MiB idle):
+ * the steady state of a pipeline, whose demand at any moment is at most
+ * its peak, stays cached, while images of every size cannot pile up.
  * Large blocks (SL__POOL_LARGE, 256 KiB, and up) come from mmap, share one
  * mutex and wait on a list by age, so that one given back leaves the
  * process and the oldest go first. docs/pool-internals.md gives the
@@ -269,8 +268,6 @@ static size_t idle_cap_at(const sl_pool *pool, size_t in_use)
     size_t limit = atomic_load_explicit(&pool->limit, memory_order_relaxed);
     size_t peak = atomic_load_explicit(&pool->peak_in_use, memory_order_relaxed);
     size_t cap;
-    if (limit == SL__POOL_IDLE_PEAK)
-        return peak < SL__POOL_IDLE_PEAK_MAX ? peak : SL__POOL_IDLE_PEAK_MAX;
     if (limit != SL__POOL_IDLE_AUTO)
         return limit;
     if (peak < in_use)

@@ -29,11 +29,6 @@ typedef struct sl_pool sl_pool;
 /* The limit of a new pool: the default cap, which follows the peak (see
  * pool.c): 2 x peak in use - in use, at least SL__POOL_IDLE_FLOOR. */
 #define SL__POOL_IDLE_AUTO ((size_t)-1)
-/* A limit that follows the whole peak in use, at most
- * SL__POOL_IDLE_PEAK_MAX: what the autotuner sets when a pipeline takes
- * blocks from the system batch after batch (pipeline/autotune.c). */
-#define SL__POOL_IDLE_PEAK ((size_t)-2)
-#define SL__POOL_IDLE_PEAK_MAX ((size_t)256 << 20)
 #define SL__POOL_IDLE_FLOOR ((size_t)8 << 20)
 
 /* What a pool holds and has done. Bytes are class sizes: what callers can

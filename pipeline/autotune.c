@@ -7,15 +7,6 @@
  * In each window at most one thing changes, so that the next window can
  * judge it:
  *   - if the consumer hardly waited, the pipeline keeps up: nothing to do;
- *   - else if the buffer pool gave blocks back over its idle cap for most
- *     rows, to take new ones (the cap, by default half its peak in use, is
- *     below what the pipeline frees and takes anew each batch), its cap
- *     follows the whole peak in use from then on, at most
- *     SL__POOL_IDLE_PEAK_MAX: memory the pipeline uses anyway, where a
- *     mapping made and unmade per image cost a JPEG pipeline up to 3x its
- *     throughput. First, because it costs no CPU; seen already at the
- *     first look, since it needs no timing; and not judged (try_pool says
- *     why), so the next change may come in the next window;
  *   - else the busiest stage limits throughput: a parallel stage (map,
  *     batch) gets one more worker, up to autotune_max_workers;
  *   - else a stage blocked on a full output while the consumer waited
@@ -24,8 +15,8 @@
  *     source: its queue holds indices only), that queue doubles, up to the
  *     same 32 chunks (where a default lazy source starts), so each turn at
  *     the source sends more.
- * The pool is the dataset's, shared with its other iterators: a cap the
- * tuner set goes back to what it was when the iterator is freed.
+ * The buffer pool is not tuned: its default cap already keeps what a
+ * pipeline frees and takes anew (core/pool.c).
  * The window after any other change settles (a new worker's first
  * buffers); the next judges it by the consumer's rows/s against those
  * before the change: if they fell by more than SL__TUNE_FALL, it is
@@ -41,7 +32,6 @@
 #include "pipeline/iterator_impl.h"
 
 #define FIRST_ROWS 1          /* rows before the first look (start-up is left out) */
-#define CHURN 0.25            /* blocks given back over the pool's cap per row: too small */
 #define SATURATED 0.50        /* a stage busier than this per thread may limit */
 
 typedef enum knob { KNOB_NONE = 0, KNOB_WORKERS = 1, KNOB_QUEUE = 2 } knob;
@@ -60,8 +50,6 @@ typedef struct sl__autotune {
     size_t trial_limit_from; /* KNOB_WORKERS: the stage's queue limit before */
     double rate_before;
     unsigned char *left_alone; /* per stage: knobs whose change was undone */
-    int pool_changed;        /* the tuner set the pool's limit (from SL__POOL_IDLE_AUTO) */
-    uint64_t frees_prev, frees_cur; /* the pool's blocks given back over its cap, at each look */
     char said[192];          /* the last "no change" line, said only once */
 } sl__autotune;
 
@@ -89,9 +77,6 @@ void sl__autotune_free(sl_iterator *it)
     sl__autotune *t = it->tune;
     if (!t)
         return;
-    /* Unless someone set a limit of their own since. */
-    if (t->pool_changed && sl__pool_idle_limit(it->pool) == SL__POOL_IDLE_PEAK)
-        sl__pool_set_idle_limit(it->pool, SL__POOL_IDLE_AUTO);
     free(t->prev);
     free(t->cur);
     free(t->left_alone);
@@ -180,35 +165,6 @@ static void judge(sl_iterator *it, sl__autotune *t, double rate)
     t->trial = KNOB_NONE;
 }
 
-/* When the pool gave blocks back to the system because its idle cap was
- * reached, for most of the `rows` rows just seen, only to take new ones
- * (frees of them), and the tuner may: raises its idle cap to its whole
- * peak in use (at most SL__POOL_IDLE_PEAK_MAX). Returns 1 when it did.
- * Not judged: blocks kept instead of unmapped and mapped anew cost memory
- * (bounded), never throughput, and a judgement by rows/s would only undo
- * it when the machine's speed swings, while costing the two windows the
- * next change waits for. */
-static int try_pool(sl_iterator *it, sl__autotune *t, uint64_t frees, uint64_t rows,
-                    double waited)
-{
-    double per_row = rows ? (double)frees / (double)rows : 0;
-    sl__pool_stats ps;
-    if (t->pool_changed || per_row < CHURN || sl__pool_idle_limit(it->pool) != SL__POOL_IDLE_AUTO)
-        return 0; /* the user's limit is the user's */
-    sl__pool_get_stats(it->pool, &ps);
-    /* The default cap keeps at least the whole peak (in use + idle within
-     * twice it): the tuner's would only lower it. */
-    if (ps.idle_cap >= ps.peak_in_use || ps.idle_cap >= SL__POOL_IDLE_PEAK_MAX)
-        return 0;
-    t->pool_changed = 1;
-    sl__pool_set_idle_limit(it->pool, SL__POOL_IDLE_PEAK);
-    sl__autotune_say(it, "autotune: pool: idle cap %.1f MiB -> its whole peak in use, now %.1f MiB (%.1f "
-            "blocks per row given back over the cap and taken anew; the consumer waited %.0f%%)",
-        (double)ps.idle_cap / (1 << 20), (double)ps.peak_in_use / (1 << 20), per_row,
-        100 * waited);
-    return 1;
-}
-
 /* Picks at most one change for the window just ended. */
 static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double rate)
 {
@@ -224,9 +180,6 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
         say_once(it, line);
         return;
     }
-    if (try_pool(it, t, t->frees_cur - t->frees_prev,
-                 t->cur[t->n - 1].rows - t->prev[t->n - 1].rows, waited))
-        return;
     for (size_t s = 0; s < it->nstages; s++) {
         window_share w;
         if (t->cur[s].threads <= 0)
@@ -309,13 +262,6 @@ static void decide(sl_iterator *it, sl__autotune *t, double window_ms, double ra
     say_once(it, line);
 }
 
-static uint64_t pool_cap_frees(const sl_iterator *it)
-{
-    sl__pool_stats ps;
-    sl__pool_get_stats(it->pool, &ps);
-    return ps.cap_frees;
-}
-
 void sl__autotune_tick(sl_iterator *it)
 {
     sl__autotune *t = it->tune;
@@ -323,23 +269,14 @@ void sl__autotune_tick(sl_iterator *it)
     switch (sl__tune_window_tick(&t->window, it->rows_out, &window)) {
     case SL__TUNE_NOT_YET:
         return;
-    case SL__TUNE_FIRST: {
-        /* What came before (start-up) is not judged, except a pool already
-         * giving back what it takes anew, which needs no timing to see. */
-        const sl_stage_stats *c;
+    case SL__TUNE_FIRST:
+        /* What came before (start-up) is not judged. */
         sl_iterator_get_stage_stats(it, t->prev, t->n);
-        t->frees_prev = pool_cap_frees(it);
-        c = &t->prev[t->n - 1];
-        if (t->frees_prev > 0)
-            try_pool(it, t, t->frees_prev, it->rows_out,
-                     c->elapsed_ms > 0 ? c->wait_input_ms / c->elapsed_ms : 0);
         return;
-    }
     case SL__TUNE_ENDED:
         break;
     }
     sl_iterator_get_stage_stats(it, t->cur, t->n);
-    t->frees_cur = pool_cap_frees(it);
     rate = (double)(t->cur[t->n - 1].rows - t->prev[t->n - 1].rows) * 1e3 / window;
     if (t->settling)
         t->settling = 0;
@@ -351,6 +288,5 @@ void sl__autotune_tick(sl_iterator *it)
         sl_stage_stats *swap = t->prev;
         t->prev = t->cur;
         t->cur = swap;
-        t->frees_prev = t->frees_cur;
     }
 }

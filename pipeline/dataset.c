@@ -83,13 +83,7 @@ int sl_dataset_copy(sl_dataset **out, const sl_dataset *src)
     ds->decode_fusion = src->decode_fusion;
     ds->error_samples = src->error_samples;
     ds->schema = src->schema;
-    {
-        /* A running iterator's autotuner may have set the whole-peak cap:
-         * that is the iterator's, not the dataset's, so the copy gets the
-         * default. */
-        size_t limit = sl__pool_idle_limit(src->pool);
-        sl_dataset_set_pool_idle_limit(ds, limit == SL__POOL_IDLE_PEAK ? SL__POOL_IDLE_AUTO : limit);
-    }
+    sl_dataset_set_pool_idle_limit(ds, sl__pool_idle_limit(src->pool));
     *out = ds;
     return SL_OK;
 }

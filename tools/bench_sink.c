@@ -581,11 +581,13 @@ int cli_bench_sink_main(int argc, char **argv)
     if (kind == CLI_KIND_IMAGE_FOLDER)
         a.num_classes = (int64_t)sl_dataset_num_classes(ds);
     /* The serial reference keeps up to 256 MiB of batches at once from the
-     * pipeline's pool; with its default idle cap (64 MiB at most) the pool
-     * would give most of them back to the system after each serial run, and
-     * the next would pay page faults that data only never pays (3x its data
-     * time per batch, measured on MNIST). The other runs reuse the blocks
-     * they free, so keeping more idle changes nothing for them. */
+     * pipeline's pool; under a cap below that the pool would give most of
+     * them back to the system after each serial run, and the next would
+     * pay page faults that data only never pays (3x its data time per
+     * batch, measured on MNIST, when the default cap was 64 MiB at most;
+     * the default now follows the peak, and this limit says so whatever
+     * the peak). The other runs reuse the blocks they free, so keeping more
+     * idle changes nothing for them. */
     sl_dataset_set_pool_idle_limit(ds, (size_t)384 << 20);
     /* Compute only's batches: the pipeline's first epoch (at most --steps
      * batches), made once and kept. */
