@@ -240,15 +240,8 @@ static sl_dataset *imagenet_train(const char *root, int batch)
 {
     static const double mean[3] = {0.485 * 255, 0.456 * 255, 0.406 * 255};
     static const double std[3] = {0.229 * 255, 0.224 * 255, 0.225 * 255};
-    sl_image_folder_options o;
     sl_op *ops[4];
-    sl_dataset *ds;
-    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
-    sl_image_folder_options_init(&o);
-    o.dataset_dir = root;
-    o.decode = 1;
-    o.num_parallel_workers = 2;
-    ck_assert_msg(sl_dataset_image_folder(ds, &o) == SL_OK, "%s", sl_dataset_last_error(ds));
+    sl_dataset *ds = tu_image_folder_decoded(root, 2);
     ck_assert_int_eq(sl_op_random_resized_crop_new(&ops[0], 224, 224, SL_RRC_SCALE_MIN,
                                                    SL_RRC_SCALE_MAX, SL_RRC_RATIO_MIN,
                                                    SL_RRC_RATIO_MAX, SL_INTER_LINEAR,

@@ -419,6 +419,19 @@ int tu_shorten(int sanitized, const char *test, const char *what)
 
 /* --- fixtures ------------------------------------------------------------- */
 
+sl_dataset *tu_image_folder_decoded(const char *dir, int workers)
+{
+    sl_image_folder_options o;
+    sl_dataset *ds;
+    ck_assert_int_eq(sl_dataset_new(&ds), SL_OK);
+    sl_image_folder_options_init(&o);
+    o.dataset_dir = dir;
+    o.decode = 1;
+    o.num_parallel_workers = workers;
+    ck_assert_msg(sl_dataset_image_folder(ds, &o) == SL_OK, "%s", sl_dataset_last_error(ds));
+    return ds;
+}
+
 sl_dataset *tu_lenet_pipeline(const char *dir, sl_mnist_usage usage, int workers, uint64_t seed,
                               int resize, int drop_remainder, int64_t num_samples)
 {

@@ -111,6 +111,9 @@ int tu_shorten(int sanitized, const char *test, const char *what);
  * frees it. */
 sl_dataset *tu_lenet_pipeline(const char *dir, sl_mnist_usage usage, int workers, uint64_t seed,
                               int resize, int drop_remainder, int64_t num_samples);
+/* A new dataset reading the ImageFolder dir, decoded to RGB by workers
+ * decode workers (the sampler's default order). The caller frees it. */
+sl_dataset *tu_image_folder_decoded(const char *dir, int workers);
 /* The same with another batch size. */
 sl_dataset *tu_lenet_pipeline_batch(const char *dir, sl_mnist_usage usage, int workers,
                                     uint64_t seed, int resize, int drop_remainder,
