@@ -143,8 +143,11 @@ static void *helper_main(void *p)
         if (atomic_load(&t->stop))
             return NULL;
         seen = gen;
-        if (sl__float_env_get() != t->float_env)
-            sl__float_env_set(t->float_env);
+        {
+            unsigned env = atomic_load_explicit(&t->float_env, memory_order_relaxed);
+            if (sl__float_env_get() != env)
+                sl__float_env_set(env);
+        }
         claim_shares(t, gen, ith);
     }
 }
@@ -156,7 +159,7 @@ int sl__team_init(sl__team *t, int nthreads, int64_t spin_ns)
     t->per_thread = nthreads > 1 ? SL__TEAM_SHARES_PER_THREAD : 1;
     t->ranges = NULL;
     t->nstarted = 0;
-    t->float_env = 0;
+    atomic_init(&t->float_env, 0);
     t->fn = NULL;
     t->arg = NULL;
     cpus = sl__cpus_available();
@@ -259,7 +262,7 @@ void sl__team_run(sl__team *t, sl__team_fn fn, void *arg)
     }
     t->fn = fn;
     t->arg = arg;
-    t->float_env = sl__float_env_get();
+    atomic_store_explicit(&t->float_env, sl__float_env_get(), memory_order_relaxed);
     atomic_store_explicit(&t->left, count, memory_order_relaxed);
     gen = atomic_load_explicit(&t->generation, memory_order_relaxed) + 1;
     for (int k = 0; k < t->nthreads; k++)

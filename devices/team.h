@@ -75,8 +75,11 @@ typedef struct sl__team {
     int64_t spin_ns;         /* bounded spin before a wait sleeps; 0: none */
     sl__team_fn fn;          /* the current job, set before generation moves */
     void *arg;
-    unsigned float_env;      /* the caller's float settings, which the helpers
-                              * take for the job (core/float_env.h) */
+    /* The caller's float settings, which the helpers take for the job
+     * (core/float_env.h). Atomic: a helper late for a job may read it
+     * while the caller sets the next one's (it then claims no share of its
+     * own job, which is done, and reads it again for the next). */
+    atomic_uint float_env;
     atomic_uint generation;  /* bumped once per job */
     atomic_int left;         /* shares of the current job not yet done */
     atomic_int stop;
