@@ -53,6 +53,19 @@ int sl__op_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx)
     return rc;
 }
 
+int sl__op_output(sl__op_ctx *ctx, sl_tensor **out, sl_dtype dtype, int ndim,
+                  const int64_t *shape)
+{
+    size_t numel, nbytes;
+    if (ctx->slot_base && sl__shape_numel(ndim, shape, dtype, &numel, &nbytes) == SL_OK &&
+        nbytes == ctx->slot_bytes) {
+        sl_tensor *base = ctx->slot_base;
+        ctx->slot_base = NULL;
+        return sl__tensor_view(out, ctx->pool, base, ctx->slot_offset, dtype, ndim, shape);
+    }
+    return sl__tensor_alloc(out, ctx->pool, dtype, ndim, shape);
+}
+
 int sl__op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
                  sl__error *err)
 {
@@ -70,6 +83,7 @@ int sl_op_apply(const sl_op *op, const sl_tensor *in, sl_tensor **out, uint64_t 
     ctx.err = &e;
     ctx.budget = NULL; /* one call, one image: nothing to share */
     ctx.budget_held = 0;
+    ctx.slot_base = NULL;
     sl__rng_seed(&ctx.rng, seed, 0, 0, 0);
     /* The extra reference keeps the caller's tensor untouched: ops only
      * write in place into tensors nobody else holds. */

@@ -24,6 +24,12 @@ typedef struct sl__op_ctx {
      * done with the row (sl__map_apply). */
     sl__byte_budget *budget;
     uint64_t budget_held;
+    /* Where the row's last op may make its output instead of a new block:
+     * slot_bytes at byte slot_offset of slot_base (the row's slot in the
+     * batch it is stacked into, pipeline/map.c), or slot_base NULL. Ops
+     * take it through sl__op_output, once. */
+    sl_tensor *slot_base;
+    size_t slot_offset, slot_bytes;
 } sl__op_ctx;
 
 typedef struct sl_op_iface {
@@ -54,6 +60,11 @@ struct sl_op {
 int sl__op_alloc(sl_op **out, size_t size, const sl_op_iface *iface, int random);
 /* Runs op: ctx->rng must already be seeded. Consumes in. */
 int sl__op_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl__op_ctx *ctx);
+/* A new tensor for an op's output: a view of ctx's slot when there is one
+ * of exactly its bytes (the slot is then used up), else from ctx->pool.
+ * Uninitialised either way; fails as sl__tensor_alloc. */
+int sl__op_output(sl__op_ctx *ctx, sl_tensor **out, sl_dtype dtype, int ndim,
+                  const int64_t *shape);
 int sl__op_infer(const sl_op *op, const sl_tensor_spec *in, sl_tensor_spec *out,
                  sl__error *err);
 

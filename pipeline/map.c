@@ -113,16 +113,41 @@ static void give_back_budget(sl__op_ctx *ctx)
     }
 }
 
-/* Applies the steps to one row. On failure *failed is the step's node, the
- * row's transformed column is released (NULL), the budget the row took is
- * given back and err holds the op's message, not yet naming the row. */
+/* 1 when step s is the last one that maps its column. */
+static int last_step_of_column(const sl__map_work *w, size_t s)
+{
+    for (size_t q = s + 1; q < w->nsteps; q++)
+        if (w->steps[q].node->column == w->steps[s].node->column)
+            return 0;
+    return 1;
+}
+
+/* Offers the column's last op the row's slot of its batch tensor, if
+ * there is one (batch row r of slots). */
+static void offer_slot(sl__op_ctx *ctx, const sl__batch_slots *slots, size_t r, size_t col,
+                       size_t nrows)
+{
+    sl_tensor *batch = slots ? slots->col[col] : NULL;
+    if (!batch)
+        return;
+    ctx->slot_base = batch;
+    ctx->slot_bytes = batch->nbytes / nrows;
+    ctx->slot_offset = r * ctx->slot_bytes;
+}
+
+/* Applies the steps to one row (row r of nrows, with slots when not NULL).
+ * On failure *failed is the step's node, the row's transformed column is
+ * released (NULL), the budget the row took is given back and err holds
+ * the op's message, not yet naming the row. */
 static int map_row(const sl__map_work *w, sl__row *row, sl__op_ctx *ctx,
-                   const sl__node **failed)
+                   const sl__node **failed, const sl__batch_slots *slots, size_t r,
+                   size_t nrows)
 {
     for (size_t s = 0; s < w->nsteps; s++) {
         const sl__map_step *step = &w->steps[s];
         const sl__node *node = step->node;
         sl_tensor *t = row->col[node->column];
+        int last = slots && last_step_of_column(w, s);
         row->col[node->column] = NULL;
         for (size_t k = 0; k < step->nops; k++) {
             const sl_op *op = step->ops[k];
@@ -131,7 +156,10 @@ static int map_row(const sl__map_work *w, sl__row *row, sl__op_ctx *ctx,
             if (op->random)
                 sl__rng_seed(&ctx->rng, w->seed, (uint64_t)row->epoch, (uint64_t)row->index,
                              step->rng_salt[k]);
+            if (last && k + 1 == step->nops)
+                offer_slot(ctx, slots, r, node->column, nrows);
             rc = sl__op_run(op, t, &next, ctx);
+            ctx->slot_base = NULL; /* a slot unused stays unused */
             if (rc != SL_OK) {
                 give_back_budget(ctx);
                 *failed = node;
@@ -151,10 +179,65 @@ static void op_ctx_init(sl__op_ctx *ctx, const sl__map_work *w, sl_pool *pool, s
     ctx->err = err;
     ctx->budget = w->budget;
     ctx->budget_held = 0;
+    ctx->slot_base = NULL;
+}
+
+static int batch_tensor(sl_tensor **out, sl_pool *pool, const sl_tensor *first, const int64_t *shape,
+                        int64_t n, void **lent, size_t lent_bytes, sl__lender *loan);
+
+void sl__batch_slots_init(sl__batch_slots *s, const sl__collate_work *collate)
+{
+    memset(s, 0, sizeof *s);
+    s->collate = collate;
+}
+
+void sl__batch_slots_clear(sl__batch_slots *s)
+{
+    for (size_t c = 0; c < SL_MAX_COLUMNS; c++) {
+        sl_tensor_release(s->col[c]);
+        s->col[c] = NULL;
+        /* lent memory not stacked into goes back now (each column once) */
+        if (s->lent[c])
+            s->loan->give_back(s->loan);
+        s->lent[c] = NULL;
+    }
+}
+
+/* Asks the lender, once per batch, for memory for its ncols columns. */
+static void slots_lend(sl__batch_slots *s, const sl__collate_work *w, size_t ncols)
+{
+    if (s->lent_asked)
+        return;
+    s->lent_asked = 1;
+    if (w->lender)
+        s->loan = w->lender->lend(w->lender, ncols, s->lent, s->lent_bytes);
+}
+
+/* After the first row of chunk is mapped: the batch tensor, shaped by that
+ * row, of each column the steps map (not padded ones). One not made (no
+ * memory, too many dimensions) is left to stacking, which says why. */
+static void slots_make(sl__batch_slots *s, const sl__map_work *w, const sl__chunk *chunk,
+                       sl_pool *pool)
+{
+    const sl__collate_work *cw = s->collate;
+    int64_t n = (int64_t)chunk->nrows;
+    slots_lend(s, cw, cw->schema->ncols);
+    for (size_t q = 0; q < w->nsteps; q++) {
+        size_t c = w->steps[q].node->column;
+        const sl_tensor *first = chunk->rows[0].col[c];
+        int64_t shape[SL_MAX_DIMS];
+        if (s->col[c] || !first || first->ndim >= SL_MAX_DIMS || (cw->pad && cw->pad[c].on))
+            continue;
+        shape[0] = n;
+        memcpy(shape + 1, first->shape, (size_t)first->ndim * sizeof *shape);
+        if (batch_tensor(&s->col[c], pool, first, shape, n, &s->lent[c], s->lent_bytes[c],
+                         s->loan) != SL_OK)
+            s->col[c] = NULL;
+    }
 }
 
 int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
-                  const atomic_int *stop, sl__error *err)
+                  const atomic_int *stop, sl__batch_slots *slots, sl__error *err)
 {
     sl__op_ctx ctx;
     op_ctx_init(&ctx, w, pool, err);
@@ -166,7 +249,10 @@ int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
             return sl__errf(err, SL_ECLOSED, "map: stopped");
         if (r + 1 < chunk->nrows)
             prefetch_row(w, &chunk->rows[r + 1]);
-        rc = map_row(w, row, &ctx, &failed);
+        rc = map_row(w, row, &ctx, &failed, slots && slots->collate ? slots : NULL, r,
+                     chunk->nrows);
+        if (rc == SL_OK && r == 0 && slots && slots->collate)
+            slots_make(slots, w, chunk, pool);
         if (rc != SL_OK) {
             char where[300];
             name_row(w, failed, row, where, sizeof where);
@@ -188,7 +274,7 @@ int sl__map_apply_row(const sl__map_work *w, sl__row *row, sl_pool *pool, sl__er
     const sl__node *failed;
     int rc;
     op_ctx_init(&ctx, w, pool, err);
-    rc = map_row(w, row, &ctx, &failed);
+    rc = map_row(w, row, &ctx, &failed, NULL, 0, 1);
     if (rc != SL_OK)
         sl__err_prefix(err, "map on column '%s': ", failed->colname);
     return rc;
@@ -232,37 +318,43 @@ static int check_rows(const sl__schema *schema, const sl__chunk *group, size_t c
 }
 
 static int stack_rows(const sl__collate_work *w, const sl__schema *schema,
-                      const sl__chunk *group, sl__row *out, sl_pool *pool, sl__error *err);
+                      const sl__chunk *group, sl__batch_slots *slots, sl__row *out, sl_pool *pool,
+                      sl__error *err);
 
-int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out, sl_pool *pool,
-                sl__error *err)
+int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__batch_slots *slots,
+                sl__row *out, sl_pool *pool, sl__error *err)
 {
+    sl__batch_slots none;
     sl__chunk *mapped;
     int rc;
+    if (!slots || !slots->collate) {
+        sl__batch_slots_init(&none, NULL);
+        slots = &none;
+    }
     if (!w->map)
-        return stack_rows(w, w->schema, group, out, pool, err);
+        return stack_rows(w, w->schema, group, slots, out, pool, err);
+    SL_ASSERT(!slots->collate); /* a per-batch map makes the rows stacked */
     rc = sl__batch_map_run(w->map, group, &mapped, err);
     if (rc != SL_OK)
         return rc;
-    rc = stack_rows(w, &w->map->out_schema, mapped, out, pool, err);
+    rc = stack_rows(w, &w->map->out_schema, mapped, slots, out, pool, err);
     sl__chunk_free(mapped);
     return rc;
 }
 
-/* Stacks group's rows, whose columns schema describes. */
+/* Stacks group's rows, whose columns schema describes, into the tensors of
+ * slots made for them and otherwise into new ones; rows already in their
+ * slot are not copied. */
 static int stack_rows(const sl__collate_work *w, const sl__schema *schema,
-                      const sl__chunk *group, sl__row *out, sl_pool *pool, sl__error *err)
+                      const sl__chunk *group, sl__batch_slots *slots, sl__row *out, sl_pool *pool,
+                      sl__error *err)
 {
     int64_t n = (int64_t)group->nrows;
-    void *lent[SL_MAX_COLUMNS] = {0};
-    size_t lent_bytes[SL_MAX_COLUMNS] = {0};
-    sl__lender *loan = NULL;
     int rc = SL_OK;
     SL_ASSERT(n > 0);
     out->index = group->group_index;
     out->epoch = group->group_epoch;
-    if (w->lender)
-        loan = w->lender->lend(w->lender, schema->ncols, lent, lent_bytes);
+    slots_lend(slots, w, schema->ncols);
     for (size_t c = 0; c < schema->ncols && rc == SL_OK; c++) {
         const sl_tensor *first = group->rows[0].col[c];
         int64_t shape[SL_MAX_DIMS];
@@ -283,22 +375,26 @@ static int stack_rows(const sl__collate_work *w, const sl__schema *schema,
         rc = check_rows(schema, group, c, err);
         if (rc != SL_OK)
             break;
-        rc = batch_tensor(&batch, pool, first, shape, n, &lent[c], lent_bytes[c], loan);
+        if (slots->col[c] && slots->col[c]->nbytes == (size_t)n * first->nbytes) {
+            batch = slots->col[c];
+            slots->col[c] = NULL;
+        } else {
+            rc = batch_tensor(&batch, pool, first, shape, n, &slots->lent[c],
+                              slots->lent_bytes[c], slots->loan);
+        }
         if (rc != SL_OK) {
             sl__errf(err, rc, "batch: out of memory for column '%s'", schema->names[c]);
             break;
         }
         dst = batch->data;
         for (int64_t r = 0; r < n; r++) {
-            memcpy(dst, group->rows[r].col[c]->data, first->nbytes);
+            if (group->rows[r].col[c]->data != dst) /* else made in its slot */
+                memcpy(dst, group->rows[r].col[c]->data, first->nbytes);
             dst += first->nbytes;
         }
         out->col[c] = batch;
     }
-    /* Lent memory not stacked into goes back now (each column once). */
-    for (size_t c = 0; c < SL_MAX_COLUMNS; c++)
-        if (lent[c])
-            loan->give_back(loan);
+    sl__batch_slots_clear(slots);
     if (rc != SL_OK)
         sl__row_clear(out);
     return rc;

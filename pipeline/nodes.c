@@ -297,7 +297,7 @@ static int batch_emit(batch_node *b, sl__chain *chain, size_t next)
         return sl__out_chunk(chain->out, group);
     }
     memset(&row, 0, sizeof row);
-    rc = sl__collate(&b->work, group, &row, chain->pool, chain->err);
+    rc = sl__collate(&b->work, group, NULL, &row, chain->pool, chain->err);
     sl__chunk_free(group);
     if (rc != SL_OK)
         return rc;

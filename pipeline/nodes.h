@@ -140,13 +140,32 @@ typedef struct sl__map_work {
     sl__byte_budget *budget;  /* the iterator's decode budget, or NULL */
 } sl__map_work;
 
+/* A batch whose tensors are made as soon as its first row is mapped, for a
+ * stage that maps and batches (no per-batch map): the map's last op on a
+ * column then makes each later row's output in that row's slot of the
+ * batch (sl__op_output), and stacking copies only the rows that are not
+ * there already. Values and messages are those of mapping then stacking. */
+typedef struct sl__batch_slots {
+    const struct sl__collate_work *collate; /* the batch's; NULL: no slots */
+    int lent_asked;                   /* the lender was asked for this batch */
+    struct sl__lender *loan;          /* what it lent, or NULL */
+    void *lent[SL_MAX_COLUMNS];       /* lent memory not stacked into yet */
+    size_t lent_bytes[SL_MAX_COLUMNS];
+    sl_tensor *col[SL_MAX_COLUMNS];   /* (n, ...) made before stacking, or NULL */
+} sl__batch_slots;
+
+/* No tensors yet; with collate NULL the slots stay unused. */
+void sl__batch_slots_init(sl__batch_slots *s, const struct sl__collate_work *collate);
+/* Releases the tensors not stacked and gives back unused lent memory. */
+void sl__batch_slots_clear(sl__batch_slots *s);
+
 /* Applies the steps to every row of chunk. Checks *stop between rows.
  * Gives back the decode budget a row's ops took once the row is done. On
  * failure err names the op, the column and the sample, and the chunk keeps
  * only the rows before the failing one (all steps applied), which are to
  * be delivered ahead of the error. */
 int sl__map_apply(const sl__map_work *w, sl__chunk *chunk, sl_pool *pool,
-                  const atomic_int *stop, sl__error *err);
+                  const atomic_int *stop, sl__batch_slots *slots, sl__error *err);
 /* Applies the steps to one row (a bad sample's stand-in, or a row mapped
  * alone so that a failing one can be dealt with). On failure err names the
  * op and the column, not the sample (the caller does), and the row's
@@ -162,9 +181,10 @@ typedef struct sl__collate_work {
 } sl__collate_work;
 
 /* Stacks the rows of group into one row of (n, ...) tensors, in memory
- * the lender lends where it lends some of the right size. */
-int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__row *out, sl_pool *pool,
-                sl__error *err);
+ * the lender lends where it lends some of the right size, or into the
+ * tensors of slots (NULL: none), whose lent memory it uses or gives back. */
+int sl__collate(const sl__collate_work *w, const sl__chunk *group, sl__batch_slots *slots,
+                sl__row *out, sl_pool *pool, sl__error *err);
 /* Column c of group's rows padded as pad says into one (n, ...) tensor
  * (pad.c); SL_ESHAPE naming the batch, row, column and sizes when a row
  * does not fit or the rows differ in dtype or dimensions. */

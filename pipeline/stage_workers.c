@@ -109,8 +109,10 @@ static int read_rows(sl__stage *st, sl__chunk *chunk, sl_pool *pool, sl__error *
     return SL_OK;
 }
 
-/* Reads (when the stage reads) and maps (when it maps) the rows of in. */
-static int transform(sl__stage *st, sl__chunk *in, sl_pool *pool, sl__error *err)
+/* Reads (when the stage reads) and maps (when it maps) the rows of in,
+ * into the tensors of slots when the stage batches them too. */
+static int transform(sl__stage *st, sl__chunk *in, sl_pool *pool, sl__batch_slots *slots,
+                     sl__error *err)
 {
     int rc, read_rc = SL_OK;
     if (st->it->bad.mode != SL_ERROR_SAMPLES_RAISE && (st->reads || st->per_sample))
@@ -125,7 +127,7 @@ static int transform(sl__stage *st, sl__chunk *in, sl_pool *pool, sl__error *err
     if (st->kind == SL__STAGE_MAP) {
         sl__error map_err;
         sl__err_clear(&map_err);
-        rc = sl__map_apply(&st->map, in, pool, &st->it->stop, &map_err);
+        rc = sl__map_apply(&st->map, in, pool, &st->it->stop, slots, &map_err);
         if (rc != SL_OK) {
             sl__err_copy(err, &map_err);
             return rc;
@@ -137,15 +139,23 @@ static int transform(sl__stage *st, sl__chunk *in, sl_pool *pool, sl__error *err
 static int work_chunk(sl__stage *st, sl__chunk **chunk, sl_pool *pool, sl__error *err)
 {
     sl__chunk *in = *chunk, *out;
+    sl__batch_slots slots;
     sl__row row;
     int rc;
     if (in->nrows == 0)
         return SL_OK; /* only bad-sample records, on their way to the consumer */
-    rc = transform(st, in, pool, err);
-    if (rc != SL_OK || (st->kind == SL__STAGE_MAP && !st->collate) || in->nrows == 0)
+    /* a map that batches makes its rows in the batch's slots, unless a
+     * per-batch map makes the rows stacked */
+    sl__batch_slots_init(&slots, st->kind == SL__STAGE_MAP && st->collate && !st->collation.map
+                                     ? &st->collation
+                                     : NULL);
+    rc = transform(st, in, pool, &slots, err);
+    if (rc != SL_OK || (st->kind == SL__STAGE_MAP && !st->collate) || in->nrows == 0) {
+        sl__batch_slots_clear(&slots);
         return rc;
+    }
     memset(&row, 0, sizeof row);
-    rc = sl__collate(&st->collation, in, &row, pool, err);
+    rc = sl__collate(&st->collation, in, &slots, &row, pool, err);
     if (rc != SL_OK)
         return rc;
     out = sl__chunk_new(SL__CHUNK_ROWS, 1);

@@ -351,6 +351,71 @@ START_TEST(test_resize_paths)
 }
 END_TEST
 
+/* RGB shrinks beyond what the 16-byte gather holds: the plan must take the
+ * pixel pass (so the cases test it), and every path must give OpenCV's
+ * bytes, on odd sizes whose rows end in the one-by-one tail. */
+START_TEST(test_resize_rgb_shrink_paths)
+{
+    /* 2x, 3.5x, 8x and uneven factors; widths leaving 1..7 pixels after
+     * the groups of 8; one row or column of output (the borders alone) */
+    static const int cases[][4] = {
+        {33, 67, 17, 33},  {45, 91, 13, 26}, {71, 113, 9, 14}, {17, 401, 9, 200},
+        {24, 1001, 3, 125}, {9, 129, 1, 16}, {35, 35, 35, 10},  {7, 333, 7, 41},
+        {64, 199, 31, 57}, {5, 251, 2, 83},
+    };
+    sl__rescale_chain lenet = lenet_chain();
+    sl_rng rng;
+    sl__rng_seed(&rng, 12, 0, 0, 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *t = cases[i];
+        sl__resize_plan *p = sl__resize_plan_new(t[0], t[1], 3, t[2], t[3]);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_msg(!p->gather_ok && p->rgb_pix >= 8,
+                      "(%d, %d) -> (%d, %d): gather_ok %d, rgb_pix %zu", t[0], t[1], t[2], t[3],
+                      p->gather_ok, p->rgb_pix);
+        free(p);
+        check_resize_paths(t[0], t[1], 3, t[2], t[3], &lenet, &rng);
+    }
+}
+END_TEST
+
+/* A crop's plan (sl__resize_plan_at) that samples the source's first and
+ * last columns and rows exactly (right weight 0 at the last, whose right
+ * pixel is itself): every path gives the plain path's bytes. */
+START_TEST(test_resize_rgb_shrink_borders)
+{
+    enum { IH = 23, IW = 157, OH = 7, OW = 37 };
+    double ys[OH], xs[OW];
+    uint8_t in[IH * IW * 3], want[OH * OW * 3], got[OH * OW * 3];
+    size_t scratch_size = sl__resize_u8_scratch_size(OW * 3);
+    void *scratch = malloc(scratch_size);
+    sl__resize_plan *p;
+    sl_rng rng;
+    sl__rng_seed(&rng, 13, 0, 0, 0);
+    for (size_t i = 0; i < sizeof in; i++)
+        in[i] = (uint8_t)sl__rng_below(&rng, 256);
+    for (int y = 0; y < OH; y++)
+        ys[y] = (double)(IH - 1) * y / (OH - 1);
+    for (int x = 0; x < OW; x++)
+        xs[x] = (double)(IW - 1) * x / (OW - 1);
+    p = sl__resize_plan_at(IH, IW, 3, OH, OW, ys, xs);
+    ck_assert(p && scratch);
+    ck_assert_int_eq(p->gather_ok, 0);
+    ck_assert_uint_eq(p->rgb_pix, 32); /* the last group of 8 ends at the right border */
+    sl__resize_u8_rows(SL__RESIZE_PATH_C, want, in, p, OH, OW, NULL, scratch, scratch_size);
+    for (int path = 1; path < SL__RESIZE_PATH_COUNT; path++) {
+        if (!sl__resize_path_supported((sl__resize_path)path))
+            continue;
+        memset(got, 0xAB, sizeof got);
+        sl__resize_u8_rows((sl__resize_path)path, got, in, p, OH, OW, NULL, scratch,
+                           scratch_size);
+        ck_assert_msg(memcmp(got, want, sizeof got) == 0, "path %d differs", path);
+    }
+    free(p);
+    free(scratch);
+}
+END_TEST
+
 /* Runs ops one after another on a copy of in, as a map without fusion
  * would; returns the status, the result in *out and the message in msg. */
 static int run_each(sl_op *const *ops, size_t n, const sl_tensor *in, sl_tensor **out,
@@ -717,6 +782,8 @@ void ops_add_resize_tests(TCase *core, TCase *limits)
     tcase_add_test(core, test_resize_linear_f32_shapes);
     tcase_add_test(core, test_resize_linear_known);
     tcase_add_test(core, test_resize_paths);
+    tcase_add_test(core, test_resize_rgb_shrink_paths);
+    tcase_add_test(core, test_resize_rgb_shrink_borders);
     tcase_add_test(core, test_resize_rescale_fused);
     tcase_add_test(core, test_resize_nearest);
     tcase_add_test(core, test_resize_same_size_and_pool);

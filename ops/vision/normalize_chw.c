@@ -8,7 +8,9 @@
  * have had (it is the first op fused, so the map seeds the fused op as it).
  * Anything else (another dtype, a channel count Normalize refuses, a rank
  * HWC2CHW refuses) runs the separate ops one after another, with their
- * messages. */
+ * messages. When a batch follows in the same stage, the float image is
+ * written straight into the row's slot of the batch (sl__op_output), so
+ * there is no per-sample float image to allocate and copy. */
 #include "ops/op_impl.h"
 
 #include <stdio.h>
@@ -67,7 +69,7 @@ static int normalize_chw_run(const sl_op *op, sl_tensor *in, sl_tensor **out, sl
     shape[0] = c;
     shape[1] = h;
     shape[2] = w;
-    rc = sl__tensor_alloc(&res, ctx->pool, SL_FLOAT32, 3, shape);
+    rc = sl__op_output(ctx, &res, SL_FLOAT32, 3, shape);
     if (rc != SL_OK) {
         /* where the separate ops would first need a float32 tensor */
         sl__errf(ctx->err, rc, "normalize: cannot allocate a float32 tensor %s",

@@ -80,9 +80,15 @@ typedef struct sl__resize_plan {
      * (left, right) int16 pairs, which meet the (a0, a1) pairs of blk_w in
      * one multiply-add. gather_ok is 0 when some block's pixels do not fit
      * in its 16 bytes (strong downscales, rows under 16 bytes); that plan
-     * then runs the plain C pass. */
+     * then runs the plain C pass, or for RGB the pixel pass below. */
     size_t nblk;
     int gather_ok;
+    /* For RGB rows without the gather (shrinks beyond about 1.6x): the
+     * first rgb_pix output pixels (a multiple of 8; the rest go one by
+     * one) have their left and right source pixels adjacent and 8 bytes
+     * inside the row, so the SSSE3 pixel pass loads each pixel's pair in
+     * one go. blk_w holds the weights either way. */
+    size_t rgb_pix;
     /* the source rows output rows read: [row_lo, row_hi], every one of them
      * when dense (so resampling them all wastes nothing) */
     int64_t row_lo, row_hi;

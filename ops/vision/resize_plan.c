@@ -1,7 +1,7 @@
 /* resize_plan.c: OpenCV's fixed-point plan of a uint8 bilinear resize
  * (resize_impl.h): per output column its two source offsets and 11-bit
  * weights, per output row its two rows and weights, and the SSSE3 gather
- * blocks; for a whole image (the Resize op) or for positions given per
+ * blocks (or, for RGB shrinks, how many pixels the pixel pass takes); for a whole image (the Resize op) or for positions given per
  * column and row (Decode fused with a crop, decode_fused.c). The kernels
  * that follow a plan are in resize_u8.c. */
 #include "ops/vision/resize_impl.h"
@@ -40,10 +40,28 @@ static int32_t fixed_weight(float w)
     return (int32_t)lrintf(w * (float)RESIZE_COEF_SCALE);
 }
 
+/* The output pixels, a multiple of 8 from the row's start, that the RGB
+ * pixel pass can take: each one's pair is (ofs0, ofs0 + 3), or its right
+ * weight is 0, and the 8 bytes from ofs0 lie inside the source row. */
+static size_t plan_rgb_pixels(const sl__resize_plan *p, size_t out_w)
+{
+    size_t in_row = (size_t)p->in_w * (size_t)p->c, x = 0;
+    if (p->c != 3)
+        return 0;
+    while (x < out_w && p->ofs0[x] + 8 <= in_row &&
+           (p->ofs1[x] == p->ofs0[x] + 3 || p->a1[x] == 0))
+        x++;
+    return x / 8 * 8;
+}
+
 /* Fills the SSSE3 block tables of p from its per-column tables. */
-static void plan_gather(sl__resize_plan *p)
+static void plan_gather(sl__resize_plan *p, size_t out_w)
 {
     size_t c = (size_t)p->c, in_row = (size_t)p->in_w * c;
+    for (size_t j = 0; j < 8 * p->nblk; j++) {
+        p->blk_w[2 * j] = (int16_t)p->a0[j / c];
+        p->blk_w[2 * j + 1] = (int16_t)p->a1[j / c];
+    }
     /* a load of 16 bytes must stay inside the source row */
     p->gather_ok = in_row >= 16;
     for (size_t b = 0; b < p->nblk && p->gather_ok; b++) {
@@ -69,10 +87,9 @@ static void plan_gather(sl__resize_plan *p)
             m[1] = 0x80;
             m[2] = (uint8_t)(p->ofs1[x] + k - base);
             m[3] = 0x80;
-            p->blk_w[16 * b + 2 * e] = (int16_t)p->a0[x];
-            p->blk_w[16 * b + 2 * e + 1] = (int16_t)p->a1[x];
         }
     }
+    p->rgb_pix = p->gather_ok ? 0 : plan_rgb_pixels(p, out_w);
 }
 
 /* A plan's block with its arrays placed, for out_h x out_w outputs. */
@@ -145,7 +162,7 @@ sl__resize_plan *sl__resize_plan_new(int64_t in_h, int64_t in_w, int64_t c, int6
         p->b1[y] = (int16_t)fixed_weight(f);
     }
     plan_rows(p, out_h);
-    plan_gather(p);
+    plan_gather(p, (size_t)out_w);
     return p;
 }
 
@@ -172,7 +189,7 @@ sl__resize_plan *sl__resize_plan_at(int64_t in_h, int64_t in_w, int64_t c, int64
         p->b1[y] = (int16_t)fixed_weight(f);
     }
     plan_rows(p, out_h);
-    plan_gather(p);
+    plan_gather(p, (size_t)out_w);
     return p;
 }
 

@@ -12,8 +12,10 @@
  *
  * The SSSE3 horizontal pass loads the 16 source bytes under eight outputs
  * at once and shuffles them into place (pshufb) instead of gathering one
- * byte at a time; AVX2 does sixteen. Every path does the same integer
- * arithmetic, so they give the same bytes. */
+ * byte at a time; AVX2 does sixteen. RGB shrinks, whose eight outputs'
+ * pixels do not fit in 16 bytes, load each output pixel's two source
+ * pixels in 8 bytes instead (hresize_rgb_ssse3). Every path does the same
+ * integer arithmetic, so they give the same bytes. */
 #include "core/cpu.h"
 #include "ops/op_impl.h"
 #include "ops/vision/resize_impl.h"
@@ -86,6 +88,64 @@ __attribute__((target("ssse3"))) static void hresize_u8_ssse3(int16_t *restrict 
     }
     if (8 * t->nblk < out_w * c)
         hresize_u8(row, src, t, out_w, c, 8 * t->nblk);
+}
+
+/* Two pixels' source pairs in one register: the 8 bytes from a, then the
+ * 8 from b (left pixel's RGB, right pixel's RGB, two bytes unused). */
+__attribute__((target("ssse3"))) static inline __m128i load_pairs(const uint8_t *src, size_t a,
+                                                                 size_t b)
+{
+    return _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(const void *)(src + a)),
+                              _mm_loadl_epi64((const __m128i *)(const void *)(src + b)));
+}
+
+/* 4 output elements from their (left, right) int16 pairs and weights, as
+ * in hresize_u8_ssse3: exact 32-bit multiply-adds, shifted by 4. */
+__attribute__((target("ssse3"))) static inline __m128i hblend4(__m128i pairs, const int16_t *w)
+{
+    return _mm_srai_epi32(_mm_madd_epi16(pairs, load128(w)), 4);
+}
+
+/* hresize_u8 for RGB rows the gather cannot take (shrinks beyond about
+ * 1.6x, where eight elements' pixels span more than 16 bytes), for the
+ * plan's first rgb_pix pixels: per 8 output pixels (24 elements, three of
+ * the plan's blocks) one 8-byte load per pixel brings its left and right
+ * source pixels, two pixels to a register (q0 = pixels 0, 1; q1 = 2, 3 ...).
+ * Fixed shuffles make the (left, right) int16 pairs of 4 elements at a
+ * time; the 4 elements (1g, 1b, 2r, 2g) straddle two registers and take
+ * two shuffles and an or. The weights are blk_w's, the arithmetic that of
+ * hresize_u8_ssse3, so the bytes are hresize_u8's. */
+__attribute__((target("ssse3"))) static void hresize_rgb_ssse3(int16_t *restrict row,
+                                                              const uint8_t *restrict src,
+                                                              const sl__resize_plan *t,
+                                                              size_t out_w)
+{
+    const char z = (char)0x80; /* pshufb's "write 0" */
+    /* elements (0r, 0g, 0b, 1r) of the pixels in a register */
+    const __m128i m_first = _mm_setr_epi8(0, z, 3, z, 1, z, 4, z, 2, z, 5, z, 8, z, 11, z);
+    /* (1g, 1b, -, -) from the first register, (-, -, 2r, 2g) from the second */
+    const __m128i m_mid0 = _mm_setr_epi8(9, z, 12, z, 10, z, 13, z, z, z, z, z, z, z, z, z);
+    const __m128i m_mid1 = _mm_setr_epi8(z, z, z, z, z, z, z, z, 0, z, 3, z, 1, z, 4, z);
+    /* (0b, 1r, 1g, 1b) of the pixels in a register */
+    const __m128i m_last = _mm_setr_epi8(2, z, 5, z, 8, z, 11, z, 9, z, 12, z, 10, z, 13, z);
+    for (size_t x = 0; x < t->rgb_pix; x += 8) {
+        const size_t *o = t->ofs0 + x;
+        const int16_t *w = t->blk_w + 6 * x; /* 2 weights per element, 3 elements per pixel */
+        int16_t *out = row + 3 * x;
+        for (size_t h = 0; h < 2; h++, o += 4, w += 24, out += 12) {
+            __m128i q0 = load_pairs(src, o[0], o[1]), q1 = load_pairs(src, o[2], o[3]);
+            __m128i e0 = hblend4(_mm_shuffle_epi8(q0, m_first), w);
+            __m128i e1 = hblend4(_mm_or_si128(_mm_shuffle_epi8(q0, m_mid0),
+                                              _mm_shuffle_epi8(q1, m_mid1)),
+                                 w + 8);
+            __m128i e2 = hblend4(_mm_shuffle_epi8(q1, m_last), w + 16);
+            /* 12 int16 per half: 8 stored whole, the last 4 as 64 bits */
+            _mm_storeu_si128((__m128i *)(void *)out, _mm_packs_epi32(e0, e1));
+            _mm_storel_epi64((__m128i *)(void *)(out + 8), _mm_packs_epi32(e2, e2));
+        }
+    }
+    if (t->rgb_pix < out_w)
+        hresize_u8(row, src, t, out_w, 3, 3 * t->rgb_pix);
 }
 #endif
 
@@ -365,6 +425,10 @@ static void hresize_path(sl__resize_path path, int16_t *row, const uint8_t *src,
 #ifdef SL_RESIZE_X86
     if (path != SL__RESIZE_PATH_C && p->gather_ok) {
         hresize_u8_ssse3(row, src, p, out_w, c);
+        return;
+    }
+    if (path != SL__RESIZE_PATH_C && p->rgb_pix > 0) {
+        hresize_rgb_ssse3(row, src, p, out_w);
         return;
     }
 #endif
