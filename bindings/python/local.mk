@@ -13,10 +13,7 @@ SL_PY_PACKAGE = \
 	bindings/python/sluice/__init__.py \
 	bindings/python/sluice/__init__.pyi \
 	bindings/python/sluice/py.typed \
-	bindings/python/sluice/dataset/__init__.py \
-	bindings/python/sluice/dataset/__init__.pyi \
-	bindings/python/sluice/dataset/_python_sources.py \
-	bindings/python/sluice/dataset/_split_batch.py \
+	$(SL_PY_DATASET) \
 	$(SL_PY_VISION) \
 	$(SL_PY_TRANSFORMS) \
 	bindings/python/sluice/context.py \
@@ -33,6 +30,12 @@ SL_PY_PACKAGE = \
 
 # One list per installed folder, used by both the stage and the install
 # rules, so that a file added to a folder is installed too.
+SL_PY_DATASET = \
+	bindings/python/sluice/dataset/__init__.py \
+	bindings/python/sluice/dataset/__init__.pyi \
+	bindings/python/sluice/dataset/_python_sources.py \
+	bindings/python/sluice/dataset/_split_batch.py
+
 SL_PY_VISION = \
 	bindings/python/sluice/dataset/vision/__init__.py \
 	bindings/python/sluice/dataset/vision/__init__.pyi \
@@ -177,8 +180,7 @@ sluicepycommon_DATA = $(SL_PY_COMMON)
 sluicepytraindir = $(sluicepydir)/train
 sluicepytrain_DATA = $(SL_PY_TRAIN)
 sluicepydatasetdir = $(sluicepydir)/dataset
-sluicepydataset_DATA = bindings/python/sluice/dataset/__init__.py \
-	bindings/python/sluice/dataset/__init__.pyi
+sluicepydataset_DATA = $(SL_PY_DATASET)
 sluicepyvisiondir = $(sluicepydatasetdir)/vision
 sluicepyvision_DATA = $(SL_PY_VISION)
 sluicepytransformsdir = $(sluicepydatasetdir)/transforms
