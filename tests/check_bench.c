@@ -24,16 +24,21 @@ START_TEST(test_bus_model_ratio)
 {
     double saving = 0;
     /* compute 1 ms, copy 0.015 ms, launch 0.2 ms: 1.415 / (1 + 0.0004) */
-    ck_assert_double_eq_tol(cli_bus_model_ratio(1.0, 0.015, 0.2, 1000.0, &saving),
+    ck_assert_double_eq_tol(cli_bus_model_ratio(1.0, 0.015, 0.2, 0.0, 1000.0, &saving),
                             1.415 / 1.0004, 1e-9);
     ck_assert_double_eq_tol(saving, 1.415 - 1.0004, 1e-9);
     /* a copy longer than the compute: the sink step is the copy's */
-    ck_assert_double_eq_tol(cli_bus_model_ratio(0.5, 2.0, 0.0, 1000.0, NULL), 2.5 / 2.0, 1e-9);
+    ck_assert_double_eq_tol(cli_bus_model_ratio(0.5, 2.0, 0.0, 0.0, 1000.0, NULL), 2.5 / 2.0, 1e-9);
     /* a sink of one step saves only the copy hidden beside the compute */
-    ck_assert_double_eq_tol(cli_bus_model_ratio(1.0, 0.1, 0.3, 1.0, &saving), 1.7 / 1.6, 1e-9);
+    ck_assert_double_eq_tol(cli_bus_model_ratio(1.0, 0.1, 0.3, 0.0, 1.0, &saving), 1.7 / 1.6, 1e-9);
     ck_assert_double_eq_tol(saving, 0.1, 1e-9);
+    /* the host's hand-over, 0.1 ms: paid by every non-sink step, once a
+     * sink of 1000 steps: 1.515 / (1 + 0.0005) */
+    ck_assert_double_eq_tol(cli_bus_model_ratio(1.0, 0.015, 0.2, 0.1, 1000.0, &saving),
+                            1.515 / 1.0005, 1e-9);
+    ck_assert_double_eq_tol(saving, 1.515 - 1.0005, 1e-9);
     /* nothing to time: no ratio */
-    ck_assert(isnan(cli_bus_model_ratio(0.0, 0.0, 0.0, 1000.0, NULL)));
+    ck_assert(isnan(cli_bus_model_ratio(0.0, 0.0, 0.0, 0.0, 1000.0, NULL)));
 }
 END_TEST
 

@@ -62,12 +62,13 @@ void cli_spread_of(const double *v, size_t n, int skip_noise, cli_spread *out)
     free(kept);
 }
 
-double cli_bus_model_ratio(double t_compute, double t_copy, double t_launch, double steps_per_sink,
-                           double *saving)
+double cli_bus_model_ratio(double t_compute, double t_copy, double t_launch, double t_handover,
+                           double steps_per_sink, double *saving)
 {
-    double nonsink = t_compute + t_copy + 2.0 * t_launch;
+    double per_interaction = 2.0 * t_launch + t_handover;
+    double nonsink = t_compute + t_copy + per_interaction;
     double sink = (t_compute > t_copy ? t_compute : t_copy) +
-                  (steps_per_sink >= 1.0 ? 2.0 * t_launch / steps_per_sink : 2.0 * t_launch);
+                  (steps_per_sink >= 1.0 ? per_interaction / steps_per_sink : per_interaction);
     if (saving)
         *saving = nonsink - sink;
     return sink > 0.0 ? nonsink / sink : NAN;

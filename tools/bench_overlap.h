@@ -40,14 +40,16 @@ double cli_cpu_time_bound(double t_compute, double t_data, double w_compute, dou
 /* The bus model's prediction of what sinking saves on a device across a
  * bus, where the pipeline runs ahead in its threads either way: a non-sink
  * step pays t_compute + t_copy (its batch copied in) + 2 x t_launch (the
- * launch and the result coming back); a step of a sink of steps_per_sink
- * steps pays max(t_compute, t_copy) (a transfer thread copies the next
- * batch while this one computes) + 2 x t_launch / steps_per_sink. Returns
- * the non-sink time over the sink time (the speed-up sinking predicts);
- * *saving_ms (may be NULL) gets the time a step saves. NaN unless the
- * sink time is > 0. Any one time unit. */
-double cli_bus_model_ratio(double t_compute, double t_copy, double t_launch, double steps_per_sink,
-                           double *saving);
+ * launch and the result coming back) + t_handover (the host handing the
+ * step to the device's thread and taking it back, which a real runtime's
+ * launch includes but the sim pays on top of its modelled one); a step of a
+ * sink of steps_per_sink steps pays max(t_compute, t_copy) (a transfer
+ * thread copies the next batch while this one computes) + (2 x t_launch +
+ * t_handover) / steps_per_sink. Returns the non-sink time over the sink
+ * time (the speed-up sinking predicts); *saving_ms (may be NULL) gets the
+ * time a step saves. NaN unless the sink time is > 0. Any one time unit. */
+double cli_bus_model_ratio(double t_compute, double t_copy, double t_launch, double t_handover,
+                           double steps_per_sink, double *saving);
 
 /* A summary of per-round values: the median, min and max of those kept.
  * NaN values are left out and counted in `noise`; with skip_noise, so are
