@@ -298,9 +298,11 @@ int cli_bench_subnormal_main(int argc, char **argv)
                    ", \"subnormal_accumulators\": %" PRId64,
                    values, sub_params, sub_accums);
             for (int c = 0; c < NCONFIGS; c++) {
-                printf(", \"%s_ms_per_step\": %.4f, \"%s_runs\": ", config_keys[c], med[c],
+                printf(", \"%s_ms_per_step\": %.4f, \"%s_runs\": [", config_keys[c], med[c],
                        config_keys[c]);
-                cli_bench_json_runs(stdout, ms[c], (size_t)a.repeats);
+                for (int64_t r = 0; r < a.repeats; r++)
+                    printf("%s%.4f", r ? ", " : "", ms[c][r]);
+                printf("]");
             }
             printf(", \"slowdown_flush\": %.4f, \"slowdown_keep\": %.4f, \"goal\": %.2f, "
                    "\"cpu_path\": \"%s\", \"blas_core\": \"%s\"}\n",
