@@ -25,6 +25,12 @@
 #   python_dataset  bench/python_dataset.py --rounds 3 --json
 #   torch_pipeline  bench/torch_pipeline.py --json
 #   python_sources  bench/python_sources.py --rounds 5 --json
+#   torch_imagenet_train, torch_imagenet_eval
+#                   bench/torch_pipeline.py --image-folder DIR --preset
+#                   imagenet-train|imagenet-eval --repeats 3 --json, DIR
+#                   made by bench/make_jpeg_folder.py: 2,004 400x400 JPEGs cut
+#                   from the photographs of Debian's mate-backgrounds
+#                   (/usr/share/backgrounds), 12 classes
 #   torch_dist      BUILDDIR/sluice bench dist --repeats 3 --torch bench/torch_ddp.py --json
 # A file is replaced only when its bench succeeded. Run it on a quiet
 # machine: the figures are only as good as the machine was idle (loadavg
@@ -80,7 +86,8 @@ if [ -n "${SLUICE_CPU:-}" ]; then
 fi
 
 all=(sink pipeline train devices devices_net subnormal)
-torch_all=(torch_train torch_sink python_dataset torch_pipeline torch_dist python_sources)
+torch_all=(torch_train torch_sink python_dataset torch_pipeline torch_dist python_sources
+    torch_imagenet_train torch_imagenet_eval)
 if [ "$with_torch" -eq 1 ]; then
     all+=("${torch_all[@]}")
 fi
@@ -98,6 +105,8 @@ command_of() {
     python_dataset) echo "$py bench/python_dataset.py --sluice $sluice --stage $b/bindings/python/stage --rounds 3 --json" ;;
     torch_pipeline) echo "$py bench/torch_pipeline.py --sluice $sluice --json" ;;
     python_sources) echo "$py bench/python_sources.py --stage $b/bindings/python/stage --rounds 5 --json" ;;
+    torch_imagenet_train | torch_imagenet_eval)
+        echo "$py bench/torch_pipeline.py --sluice $sluice --image-folder $photos --preset imagenet-${1#torch_imagenet_} --repeats 3 --json" ;;
     devices) echo "$sluice bench devices --repeats 3 --json" ;;
     devices_net) echo "$sluice bench devices --repeats 3 --sim-network 1,50 --json" ;;
     subnormal) echo "$sluice bench subnormal --json" ;;
@@ -124,6 +133,25 @@ if [ "$with_torch" -eq 1 ] && ! "$py" -c 'import torch, numpy' 2>/dev/null; then
     echo "figures.sh: --with-torch needs Debian's python3-torch and python3-numpy" >&2
     exit 1
 fi
+# The ImageNet presets' folder, made from Debian's photographs (the same
+# files on every machine), in the build folder.
+photos=$b/bench-photos400
+for name in "${names[@]}"; do
+    case $name in
+    torch_imagenet_*)
+        if [ ! -d /usr/share/backgrounds ]; then
+            echo "figures.sh: $name needs Debian's mate-backgrounds (/usr/share/backgrounds)" >&2
+            exit 1
+        fi
+        if [ ! -d "$photos" ] && ! "$py" bench/make_jpeg_folder.py --out "$photos" --classes 12 \
+            --per-class 167 --size 400 --photos /usr/share/backgrounds >&2; then
+            echo "figures.sh: making $photos failed" >&2
+            exit 1
+        fi
+        break
+        ;;
+    esac
+done
 if [ ! -r /proc/cpuinfo ]; then
     echo "figures.sh: /proc/cpuinfo is not readable: the machine line comes from it" >&2
     exit 1

@@ -529,6 +529,48 @@ def render_torch_sink(fig):
     return out
 
 
+def render_torch_preset(fig):
+    """bench/torch_pipeline.py --image-folder DIR --preset P: the preset
+    against torchvision's transforms (PIL, DataLoader) and against decoding
+    the same files whole on one core."""
+    res = fig.need("result", "results", kind="list")
+    rows, best_torch = [], 0.0
+    for i, _ in enumerate(res):
+        v = fig.need("result", "results", i, "images_per_s", kind="number")
+        best_torch = max(best_torch, v)
+        rows.append([f"torchvision transforms (PIL), {fig.need('result', 'results', i, 'config', kind='str')}",
+                     num(v)])
+    med = fig.need("result", "sluice", "medians", kind="dict")
+    best = 0.0
+    for w in sorted(med, key=int):
+        v = fig.need("result", "sluice", "medians", w, "images_per_s", kind="number")
+        best = max(best, v)
+        rows.append([f"sluice, {w} worker{'s' if w != '1' else ''}", num(v)])
+    pil = fig.need("result", "pil_decode", "images_per_s", kind="number")
+    rows.append(["decode only, whole files: PIL, 1 core", num(pil)])
+    dec = fig.opt("result", "sluice_decode", "medians")
+    if isinstance(dec, dict):
+        for w in sorted(dec, key=int):
+            rows.append([f"decode only, whole files: sluice, {w} worker{'s' if w != '1' else ''}",
+                         num(fig.need("result", "sluice_decode", "medians", w, "images_per_s",
+                                      kind="number"))])
+    cores = fig.need("machine", "nproc", kind="number")
+    out = provenance(fig)
+    out.append(f"`{fig.need('result', 'preset', kind='str')}` on {fig.need('result', 'files', kind='number'):,} "
+               f"JPEGs ({fig.need('result', 'classes', kind='number')} classes), batch "
+               f"{fig.need('result', 'batch', kind='number')}; images/s, medians of "
+               f"{fig.need('result', 'repeats', kind='number')} runs, each an epoch from the "
+               f"iterator's start; torch {fig.need('result', 'torch', kind='str')}, PIL "
+               f"{fig.need('result', 'pil', kind='str')}, 1 torch thread per worker.")
+    out.append("")
+    out += table(["configuration", "images/s"], rows)
+    out.append("")
+    out.append(f"sluice's best over torchvision's best: {best / best_torch:.2f}x; over PIL's "
+               f"whole-file decode on one core times the {cores} cores: "
+               f"{best / (pil * cores):.2f}x.")
+    return out
+
+
 def render_python_dataset(fig):
     med = fig.need("result", "medians", kind="dict")
     rows = []
@@ -714,6 +756,8 @@ TABLES = {
     "python-dataset": ("python_dataset.json", render_python_dataset, False),
     "torch-pipeline": ("torch_pipeline.json", render_torch_pipeline, False),
     "python-sources": ("python_sources.json", render_python_sources, False),
+    "torch-imagenet-train": ("torch_imagenet_train.json", render_torch_preset, False),
+    "torch-imagenet-eval": ("torch_imagenet_eval.json", render_torch_preset, False),
     "dist": ("torch_dist.json", render_dist, False),
     "ring-model": ("torch_dist.json", render_ring_model, False),
     "ring-check": ("devices_net.json", render_ring_check, False),

@@ -454,7 +454,8 @@ def main_image_folder(a):
             "imagenet-eval": f"Resize 256 (shorter side), CenterCrop {IMG_HW}"}[a.preset]
     print(f"pipeline: decode RGB, {what}, normalize ImageNet, CHW, batch {BATCH}\n"
           f"(torch: PIL bilinear, antialiased support filter; sluice: OpenCV-style "
-          f"INTER_LINEAR, decoding at N/8 where it fuses; same sizes, not the same pixels)")
+          f"INTER_LINEAR, decoding only the rows and columns the crop reads; same sizes, "
+          f"not the same pixels)")
     print(f"{'configuration':<36}{'images/s':>12}{'first batch ms':>16}")
     rows = [(r["config"], r["images_per_s"], r["first_batch_ms"]) for r in results]
     if sl:
