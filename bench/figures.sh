@@ -78,6 +78,9 @@ case $build_abs/ in
 "$root"/*) b=${build_abs#"$root"/} ;;
 *) b=$build_abs ;;
 esac
+# The ImageNet presets' folder, made from Debian's photographs (the same
+# files on every machine), in the build folder.
+photos=$b/bench-photos400
 cd "$root"
 sluice=$b/sluice
 env_prefix=
@@ -133,9 +136,6 @@ if [ "$with_torch" -eq 1 ] && ! "$py" -c 'import torch, numpy' 2>/dev/null; then
     echo "figures.sh: --with-torch needs Debian's python3-torch and python3-numpy" >&2
     exit 1
 fi
-# The ImageNet presets' folder, made from Debian's photographs (the same
-# files on every machine), in the build folder.
-photos=$b/bench-photos400
 for name in "${names[@]}"; do
     case $name in
     torch_imagenet_*)
