@@ -357,6 +357,10 @@ void sl_iterator_interrupt(sl_iterator *it)
     /* Wakes a consumer asleep on the last queue; the flag makes later
      * calls return at once. */
     sl__queue_interrupt(&it->stages[it->nstages - 1].out);
+    /* A consumer (or its team) running the source stage itself may be
+     * waiting inside a part of a concat or zip. */
+    if (it->combined)
+        sl__combine_interrupt(it->combined);
 }
 
 void sl__iterator_wake(sl_iterator *it)

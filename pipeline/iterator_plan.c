@@ -192,12 +192,16 @@ static int plan_lazy_source(sl_iterator *it)
     int rc;
     if (it->source->in_order) {
         /* A stream is read by the source stage alone, in order; a stand-in
-         * would be read out of it. */
-        if (it->bad.mode == SL_ERROR_SAMPLES_REPLACE)
+         * (which replace puts in a bad sample's place, and skip at the
+         * epoch's end) would be read out of it. */
+        if (it->bad.mode != SL_ERROR_SAMPLES_RAISE)
             return sl__errf(&it->error, SL_EINVAL,
-                            "%s: a source read in order cannot replace a bad sample (a "
-                            "stand-in is another index): use skip or raise",
-                            it->source->iface->kind);
+                            "%s: a source read in order cannot %s a bad sample (its stand-in "
+                            "is another sample, read by index): a bad sample of a stream "
+                            "raises; give the source random access (__getitem__ and __len__ "
+                            "in Python) to skip or replace",
+                            it->source->iface->kind,
+                            it->bad.mode == SL_ERROR_SAMPLES_SKIP ? "skip" : "replace");
         return SL_OK;
     }
     /* A concat or zip hands out its parts' rows as they come, read. */

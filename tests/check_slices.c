@@ -444,17 +444,22 @@ START_TEST(test_generator_refusals)
     sl_dataset_free(ds);
     ck_assert_int_eq(atomic_load(&g.released), 0); /* refused: not the source's to free */
 
-    s = sampler(0, 0, 1, 0);
-    ds = gen_ds(&g, 1, &s);
-    sl_error_samples_options_init(&eo);
-    eo.mode = SL_ERROR_SAMPLES_REPLACE;
-    ck_assert_int_eq(sl_dataset_set_error_samples(ds, &eo), SL_OK);
-    sl_iterator_options_init(&io);
-    io.timeout_ms = IT_TIMEOUT_MS;
-    ck_assert_int_eq(sl_iterator_new(&it, ds, &io), SL_EINVAL);
-    HAS(sl_dataset_last_error(ds), "cannot replace a bad sample");
-    sl_dataset_free(ds);
-    ck_assert_int_eq(atomic_load(&g.released), 1);
+    /* replace and skip both read stand-ins by index: refused for a stream */
+    for (int mode = 0; mode < 2; mode++) {
+        gen_init(&g);
+        s = sampler(0, 0, 1, 0);
+        ds = gen_ds(&g, 1, &s);
+        sl_error_samples_options_init(&eo);
+        eo.mode = mode ? SL_ERROR_SAMPLES_SKIP : SL_ERROR_SAMPLES_REPLACE;
+        ck_assert_int_eq(sl_dataset_set_error_samples(ds, &eo), SL_OK);
+        sl_iterator_options_init(&io);
+        io.timeout_ms = IT_TIMEOUT_MS;
+        ck_assert_int_eq(sl_iterator_new(&it, ds, &io), SL_EINVAL);
+        HAS(sl_dataset_last_error(ds), mode ? "cannot skip a bad sample"
+                                            : "cannot replace a bad sample");
+        sl_dataset_free(ds);
+        ck_assert_int_eq(atomic_load(&g.released), 1);
+    }
 }
 END_TEST
 

@@ -133,7 +133,8 @@ typedef struct sl_generator_options {
     /* 1: read is called for the sampler's indices in order, one call at a
      * time (for a stream that cannot seek: each pass starts at index 0 and
      * goes up by one); the sampler must then neither shuffle nor shard, and
-     * a bad sample cannot be replaced. 0 (default): any order, in parallel. */
+     * a bad sample raises (skip and replace read stand-ins by index). 0
+     * (default): any order, in parallel. */
     int in_order;
     int32_t reserved_1;      /* 0 */
     sl_sampler_options sampler;
