@@ -78,7 +78,10 @@ static int generator_read(sl__source *src, int64_t index, sl__row *row, sl_pool 
     for (size_t c = 0; c < src->ncols; c++)
         row->col[c] = cols[c];
     if (rc != 0)
-        return sl__errf(err, SL_EFORMAT, "sample %lld: %s", (long long)index,
+        /* SL_ECANCELED: the function can no longer run (its interpreter is
+         * going away): a stop, not a bad sample to skip */
+        return sl__errf(err, rc == SL_ECANCELED ? SL_ECANCELED : SL_EFORMAT, "sample %lld: %s",
+                        (long long)index,
                         msg[0] ? msg : "the function failed (it gave no reason)");
     return check_row(src, index, row, err);
 }

@@ -109,7 +109,9 @@ typedef struct sl_slices_options {
 /* The generator source's function: fills columns[0..ncols-1] with new
  * tensors (sl_tensor_new; sluice takes the references) holding sample
  * index's columns. Returns 0, or non-zero with a reason in msg (msglen
- * bytes; the tensors already set are released by sluice). It is called
+ * bytes; the tensors already set are released by sluice): SL_ECANCELED
+ * when it can no longer run at all (the iterator then stops, as on
+ * close), anything else for a bad sample. It is called
  * from the pipeline's threads, several at once unless the source is
  * in_order: it must be thread-safe. */
 typedef int (*sl_generator_read_fn)(void *user, int64_t index, sl_tensor **columns, size_t ncols,

@@ -182,7 +182,7 @@ static int generator_read(void *user, int64_t index, sl_tensor **cols, size_t nc
     int rc = 0;
     if (!Py_IsInitialized() || slpy_interpreter_finalizing()) {
         snprintf(msg, msglen, "the Python interpreter is shutting down");
-        return -1;
+        return SL_ECANCELED;
     }
     gil = gil_take();
     row = PyObject_CallFunction((PyObject *)user, "L", (long long)index);
