@@ -437,21 +437,21 @@ typedef struct bus_figures {
     double nonsink_model_ms, nonsink_ms; /* a non-sink step: modelled, measured */
 } bus_figures;
 
-#define HANDOVER_PAIRS 201
+#define HANDOVER_PAIRS_MAX 201
 
 /* The host's hand-over of a step to the device's thread and back, which a
- * non-sink step pays beside the bus model's launch and result: over paired
- * runs of m's training step on a batch of zeros, the median of one run
- * posted to the executor's thread (sl_step_run, as a non-sink step is)
- * less one run on the calling thread (sl_step_run_here), the order
- * alternating pair by pair. NaN when a run fails. It trains m, which is
- * not used again. */
-static double measure_handover_ms(sl_model *m)
+ * non-sink step pays beside the bus model's launch and result: over
+ * `pairs` (odd, at most HANDOVER_PAIRS_MAX) paired runs of m's training
+ * step on a batch of zeros, the median of one run posted to the executor's
+ * thread (sl_step_run, as a non-sink step is) less one run on the calling
+ * thread (sl_step_run_here), the order alternating pair by pair. NaN when
+ * a run fails. It trains m, which is not used again. */
+static double measure_handover_ms(sl_model *m, int pairs)
 {
     sl_step *s = sl_model_train_step(m);
     sl_graph *g = sl_model_graph(m);
     sl_tensor *in[8] = {NULL};
-    double diff[HANDOVER_PAIRS], result = NAN;
+    double diff[HANDOVER_PAIRS_MAX], result = NAN;
     size_t n = sl_step_num_inputs(s);
     if (n > 8)
         return NAN;
@@ -462,10 +462,10 @@ static double measure_handover_ms(sl_model *m)
             goto out;
         memset(sl_tensor_data(in[i]), 0, sl_tensor_nbytes(in[i]));
     }
-    for (int w = 0; w < 10; w++)
+    for (int w = 0; w < 10 && w < pairs; w++)
         if (sl_step_run(s, in, n) < 0 || sl_step_run_here(s, in, n) < 0)
             goto out;
-    for (int k = 0; k < HANDOVER_PAIRS; k++) {
+    for (int k = 0; k < pairs; k++) {
         double t0 = cli_now_ms(), t1, t2;
         int rc1 = k % 2 ? sl_step_run_here(s, in, n) : sl_step_run(s, in, n), rc2;
         t1 = cli_now_ms();
@@ -475,7 +475,7 @@ static double measure_handover_ms(sl_model *m)
             goto out;
         diff[k] = k % 2 ? (t2 - t1) - (t1 - t0) : (t1 - t0) - (t2 - t1);
     }
-    result = cli_bench_median(diff, HANDOVER_PAIRS);
+    result = cli_bench_median(diff, (size_t)pairs);
 out:
     for (size_t i = 0; i < n; i++)
         sl_tensor_release(in[i]);
@@ -704,7 +704,14 @@ int cli_bench_sink_main(int argc, char **argv)
         to.transfer = (int32_t)a.transfer;
         t = sl_model_transfer_mode(m, &to);
         /* a sim's hand-over, for the bus model (untimed rounds are over) */
-        handover[d] = is_cpu(a.devices[d]) ? NAN : measure_handover_ms(m);
+        /* as many pairs as half the steps of a run (odd, 5 to 201): a
+         * short run (a test's) measures briefly */
+        handover[d] = is_cpu(a.devices[d])
+                          ? NAN
+                          : measure_handover_ms(m, (int)(a.steps / 2 < 5     ? 5
+                                                         : a.steps / 2 > 201 ? 201
+                                                                             : a.steps / 2) |
+                                                       1);
         {
             /* who owns which core: a sim computes on its own while it trains */
             char cpus[128];
