@@ -493,7 +493,10 @@ static void bus_model(run_result (*res)[MAX_REPEATS], size_t rounds, const char 
     out->launch_ms = (double)(item_latency_ns(device) >= 0 ? item_latency_ns(device)
                                                            : d.sim_launch_latency_ns) / 1e6;
     out->copy_ms = ((double)d.sim_copy_latency_ns + bytes / d.sim_bandwidth_gbps) / 1e6;
-    out->handover_ms = handover_ms;
+    /* A hand-over at or below 0 is the noise of its measurement, not a
+     * cost: the prediction then leaves it out, and the output says so. */
+    out->handover_ms = handover_ms > 0.0 ? handover_ms : NAN;
+    handover_ms = isfinite(out->handover_ms) ? out->handover_ms : 0.0;
     out->predicted = cli_bus_model_ratio(median_of(res[RUN_COMPUTE], rounds, 0), out->copy_ms,
                                          out->launch_ms, handover_ms,
                                          steps < 1000 ? (double)steps : 1000.0, &out->saving_ms);
@@ -848,6 +851,7 @@ int cli_bench_sink_main(int argc, char **argv)
         printf("}, \"bus_model_by_device\": {");
     for (size_t d = 0, n = 0; d < a.ndevices; d++) {
         bus_figures bf;
+        char handover_text[128];
         if (is_cpu(a.devices[d]))
             continue;
         bus_model(res[d], rounds, a.devices[d], a.steps, a.channels > 0 ? a.channels : 1,
@@ -872,9 +876,16 @@ int cli_bench_sink_main(int argc, char **argv)
                        "posted there less one run on the host's\nthread) on top of the "
                        "compute-only step; a sink copies beside computing and\npays those "
                        "interactions once per 1000 steps:\n");
-            printf("  %-12s copy %.3f ms, launch %.3f ms, hand-over %.3f ms: saves %.3f ms a "
-                   "step; predicted %.2fx, measured %.2fx",
-                   a.devices[d], bf.copy_ms, bf.launch_ms, bf.handover_ms, bf.saving_ms,
+            if (isfinite(bf.handover_ms))
+                snprintf(handover_text, sizeof handover_text, "hand-over %.3f ms",
+                         bf.handover_ms);
+            else
+                snprintf(handover_text, sizeof handover_text,
+                         "hand-over not measured (its paired difference came out <= 0: noise; "
+                         "left out)");
+            printf("  %-12s copy %.3f ms, launch %.3f ms, %s: saves %.3f ms a step; predicted "
+                   "%.2fx, measured %.2fx",
+                   a.devices[d], bf.copy_ms, bf.launch_ms, handover_text, bf.saving_ms,
                    bf.predicted, bf.measured);
             if (isfinite(bf.predicted) && isfinite(bf.measured))
                 printf(" (%+.0f%%)", 100.0 * (bf.measured / bf.predicted - 1.0));
