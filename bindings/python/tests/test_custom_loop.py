@@ -150,6 +150,7 @@ def test_users_train_one_step_cell_is_the_builtin_graph(small):
     assert ("param", "conv1.weight") in na and ("param", "moments.fc3.bias") in na
 
 
+@pytest.mark.long  # results, checked by the plain build; its threads run sanitized in the short tests
 def test_dataset_helper_with_users_cell_equals_the_builtin_sink_bit_for_bit(small):
     mine, network = users_step()
     losses = run_helper(mine, small, 10, 3)

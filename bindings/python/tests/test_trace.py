@@ -159,6 +159,7 @@ def test_two_sinks_of_50_equal_one_of_100_in_either_mode(small):
     assert_same(values(a), values(c))
 
 
+@pytest.mark.long  # results, checked by the plain build; its threads run sanitized in the short tests
 def test_a_new_data_sink_continues_the_parameters_and_momentum(small):
     """The seed trains one network with three data_sinks in turn: each
     starts from the last one's parameters and Momentum accumulators, as a

@@ -124,6 +124,7 @@ def test_loss_decreases_on_fashion_mnist():
     assert first > 2.2 and last < first - 0.5, (first, last)
 
 
+@pytest.mark.long  # results, checked by the plain build; its threads run sanitized in the short tests
 def test_sink_and_no_sink_give_the_same_parameters(small):
     d = small.repeat(20)                      # 60 steps an epoch
     sinking, a = lenet()
@@ -308,6 +309,7 @@ def test_checkpoints(small, tmp_path):
         sluice.load_checkpoint(path)
 
 
+@pytest.mark.long  # results, checked by the plain build; its threads run sanitized in the short tests
 def test_eval_returns_accuracy():
     root = fashion_or_fail()
     model, _ = lenet(metrics={"accuracy"})
