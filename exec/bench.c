@@ -300,6 +300,92 @@ int sl_model_bench_steps_on(sl_model *m, const sl_bench_batches *b, int64_t step
     return SL_OK;
 }
 
+/* --- the host's hand-over --------------------------------------------------- */
+
+/* Steps per block of the hand-over measurement: long enough that one
+ * block's clock readings cost nothing against it, short enough that the
+ * machine changes little between the two blocks of a pair. */
+#define HANDOVER_BLOCK 10
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* `count` steps from batch `first` of b, each as a non-sink step runs it
+ * (exec/train.c): posted to the executor's thread and waited for on a
+ * device with cores of its own, else on the calling thread; without the
+ * device's launch and result, which the bus model counts apart. */
+static int posted_steps(sl_model *m, const sl_bench_batches *b, int64_t first, int64_t count)
+{
+    int own_cores = sl__device_core_mask(m->dev) != 0;
+    for (int64_t i = 0; i < count; i++) {
+        sl_tensor *const *feed = kept_feed((void *)b, first + i);
+        int rc = own_cores ? sl_step_run(m->train_step, feed, b->ninputs)
+                           : sl_step_run_here(m->train_step, feed, b->ninputs);
+        if (rc < 0)
+            return rc;
+        m->global_step++;
+    }
+    return SL_OK;
+}
+
+/* Batch i of the kept ones from an offset, cycled. */
+typedef struct offset_feed {
+    const sl_bench_batches *b;
+    int64_t first;
+} offset_feed;
+
+static sl_tensor *const *offset_kept_feed(void *arg, int64_t i)
+{
+    const offset_feed *o = arg;
+    return kept_feed((void *)o->b, o->first + i);
+}
+
+int sl_model_bench_handover(sl_model *m, const sl_bench_batches *b, int64_t steps, double *ms)
+{
+    int64_t pairs = steps / (2 * HANDOVER_BLOCK), next = 0;
+    double *diff;
+    int rc = SL_OK;
+
+    sl__err_clear(&m->err);
+    if (pairs < 1)
+        return sl__errf(&m->err, SL_EINVAL, "bench: hand-over: steps %lld must be >= %d",
+                        (long long)steps, 2 * HANDOVER_BLOCK);
+    if (b->ninputs != sl_step_num_inputs(m->train_step))
+        return sl__errf(&m->err, SL_EINVAL,
+                        "bench: the batches hold %zu columns; this model's step reads %zu",
+                        b->ninputs, sl_step_num_inputs(m->train_step));
+    diff = malloc((size_t)pairs * sizeof *diff);
+    if (!diff)
+        return sl__errf(&m->err, SL_ENOMEM, "bench: hand-over: out of memory");
+    for (int64_t p = 0; p < pairs && rc == SL_OK; p++) {
+        /* Pair p: a block of posted steps and a block run as one job, the
+         * order alternating pair by pair, on the following batches. */
+        double t_posted = 0.0, t_job = 0.0;
+        for (int half = 0; half < 2 && rc == SL_OK; half++) {
+            int posted = (half + (int)(p % 2)) % 2 == 0;
+            offset_feed of = {b, next};
+            double t0 = sl__now_ms();
+            rc = posted ? posted_steps(m, b, next, HANDOVER_BLOCK)
+                        : run_steps(m, offset_kept_feed, &of, HANDOVER_BLOCK, b->ninputs);
+            *(posted ? &t_posted : &t_job) = sl__now_ms() - t0;
+            next += HANDOVER_BLOCK;
+        }
+        /* The posted block paid a hand-over per step, the job one. */
+        diff[p] = (t_posted - t_job) / (HANDOVER_BLOCK - 1);
+    }
+    if (rc == SL_OK) {
+        qsort(diff, (size_t)pairs, sizeof *diff, by_value);
+        *ms = pairs % 2 ? diff[pairs / 2] : (diff[pairs / 2 - 1] + diff[pairs / 2]) / 2.0;
+    } else {
+        sl__errf(&m->err, rc, "bench: hand-over: %s", sl_step_last_error(m->train_step));
+    }
+    free(diff);
+    return rc;
+}
+
 /* --- the serial reference ------------------------------------------------ */
 
 /* Why chunks of kept batches, and not a pause of the pipeline between

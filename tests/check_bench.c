@@ -3,11 +3,13 @@
  * overlapped and a partly overlapped round, the noise flag, the summary
  * over rounds that leaves noise out, and the CPU-time bound. Nothing is
  * timed here. And what the bench's runs step over (sluice/bench.h): the
- * real batches kept in memory and the serial reference train on the same
- * batches, in the same order, as non-sink training does. */
+ * real batches kept in memory, the serial reference and the hand-over
+ * measurement train on the same batches, in the same order, as non-sink
+ * training does. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sluice/sluice.h"
 #include "tests/time_limit.h"
@@ -156,6 +158,19 @@ static sl_model *new_model(void)
     return m;
 }
 
+/* LeNet (the defaults) on "CPU" or "SIM" (a sim computes on a core of its
+ * own, so the hand-over measurement posts its steps there). */
+static sl_model *new_model_on(const char *target)
+{
+    sl_model_options o;
+    sl_model *m = NULL;
+    char err[512];
+    sl_model_options_init(&o);
+    o.context.device_target = target;
+    ck_assert_msg(sl_model_new(&m, &o, err, sizeof err) == SL_OK, "%s", err);
+    return m;
+}
+
 /* Non-sink training for `steps` steps from the start of ds. */
 static void train_steps(sl_model *m, sl_dataset *ds, int64_t steps)
 {
@@ -222,6 +237,49 @@ START_TEST(test_batches_are_an_epoch)
 }
 END_TEST
 
+/* The hand-over measurement's steps, half posted one by one and half run
+ * as one job, walk the kept batches in order, cycled, as the compute-only
+ * steps do: the parameters come out bit for bit the same. Its result is a
+ * time (finite, and about 0 where both halves run on the caller's
+ * thread: not asserted, that would time the machine). */
+static void handover_steps_in_order(const char *target)
+{
+    char *dir = tu_mnist_dir(200, 20);
+    sl_dataset *ds = tu_lenet_pipeline(dir, SL_MNIST_TRAIN, 1, 3, 1, 1, 0);
+    sl_model *a = new_model_on(target), *ref = new_model_on(target);
+    sl_bench_batches *b = NULL;
+    double ms = NAN, sps = 0.0;
+    ck_assert_int_eq(sl_bench_batches_new(&b, a, ds, 100), SL_OK);
+    ck_assert_int_eq(sl_bench_batches_count(b), 6);
+    /* pairs of blocks of 10 steps: 45 steps are two pairs, 40 of them */
+    ck_assert_msg(sl_model_bench_handover(a, b, 45, &ms) == SL_OK, "%s", sl_model_last_error(a));
+    ck_assert(isfinite(ms));
+    ck_assert_int_eq(sl_model_global_step(a), 40);
+    ck_assert_int_eq(sl_model_bench_steps_on(ref, b, 40, &sps), SL_OK);
+    tu_assert_same_params(a, ref, "the hand-over's steps against compute-only steps");
+    /* fewer steps than one pair: refused, saying how many it needs */
+    ck_assert_int_eq(sl_model_bench_handover(a, b, 19, &ms), SL_EINVAL);
+    ck_assert_msg(strstr(sl_model_last_error(a), ">= 20"), "%s", sl_model_last_error(a));
+    ck_assert_int_eq(sl_model_global_step(a), 40);
+    sl_bench_batches_free(b);
+    sl_model_free(a);
+    sl_model_free(ref);
+    sl_dataset_free(ds);
+    tu_mnist_dir_drop(dir);
+}
+
+START_TEST(test_handover_steps_in_order_cpu)
+{
+    handover_steps_in_order("CPU");
+}
+END_TEST
+
+START_TEST(test_handover_steps_in_order_sim)
+{
+    handover_steps_in_order("SIM");
+}
+END_TEST
+
 Suite *make_bench_suite(void)
 {
     Suite *s = suite_create("bench");
@@ -236,6 +294,8 @@ Suite *make_bench_suite(void)
     suite_add_tcase(s, tc);
     tcase_add_test(runs, test_serial_trains_as_nonsink);
     tcase_add_test(runs, test_batches_are_an_epoch);
+    tcase_add_test(runs, test_handover_steps_in_order_cpu);
+    tcase_add_test(runs, test_handover_steps_in_order_sim);
     suite_add_tcase(s, runs);
     return s;
 }

@@ -437,51 +437,6 @@ typedef struct bus_figures {
     double nonsink_model_ms, nonsink_ms; /* a non-sink step: modelled, measured */
 } bus_figures;
 
-#define HANDOVER_PAIRS_MAX 201
-
-/* The host's hand-over of a step to the device's thread and back, which a
- * non-sink step pays beside the bus model's launch and result: over
- * `pairs` (odd, at most HANDOVER_PAIRS_MAX) paired runs of m's training
- * step on a batch of zeros, the median of one run posted to the executor's
- * thread (sl_step_run, as a non-sink step is) less one run on the calling
- * thread (sl_step_run_here), the order alternating pair by pair. NaN when
- * a run fails. It trains m, which is not used again. */
-static double measure_handover_ms(sl_model *m, int pairs)
-{
-    sl_step *s = sl_model_train_step(m);
-    sl_graph *g = sl_model_graph(m);
-    sl_tensor *in[8] = {NULL};
-    double diff[HANDOVER_PAIRS_MAX], result = NAN;
-    size_t n = sl_step_num_inputs(s);
-    if (n > 8)
-        return NAN;
-    for (size_t i = 0; i < n; i++) {
-        sl_tensor_spec spec;
-        if (sl_graph_node_spec(g, sl_step_input_node(s, i), &spec) < 0 ||
-            sl_tensor_new(&in[i], spec.dtype, spec.ndim, spec.shape) < 0)
-            goto out;
-        memset(sl_tensor_data(in[i]), 0, sl_tensor_nbytes(in[i]));
-    }
-    for (int w = 0; w < 10 && w < pairs; w++)
-        if (sl_step_run(s, in, n) < 0 || sl_step_run_here(s, in, n) < 0)
-            goto out;
-    for (int k = 0; k < pairs; k++) {
-        double t0 = cli_now_ms(), t1, t2;
-        int rc1 = k % 2 ? sl_step_run_here(s, in, n) : sl_step_run(s, in, n), rc2;
-        t1 = cli_now_ms();
-        rc2 = k % 2 ? sl_step_run(s, in, n) : sl_step_run_here(s, in, n);
-        t2 = cli_now_ms();
-        if (rc1 < 0 || rc2 < 0)
-            goto out;
-        diff[k] = k % 2 ? (t2 - t1) - (t1 - t0) : (t1 - t0) - (t2 - t1);
-    }
-    result = cli_bench_median(diff, (size_t)pairs);
-out:
-    for (size_t i = 0; i < n; i++)
-        sl_tensor_release(in[i]);
-    return result;
-}
-
 static void bus_model(run_result (*res)[MAX_REPEATS], size_t rounds, const char *device,
                       int64_t steps, int64_t channels, double handover_ms, bus_figures *out)
 {
@@ -706,15 +661,16 @@ int cli_bench_sink_main(int argc, char **argv)
         sl_train_options_init(&to);
         to.transfer = (int32_t)a.transfer;
         t = sl_model_transfer_mode(m, &to);
-        /* a sim's hand-over, for the bus model (untimed rounds are over) */
-        /* as many pairs as half the steps of a run (odd, 5 to 201): a
-         * short run (a test's) measures briefly */
-        handover[d] = is_cpu(a.devices[d])
-                          ? NAN
-                          : measure_handover_ms(m, (int)(a.steps / 2 < 5     ? 5
-                                                         : a.steps / 2 > 201 ? 201
-                                                                             : a.steps / 2) |
-                                                       1);
+        /* a sim's hand-over, for the bus model (the timed rounds are
+         * over), over as many steps as a run's: a short run (a test's)
+         * measures briefly */
+        handover[d] = NAN;
+        if (!is_cpu(a.devices[d]) &&
+            sl_model_bench_handover(m, batches, a.steps < 20 ? 20 : a.steps, &handover[d]) < 0) {
+            cli_error(CMD, "%s: %s", a.devices[d], sl_model_last_error(m));
+            sl_model_free(m);
+            goto out;
+        }
         {
             /* who owns which core: a sim computes on its own while it trains */
             char cpus[128];
@@ -872,8 +828,8 @@ int cli_bench_sink_main(int argc, char **argv)
             if (n == 0)
                 printf("\nwhat sinking saves across the bus (sink_size 1000 against non-sink): "
                        "a non-sink step pays\nits batch's copy, a launch and a result, and the "
-                       "host's hand-over to the device's\nthread and back (measured: one step "
-                       "posted there less one run on the host's\nthread) on top of the "
+                       "host's hand-over to the device's\nthread and back (measured: steps posted "
+                       "there one by one against steps run\nthere as one job) on top of the "
                        "compute-only step; a sink copies beside computing and\npays those "
                        "interactions once per 1000 steps:\n");
             if (isfinite(bf.handover_ms))

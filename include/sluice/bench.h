@@ -46,6 +46,19 @@ SL_API void sl_bench_batches_free(sl_bench_batches *b);
 SL_API int sl_model_bench_steps_on(sl_model *m, const sl_bench_batches *b, int64_t steps,
                                    double *samples_per_s);
 
+/* The host's hand-over of one step to the device's executor thread and
+ * back, which a non-sink step pays beside the device's own launch and
+ * result: over about `steps` steps of b's batches (at least 20), in pairs
+ * of blocks of 10 steps, one block with each step posted to the executor's
+ * thread and waited for, the other run there as one job (as a sink runs
+ * them), the order alternating pair by pair; both compute on the same
+ * cores. *ms is the median over pairs of the posted block's extra time per
+ * extra hand-over. On a device without cores of its own both blocks run
+ * on the calling thread, and *ms is about 0. Real training steps, as
+ * above. */
+SL_API int sl_model_bench_handover(sl_model *m, const sl_bench_batches *b, int64_t steps,
+                                   double *ms);
+
 /* The serial reference of `sluice bench sink`: `steps` training steps on
  * ds's batches, in the dataset's order, in which the pipeline never runs
  * beside a step. It works in chunks (an epoch, or fewer batches when an
