@@ -13,6 +13,8 @@
 # then runs bench/tables.py, which rewrites the tables of docs/*.md from
 # those files. NAMEs (default: all selected):
 #   sink      BUILDDIR/sluice bench sink --repeats 5 --json
+#   sink_bus  BUILDDIR/sluice bench sink --repeats 5 --devices
+#             sim:0,sim:0@200us,sim:0@2000us --json   (about 10 minutes)
 #   pipeline  BUILDDIR/sluice bench pipeline --json
 #   train     BUILDDIR/sluice bench train --json
 #   devices   BUILDDIR/sluice bench devices --repeats 3 --json
@@ -39,7 +41,7 @@
 set -euo pipefail
 
 usage() {
-    sed -n '3,31p' "$0" | sed -e 's/^# //' -e 's/^#$//' >&2
+    sed -n '3,40p' "$0" | sed -e 's/^# //' -e 's/^#$//' >&2
     exit "${1:-2}"
 }
 
@@ -88,7 +90,7 @@ if [ -n "${SLUICE_CPU:-}" ]; then
     env_prefix="SLUICE_CPU=$SLUICE_CPU "
 fi
 
-all=(sink pipeline train devices devices_net subnormal)
+all=(sink sink_bus pipeline train devices devices_net subnormal)
 torch_all=(torch_train torch_sink python_dataset torch_pipeline torch_dist python_sources
     torch_imagenet_train torch_imagenet_eval)
 if [ "$with_torch" -eq 1 ]; then
@@ -101,6 +103,7 @@ fi
 command_of() {
     case $1 in
     sink) echo "$sluice bench sink --repeats 5 --json" ;;
+    sink_bus) echo "$sluice bench sink --repeats 5 --devices sim:0,sim:0@200us,sim:0@2000us --json" ;;
     pipeline) echo "$sluice bench pipeline --json" ;;
     train) echo "$sluice bench train --json" ;;
     torch_train) echo "$py bench/torch_train.py --sluice $sluice --repeats 3 --json" ;;
