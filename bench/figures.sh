@@ -23,7 +23,7 @@
 # and with --with-torch (Debian's python3-torch and python3-numpy) the
 # PyTorch comparisons, each of which also runs sluice in the same rounds:
 #   torch_train     bench/torch_train.py --repeats 3 --json
-#   torch_sink      bench/torch_sink.py --json       (about 10 minutes)
+#   torch_sink      bench/torch_sink.py --repeats 5 --json   (about 11 minutes)
 #   python_dataset  bench/python_dataset.py --rounds 3 --json
 #   torch_pipeline  bench/torch_pipeline.py --json
 #   python_sources  bench/python_sources.py --rounds 5 --json
@@ -107,7 +107,7 @@ command_of() {
     pipeline) echo "$sluice bench pipeline --json" ;;
     train) echo "$sluice bench train --json" ;;
     torch_train) echo "$py bench/torch_train.py --sluice $sluice --repeats 3 --json" ;;
-    torch_sink) echo "$py bench/torch_sink.py --sluice $sluice --json" ;;
+    torch_sink) echo "$py bench/torch_sink.py --sluice $sluice --repeats 5 --json" ;;
     python_dataset) echo "$py bench/python_dataset.py --sluice $sluice --stage $b/bindings/python/stage --rounds 3 --json" ;;
     torch_pipeline) echo "$py bench/torch_pipeline.py --sluice $sluice --json" ;;
     python_sources) echo "$py bench/python_sources.py --stage $b/bindings/python/stage --rounds 5 --json" ;;
