@@ -14,7 +14,11 @@
 # those files. NAMEs (default: all selected):
 #   sink      BUILDDIR/sluice bench sink --repeats 5 --json
 #   sink_bus  BUILDDIR/sluice bench sink --repeats 5 --devices
-#             sim:0,sim:0@200us,sim:0@2000us --json   (about 10 minutes)
+#             sim:0,sim:0@200us,sim:0@2000us --json   (about 4 minutes)
+#   sink_jpeg BUILDDIR/sluice bench sink --data DIR --devices cpu:0,sim:0
+#             --repeats 5 --steps 600 --json, DIR made by
+#             bench/make_jpeg_folder.py: 1,200 JPEGs of 96 to 128 px cut from
+#             mate-backgrounds' nature photographs, 12 classes
 #   pipeline  BUILDDIR/sluice bench pipeline --json
 #   train     BUILDDIR/sluice bench train --json
 #   devices   BUILDDIR/sluice bench devices --repeats 3 --json
@@ -41,7 +45,7 @@
 set -euo pipefail
 
 usage() {
-    sed -n '3,40p' "$0" | sed -e 's/^# //' -e 's/^#$//' >&2
+    sed -n '3,44p' "$0" | sed -e 's/^# //' -e 's/^#$//' >&2
     exit "${1:-2}"
 }
 
@@ -83,6 +87,7 @@ esac
 # The ImageNet presets' folder, made from Debian's photographs (the same
 # files on every machine), in the build folder.
 photos=$b/bench-photos400
+photos96=$b/bench-photos96
 cd "$root"
 sluice=$b/sluice
 env_prefix=
@@ -90,7 +95,7 @@ if [ -n "${SLUICE_CPU:-}" ]; then
     env_prefix="SLUICE_CPU=$SLUICE_CPU "
 fi
 
-all=(sink sink_bus pipeline train devices devices_net subnormal)
+all=(sink sink_bus sink_jpeg pipeline train devices devices_net subnormal)
 torch_all=(torch_train torch_sink python_dataset torch_pipeline torch_dist python_sources
     torch_imagenet_train torch_imagenet_eval)
 if [ "$with_torch" -eq 1 ]; then
@@ -103,6 +108,7 @@ fi
 command_of() {
     case $1 in
     sink) echo "$sluice bench sink --repeats 5 --json" ;;
+    sink_jpeg) echo "$sluice bench sink --data $photos96 --devices cpu:0,sim:0 --repeats 5 --steps 600 --json" ;;
     sink_bus) echo "$sluice bench sink --repeats 5 --devices sim:0,sim:0@200us,sim:0@2000us --json" ;;
     pipeline) echo "$sluice bench pipeline --json" ;;
     train) echo "$sluice bench train --json" ;;
@@ -151,7 +157,18 @@ for name in "${names[@]}"; do
             echo "figures.sh: making $photos failed" >&2
             exit 1
         fi
-        break
+        ;;
+    sink_jpeg)
+        if [ ! -d /usr/share/backgrounds/mate/nature ]; then
+            echo "figures.sh: $name needs Debian's mate-backgrounds (/usr/share/backgrounds)" >&2
+            exit 1
+        fi
+        if [ ! -d "$photos96" ] && ! "$py" bench/make_jpeg_folder.py --out "$photos96" \
+            --photos /usr/share/backgrounds/mate/nature --classes 12 --per-class 100 \
+            --size 96 --max-size 128 >&2; then
+            echo "figures.sh: making $photos96 failed" >&2
+            exit 1
+        fi
         ;;
     esac
 done

@@ -785,6 +785,7 @@ TABLES = {
     "sink-runs": ("sink.json", render_sink_runs, True),
     "sink-stages": ("sink.json", render_sink_stages, True),
     "sink-bus": ("sink_bus.json", render_sink_bus, True),
+    "sink-jpeg": ("sink_jpeg.json", render_sink, True),
     "pipeline": ("pipeline.json", render_pipeline, True),
     "pipeline-stages": ("pipeline.json", render_pipeline_stages, True),
     "train": ("train.json", render_train, True),
