@@ -609,7 +609,7 @@ int cli_bench_sink_main(int argc, char **argv)
         run_result w;
         bench_args wa = a;
         sl_model *m = d == 0 ? scratch : make_model(&a, a.devices[d]);
-        wa.steps = 20;
+        wa.steps = a.steps < 20 ? a.steps : 20; /* a short run (a test's) warms briefly */
         memset(&w, 0, sizeof w);
         rc = m ? run_training(&wa, m, d, ds, RUN_SINK_FULL, &w) : SL_ENOMEM;
         if (rc == SL_OK && d == 0 && (rc = sl_model_bench_serial(m, ds, a.steps)) < 0)

@@ -286,13 +286,16 @@ int cli_bench_train_main(int argc, char **argv)
         nbatches = sl_bench_batches_count(batches);
     }
     /* Warm-ups, untimed: caches, OpenBLAS's buffers, the pipeline's one-time
-     * load of the MNIST pixels. */
-    if (compute(graph, batches, 50, &warm) < 0 || compute(pynative, batches, 20, &warm) < 0) {
+     * load of the MNIST pixels. No longer than the timed runs: a short run
+     * (a test's, under a sanitizer where a step takes 100 ms) warms briefly. */
+    if (compute(graph, batches, a.steps < 50 ? a.steps : 50, &warm) < 0 ||
+        compute(pynative, batches, a.steps < 20 ? a.steps : 20, &warm) < 0) {
         cli_error(CMD, "%s",
                   sl_model_last_error(sl_model_last_error(graph)[0] ? graph : pynative));
         goto out;
     }
-    if (ds && !a.no_e2e && end_to_end(&a, graph, ds, 20, &warm) < 0)
+    if (ds && !a.no_e2e &&
+        end_to_end(&a, graph, ds, a.e2e_steps < 20 ? a.e2e_steps : 20, &warm) < 0)
         goto out;
     sl_step_reset_times(step);
     for (int64_t r = 0; r < a.repeats; r++) {
