@@ -194,6 +194,21 @@ def ratios_lines(fig):
     return ["", "Ratios: " + "; ".join(
         f"{k} {fig.need('result', 'ratios', k, kind='number'):.2f}x" for k in ratios) + "."]
 
+def paired_ratio(fig, run, base):
+    """run's speed over base's: the median over rounds of each round's own
+    ratio (base's ms per step over run's), from the runs' per-round times."""
+    a = fig.need("result", "runs", run, "ms_per_step_rounds", kind="list")
+    b = fig.need("result", "runs", base, "ms_per_step_rounds", kind="list")
+    if len(a) != len(b) or not a:
+        raise TableError(f"{fig.rel}: runs {run} and {base} have different rounds "
+                         f"(table '{fig.table}' pairs them)")
+    r = sorted(fig.need("result", "runs", base, "ms_per_step_rounds", i, kind="number") /
+               fig.need("result", "runs", run, "ms_per_step_rounds", i, kind="number")
+               for i in range(len(a)))
+    n = len(r)
+    return f"{(r[n // 2] if n % 2 else (r[n // 2 - 1] + r[n // 2]) / 2):.3f}x"
+
+
 def render_sink_hidden(fig):
     """bench sink's JSON since the hidden fraction (hidden_by_device)."""
     runs = SINK_RUNS + [("serial", "serial")]
@@ -209,7 +224,7 @@ def render_sink_hidden(fig):
         rows.append([d] + [num(sps[n]) for n, _ in runs] +
                     [hidden_cell(fig, "result", "hidden_by_device", d, "sink_full"),
                      hidden_cell(fig, "result", "hidden_by_device", d, "serial"), eff,
-                     f"{sps['sink_full'] / sps['nonsink']:.3f}x"])
+                     paired_ratio(fig, by[d]["sink_full"], by[d]["nonsink"])])
     out = provenance(fig)
     lo, hi = (fig.need("result", "hidden_noise_range", i, kind="number") for i in (0, 1))
     out.append(f"LeNet5, batch 32, {steps} steps per run; samples/s, medians of {reps} "
@@ -222,7 +237,8 @@ def render_sink_hidden(fig):
                f"time.")
     out.append("")
     out += table(["device"] + [t for _, t in runs] +
-                 ["h, sink −1", "h, serial", "CPU-time bound, sink −1", "sink −1 / non-sink"],
+                 ["h, sink −1", "h, serial", "CPU-time bound, sink −1",
+                  "sink −1 / non-sink, paired median"],
                  rows)
     return out
 
