@@ -231,11 +231,41 @@ int sl_dataset_zip(sl_dataset *ds, const sl_dataset *const *others, size_t n)
 
 struct sl__combine_run {
     combine_source *src;   /* one reference */
-    sl_iterator **its;     /* (nparts,) */
+    /* (nparts,): written by the consumer's thread (a zip restarts a part),
+     * read by sl__combine_interrupt's: its_lock guards the pointers. */
+    sl_iterator **its;
+    pthread_mutex_t its_lock;
     size_t cur;            /* concat: the part being read */
     int threads;
+    int64_t passes;        /* as sl__combine_open was given them */
+    int64_t start_epoch;
+    int64_t passes_done;   /* zip: passes ended since the start */
+    size_t queue_chunks, chunk_rows;
     atomic_int closed;
 };
+
+/* Makes part k's iterator, at pass `epoch` of `passes`, into *out; the
+ * message names the part. */
+static int open_part(sl__combine_run *run, size_t k, int64_t epoch, sl_iterator **out,
+                     sl__error *err)
+{
+    combine_source *src = run->src;
+    sl_iterator_options o;
+    int rc;
+    sl_iterator_options_init(&o);
+    o.num_epochs = run->passes;
+    o.queue_chunks = run->queue_chunks;
+    o.chunk_rows = run->chunk_rows;
+    o.start_epoch = epoch;
+    pthread_mutex_lock(&src->lock);
+    rc = sl_iterator_new(out, src->parts[k], &o);
+    if (rc != SL_OK)
+        sl__errf(err, rc, "%s: dataset %zu of %zu (%s): %s", src->base.iface->kind, k + 1,
+                 src->nparts, src->parts[k]->source->summary,
+                 sl_dataset_last_error(src->parts[k]));
+    pthread_mutex_unlock(&src->lock);
+    return rc;
+}
 
 int sl__combine_open(sl__combine_run **out, sl__source *source, const sl_iterator_options *opts,
                      int64_t passes, int64_t start_epoch, sl__error *err)
@@ -251,21 +281,14 @@ int sl__combine_open(sl__combine_run **out, sl__source *source, const sl_iterato
     run->src = src;
     sl__source_retain(source);
     atomic_init(&run->closed, 0);
+    pthread_mutex_init(&run->its_lock, NULL);
+    run->passes = passes;
+    run->start_epoch = start_epoch;
+    run->queue_chunks = opts->queue_chunks;
+    run->chunk_rows = opts->chunk_rows;
     for (size_t k = 0; k < src->nparts && rc == SL_OK; k++) {
-        sl_iterator_options o;
         sl_iterator_stats stats;
-        sl_iterator_options_init(&o);
-        o.num_epochs = passes;
-        o.queue_chunks = opts->queue_chunks;
-        o.chunk_rows = opts->chunk_rows;
-        o.start_epoch = start_epoch;
-        pthread_mutex_lock(&src->lock);
-        rc = sl_iterator_new(&run->its[k], src->parts[k], &o);
-        if (rc != SL_OK)
-            sl__errf(err, rc, "%s: dataset %zu of %zu (%s): %s", source->iface->kind, k + 1,
-                     src->nparts, src->parts[k]->source->summary,
-                     sl_dataset_last_error(src->parts[k]));
-        pthread_mutex_unlock(&src->lock);
+        rc = open_part(run, k, start_epoch, &run->its[k], err);
         if (rc == SL_OK) {
             sl_iterator_get_stats(run->its[k], &stats);
             run->threads += stats.threads;
@@ -311,18 +334,31 @@ static int concat_next(sl__combine_run *run, sl__row *row, sl__error *err)
     }
 }
 
-/* Takes part k's rows to the end of its epoch, dropping them. */
-static int drain_part(sl__combine_run *run, size_t k, sl__error *err)
+/* Starts part k again at the zip's next pass, dropping the rest of its
+ * epoch unread: reading it would cost all its samples, and a bad one among
+ * them would fail an epoch that never hands it out. Nothing to do after
+ * the last pass. */
+static int restart_part(sl__combine_run *run, size_t k, sl__error *err)
 {
-    for (;;) {
-        sl_row r;
-        int rc = sl_iterator_next(run->its[k], &r);
-        if (rc == SL_END_OF_EPOCH)
-            return SL_OK;
-        if (rc != SL_OK)
-            return part_failed(run, k, rc, err);
-        sl_row_clear(&r);
-    }
+    int64_t epoch = run->start_epoch + run->passes_done;
+    sl_iterator *old, *fresh = NULL;
+    int rc;
+    if (run->passes > 0 && epoch >= run->passes)
+        return SL_OK;
+    pthread_mutex_lock(&run->its_lock);
+    old = run->its[k];
+    run->its[k] = NULL;
+    pthread_mutex_unlock(&run->its_lock);
+    sl_iterator_free(old); /* joins its threads, wherever they were */
+    rc = open_part(run, k, epoch, &fresh, err);
+    if (rc != SL_OK)
+        return rc;
+    pthread_mutex_lock(&run->its_lock);
+    run->its[k] = fresh;
+    if (atomic_load(&run->closed)) /* interrupted while it had none */
+        sl_iterator_interrupt(fresh);
+    pthread_mutex_unlock(&run->its_lock);
+    return SL_OK;
 }
 
 static int zip_next(sl__combine_run *run, sl__row *row, sl__error *err)
@@ -331,6 +367,9 @@ static int zip_next(sl__combine_run *run, sl__row *row, sl__error *err)
     int rc = SL_OK;
     for (k = 0; k < run->src->nparts; k++) {
         sl_row r;
+        if (!run->its[k]) /* its restart failed, and said why */
+            return sl__errf(err, SL_ESTATE, "dataset %zu of %zu (%s) could not start again",
+                            k + 1, run->src->nparts, run->src->parts[k]->source->summary);
         rc = sl_iterator_next(run->its[k], &r);
         if (rc != SL_OK)
             break;
@@ -342,10 +381,11 @@ static int zip_next(sl__combine_run *run, sl__row *row, sl__error *err)
     sl__row_clear(row);
     if (rc != SL_END_OF_EPOCH)
         return part_failed(run, k, rc, err);
-    /* The shortest part's epoch ended: so does the zip's, once the other
-     * parts have come to the end of theirs. */
+    /* The shortest part's epoch ended: so does the zip's, and every other
+     * part starts its next epoch afresh (as a part that ended does). */
+    run->passes_done++;
     for (size_t j = 0; j < run->src->nparts; j++)
-        if (j != k && (rc = drain_part(run, j, err)) != SL_OK)
+        if (j != k && (rc = restart_part(run, j, err)) != SL_OK)
             return rc;
     return SL_END_OF_EPOCH;
 }
@@ -361,9 +401,11 @@ int sl__combine_next(sl__combine_run *run, sl__row *row, sl__error *err)
 void sl__combine_interrupt(sl__combine_run *run)
 {
     atomic_store(&run->closed, 1);
+    pthread_mutex_lock(&run->its_lock);
     for (size_t k = 0; k < run->src->nparts; k++)
         if (run->its[k])
             sl_iterator_interrupt(run->its[k]);
+    pthread_mutex_unlock(&run->its_lock);
 }
 
 int sl__combine_threads(const sl__combine_run *run)
@@ -378,6 +420,7 @@ void sl__combine_close(sl__combine_run *run)
     for (size_t k = 0; k < run->src->nparts; k++)
         sl_iterator_free(run->its[k]);
     free(run->its);
+    pthread_mutex_destroy(&run->its_lock);
     sl__source_release(&run->src->base);
     free(run);
 }

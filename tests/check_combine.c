@@ -409,6 +409,63 @@ START_TEST(test_part_error_reaches_consumer)
 }
 END_TEST
 
+/* A custom op failing on train sample 30, which a zip with the 24-row
+ * test part never hands out. */
+static int fail_on_30(void *user, const sl_tensor *in, sl_tensor **out, uint64_t seed, char *err,
+                      size_t err_len)
+{
+    (void)user;
+    (void)seed;
+    if (sample_of(in) == 30) {
+        snprintf(err, err_len, "sample 30 is bad on purpose");
+        return SL_EIO;
+    }
+    *out = sl_tensor_retain((sl_tensor *)in);
+    return SL_OK;
+}
+
+/* A zip's longer part is not read past the rows it hands out: each epoch
+ * starts it again (the rows are those of test_zip), so a bad sample among
+ * its unread rows fails nothing. Reading them to the end of its epoch
+ * would fail the first epoch's end with sample 30's error. Shuffled with a
+ * seed, its second epoch is its own epoch 1's order. */
+START_TEST(test_zip_does_not_read_unused_rows)
+{
+    const char *from[] = {"image", "label"}, *to[] = {"image2", "label2"};
+    sl_dataset *a = mnist(SL_MNIST_TRAIN), *b = mnist(SL_MNIST_TEST), *ref = mnist(SL_MNIST_TRAIN);
+    const sl_dataset *others[] = {b};
+    sl_op_custom_options co;
+    sl_op *op;
+    int got[100], want[100];
+    sl_op_custom_options_init(&co);
+    co.fn = fail_on_30;
+    ck_assert_int_eq(sl_op_custom_new(&op, &co, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(a, &op, 1, "image", NULL, 1), SL_OK);
+    sl_op_release(op);
+    ck_assert_int_eq(sl_dataset_rename(b, from, to, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_zip(a, others, 1), SL_OK);
+    ck_assert_uint_eq(read_all(a, 3, 0, got, 100), 3 * (N_TEST + 1));
+    for (int e = 0; e < 3; e++)
+        for (int i = 0; i < N_TEST; i++)
+            ck_assert_int_eq(got[e * (N_TEST + 1) + i], i);
+    sl_dataset_free(a);
+    /* shuffled: each epoch of the zip takes the first 24 of that epoch of
+     * the part alone */
+    a = mnist(SL_MNIST_TRAIN);
+    ck_assert_int_eq(sl_dataset_shuffle(a, 40), SL_OK);
+    ck_assert_int_eq(sl_dataset_shuffle(ref, 40), SL_OK);
+    ck_assert_int_eq(sl_dataset_zip(a, others, 1), SL_OK);
+    ck_assert_uint_eq(read_all(a, 2, 0, got, 100), 2 * (N_TEST + 1));
+    ck_assert_uint_eq(read_all(ref, 2, 0, want, 100), 2 * (N_TRAIN + 1));
+    for (int e = 0; e < 2; e++)
+        for (int i = 0; i < N_TEST; i++)
+            ck_assert_int_eq(got[e * (N_TEST + 1) + i], want[e * (N_TRAIN + 1) + i]);
+    sl_dataset_free(a);
+    sl_dataset_free(b);
+    sl_dataset_free(ref);
+}
+END_TEST
+
 START_TEST(test_free_mid_epoch)
 {
     /* Build, read a few rows (or none), free: every part's threads must
@@ -462,6 +519,7 @@ static Suite *make_combine_suite(void)
     tcase_add_test(core, test_concat_of_pipelines);
     tcase_add_test(core, test_concat_refusals);
     tcase_add_test(core, test_zip);
+    tcase_add_test(core, test_zip_does_not_read_unused_rows);
     tcase_add_test(core, test_start_epoch_and_threads);
     tcase_add_test(core, test_part_error_reaches_consumer);
     tcase_add_test(conc, test_shuffle_after_concat);

@@ -30,7 +30,8 @@ extern "C" {
 SL_API int sl_dataset_concat(sl_dataset *ds, const sl_dataset *const *others, size_t n);
 /* Makes ds the rows of ds as it was and of others[0], ... side by side:
  * row i has their columns, in that order. An epoch ends with the shortest
- * part's (the others' rows left in that epoch are dropped). Column names
+ * part's (the others' rows left in that epoch are never read: each starts
+ * its next epoch afresh). Column names
  * must all differ, and together be at most SL_MAX_COLUMNS. Its size is the
  * smallest of theirs. On failure ds is unchanged. */
 SL_API int sl_dataset_zip(sl_dataset *ds, const sl_dataset *const *others, size_t n);
