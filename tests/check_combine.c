@@ -362,33 +362,42 @@ START_TEST(test_start_epoch_and_threads)
 }
 END_TEST
 
-/* A custom op failing on sample 45 (the test part's sixth). */
-static int fail_on_45(void *user, const sl_tensor *in, sl_tensor **out, uint64_t seed, char *err,
-                      size_t err_len)
+/* A custom op failing on one sample (*(const int *)user): "sample N is
+ * bad on purpose". */
+static int fail_on(void *user, const sl_tensor *in, sl_tensor **out, uint64_t seed, char *err,
+                   size_t err_len)
 {
-    (void)user;
+    int bad = *(const int *)user;
     (void)seed;
-    if (sample_of(in) == 45) {
-        snprintf(err, err_len, "sample 45 is bad on purpose");
+    if (sample_of(in) == bad) {
+        snprintf(err, err_len, "sample %d is bad on purpose", bad);
         return SL_EIO;
     }
     *out = sl_tensor_retain((sl_tensor *)in);
     return SL_OK;
 }
 
+/* A map failing on sample *bad onto ds's images, with `workers` workers. */
+static void map_failing_on(sl_dataset *ds, const int *bad, int workers)
+{
+    sl_op_custom_options co;
+    sl_op *op;
+    sl_op_custom_options_init(&co);
+    co.fn = fail_on;
+    co.user = (void *)bad;
+    ck_assert_int_eq(sl_op_custom_new(&op, &co, NULL, 0), SL_OK);
+    ck_assert_int_eq(sl_dataset_map(ds, &op, 1, "image", NULL, workers), SL_OK);
+    sl_op_release(op);
+}
+
 START_TEST(test_part_error_reaches_consumer)
 {
     sl_dataset *a = mnist(SL_MNIST_TRAIN), *b = mnist(SL_MNIST_TEST);
-    sl_op_custom_options co;
     sl_iterator *it;
-    sl_op *op;
     sl_row row;
     int rc, rows = 0;
-    sl_op_custom_options_init(&co);
-    co.fn = fail_on_45;
-    ck_assert_int_eq(sl_op_custom_new(&op, &co, NULL, 0), SL_OK);
-    ck_assert_int_eq(sl_dataset_map(b, &op, 1, "image", NULL, 2), SL_OK);
-    sl_op_release(op);
+    static const int bad = 45; /* the test part's sixth */
+    map_failing_on(b, &bad, 2);
     a = concat2(a, b);
     ck_assert_int_eq(sl_dataset_batch(a, 4, 0, 1), SL_OK);
     ck_assert_int_eq(sl_iterator_new(&it, a, NULL), SL_OK);
@@ -409,21 +418,6 @@ START_TEST(test_part_error_reaches_consumer)
 }
 END_TEST
 
-/* A custom op failing on train sample 30, which a zip with the 24-row
- * test part never hands out. */
-static int fail_on_30(void *user, const sl_tensor *in, sl_tensor **out, uint64_t seed, char *err,
-                      size_t err_len)
-{
-    (void)user;
-    (void)seed;
-    if (sample_of(in) == 30) {
-        snprintf(err, err_len, "sample 30 is bad on purpose");
-        return SL_EIO;
-    }
-    *out = sl_tensor_retain((sl_tensor *)in);
-    return SL_OK;
-}
-
 /* A zip's longer part is not read past the rows it hands out: each epoch
  * starts it again (the rows are those of test_zip), so a bad sample among
  * its unread rows fails nothing. Reading them to the end of its epoch
@@ -434,14 +428,9 @@ START_TEST(test_zip_does_not_read_unused_rows)
     const char *from[] = {"image", "label"}, *to[] = {"image2", "label2"};
     sl_dataset *a = mnist(SL_MNIST_TRAIN), *b = mnist(SL_MNIST_TEST), *ref = mnist(SL_MNIST_TRAIN);
     const sl_dataset *others[] = {b};
-    sl_op_custom_options co;
-    sl_op *op;
     int got[100], want[100];
-    sl_op_custom_options_init(&co);
-    co.fn = fail_on_30;
-    ck_assert_int_eq(sl_op_custom_new(&op, &co, NULL, 0), SL_OK);
-    ck_assert_int_eq(sl_dataset_map(a, &op, 1, "image", NULL, 1), SL_OK);
-    sl_op_release(op);
+    static const int bad = 30; /* beyond the zip's 24 rows */
+    map_failing_on(a, &bad, 1);
     ck_assert_int_eq(sl_dataset_rename(b, from, to, 2), SL_OK);
     ck_assert_int_eq(sl_dataset_zip(a, others, 1), SL_OK);
     ck_assert_uint_eq(read_all(a, 3, 0, got, 100), 3 * (N_TEST + 1));
