@@ -227,6 +227,23 @@ int sl_dataset_zip(sl_dataset *ds, const sl_dataset *const *others, size_t n)
     return combine(ds, others, n, 1);
 }
 
+/* 1 when ds can be started at a later epoch (sl_iterator_options
+ * start_epoch): not when it repeats, itself or in a part of its own (a
+ * repeat's passes are not its epochs, so an iterator refuses to). */
+static int can_start_at_epoch(const sl_dataset *ds)
+{
+    for (size_t i = 0; i < ds->nnodes; i++)
+        if (ds->nodes[i].kind == SL__NODE_REPEAT)
+            return 0;
+    if (ds->source && sl__source_is_combined(ds->source)) {
+        const combine_source *c = (const combine_source *)ds->source;
+        for (size_t k = 0; k < c->nparts; k++)
+            if (!can_start_at_epoch(c->parts[k]))
+                return 0;
+    }
+    return 1;
+}
+
 /* --- running ------------------------------------------------------------------------ */
 
 struct sl__combine_run {
@@ -240,12 +257,14 @@ struct sl__combine_run {
     int64_t passes;        /* as sl__combine_open was given them */
     int64_t start_epoch;
     int64_t passes_done;   /* zip: passes ended since the start */
+    unsigned char *restartable; /* (nparts,): can_start_at_epoch of each part */
     size_t queue_chunks, chunk_rows;
     atomic_int closed;
 };
 
 /* Makes part k's iterator, at pass `epoch` of `passes`, into *out; the
- * message names the part. */
+ * message names the part (the caller adds the kind where the stage that
+ * reports it does not). */
 static int open_part(sl__combine_run *run, size_t k, int64_t epoch, sl_iterator **out,
                      sl__error *err)
 {
@@ -260,9 +279,8 @@ static int open_part(sl__combine_run *run, size_t k, int64_t epoch, sl_iterator 
     pthread_mutex_lock(&src->lock);
     rc = sl_iterator_new(out, src->parts[k], &o);
     if (rc != SL_OK)
-        sl__errf(err, rc, "%s: dataset %zu of %zu (%s): %s", src->base.iface->kind, k + 1,
-                 src->nparts, src->parts[k]->source->summary,
-                 sl_dataset_last_error(src->parts[k]));
+        sl__errf(err, rc, "dataset %zu of %zu (%s): %s", k + 1, src->nparts,
+                 src->parts[k]->source->summary, sl_dataset_last_error(src->parts[k]));
     pthread_mutex_unlock(&src->lock);
     return rc;
 }
@@ -274,7 +292,10 @@ int sl__combine_open(sl__combine_run **out, sl__source *source, const sl_iterato
     sl__combine_run *run = calloc(1, sizeof *run);
     int rc = SL_OK;
     *out = NULL;
-    if (!run || !(run->its = calloc(src->nparts, sizeof *run->its))) {
+    if (!run || !(run->its = calloc(src->nparts, sizeof *run->its)) ||
+        !(run->restartable = calloc(src->nparts, 1))) {
+        if (run)
+            free(run->its);
         free(run);
         return sl__errf(err, SL_ENOMEM, "%s: out of memory", source->iface->kind);
     }
@@ -288,7 +309,10 @@ int sl__combine_open(sl__combine_run **out, sl__source *source, const sl_iterato
     run->chunk_rows = opts->chunk_rows;
     for (size_t k = 0; k < src->nparts && rc == SL_OK; k++) {
         sl_iterator_stats stats;
+        run->restartable[k] = (unsigned char)can_start_at_epoch(src->parts[k]);
         rc = open_part(run, k, start_epoch, &run->its[k], err);
+        if (rc != SL_OK) /* the iterator's message: "zip: dataset 2 of 2 ..." */
+            sl__err_prefix(err, "%s: ", source->iface->kind);
         if (rc == SL_OK) {
             sl_iterator_get_stats(run->its[k], &stats);
             run->threads += stats.threads;
@@ -334,10 +358,26 @@ static int concat_next(sl__combine_run *run, sl__row *row, sl__error *err)
     }
 }
 
-/* Starts part k again at the zip's next pass, dropping the rest of its
- * epoch unread: reading it would cost all its samples, and a bad one among
- * them would fail an epoch that never hands it out. Nothing to do after
- * the last pass. */
+/* Takes part k's rows to the end of its epoch, dropping them. */
+static int drain_part(sl__combine_run *run, size_t k, sl__error *err)
+{
+    for (;;) {
+        sl_row r;
+        int rc = sl_iterator_next(run->its[k], &r);
+        if (rc == SL_END_OF_EPOCH)
+            return SL_OK;
+        if (rc != SL_OK)
+            return part_failed(run, k, rc, err);
+        sl_row_clear(&r);
+    }
+}
+
+/* Brings part k to the zip's next pass. Started again there, the rest of
+ * its epoch is never read: reading it would cost all its samples, and a
+ * bad one among them would fail an epoch that never hands it out. A part
+ * that repeats cannot be started at a later epoch: its rows are read to
+ * its epoch's end, as before. Nothing to do after the last pass; nothing
+ * started once the run is interrupted. */
 static int restart_part(sl__combine_run *run, size_t k, sl__error *err)
 {
     int64_t epoch = run->start_epoch + run->passes_done;
@@ -345,11 +385,15 @@ static int restart_part(sl__combine_run *run, size_t k, sl__error *err)
     int rc;
     if (run->passes > 0 && epoch >= run->passes)
         return SL_OK;
+    if (!run->restartable[k])
+        return drain_part(run, k, err);
     pthread_mutex_lock(&run->its_lock);
     old = run->its[k];
     run->its[k] = NULL;
     pthread_mutex_unlock(&run->its_lock);
     sl_iterator_free(old); /* joins its threads, wherever they were */
+    if (atomic_load(&run->closed))
+        return SL_ECLOSED;
     rc = open_part(run, k, epoch, &fresh, err);
     if (rc != SL_OK)
         return rc;
@@ -367,9 +411,11 @@ static int zip_next(sl__combine_run *run, sl__row *row, sl__error *err)
     int rc = SL_OK;
     for (k = 0; k < run->src->nparts; k++) {
         sl_row r;
-        if (!run->its[k]) /* its restart failed, and said why */
-            return sl__errf(err, SL_ESTATE, "dataset %zu of %zu (%s) could not start again",
-                            k + 1, run->src->nparts, run->src->parts[k]->source->summary);
+        if (!run->its[k]) /* interrupted, or its restart failed and said why */
+            return atomic_load(&run->closed)
+                       ? SL_ECLOSED
+                       : sl__errf(err, SL_ESTATE, "dataset %zu of %zu (%s) could not start again",
+                                  k + 1, run->src->nparts, run->src->parts[k]->source->summary);
         rc = sl_iterator_next(run->its[k], &r);
         if (rc != SL_OK)
             break;
@@ -420,6 +466,7 @@ void sl__combine_close(sl__combine_run *run)
     for (size_t k = 0; k < run->src->nparts; k++)
         sl_iterator_free(run->its[k]);
     free(run->its);
+    free(run->restartable);
     pthread_mutex_destroy(&run->its_lock);
     sl__source_release(&run->src->base);
     free(run);

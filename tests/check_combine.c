@@ -455,6 +455,42 @@ START_TEST(test_zip_does_not_read_unused_rows)
 }
 END_TEST
 
+/* A longer part that repeats cannot be started at a later epoch: it is
+ * read to its epoch's end instead, and the zip's epochs still come whole.
+ * With three parts, the shortest in the middle, the parts before and after
+ * it both start again. */
+START_TEST(test_zip_restarts_each_longer_part)
+{
+    const char *from[] = {"image", "label"}, *to2[] = {"image2", "label2"},
+                *to3[] = {"image3", "label3"};
+    sl_dataset *a = mnist(SL_MNIST_TRAIN), *b = mnist(SL_MNIST_TEST), *c = mnist(SL_MNIST_TRAIN);
+    const sl_dataset *others[] = {b, c};
+    int got[100];
+    ck_assert_int_eq(sl_dataset_rename(b, from, to2, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_rename(c, from, to3, 2), SL_OK);
+    ck_assert_int_eq(sl_dataset_repeat(a, 2), SL_OK); /* 80 rows an epoch */
+    ck_assert_int_eq(sl_dataset_zip(a, others, 1), SL_OK);
+    for (size_t col = 0; col < 4; col += 2) {
+        ck_assert_uint_eq(read_all(a, 3, col, got, 100), 3 * (N_TEST + 1));
+        for (int e = 0; e < 3; e++)
+            for (int i = 0; i < N_TEST; i++)
+                ck_assert_int_eq(got[e * (N_TEST + 1) + i], (col ? N_TRAIN : 0) + i);
+    }
+    sl_dataset_free(a);
+    a = mnist(SL_MNIST_TRAIN);
+    ck_assert_int_eq(sl_dataset_zip(a, others, 2), SL_OK);
+    for (size_t col = 0; col < 6; col += 2) {
+        ck_assert_uint_eq(read_all(a, 3, col, got, 100), 3 * (N_TEST + 1));
+        for (int e = 0; e < 3; e++)
+            for (int i = 0; i < N_TEST; i++)
+                ck_assert_int_eq(got[e * (N_TEST + 1) + i], (col == 2 ? N_TRAIN : 0) + i);
+    }
+    sl_dataset_free(a);
+    sl_dataset_free(b);
+    sl_dataset_free(c);
+}
+END_TEST
+
 START_TEST(test_free_mid_epoch)
 {
     /* Build, read a few rows (or none), free: every part's threads must
@@ -509,6 +545,7 @@ static Suite *make_combine_suite(void)
     tcase_add_test(core, test_concat_refusals);
     tcase_add_test(core, test_zip);
     tcase_add_test(core, test_zip_does_not_read_unused_rows);
+    tcase_add_test(core, test_zip_restarts_each_longer_part);
     tcase_add_test(core, test_start_epoch_and_threads);
     tcase_add_test(core, test_part_error_reaches_consumer);
     tcase_add_test(conc, test_shuffle_after_concat);
