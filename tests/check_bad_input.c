@@ -17,6 +17,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "tests/testutil.h"
@@ -1195,10 +1196,5 @@ static Suite *make_bad_input_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_bad_input_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_bad_input_suite);
 }

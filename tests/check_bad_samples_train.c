@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "pipeline/sampler.h"
@@ -358,10 +359,5 @@ Suite *make_bad_samples_train_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_bad_samples_train_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_bad_samples_train_suite);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/error.h"
 #include "core/rng.h"
@@ -236,16 +237,7 @@ Suite *make_batch_slots_suite(void)
 
 int main(void)
 {
-    SRunner *sr;
-    int failed;
-    if (TU_THREAD_SANITIZED) {
-        puts("SKIP: one thread maps and stacks here: nothing for ThreadSanitizer (the "
-             "pipeline suites run slots on worker threads)");
-        return 77;
-    }
-    sr = srunner_create(make_batch_slots_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite_unless_tsan(make_batch_slots_suite,
+                                    "one thread maps and stacks here: nothing for ThreadSanitizer (the "
+                                    "pipeline suites run slots on worker threads)");
 }

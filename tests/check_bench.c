@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "sluice/sluice.h"
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "tools/bench_overlap.h"
 #include "testutil.h"
@@ -302,10 +303,5 @@ Suite *make_bench_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_bench_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_bench_suite);
 }

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/atomic_file.h"
 #include "exec/checkpoint_folder.h"
@@ -404,10 +405,5 @@ Suite *make_checkpoint_folder_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_checkpoint_folder_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_checkpoint_folder_suite);
 }

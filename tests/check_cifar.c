@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "tests/testutil.h"
@@ -642,10 +643,5 @@ static Suite *make_cifar_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_cifar_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_cifar_suite);
 }

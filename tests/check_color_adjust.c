@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "sluice/op.h"
 #include "sluice/status.h"
@@ -269,16 +270,7 @@ Suite *make_color_adjust_suite(void)
 
 int main(void)
 {
-    SRunner *sr;
-    int failed;
-    if (TU_THREAD_SANITIZED) {
-        puts("SKIP: the operators run on the calling thread only: nothing for "
-             "ThreadSanitizer (the plain and ASan builds run this suite)");
-        return 77;
-    }
-    sr = srunner_create(make_color_adjust_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite_unless_tsan(make_color_adjust_suite,
+                                    "the operators run on the calling thread only: nothing for "
+                                    "ThreadSanitizer (the plain and ASan builds run this suite)");
 }

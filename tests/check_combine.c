@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "testutil.h"
@@ -557,10 +558,5 @@ static Suite *make_combine_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_combine_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_combine_suite);
 }

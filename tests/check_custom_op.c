@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "tests/testutil.h"
@@ -463,10 +464,5 @@ Suite *make_custom_op_suite(void)
 
 int main(void)
 {
-    int failed;
-    SRunner *sr = srunner_create(make_custom_op_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_custom_op_suite);
 }

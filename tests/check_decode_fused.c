@@ -25,6 +25,7 @@
 #include <jpeglib.h>
 
 #include "tests/decode_fused_ref.h"
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "core/rng.h"
@@ -638,16 +639,7 @@ Suite *make_decode_fused_suite(void)
 
 int main(void)
 {
-    SRunner *sr;
-    int failed;
-    if (TU_THREAD_SANITIZED) {
-        puts("SKIP: the operators run on the calling thread (the pipeline test's threads are "
-             "check_pipeline's): nothing for ThreadSanitizer");
-        return 77;
-    }
-    sr = srunner_create(make_decode_fused_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite_unless_tsan(make_decode_fused_suite,
+                                    "the operators run on the calling thread (the pipeline test's threads "
+                                    "are check_pipeline's): nothing for ThreadSanitizer");
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "tests/decode_fused_ref.h"
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "tests/testutil.h"
 
@@ -171,15 +172,7 @@ Suite *make_decode_photos_suite(void)
 
 int main(void)
 {
-    SRunner *sr;
-    int failed;
-    if (TU_THREAD_SANITIZED) {
-        puts("SKIP: the operators run on the calling thread only: nothing for ThreadSanitizer");
-        return 77;
-    }
-    sr = srunner_create(make_decode_photos_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite_unless_tsan(make_decode_photos_suite,
+                                    "the operators run on the calling thread only: nothing for "
+                                    "ThreadSanitizer");
 }

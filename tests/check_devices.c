@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -1093,10 +1094,5 @@ Suite *make_devices_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_devices_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_devices_suite);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/rng.h"
 #include "exec/model_impl.h"
@@ -1237,10 +1238,5 @@ Suite *make_exec_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_exec_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_exec_suite);
 }

@@ -18,6 +18,7 @@
 #include "sluice/graph.h"
 #include "sluice/step.h"
 #include "sluice/tensor.h"
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 
 /* Half the smallest normal float, computed so that the compiler cannot
@@ -233,10 +234,5 @@ static Suite *make_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_suite);
 }

@@ -20,6 +20,7 @@
 
 #include <jpeglib.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/byte_budget.h"
 #include "ops/op_impl.h"
@@ -701,10 +702,5 @@ Suite *make_hostile_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_hostile_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_hostile_suite);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/error.h"
 #include "core/tensor_impl.h"
@@ -537,10 +538,5 @@ Suite *make_lend_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_lend_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_lend_suite);
 }

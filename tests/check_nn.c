@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tests/testutil.h"
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/rng.h"
 #include "ops/nn/conv2d_impl.h"
@@ -2008,18 +2009,9 @@ Suite *make_nn_suite(void)
 
 int main(void)
 {
-    SRunner *sr;
-    int failed;
-    if (TU_THREAD_SANITIZED) {
-        puts("SKIP: the kernels run on the calling thread only: nothing for ThreadSanitizer "
-             "(the plain and ASan builds run this suite)");
-        return 77;
-    }
     /* as the executor does: OpenBLAS itself single-threaded */
     openblas_set_num_threads(1);
-    sr = srunner_create(make_nn_suite());
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite_unless_tsan(make_nn_suite,
+                                    "the kernels run on the calling thread only: nothing for "
+                                    "ThreadSanitizer (the plain and ASan builds run this suite)");
 }

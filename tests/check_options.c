@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/error.h"
 #include "core/options.h"
@@ -676,10 +677,5 @@ Suite *make_options_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_options_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_options_suite);
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "core/clock.h"
@@ -1403,10 +1404,5 @@ static Suite *make_pipeline_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_pipeline_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_pipeline_suite);
 }

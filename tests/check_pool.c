@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/pool.h"
 #include "core/tensor_impl.h"
@@ -637,10 +638,5 @@ static Suite *make_pool_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_pool_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_pool_suite);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/pool.h"
 #include "pipeline/dataset_impl.h"
@@ -327,10 +328,5 @@ static Suite *make_pool_pipeline_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_pool_pipeline_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_pool_pipeline_suite);
 }

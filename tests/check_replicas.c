@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/cpu.h"
 #include "exec/comm.h"
@@ -1052,10 +1053,5 @@ Suite *make_replicas_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_replicas_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tu_run_suite(make_replicas_suite);
 }

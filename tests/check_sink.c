@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/cpu.h"
 #include "core/error.h"
@@ -1657,10 +1658,5 @@ Suite *make_sink_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_sink_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_sink_suite);
 }

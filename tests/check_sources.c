@@ -21,6 +21,7 @@
 
 #include <jpeglib.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "core/tensor_impl.h"
@@ -1104,10 +1105,5 @@ static Suite *make_sources_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_sources_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_sources_suite);
 }

@@ -15,6 +15,7 @@
 
 #include "sluice/sluice.h"
 #include "tests/testutil.h"
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 
 #define N 20
@@ -540,10 +541,5 @@ static Suite *make_split_batch_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_split_batch_suite());
-    int failed;
-    srunner_run_all(sr, CK_ENV);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_split_batch_suite);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "core/trace.h"
@@ -600,10 +601,5 @@ Suite *make_stats_suite(void)
 
 int main(void)
 {
-    int failed;
-    SRunner *sr = srunner_create(make_stats_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_stats_suite);
 }

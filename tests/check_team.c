@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "core/error.h"
 #include "ops/op_impl.h"
@@ -481,10 +482,5 @@ Suite *make_team_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_team_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_team_suite);
 }

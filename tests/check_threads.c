@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 #include "sluice/sluice.h"
 #include "core/cpu.h"
@@ -726,10 +727,5 @@ static Suite *make_threads_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(make_threads_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(make_threads_suite);
 }

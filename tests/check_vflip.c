@@ -13,6 +13,7 @@
 #include "ops/op_impl.h"
 #include "sluice/sluice.h"
 #include "tests/testutil.h"
+#include "tests/run_suite.h"
 #include "tests/time_limit.h"
 
 static sl_tensor *image(sl_dtype dt, int ndim, int64_t h, int64_t w, int64_t c)
@@ -265,20 +266,19 @@ START_TEST(test_vflip_after_fused_decode)
 }
 END_TEST
 
-int main(void)
+static Suite *make_vflip_suite(void)
 {
     Suite *s = suite_create("vflip");
     TCase *tc = tu_tcase("core", 60);
-    SRunner *sr;
-    int failed;
     tcase_add_test(tc, test_vflip_always_never);
     tcase_add_test(tc, test_vflip_independent_of_hflip);
     tcase_add_test(tc, test_vflip_refusals);
     tcase_add_test(tc, test_vflip_after_fused_decode);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
+}
+
+int main(void)
+{
+    return tu_run_suite(make_vflip_suite);
 }
